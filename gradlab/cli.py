@@ -1,0 +1,173 @@
+"""The `gradlab` command: a click group with one subcommand per lesson.
+
+Only click is imported at start-up: torch, rich and the lessons are imported when a lesson runs, so
+`gradlab --help` stays fast. Each subcommand parses options, builds the lesson's Config, loads data, calls
+`run(config, ...)`, and hands the Result to the report layer.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gradlab import __version__
+from gradlab.errors import GradlabError
+
+DEVICES = ("auto", "cpu", "cuda", "mps")  # kept in step with gradlab.device.DEVICES (tested)
+DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # kept in step with gradlab.data.DATASETS (tested)
+RUN_OPTIONS = {"config", "json_path", "plot_path", "quiet", "device", "dataset", "data_dir", "offline"}
+
+
+class GradlabGroup(click.Group):
+    """Bad input of any kind becomes one line on stderr and exit code 2, never a traceback."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            code = super().main(args, prog_name or "gradlab", complete_var, standalone_mode=False, **extra)
+        except click.ClickException as e:
+            hint = f" (see `{e.ctx.command_path} --help`)" if getattr(e, "ctx", None) else ""
+            _error(e.format_message().replace("\n", " ") + hint)
+            sys.exit(2)
+        except GradlabError as e:
+            _error(str(e))
+            sys.exit(2)
+        except click.Abort:
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _error(message: str) -> None:
+    from gradlab.report.console import error_line
+
+    error_line(message)
+
+
+def common_options(f):
+    """--seed --device --config --json --plot --quiet: on every lesson."""
+    options = [
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Random seed; CPU runs repeat bit for bit."),
+        click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
+                     help="auto: CUDA, then MPS, else CPU (with a note). An explicit absent device is an error."),
+        click.option("--config", type=click.Path(dir_okay=False), default=None,
+                     help="TOML file of option values (see configs/); flags given here override it."),
+        click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+                     help="Write the machine-readable result to this file."),
+        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+                     help="Write a PNG of the curves to this file."),
+        click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and --json)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def data_options(f):
+    """--dataset --data-dir --offline: on every lesson that trains on images."""
+    options = [
+        click.option("--dataset", type=click.Choice(DATASETS), default="auto", show_default=True,
+                     help="auto: full MNIST when present or downloadable, else the bundled mnist-sample."),
+        click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="GRADLAB_DATA",
+                     help="Where datasets live (default: data/ of the checkout; env GRADLAB_DATA)."),
+        click.option("--offline", is_flag=True, help="Never touch the network; use local files only."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.group(cls=GradlabGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, "--version", prog_name="gradlab", message="%(prog)s %(version)s")
+def cli() -> None:
+    """gradlab: learn how gradients really work.
+
+    Each lesson reproduces a classic TensorFlow-1 gradient tutorial in PyTorch and proves its teaching point
+    with claims checked at run time. Start with `gradlab mnist`; every lesson runs offline on bundled data.
+    """
+
+
+@cli.command(short_help="Softmax regression on MNIST: optimizer step vs manual gradient step vs analytic gradient.")
+@click.option("--compare", "variant", flag_value="compare", default=True,
+              help="Run all three ways on the same batch order, side by side (default).")
+@click.option("--optimizer", "variant", flag_value="optimizer",
+              help="Only torch.optim.SGD: zero_grad / backward / step (TF: optimizer.minimize).")
+@click.option("--manual-grad", "variant", flag_value="manual",
+              help="Only torch.autograd.grad, then W -= lr * g (TF: tf.gradients + assign).")
+@click.option("--analytic", "variant", flag_value="analytic",
+              help="Only the hand-derived gradient xᵀ(p − y)/B; no autograd at all.")
+@click.option("--epochs", type=int, default=10, show_default=True, help="Passes over the training images.")
+@click.option("--lr", type=float, default=0.01, show_default=True, help="Learning rate of W ← W − lr·∂cost/∂W.")
+@click.option("--batch-size", type=int, default=100, show_default=True, help="Images per gradient step.")
+@click.option("--train-size", type=int, default=55000, show_default=True,
+              help="First N training images (all of them when fewer exist, as with the bundled sample).")
+@click.option("--test-size", type=int, default=3000, show_default=True, help="First N test images for accuracy.")
+@click.option("--shuffle/--no-shuffle", default=True, show_default=True,
+              help="Reshuffle batches each epoch (seeded), or take them in file order.")
+@common_options
+@data_options
+@click.pass_context
+def mnist(ctx: click.Context, **params: Any) -> int:
+    """Train softmax regression on MNIST three ways and prove they are the same gradient descent.
+
+    The TF-1 tutorial: `GradientDescentOptimizer(lr).minimize(cost)` equals `tf.gradients` then
+    `W.assign(W - lr * grad)`. Defaults are the tutorial's (configs/mnist-tutorial.toml).
+    """
+    return run_lesson(ctx, "mnist", params, needs_data=True)
+
+
+def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data: bool) -> int:
+    """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
+    from gradlab.config import merge_config
+    from gradlab.report.files import check_writable
+
+    params = merge_config(ctx, params)
+    check_writable(params.get("json_path"), "--json")
+    check_writable(params.get("plot_path"), "--plot")
+
+    lesson = importlib.import_module(f"gradlab.lessons.{name}")
+    config = lesson.Config(**{k: v for k, v in params.items() if k not in RUN_OPTIONS})
+
+    import torch
+
+    from gradlab.device import resolve_device
+    from gradlab.report import console as report
+    from gradlab.report.files import write_json, write_plot
+
+    console = report.make_console(quiet=params["quiet"])
+    device, device_note = resolve_device(params["device"])
+    if device_note:
+        console.print(f"[yellow]note:[/] {device_note}")
+    kwargs: dict[str, Any] = {"device": device}
+    if needs_data:
+        from gradlab import data as datasets
+
+        data, notes = datasets.load(params["dataset"], params["data_dir"], params["offline"])
+        for note in notes:
+            console.print(f"[yellow]note:[/] {note}")
+        console.print(f"loaded [bold]{data.name}[/]: {len(data.y_train):,} training and {len(data.y_test):,} test "
+                      f"images [dim]({data.source})[/]")
+        kwargs["data"] = data
+
+    with report.progress_bar(console) as progress:
+        result = lesson.run(config, progress=progress, **kwargs)
+
+    result.config = {k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()
+                     if k not in ("json_path", "plot_path", "quiet")}
+    result.device, result.torch, result.threads = str(device), torch.__version__, torch.get_num_threads()
+    result.version = __version__
+    report.render(result, console)
+    if params["json_path"]:
+        write_json(params["json_path"], result)
+        console.print(f"wrote {params['json_path']}")
+    if params["plot_path"]:
+        write_plot(params["plot_path"], result)
+        console.print(f"wrote {params['plot_path']}")
+    return result.exit_code
+
+
+def main() -> None:
+    cli()

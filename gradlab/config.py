@@ -1,0 +1,52 @@
+"""--config FILE.toml: values from the file, overridden by flags given on the command line."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from gradlab.errors import GradlabError
+
+# Options that say where output goes or how to run; they make no sense inside a preset file.
+NOT_IN_FILE = {"config", "json_path", "plot_path", "quiet"}
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise GradlabError(f"config file {path} does not exist; check the path (presets are in configs/)") from None
+    except OSError as e:
+        raise GradlabError(f"cannot read config file {path}: {e.strerror}; check its permissions") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise GradlabError(f"config file {path} is not valid TOML ({e}); fix the syntax") from None
+
+
+def merge_config(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
+    """Overlay the TOML file named by --config on the defaults; flags from the command line win."""
+    path = params.get("config")
+    if not path:
+        return params
+    by_key = {p.name: p for p in ctx.command.params if p.name not in NOT_IN_FILE}
+    merged = dict(params)
+    for key, value in read_toml(path).items():
+        name = key.replace("-", "_")
+        if name not in by_key:
+            known = ", ".join(sorted(by_key))
+            raise GradlabError(f"config file {path}: unknown key {key!r} for `gradlab {ctx.command.name}`; "
+                               f"known keys: {known}")
+        if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT):
+            continue  # a flag on the command line overrides the file
+        param = by_key[name]
+        if isinstance(value, dict | list):
+            raise GradlabError(f"config file {path}: {key} must be a single value, got {value!r}")
+        try:
+            merged[name] = param.type_cast_value(ctx, value)
+        except click.BadParameter as e:
+            raise GradlabError(f"config file {path}: bad value for {key}: {e.format_message()}") from None
+    return merged

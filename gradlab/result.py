@@ -1,0 +1,112 @@
+"""What every lesson returns: a Result with metrics, tables, curves and claims checked at run time.
+
+This module does not import torch, so the report layer (and `gradlab show`) can use it cheaply.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# The comparison a claim makes between its measured value and its bound.
+OPS = {
+    "<=": lambda v, b: v <= b,
+    "<": lambda v, b: v < b,
+    ">": lambda v, b: v > b,
+    ">=": lambda v, b: v >= b,
+    "==": lambda v, b: v == b,
+}
+
+
+@dataclass
+class Claim:
+    """A teaching point stated as a measured number against a bound, e.g. max |ΔW| = 0.0 ≤ 1e-6."""
+
+    id: str
+    text: str
+    value: float
+    bound: float
+    op: str = "<="
+    passed: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        v = float(self.value)
+        # NaN never satisfies a claim: comparisons with NaN are False, which is what we want.
+        self.passed = bool(OPS[self.op](v, float(self.bound))) if not math.isnan(v) else False
+
+
+@dataclass
+class Table:
+    """A table the report layer renders as is: cells are numbers, strings or None (blank).
+
+    formats: one Python format spec per column (None: the default for its type), e.g. ".9f" for costs.
+    """
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    formats: list[str | None] | None = None
+    note: str = ""
+
+
+@dataclass
+class Curve:
+    """Series that share one x axis, drawn as one panel of the --plot PNG."""
+
+    xlabel: str
+    ylabel: str
+    x: list[float]
+    series: dict[str, list[float]]
+    logy: bool = False
+
+
+@dataclass
+class Result:
+    lesson: str
+    title: str
+    config: dict[str, Any]
+    seed: int
+    metrics: dict[str, Any]
+    claims: list[Claim]
+    tables: list[Table] = field(default_factory=list)
+    curves: dict[str, Curve] = field(default_factory=dict)
+    data: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why training stopped early (e.g. the cost became NaN), else None
+    # Filled in by the runner, not the lesson:
+    device: str = "cpu"
+    torch: str = ""
+    threads: int = 0
+    version: str = ""
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every claim holds and training finished, 1 otherwise."""
+        return 0 if self.stopped is None and all(c.passed for c in self.claims) else 1
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-safe dict: NaN/inf become the strings "nan"/"inf"/"-inf" so the file stays valid JSON."""
+        d = asdict(self)
+        keys = ["lesson", "title", "version", "config", "data", "device", "torch", "threads", "seed",
+                "metrics", "claims", "tables", "curves", "notes", "stopped"]
+        return json_safe({k: d[k] for k in keys})
+
+
+def json_safe(value: Any) -> Any:
+    """Recursively turn a value into plain JSON types, with non-finite floats as strings."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if hasattr(value, "item"):  # numpy / torch scalars
+        return json_safe(value.item())
+    return str(value)

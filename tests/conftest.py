@@ -1,0 +1,45 @@
+import gzip
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradlab import data as datasets
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def sample():
+    """The bundled MNIST sample, loaded once for the whole session."""
+    data, _ = datasets.load("mnist-sample", offline=True)
+    return data
+
+
+def write_idx(path: Path, array: np.ndarray, compress: bool = False) -> None:
+    """Write a uint8 array in IDX format (what MNIST ships), optionally gzip-compressed."""
+    header = struct.pack(">HBB", 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    payload = header + array.astype(np.uint8).tobytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if compress:
+        with gzip.open(path, "wb") as f:
+            f.write(payload)
+    else:
+        path.write_bytes(payload)
+
+
+def make_idx_set(folder: Path, n_train: int = 200, n_test: int = 100, compress: bool = True, seed: int = 0) -> None:
+    """Four small IDX files of random 28×28 images and labels 0..9."""
+    rng = np.random.default_rng(seed)
+    suffix = ".gz" if compress else ""
+    for split, n in (("train", n_train), ("t10k", n_test)):
+        write_idx(folder / f"{split}-images-idx3-ubyte{suffix}", rng.integers(0, 256, (n, 28, 28)), compress)
+        write_idx(folder / f"{split}-labels-idx1-ubyte{suffix}", rng.integers(0, 10, (n,)), compress)
+
+
+def copy_sample_gz(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in (REPO / "data" / "mnist-sample").glob("*.gz"):
+        shutil.copy(f, folder / f.name)

@@ -1,0 +1,137 @@
+"""Datasets: the bundled sample, full MNIST from local files, Fashion-MNIST from Debian, bad and missing files."""
+
+import gzip
+
+import numpy as np
+import pytest
+import torch
+from conftest import copy_sample_gz, make_idx_set, write_idx
+
+from gradlab import data as datasets
+from gradlab.errors import GradlabError
+
+
+def test_sample_is_real_mnist_in_memory(sample):
+    assert (len(sample.y_train), len(sample.y_test)) == (10_000, 10_000)
+    assert sample.x_train.shape == (10_000, 784) and sample.x_train.dtype == torch.float32
+    assert float(sample.x_train.min()) == 0.0 and float(sample.x_train.max()) == 1.0
+    assert sample.y_train.dtype == torch.int64 and set(sample.y_train.unique().tolist()) == set(range(10))
+    # The first MNIST training labels are 5, 0, 4, 1, 9; the first test labels 7, 2, 1, 0, 4.
+    assert sample.y_train[:5].tolist() == [5, 0, 4, 1, 9]
+    assert sample.y_test[:5].tolist() == [7, 2, 1, 0, 4]
+    info = sample.info(3000, 1000)
+    assert (info["name"], info["train"], info["test"]) == ("mnist-sample", 3000, 1000)
+
+
+def test_auto_offline_falls_back_to_the_sample(tmp_path):
+    data, notes = datasets.load("auto", tmp_path, offline=True)
+    assert data.name == "mnist-sample"
+    assert len(notes) == 1 and "using the bundled mnist-sample" in notes[0] and "--offline" in notes[0]
+
+
+def test_auto_falls_back_when_the_download_fails(tmp_path, monkeypatch):
+    import torchvision
+
+    def no_network(self):
+        raise RuntimeError("Error downloading train-images-idx3-ubyte.gz:\n<urlopen error no network>")
+
+    monkeypatch.setattr(torchvision.datasets.MNIST, "download", no_network)
+    data, notes = datasets.load("auto", tmp_path, offline=False)
+    assert data.name == "mnist-sample"
+    assert "could not be downloaded (<urlopen error no network>)" in notes[0]
+
+
+def test_explicit_mnist_offline_and_missing_is_an_error(tmp_path):
+    with pytest.raises(GradlabError, match=r"--offline forbids downloading.*--dataset mnist-sample"):
+        datasets.load("mnist", tmp_path, offline=True)
+
+
+def test_full_mnist_from_local_gz_files_through_torchvision(tmp_path):
+    copy_sample_gz(tmp_path / "MNIST" / "raw")
+    data, notes = datasets.load("auto", tmp_path, offline=True)
+    assert data.name == "mnist" and not notes
+    assert "decompressed" in data.source and (tmp_path / "MNIST" / "raw" / "train-images-idx3-ubyte").is_file()
+    assert len(data.y_train) == 10_000 and data.y_train[:3].tolist() == [5, 0, 4]
+
+
+def test_fashion_mnist_from_debian_package_folder(tmp_path, monkeypatch):
+    debian = tmp_path / "debian"
+    make_idx_set(debian, n_train=120, n_test=30)
+    monkeypatch.setattr(datasets, "DEBIAN_FASHION_DIR", debian)
+    data, _ = datasets.load("fashion-mnist", tmp_path / "data", offline=True)
+    assert (data.name, len(data.y_train), len(data.y_test)) == ("fashion-mnist", 120, 30)
+    assert str(debian) in data.source
+
+
+def test_fashion_mnist_missing_offline(tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets, "DEBIAN_FASHION_DIR", tmp_path / "nowhere")
+    with pytest.raises(GradlabError, match="fashion-mnist not found"):
+        datasets.load("fashion-mnist", tmp_path, offline=True)
+
+
+def test_truncated_raw_file_is_reported(tmp_path):
+    raw = tmp_path / "MNIST" / "raw"
+    make_idx_set(raw, compress=False)
+    images = raw / "train-images-idx3-ubyte"
+    images.write_bytes(images.read_bytes()[:5000])
+    with pytest.raises(GradlabError, match="corrupted or truncated"):
+        datasets.load("mnist", tmp_path, offline=True)
+
+
+def test_mismatched_image_and_label_counts(tmp_path):
+    raw = tmp_path / "MNIST" / "raw"
+    make_idx_set(raw, compress=False)
+    write_idx(raw / "train-labels-idx1-ubyte", np.zeros(7))
+    with pytest.raises(GradlabError, match="inconsistent"):
+        datasets.load("mnist", tmp_path, offline=True)
+
+
+def test_labels_out_of_range(tmp_path):
+    raw = tmp_path / "MNIST" / "raw"
+    make_idx_set(raw, compress=False)
+    write_idx(raw / "train-labels-idx1-ubyte", np.full(200, 42))
+    with pytest.raises(GradlabError, match="inconsistent"):
+        datasets.load("mnist", tmp_path, offline=True)
+
+
+def test_corrupted_gz_file_is_reported_and_leaves_no_half_file(tmp_path):
+    raw = tmp_path / "MNIST" / "raw"
+    make_idx_set(raw)
+    gz = raw / "train-images-idx3-ubyte.gz"
+    gz.write_bytes(gz.read_bytes()[:300])
+    with pytest.raises(GradlabError, match="cannot decompress"):
+        datasets.load("mnist", tmp_path, offline=True)
+    assert not (raw / "train-images-idx3-ubyte").exists()
+    assert not [p for p in raw.iterdir() if p.name.startswith(".")]
+
+
+def test_bundled_sample_checksum_is_verified(tmp_path, monkeypatch):
+    fake = tmp_path / "bundled"
+    copy_sample_gz(fake)
+    labels = fake / "t10k-labels-idx1-ubyte.gz"
+    raw = bytearray(gzip.decompress(labels.read_bytes()))
+    raw[100] = (raw[100] + 1) % 10
+    labels.write_bytes(gzip.compress(bytes(raw)))
+    monkeypatch.setattr(datasets, "bundled_sample_dir", lambda: fake)
+    with pytest.raises(GradlabError, match=r"corrupted \(sha256 differs\)"):
+        datasets.load("mnist-sample", tmp_path, offline=True)
+
+
+def test_damaged_sample_cache_is_rebuilt(tmp_path):
+    datasets.load("mnist-sample", tmp_path, offline=True)
+    cached = tmp_path / ".cache" / "mnist-sample" / "MNIST" / "raw" / "train-images-idx3-ubyte"
+    cached.write_bytes(cached.read_bytes()[:1000])
+    data, _ = datasets.load("mnist-sample", tmp_path, offline=True)
+    assert len(data.y_train) == 10_000
+
+
+def test_unknown_dataset():
+    with pytest.raises(GradlabError, match="unknown dataset 'cifar'"):
+        datasets.load("cifar")
+
+
+def test_default_data_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("GRADLAB_DATA", str(tmp_path))
+    assert datasets.default_data_dir() == tmp_path
+    monkeypatch.delenv("GRADLAB_DATA")
+    assert datasets.default_data_dir().name == "data"
