@@ -119,6 +119,34 @@ def mnist(ctx: click.Context, **params: Any) -> int:
     return run_lesson(ctx, "mnist", params, needs_data=True)
 
 
+@cli.command(short_help="Compute → process → apply gradients: clipping by global norm tames exploding gradients.")
+@click.option("--clip", type=click.Choice(["global-norm", "norm", "value", "none"]), default="global-norm",
+              show_default=True, help="How to process the gradients between compute and apply.")
+@click.option("--clip-norm", type=float, default=1.0, show_default=True, help="Cap on the (global) norm.")
+@click.option("--clip-value", type=float, default=0.05, show_default=True, help="Cap on each element (--clip value).")
+@click.option("--compare/--no-compare", default=True, show_default=True,
+              help="Also train without clipping, same batches and init, side by side.")
+@click.option("--model", type=click.Choice(["mlp", "softmax"]), default="mlp", show_default=True,
+              help="mlp (784→256→256→10, gradients explode at large lr) or the tutorial's softmax (zero init).")
+@click.option("--epochs", type=int, default=3, show_default=True, help="Passes over the training images.")
+@click.option("--lr", type=float, default=2.0, show_default=True, help="Learning rate (large on purpose).")
+@click.option("--batch-size", type=int, default=100, show_default=True, help="Images per step.")
+@click.option("--train-size", type=int, default=55000, show_default=True, help="First N training images.")
+@click.option("--test-size", type=int, default=3000, show_default=True, help="First N test images for accuracy.")
+@click.option("--shuffle/--no-shuffle", default=True, show_default=True, help="Reshuffle batches each epoch.")
+@common_options
+@data_options
+@click.pass_context
+def clip(ctx: click.Context, **params: Any) -> int:
+    """Train with compute_gradients → clip_by_global_norm → apply_gradients, and without, side by side.
+
+    Shows that the three explicit steps equal backward(); step(), that our global-norm formula equals
+    torch.nn.utils.clip_grad_norm_, and what clipping does to a network whose gradients explode.
+    The tutorial's plain setting: --config configs/clip-tutorial.toml.
+    """
+    return run_lesson(ctx, "clip", params, needs_data=True)
+
+
 def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data: bool) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config

@@ -52,7 +52,7 @@ def fmt_number(v: float) -> str:
         return "0.0"
     if isinstance(v, float) and not math.isfinite(v):
         return str(v)
-    return format(v, ".3g")
+    return format(v, ".7g" if abs(v) >= 0.01 else ".3g")  # bounds like 1.000001 need their digits
 
 
 def claim_text(c: Claim) -> str:
@@ -63,8 +63,10 @@ def claim_text(c: Claim) -> str:
 def render_table(t: Table) -> RichTable:
     table = RichTable(title=t.title, title_justify="left")
     specs = t.formats or [None] * len(t.columns)
+    first = t.rows[0] if t.rows else []
     for i, col in enumerate(t.columns):
-        table.add_column(col, justify="left" if i == 0 else "right")
+        text = i == 0 or (i < len(first) and isinstance(first[i], str))  # names left, numbers right
+        table.add_column(col, justify="left" if text else "right")
     for row in t.rows:
         table.add_row(*(fmt(v, s) for v, s in zip(row, specs, strict=True)))
     return table

@@ -1,0 +1,369 @@
+"""Gradient processing between compute and apply: clipping by global norm.
+
+TF-1's `optimizer.minimize(loss)` is two calls, and the tutorial put work between them:
+
+    grads_and_vars = optimizer.compute_gradients(loss)                 # 1. compute
+    grads, _ = tf.clip_by_global_norm([g for g, v in grads_and_vars], clip_norm)   # 2. process
+    optimizer.apply_gradients(zip(grads, [v for g, v in grads_and_vars]))        # 3. apply
+
+Clipping by global norm treats all gradients as one long vector:
+
+    global_norm = sqrt(Σ_i ‖g_i‖²)
+    g_i ← g_i · clip_norm / max(global_norm, clip_norm)
+
+so the direction is kept and only the length is capped at clip_norm; a step can never be longer than
+lr · clip_norm, which tames exploding gradients. Other processing: `norm` clips each tensor by its own norm
+(`tf.clip_by_norm`), `value` clamps every element to [−v, v] (`tf.clip_by_value`), which changes the direction.
+
+In PyTorch the three steps are `torch.autograd.grad` (compute), any tensor code (process), and writing the
+results into `p.grad` before `optimizer.step()` (apply). `torch.nn.utils.clip_grad_norm_` does step 2 in place
+on `.grad`; it adds 1e-6 to the norm before dividing, so its clipped gradients differ from the formula above by
+about 1e-6/global_norm, relatively.
+
+Models: `softmax` is the tutorial's (784→10, zero init, as in `gradlab mnist`); its gradients are small and
+bounded, so clipping barely matters. `mlp` (784→256→256→10, ReLU, PyTorch's default init) with a large
+learning rate is where gradients explode: unclipped SGD kills the network or overflows; clipped SGD trains.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from gradlab.errors import check
+from gradlab.lessons.mnist import batch_orders, cross_entropy
+from gradlab.result import Claim, Curve, Result, Table
+
+MODES = ("global-norm", "norm", "value", "none")
+MODELS = ("mlp", "softmax")
+EQUIVALENCE_STEPS = 50  # steps on which the three-step path is checked against backward(); step()
+
+
+@dataclass
+class Config:
+    """Settings of `gradlab clip` (configs/clip-tutorial.toml has the tutorial's plain setting)."""
+
+    clip: str = "global-norm"  # global-norm | norm | value | none
+    clip_norm: float = 1.0  # the cap on the (global) norm, for global-norm and norm
+    clip_value: float = 0.05  # the cap on each element, for value
+    compare: bool = True  # also train without clipping, on the same batches and from the same init
+    model: str = "mlp"  # mlp: gradients explode at large lr; softmax: the tutorial's model
+    epochs: int = 3  # passes over the training images
+    lr: float = 2.0  # large on purpose: unclipped SGD on the mlp blows up at this rate
+    batch_size: int = 100  # images per step
+    train_size: int = 55000  # first N training images (all when fewer exist)
+    test_size: int = 3000  # first N test images for the accuracy
+    shuffle: bool = True  # reshuffle each epoch (seeded)
+    seed: int = 0  # seeds the batch order and the mlp's initial weights
+
+    def __post_init__(self) -> None:
+        check(self.clip in MODES, f"unknown --clip mode {self.clip!r}: use one of {', '.join(MODES)}")
+        check(self.model in MODELS, f"unknown --model {self.model!r}: use one of {', '.join(MODELS)}")
+        for name, v in (("--clip-norm", self.clip_norm), ("--clip-value", self.clip_value), ("--lr", self.lr)):
+            check(isinstance(v, int | float) and 0 < v < math.inf,
+                  f"{name} must be a positive finite number, got {v!r}; try {name} 1.0")
+        check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}; try --epochs 3")
+        check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}")
+        check(self.train_size >= 1, f"--train-size must be at least 1, got {self.train_size}")
+        check(self.test_size >= 1, f"--test-size must be at least 1, got {self.test_size}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Processing: each function takes the list of gradients and returns the processed list (and never mutates).
+# ---------------------------------------------------------------------------------------------------------------
+
+def global_norm(grads: list[torch.Tensor]) -> torch.Tensor:
+    """global_norm = sqrt(Σ_i ‖g_i‖²), as tf.global_norm.
+
+    Accumulated in float64: summed in float32, the norm of 200,000 gradients is off by ~1e-6 relatively,
+    enough to let a "clipped" gradient end up slightly longer than clip_norm.
+    """
+    return torch.sqrt(sum(torch.linalg.vector_norm(g, dtype=torch.float64) ** 2 for g in grads))
+
+
+def clip_by_global_norm(grads: list[torch.Tensor], clip_norm: float) -> list[torch.Tensor]:
+    """g_i · clip_norm / max(global_norm, clip_norm): one scale for all, so the direction is kept."""
+    norm = global_norm(grads)
+    # clip_norm / max(global_norm, clip_norm); a tensor division (a Python number divided by a tensor is computed
+    # as number · (1/tensor), which is not exactly 1 when nothing should change)
+    scale = norm.new_tensor(clip_norm) / torch.clamp(norm, min=clip_norm)
+    return [g * scale for g in grads]
+
+
+def clip_by_norm(grads: list[torch.Tensor], clip_norm: float) -> list[torch.Tensor]:
+    """Each tensor by its own norm: g · clip_norm / max(‖g‖, clip_norm), as tf.clip_by_norm."""
+    out = []
+    for g in grads:
+        norm = torch.linalg.vector_norm(g, dtype=torch.float64)
+        out.append(g * (norm.new_tensor(clip_norm) / torch.clamp(norm, min=clip_norm)))
+    return out
+
+
+def clip_by_value(grads: list[torch.Tensor], clip_value: float) -> list[torch.Tensor]:
+    """Every element into [−v, v], as tf.clip_by_value: the direction changes."""
+    return [g.clamp(-clip_value, clip_value) for g in grads]
+
+
+def processor(mode: str, config: Config) -> Callable[[list[torch.Tensor]], list[torch.Tensor]]:
+    return {
+        "global-norm": lambda gs: clip_by_global_norm(gs, config.clip_norm),
+        "norm": lambda gs: clip_by_norm(gs, config.clip_norm),
+        "value": lambda gs: clip_by_value(gs, config.clip_value),
+        "none": lambda gs: gs,
+    }[mode]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The model, and one step in the three explicit phases.
+# ---------------------------------------------------------------------------------------------------------------
+
+def make_model(name: str, seed: int, device: torch.device) -> torch.nn.Module:
+    if name == "softmax":
+        model = torch.nn.Linear(784, 10)
+        torch.nn.init.zeros_(model.weight)  # the tutorial's zero init
+        torch.nn.init.zeros_(model.bias)
+    else:
+        torch.manual_seed(seed)  # the mlp's initial weights come from the seed
+        model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                                    torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    return model.to(device)
+
+
+def three_step(model, optimizer, process, x, y):
+    """compute → process → apply. Returns (cost, global norm before, global norm after, per-tensor grads after)."""
+    params = list(model.parameters())
+    cost = cross_entropy(model(x), y)
+    grads = torch.autograd.grad(cost, params)  # 1. compute_gradients: (gradient, parameter) pairs
+    processed = process(list(grads))  # 2. process, e.g. clip_by_global_norm
+    for p, g in zip(params, processed, strict=True):  # 3. apply_gradients: the optimizer reads .grad
+        p.grad = g
+    optimizer.step()
+    # The norms are measured in float64 so that the bound claims test the clipping, not the measurement.
+    return (cost.detach(), global_norm([g.double() for g in grads]), global_norm([g.double() for g in processed]),
+            processed)
+
+
+def one_step(model, optimizer, x, y):
+    """The usual single call: loss.backward(); optimizer.step() (TF: minimize)."""
+    optimizer.zero_grad()
+    cost = cross_entropy(model(x), y)
+    cost.backward()
+    optimizer.step()
+    return cost.detach()
+
+
+def batches(x, y, order, batch_size):
+    steps = len(x) // batch_size
+    if order is None:
+        return [(x[s * batch_size:(s + 1) * batch_size], y[s * batch_size:(s + 1) * batch_size]) for s in range(steps)]
+    return [(x.index_select(0, i), y.index_select(0, i)) for i in order[:steps * batch_size].split(batch_size)]
+
+
+def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c: None) -> dict:
+    """Train with processing MODE. Divergence (a non-finite cost) ends the run and is reported, not raised."""
+    model = make_model(config.model, config.seed, device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
+    process = processor(mode, config)
+    out = {"epoch_cost": [], "norm_mean": [], "norm_max": [], "clipped_fraction": [], "diverged": None,
+           "step_norm_before": [], "step_norm_after": [], "max_tensor_norm_after": 0.0, "max_abs_after": 0.0}
+    start = time.perf_counter()
+    for epoch, order in enumerate(orders, start=1):
+        costs, before, after = [], [], []
+        for xb, yb in batches(x, y, order, config.batch_size):
+            c, n_before, n_after, processed = three_step(model, optimizer, process, xb, yb)
+            costs.append(c)
+            before.append(n_before)
+            after.append(n_after)
+            if mode == "norm":
+                out["max_tensor_norm_after"] = max(out["max_tensor_norm_after"],
+                                                   max(float(g.double().norm()) for g in processed))
+            if mode == "value":
+                out["max_abs_after"] = max(out["max_abs_after"], max(float(g.abs().max()) for g in processed))
+        c, nb, na = torch.stack(costs).double(), torch.stack(before).double(), torch.stack(after).double()
+        out["step_norm_before"] += nb.tolist()
+        out["step_norm_after"] += na.tolist()
+        bad = (~torch.isfinite(c)).nonzero()
+        if len(bad):
+            s = int(bad[0])
+            out["diverged"] = f"cost {float(c[s])} at epoch {epoch}, step {s + 1}"
+            out["epoch_cost"].append(float(c[:s].mean()) if s else float("nan"))
+            out["norm_mean"].append(float(nb[:s + 1].mean()))
+            out["norm_max"].append(float(nb[:s + 1].max()))
+            out["clipped_fraction"].append(float((nb[:s + 1] > na[:s + 1] + 1e-12).double().mean()))
+            break
+        out["epoch_cost"].append(float(c.mean()))
+        out["norm_mean"].append(float(nb.mean()))
+        out["norm_max"].append(float(nb.max()))
+        out["clipped_fraction"].append(float((nb > na + 1e-12).double().mean()))  # steps where processing acted
+        on_epoch(epoch, out["epoch_cost"][-1])
+    out["wall_s"] = time.perf_counter() - start
+    out["model"] = model
+    return out
+
+
+def accuracy(model, x, labels) -> float:
+    with torch.no_grad():
+        return float((model(x).argmax(dim=1) == labels).double().mean())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checks behind the claims.
+# ---------------------------------------------------------------------------------------------------------------
+
+def equivalence_check(config: Config, x, y, order, device) -> float:
+    """Max |Δparam| between compute → (no processing) → apply and backward(); step(), over the first steps."""
+    a, b = make_model(config.model, config.seed, device), make_model(config.model, config.seed, device)
+    opt_a, opt_b = torch.optim.SGD(a.parameters(), lr=config.lr), torch.optim.SGD(b.parameters(), lr=config.lr)
+    for xb, yb in batches(x, y, order, config.batch_size)[:EQUIVALENCE_STEPS]:
+        three_step(a, opt_a, processor("none", config), xb, yb)
+        one_step(b, opt_b, xb, yb)
+    with torch.no_grad():
+            return max(float((p - q).abs().max()) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
+def torch_clip(grads: list[torch.Tensor], clip_norm: float) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """torch.nn.utils.clip_grad_norm_ on copies of GRADS: (its total norm, its clipped gradients)."""
+    holders = [torch.zeros_like(g, requires_grad=True) for g in grads]
+    for h, g in zip(holders, grads, strict=True):
+        h.grad = g.clone()
+    total = torch.nn.utils.clip_grad_norm_(holders, clip_norm)  # scales each .grad in place
+    return total, [h.grad for h in holders]
+
+
+def torch_agreement(config: Config, x, y, order, device) -> tuple[float, float]:
+    """Our global norm and clipping vs clip_grad_norm_, in float64, on the real gradients of the first steps.
+
+    Returns (max relative difference of the norms, max relative difference of the clipped gradients).
+    """
+    model = make_model(config.model, config.seed, device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
+    params = list(model.parameters())
+    worst_norm = worst_grad = 0.0
+    for xb, yb in batches(x, y, order, config.batch_size)[:EQUIVALENCE_STEPS]:
+        grads = [g.double() for g in torch.autograd.grad(cross_entropy(model(xb), yb), params)]
+        theirs_norm, theirs = torch_clip(grads, config.clip_norm)
+        mine = global_norm(grads)
+        worst_norm = max(worst_norm, float((mine - theirs_norm).abs() / mine))
+        ours = clip_by_global_norm(grads, config.clip_norm)
+        scale = max(float(global_norm(ours)), 1e-30)
+        worst_grad = max(worst_grad, max(float((o - t).abs().max()) for o, t in zip(ours, theirs, strict=True)) / scale)
+        for p, g in zip(params, ours, strict=True):
+            p.grad = g.to(p.dtype)
+        optimizer.step()  # move on along the clipped trajectory
+    return worst_norm, worst_grad
+
+
+def first_batch_norm_by_hand(x, y) -> float:
+    """At W = b = 0 every class has p = 1/10: ‖xᵀ(p − y)/B‖² + ‖mean(p − y)‖², square-rooted."""
+    d = (torch.full_like(y, 0.1) - y) / len(x)
+    return float(torch.sqrt((x.T @ d).pow(2).sum() + d.sum(0).pow(2).sum()))
+
+
+def run(config: Config, data, device: torch.device | None = None,
+        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
+    """Train with the chosen processing (and without, with --compare); check the claims. Pure: no printing."""
+    device = device or torch.device("cpu")
+    notes = []
+    n_train, n_test = min(config.train_size, len(data.y_train)), min(config.test_size, len(data.y_test))
+    if n_train < config.train_size:
+        notes.append(f"--train-size {config.train_size} > the {len(data.y_train):,} training images: using all")
+    check(config.batch_size <= n_train,
+          f"--batch-size {config.batch_size} is larger than the training set ({n_train} images); use a smaller one")
+    x = data.x_train[:n_train].to(device)
+    y = F.one_hot(data.y_train[:n_train], 10).to(torch.float32).to(device)
+    x_test, labels_test = data.x_test[:n_test].to(device), data.y_test[:n_test].to(device)
+    orders = [o if o is None else o.to(device) for o in batch_orders(n_train, config.epochs, config.shuffle,
+                                                                    config.seed)]
+    runs = [config.clip] + (["none"] if config.compare and config.clip != "none" else [])
+    results = {}
+    for i, mode in enumerate(runs):
+        def on_epoch(e, c, i=i, mode=mode):
+            progress(f"{mode:11s} epoch {e}/{config.epochs}  cost {c:.4f}", i * config.epochs + e,
+                     len(runs) * config.epochs)
+
+        results[mode] = train(mode, config, x, y, orders, device, on_epoch)
+
+    # The very first batch's gradient, at the model's initial weights (zero init for the softmax).
+    first_x, first_y = batches(x, y, orders[0], config.batch_size)[0]
+    init_model = make_model(config.model, config.seed, device)
+    first_norm = float(global_norm(list(torch.autograd.grad(cross_entropy(init_model(first_x), first_y),
+                                                            list(init_model.parameters())))))
+
+    claims = [Claim("three-step-equals-one-step",
+                    f"compute → apply with no processing ≡ loss.backward(); optimizer.step(): max |Δparam| after "
+                    f"{EQUIVALENCE_STEPS} steps", equivalence_check(config, x, y, orders[0], device), 0.0)]
+    norm_diff, grad_diff = torch_agreement(config, x, y, orders[0], device)
+    claims.append(Claim("global-norm-equals-torch", f"our sqrt(Σ‖g_i‖²) ≡ clip_grad_norm_'s total norm (float64, "
+                                                    f"first {EQUIVALENCE_STEPS} steps, relative)", norm_diff, 1e-7))
+    # torch divides by (norm + 1e-6), so its scale differs from ours by at most 1e-6/clip_norm, relatively.
+    claims.append(Claim("clipped-equals-torch", "our clipped gradients ≡ clip_grad_norm_'s (relative; torch divides "
+                                                "by norm + 1e-6)", grad_diff, 1e-6 / config.clip_norm + 1e-12))
+    main = results[config.clip]
+    if config.clip == "global-norm":
+        claims.append(Claim("norm-bounded", "after clipping, the global norm ≤ clip_norm at every step "
+                                            "(max over steps)", max(main["step_norm_after"]), config.clip_norm + 1e-6))
+    elif config.clip == "norm":
+        claims.append(Claim("norm-bounded", "after clipping, every tensor's norm ≤ clip_norm at every step",
+                            main["max_tensor_norm_after"], config.clip_norm + 1e-6))
+    elif config.clip == "value":
+        claims.append(Claim("value-bounded", "after clipping, every |g| ≤ clip_value at every step",
+                            main["max_abs_after"], config.clip_value + 1e-6))  # + float32 rounding of clip_value
+    if config.model == "softmax":
+        by_hand = first_batch_norm_by_hand(first_x, first_y)
+        claims.append(Claim("first-norm-by-hand", "first batch's global norm at zero init ≡ the formula with "
+                                                  "p = 1/10 (relative difference)",
+                            abs(first_norm - by_hand) / by_hand, 1e-6))
+
+    metrics = {}
+    for mode, r in results.items():
+        metrics[mode] = {k: r[k] for k in ("epoch_cost", "norm_mean", "norm_max", "clipped_fraction", "diverged",
+                                           "wall_s")}
+        metrics[mode]["test_accuracy"] = accuracy(r["model"], x_test, labels_test) if not r["diverged"] else math.nan
+    metrics["first_batch_global_norm"] = first_norm
+    if any(r["diverged"] for r in results.values()):
+        notes += [f"{m} diverged: {r['diverged']}" for m, r in results.items() if r["diverged"]]
+    return Result(
+        lesson="clip",
+        title="compute → process → apply gradients, with clipping by global norm",
+        config={}, seed=config.seed, data=data.info(n_train, n_test), metrics=metrics, claims=claims,
+        tables=tables(results, metrics, config, first_norm),
+        curves=curves(results, config),
+        notes=notes,
+    )
+
+
+def tables(results: dict, metrics: dict, config: Config, first_norm: float) -> list[Table]:
+    rows = []
+    for e in range(config.epochs):
+        for m, r in results.items():
+            if e < len(r["epoch_cost"]):
+                rows.append([e + 1, m, r["epoch_cost"][e], r["norm_mean"][e], r["norm_max"][e],
+                             r["clipped_fraction"][e]])
+    per_epoch = Table("per epoch: cost, and the global norm of the gradient before processing",
+                      ["epoch", "run", "cost", "norm mean", "norm max", "steps clipped"], rows,
+                      [None, None, ".4f", ".3g", ".3g", ".0%"])
+    summary = Table("after training", ["run", "test accuracy", "diverged", "wall s"],
+                    [[m, metrics[m]["test_accuracy"], metrics[m]["diverged"] or "no", metrics[m]["wall_s"]]
+                     for m in results], [None, ".4f", None, ".2f"],
+                    note=f"global norm of the very first batch's gradient at the initial weights"
+                         f"{' (zero init)' if config.model == 'softmax' else ''}: {first_norm:.6f}")
+    return [per_epoch, summary]
+
+
+def curves(results: dict, config: Config) -> dict[str, Curve]:
+    n = max(len(r["step_norm_before"]) for r in results.values())
+    series = {}
+    for m, r in results.items():
+        series[f"{m}: before"] = r["step_norm_before"]
+        if m != "none":
+            series[f"{m}: after"] = r["step_norm_after"]
+    return {
+        "gradient global norm per step": Curve("step", "global norm", list(range(1, n + 1)), series, logy=True),
+        "epoch cost": Curve("epoch", "cost", list(range(1, config.epochs + 1)),
+                            {m: r["epoch_cost"] for m, r in results.items()}),
+    }

@@ -1,0 +1,148 @@
+"""The clip lesson: the clipping formulas, the three-step path, the bounds, the CLI."""
+
+import json
+import math
+
+import pytest
+import torch
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gradlab.cli import cli
+from gradlab.errors import GradlabError
+from gradlab.lessons import clip as C
+
+SMALL = {"epochs": 1, "train_size": 2000, "test_size": 500}
+
+
+def gradient_lists():
+    shapes = st.lists(st.lists(st.integers(1, 6), min_size=1, max_size=3), min_size=1, max_size=4)
+    return st.tuples(shapes, st.integers(0, 10**6), st.floats(1e-3, 1e3))
+
+
+@settings(max_examples=50, deadline=None)
+@given(gradient_lists(), st.floats(0.01, 100))
+def test_global_norm_clipping_matches_torch(spec, clip_norm):
+    shapes, seed, magnitude = spec
+    g = torch.Generator().manual_seed(seed)
+    grads = [torch.randn(*s, generator=g, dtype=torch.float64) * magnitude for s in shapes]
+    norm = C.global_norm(grads)
+    assert float(norm) == pytest.approx(math.sqrt(sum(float((t ** 2).sum()) for t in grads)), rel=1e-12)
+    theirs_norm, theirs = C.torch_clip(grads, clip_norm)
+    assert float((norm - theirs_norm).abs() / norm) <= 1e-7
+    ours = C.clip_by_global_norm(grads, clip_norm)
+    assert float(C.global_norm(ours)) <= clip_norm * (1 + 1e-12)
+    scale = float(C.global_norm(ours))
+    worst = max(float((o - t).abs().max()) for o, t in zip(ours, theirs, strict=True))
+    assert worst / scale <= 1e-6 / clip_norm + 1e-12
+    if float(norm) <= clip_norm:  # below the cap nothing changes
+        assert all(torch.equal(o, t) for o, t in zip(ours, grads, strict=True))
+    else:  # above it the direction is kept
+        ratio = [o / t for o, t in zip(ours, grads, strict=True)]
+        assert all(torch.allclose(r, ratio[0].flatten()[0].expand_as(r)) for r in ratio)
+    assert all(t.data_ptr() != o.data_ptr() for t, o in zip(grads, ours, strict=True))  # no mutation
+
+
+@given(st.floats(0.01, 10), st.integers(0, 1000))
+def test_clip_by_norm_and_value_bounds(cap, seed):
+    g = torch.Generator().manual_seed(seed)
+    grads = [torch.randn(5, 3, generator=g, dtype=torch.float64) * 10, torch.randn(7, generator=g, dtype=torch.float64)]
+    assert all(float(t.norm()) <= cap * (1 + 1e-12) for t in C.clip_by_norm(grads, cap))
+    assert all(float(t.abs().max()) <= cap for t in C.clip_by_value(grads, cap))
+
+
+def test_compare_shows_clipping_rescues_the_exploding_mlp(sample):
+    result = C.run(C.Config(epochs=2, train_size=5000, test_size=1000), sample)
+    assert all(c.passed for c in result.claims), [(c.id, c.value) for c in result.claims]
+    clipped, plain = result.metrics["global-norm"], result.metrics["none"]
+    assert plain["norm_max"][0] > 10 * C.Config().clip_norm  # gradients explode without clipping
+    assert clipped["test_accuracy"] > 0.7 > 0.4 > plain["test_accuracy"]
+    assert 0 < clipped["clipped_fraction"][0] <= 1 and plain["clipped_fraction"] == [0.0, 0.0]
+
+
+def test_tutorial_setting_reports_the_first_norm_at_zero_init(sample):
+    result = C.run(C.Config(model="softmax", lr=0.5, clip_norm=1.0, epochs=1, train_size=3000), sample)
+    claims = {c.id: c for c in result.claims}
+    assert claims["first-norm-by-hand"].passed and claims["norm-bounded"].passed
+    assert "(zero init): " in result.tables[1].note
+    assert f"{result.metrics['first_batch_global_norm']:.6f}" in result.tables[1].note
+
+
+def test_three_step_path_is_bitwise_the_one_step_path(sample):
+    x = sample.x_train[:1000]
+    y = torch.nn.functional.one_hot(sample.y_train[:1000], 10).float()
+    assert C.equivalence_check(C.Config(), x, y, None, torch.device("cpu")) == 0.0
+
+
+def test_the_norm_bound_claim_can_fail(sample, monkeypatch):
+    monkeypatch.setattr(C, "clip_by_global_norm", lambda grads, clip_norm: [g * 1.5 for g in grads])
+    result = C.run(C.Config(**SMALL), sample)
+    assert not {c.id: c for c in result.claims}["norm-bounded"].passed and result.exit_code == 1
+
+
+@pytest.mark.parametrize("mode", ["norm", "value", "none"])
+def test_other_modes(sample, mode):
+    result = C.run(C.Config(clip=mode, compare=False, **SMALL), sample)
+    assert list(k for k in result.metrics if k != "first_batch_global_norm") == [mode]
+    assert result.exit_code == 0, [(c.id, c.value, c.bound) for c in result.claims]
+
+
+def test_divergence_is_a_result_not_a_crash(sample):
+    result = C.run(C.Config(clip="none", compare=False, lr=1e6, **SMALL), sample)
+    assert result.metrics["none"]["diverged"].startswith("cost nan at epoch 1")
+    assert math.isnan(result.metrics["none"]["test_accuracy"])
+    assert any("none diverged" in n for n in result.notes)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("clip_norm", 0.0, "--clip-norm must be a positive finite number"),
+    ("clip_norm", -1.0, "--clip-norm must be a positive finite number"),
+    ("clip_value", float("nan"), "--clip-value must be a positive finite number"),
+    ("clip", "tanh", "unknown --clip mode 'tanh'"),
+    ("model", "resnet", "unknown --model 'resnet'"),
+    ("epochs", 0, "--epochs must be at least 1"),
+])
+def test_bad_config(field, value, message):
+    with pytest.raises(GradlabError, match=message):
+        C.Config(**{field: value})
+
+
+def test_cli_compare_json_plot_and_determinism(tmp_path):
+    args = ["clip", "--dataset", "mnist-sample", "--epochs", "1", "--train-size", "2000", "--test-size", "500"]
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"{i}.json"
+        result = CliRunner().invoke(cli, [*args, "--json", str(out), "--plot", str(tmp_path / "p.png")],
+                                    prog_name="gradlab")
+        assert result.exit_code == 0, result.output
+        r = json.loads(out.read_text())
+        for m in ("global-norm", "none"):
+            r["metrics"][m].pop("wall_s")
+        r.pop("tables")
+        runs.append(r)
+    assert runs[0] == runs[1]
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+    assert "steps clipped" in result.output and "global norm of the very first batch" in result.output
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--clip-norm", "0"], "--clip-norm must be a positive finite number, got 0.0"),
+    (["--clip-norm", "-2"], "--clip-norm must be a positive finite number"),
+    (["--clip", "tanh"], "'tanh' is not one of"),
+    (["--lr", "inf"], "--lr must be a positive finite number"),
+])
+def test_cli_bad_inputs(args, fragment):
+    result = CliRunner().invoke(cli, ["clip", "--dataset", "mnist-sample", *args], prog_name="gradlab")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert fragment in result.stderr
+
+
+def test_tutorial_preset_runs(tmp_path):
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(cli, ["clip", "--config", "configs/clip-tutorial.toml", "--dataset", "mnist-sample",
+                                      "--epochs", "1", "--json", str(out)], prog_name="gradlab")
+    assert result.exit_code == 0, result.output
+    r = json.loads(out.read_text())
+    assert r["config"]["model"] == "softmax" and r["config"]["lr"] == 0.5
+    assert r["metrics"]["first_batch_global_norm"] == pytest.approx(1.5759, abs=1e-3)
