@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,27 @@ def clip(ctx: click.Context, **params: Any) -> int:
     return run_lesson(ctx, "clip", params, needs_data=True)
 
 
+@cli.command(short_help="Jacobians and Hessians: why grad of a non-scalar sums, full Jacobians five ways, nesting.")
+@click.option("--matrix", default="0.2,0.5,-0.3,0.1;0.4,-0.2,0.6,-0.5", show_default=True,
+              help="The policy matrix X: numbers separated by ',', rows by ';'.")
+@click.option("--state", default="1.0,0.5,-1.0,2.0", show_default=True,
+              help="The state y: one number per column of X.")
+@click.option("--output", type=int, default=0, show_default=True, help="Which output W_i the Hessian is of.")
+@click.option("--scaling", is_flag=True, help="Also time every Jacobian method on tanh(Ax) for growing n.")
+@click.option("--sizes", default="16,64,256,512", show_default=True, help="The n for --scaling.")
+@click.option("--repeats", type=int, default=5, show_default=True, help="Timing repeats (the median is shown).")
+@common_options
+@click.pass_context
+def jacobian(ctx: click.Context, **params: Any) -> int:
+    """W = log softmax(X y): the summed gradient TF returned, the full Jacobian, and the Hessian.
+
+    Compares a Python loop over outputs, torch.autograd.functional.jacobian, torch.func.jacrev/jacfwd and
+    vmap of a vector-Jacobian product against the closed form (e_i − p) yᵀ; the Hessian by jacfwd(jacrev),
+    torch.func.hessian and autograd.functional.hessian against finite differences.
+    """
+    return run_lesson(ctx, "jacobian", params, needs_data=False)
+
+
 def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data: bool) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config
@@ -156,8 +178,12 @@ def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data
     check_writable(params.get("json_path"), "--json")
     check_writable(params.get("plot_path"), "--plot")
 
+    # torch's own modules warn that torch.jit.script is deprecated when torch.func loads: not the user's concern
+    warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=FutureWarning)
     lesson = importlib.import_module(f"gradlab.lessons.{name}")
     config = lesson.Config(**{k: v for k, v in params.items() if k not in RUN_OPTIONS})
+    if params["plot_path"] and hasattr(lesson, "plot_unavailable") and lesson.plot_unavailable(config):
+        raise GradlabError(f"--plot: {lesson.plot_unavailable(config)}")
 
     import torch
 
