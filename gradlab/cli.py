@@ -169,6 +169,40 @@ def jacobian(ctx: click.Context, **params: Any) -> int:
     return run_lesson(ctx, "jacobian", params, needs_data=False)
 
 
+@cli.command(short_help="Custom gradients: log(1+exp(x)) has a NaN gradient at x=100 in float32; fix it right.")
+@click.option("--x", "x", default="-100,-20,0,20,88,89,100,1000", show_default=True,
+              help="Points at which to evaluate value and gradient (comma-separated).")
+@click.option("--dtype", type=click.Choice(["float32", "float64", "both"]), default="both", show_default=True,
+              help="Floating-point type(s) of the table.")
+@common_options
+@click.pass_context
+def log1pexp(ctx: click.Context, **params: Any) -> int:
+    """log(1 + eˣ) five ways: naive, a torch.where guard, the tutorial's custom gradient, a stable
+    torch.autograd.Function, and F.softplus, beside the exact answer; gradcheck and gradgradcheck.
+    """
+    return run_lesson(ctx, "log1pexp", params, needs_data=False)
+
+
+@cli.command("gaussian-policy",
+             short_help="A custom-gradient layer for a Gaussian policy's score, trained with REINFORCE.")
+@click.option("--mu", default="0.3,-0.5", show_default=True, help="Policy mean μ, one number per action dimension.")
+@click.option("--sigma", default="0.7,1.2", show_default=True, help="Policy std σ > 0, one per dimension.")
+@click.option("--action", default="", help="The action a (default: sampled from N(μ, σ²) with --seed).")
+@click.option("--optimum", default="1.5,-0.8", show_default=True, help="The bandit's best action a*.")
+@click.option("--epochs", type=int, default=300, show_default=True, help="REINFORCE updates.")
+@click.option("--samples", type=int, default=64, show_default=True, help="Actions sampled per update.")
+@click.option("--lr", type=float, default=0.05, show_default=True, help="Adam's learning rate.")
+@click.option("--tolerance", type=float, default=0.1, show_default=True,
+              help="The claim: learned μ within this distance of a*.")
+@common_options
+@click.pass_context
+def gaussian_policy(ctx: click.Context, **params: Any) -> int:
+    """∂ln π/∂μ = (a−μ)/σ², ∂ln π/∂σ = ((a−μ)²−σ²)/σ³ as a custom backward, checked against
+    torch.distributions.Normal and gradcheck, then REINFORCE on a one-step bandit with a known optimum.
+    """
+    return run_lesson(ctx, "gaussian_policy", params, needs_data=False)
+
+
 def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data: bool) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config
