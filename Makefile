@@ -30,6 +30,7 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/bench_mnist.py
+	$(BIN)/python bench/bench_dqn.py
 
 clean:
 	rm -rf $(VENV) data/.cache .pytest_cache .ruff_cache .hypothesis

@@ -203,6 +203,41 @@ def gaussian_policy(ctx: click.Context, **params: Any) -> int:
     return run_lesson(ctx, "gaussian_policy", params, needs_data=False)
 
 
+@cli.command(short_help="stop_gradient on the DQN target (CartPole): detach ≡ placeholder; without it, gradients leak.")
+@click.option("--stop-grad", "target", flag_value="stop-grad", default=True,
+              help="Cut the target with .detach() (TF: tf.stop_gradient). The default.")
+@click.option("--placeholder", "target", flag_value="placeholder",
+              help="Compute the target in a torch.no_grad() pass and use it as a constant (TF: feed_dict).")
+@click.option("--no-stop-grad", "target", flag_value="no-stop-grad",
+              help="Leave the target in the graph: gradients flow into whatever computed it.")
+@click.option("--no-target-net", "target_net", flag_value=False, default=True,
+              help="Compute the target with the online network itself (combines with the flags above).")
+@click.option("--compare", is_flag=True, help="Train the main variants with the same seed, side by side.")
+@click.option("--total-steps", type=int, default=30_000, show_default=True, help="Environment steps per variant.")
+@click.option("--gamma", type=float, default=0.99, show_default=True, help="Discount factor γ in [0, 1].")
+@click.option("--lr", type=float, default=2.3e-3, show_default=True, help="Adam's learning rate.")
+@click.option("--anneal-lr/--no-anneal-lr", default=True, show_default=True,
+              help="Decay the learning rate linearly to 0 over the run.")
+@click.option("--target-update", type=int, default=10, show_default=True,
+              help="Sync the target network every N environment steps.")
+@click.option("--buffer-size", type=int, default=100_000, show_default=True, help="Replay buffer capacity.")
+@click.option("--batch-size", type=int, default=64, show_default=True, help="Transitions per gradient step.")
+@click.option("--learning-starts", type=int, default=1000, show_default=True, help="Random steps before learning.")
+@click.option("--train-every", type=int, default=256, show_default=True,
+              help="Environment steps between training rounds.")
+@click.option("--gradient-steps", type=int, default=128, show_default=True, help="Gradient steps per round.")
+@click.option("--eval-episodes", type=int, default=10, show_default=True, help="Greedy evaluation episodes.")
+@common_options
+@click.pass_context
+def dqn(ctx: click.Context, **params: Any) -> int:
+    """A small DQN on CartPole-v1: gradient anatomy of the target on one fixed batch, then training.
+
+    Claims: placeholder ≡ stop-grad (bitwise, in the anatomy and over a whole training run); without
+    stop-grad the gradient reaches the target network, and with no target network the update changes.
+    """
+    return run_lesson(ctx, "dqn", params, needs_data=False)
+
+
 def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data: bool) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config
