@@ -238,6 +238,29 @@ def dqn(ctx: click.Context, **params: Any) -> int:
     return run_lesson(ctx, "dqn", params, needs_data=False)
 
 
+@cli.command("actor-critic", short_help="A critic trained from explicit gradients with RMSProp; get/set parameters.")
+@click.option("--grad-mode", type=click.Choice(["explicit", "backward"]), default="explicit", show_default=True,
+              help="explicit: autograd.grad → .grad → RMSprop.step() (the tutorial); backward: loss.backward().")
+@click.option("--total-steps", type=int, default=150_000, show_default=True,
+              help="Environment steps, summed over the environments.")
+@click.option("--envs", type=int, default=8, show_default=True, help="CartPole environments stepped in lockstep.")
+@click.option("--gamma", type=float, default=0.99, show_default=True, help="Discount factor γ in [0, 1].")
+@click.option("--critic-lr", type=float, default=2e-3, show_default=True, help="RMSprop learning rate, critic.")
+@click.option("--actor-lr", type=float, default=2e-3, show_default=True, help="RMSprop learning rate, actor.")
+@click.option("--entropy", type=float, default=0.01, show_default=True, help="Entropy bonus weight β.")
+@click.option("--anneal-lr/--no-anneal-lr", default=True, show_default=True,
+              help="Decay both learning rates linearly to 0 over the run.")
+@click.option("--eval-episodes", type=int, default=10, show_default=True, help="Greedy evaluation episodes.")
+@common_options
+@click.pass_context
+def actor_critic(ctx: click.Context, **params: Any) -> int:
+    """One-step actor-critic on CartPole-v1; the critic's gradients are computed with autograd.grad, written
+    into .grad and applied by RMSprop, as the tutorial's tf.gradients + apply_gradients. Claims: explicit ≡
+    backward (bitwise), and a critic copied through a flat parameter vector or a state_dict gives identical outputs.
+    """
+    return run_lesson(ctx, "actor_critic", params, needs_data=False)
+
+
 def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data: bool) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config
