@@ -7,10 +7,7 @@ Only click is imported at start-up: torch, rich and the lessons are imported whe
 
 from __future__ import annotations
 
-import importlib
 import sys
-import warnings
-from pathlib import Path
 from typing import Any
 
 import click
@@ -20,11 +17,13 @@ from gradlab.errors import GradlabError
 
 DEVICES = ("auto", "cpu", "cuda", "mps")  # kept in step with gradlab.device.DEVICES (tested)
 DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # kept in step with gradlab.data.DATASETS (tested)
-RUN_OPTIONS = {"config", "json_path", "plot_path", "quiet", "device", "dataset", "data_dir", "offline"}
 
 
 class GradlabGroup(click.Group):
     """Bad input of any kind becomes one line on stderr and exit code 2, never a traceback."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)  # teaching order, as defined below, not alphabetical
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
@@ -61,6 +60,8 @@ def common_options(f):
         click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
                      help="Write a PNG of the curves to this file."),
         click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and --json)."),
+        click.option("--explain", is_flag=True,
+                     help="First print the math and the source lines that implement it (read from the code)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -117,7 +118,7 @@ def mnist(ctx: click.Context, **params: Any) -> int:
     The TF-1 tutorial: `GradientDescentOptimizer(lr).minimize(cost)` equals `tf.gradients` then
     `W.assign(W - lr * grad)`. Defaults are the tutorial's (configs/mnist-tutorial.toml).
     """
-    return run_lesson(ctx, "mnist", params, needs_data=True)
+    return run_lesson(ctx, "mnist", params)
 
 
 @cli.command(short_help="Compute → process → apply gradients: clipping by global norm tames exploding gradients.")
@@ -145,7 +146,7 @@ def clip(ctx: click.Context, **params: Any) -> int:
     torch.nn.utils.clip_grad_norm_, and what clipping does to a network whose gradients explode.
     The tutorial's plain setting: --config configs/clip-tutorial.toml.
     """
-    return run_lesson(ctx, "clip", params, needs_data=True)
+    return run_lesson(ctx, "clip", params)
 
 
 @cli.command(short_help="Jacobians and Hessians: why grad of a non-scalar sums, full Jacobians five ways, nesting.")
@@ -166,7 +167,7 @@ def jacobian(ctx: click.Context, **params: Any) -> int:
     vmap of a vector-Jacobian product against the closed form (e_i − p) yᵀ; the Hessian by jacfwd(jacrev),
     torch.func.hessian and autograd.functional.hessian against finite differences.
     """
-    return run_lesson(ctx, "jacobian", params, needs_data=False)
+    return run_lesson(ctx, "jacobian", params)
 
 
 @cli.command(short_help="Custom gradients: log(1+exp(x)) has a NaN gradient at x=100 in float32; fix it right.")
@@ -180,7 +181,7 @@ def log1pexp(ctx: click.Context, **params: Any) -> int:
     """log(1 + eˣ) five ways: naive, a torch.where guard, the tutorial's custom gradient, a stable
     torch.autograd.Function, and F.softplus, beside the exact answer; gradcheck and gradgradcheck.
     """
-    return run_lesson(ctx, "log1pexp", params, needs_data=False)
+    return run_lesson(ctx, "log1pexp", params)
 
 
 @cli.command("gaussian-policy",
@@ -200,7 +201,7 @@ def gaussian_policy(ctx: click.Context, **params: Any) -> int:
     """∂ln π/∂μ = (a−μ)/σ², ∂ln π/∂σ = ((a−μ)²−σ²)/σ³ as a custom backward, checked against
     torch.distributions.Normal and gradcheck, then REINFORCE on a one-step bandit with a known optimum.
     """
-    return run_lesson(ctx, "gaussian_policy", params, needs_data=False)
+    return run_lesson(ctx, "gaussian-policy", params)
 
 
 @cli.command(short_help="stop_gradient on the DQN target (CartPole): detach ≡ placeholder; without it, gradients leak.")
@@ -235,7 +236,7 @@ def dqn(ctx: click.Context, **params: Any) -> int:
     Claims: placeholder ≡ stop-grad (bitwise, in the anatomy and over a whole training run); without
     stop-grad the gradient reaches the target network, and with no target network the update changes.
     """
-    return run_lesson(ctx, "dqn", params, needs_data=False)
+    return run_lesson(ctx, "dqn", params)
 
 
 @cli.command("actor-critic", short_help="A critic trained from explicit gradients with RMSProp; get/set parameters.")
@@ -258,10 +259,10 @@ def actor_critic(ctx: click.Context, **params: Any) -> int:
     into .grad and applied by RMSprop, as the tutorial's tf.gradients + apply_gradients. Claims: explicit ≡
     backward (bitwise), and a critic copied through a flat parameter vector or a state_dict gives identical outputs.
     """
-    return run_lesson(ctx, "actor_critic", params, needs_data=False)
+    return run_lesson(ctx, "actor-critic", params)
 
 
-def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data: bool) -> int:
+def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config
     from gradlab.report.files import check_writable
@@ -270,49 +271,165 @@ def run_lesson(ctx: click.Context, name: str, params: dict[str, Any], needs_data
     check_writable(params.get("json_path"), "--json")
     check_writable(params.get("plot_path"), "--plot")
 
-    # torch's own modules warn that torch.jit.script is deprecated when torch.func loads: not the user's concern
-    warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=FutureWarning)
-    lesson = importlib.import_module(f"gradlab.lessons.{name}")
-    config = lesson.Config(**{k: v for k, v in params.items() if k not in RUN_OPTIONS})
-    if params["plot_path"] and hasattr(lesson, "plot_unavailable") and lesson.plot_unavailable(config):
-        raise GradlabError(f"--plot: {lesson.plot_unavailable(config)}")
-
-    import torch
-
-    from gradlab.device import resolve_device
+    from gradlab import runner
     from gradlab.report import console as report
+
+    runner.make_config(name, params)  # bad values fail here, before anything is printed or run
+    console = report.make_console(quiet=params["quiet"])
+    if params.get("explain"):
+        from gradlab.report.explain import print_explanation
+
+        print_explanation(runner.lesson_module(name), console)
+    with report.progress_bar(console) as progress:
+        result = runner.execute(name, params, console, progress)
+    report.render(result, console)
+    write_outputs(result, params, console)
+    return result.exit_code
+
+
+def write_outputs(result, params: dict[str, Any], console) -> None:
     from gradlab.report.files import write_json, write_plot
 
-    console = report.make_console(quiet=params["quiet"])
-    device, device_note = resolve_device(params["device"])
-    if device_note:
-        console.print(f"[yellow]note:[/] {device_note}")
-    kwargs: dict[str, Any] = {"device": device}
-    if needs_data:
-        from gradlab import data as datasets
-
-        data, notes = datasets.load(params["dataset"], params["data_dir"], params["offline"])
-        for note in notes:
-            console.print(f"[yellow]note:[/] {note}")
-        console.print(f"loaded [bold]{data.name}[/]: {len(data.y_train):,} training and {len(data.y_test):,} test "
-                      f"images [dim]({data.source})[/]")
-        kwargs["data"] = data
-
-    with report.progress_bar(console) as progress:
-        result = lesson.run(config, progress=progress, **kwargs)
-
-    result.config = {k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()
-                     if k not in ("json_path", "plot_path", "quiet")}
-    result.device, result.torch, result.threads = str(device), torch.__version__, torch.get_num_threads()
-    result.version = __version__
-    report.render(result, console)
-    if params["json_path"]:
+    if params.get("json_path"):
         write_json(params["json_path"], result)
         console.print(f"wrote {params['json_path']}")
-    if params["plot_path"]:
+    if params.get("plot_path"):
         write_plot(params["plot_path"], result)
         console.print(f"wrote {params['plot_path']}")
-    return result.exit_code
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Classroom commands: list, all, report, show
+# ---------------------------------------------------------------------------------------------------------------
+
+@cli.command("list", short_help="Every lesson: the tutorial idea, its main options, how long it takes.")
+def list_lessons() -> int:
+    """Every lesson with the TF-1 tutorial idea it reproduces, its main options, and its default run time."""
+    from rich.table import Table
+
+    from gradlab.lessons import LESSONS
+    from gradlab.report.console import make_console
+
+    table = Table(title="gradlab lessons (run times measured on 2 CPU cores)", title_justify="left", show_lines=True)
+    for col in ("lesson", "the tutorial idea it reproduces", "main options", "default run"):
+        table.add_column(col)
+    for info in LESSONS.values():
+        table.add_row(f"gradlab {info.name}", info.idea, info.options, info.runtime)
+    make_console().print(table)
+    return 0
+
+
+def _lesson_names(text: str | None) -> list[str]:
+    from gradlab.lessons import LESSONS
+
+    if not text:
+        return list(LESSONS)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LESSONS]
+    if unknown:
+        raise GradlabError(f"--lessons: unknown lesson {unknown[0]!r}; choose from {', '.join(LESSONS)}")
+    return names
+
+
+def run_many(names: list[str], quick: bool, console) -> list[tuple[str, Any, float]]:
+    """Run each lesson with its quick or full arguments, rendering each result; return (name, result, wall s)."""
+    import time
+
+    from gradlab import runner
+    from gradlab.lessons import LESSONS
+    from gradlab.report import console as report
+
+    done = []
+    for name in names:
+        info = LESSONS[name]
+        args = list(info.quick if quick else info.full)
+        params = cli.commands[name].make_context(name, args).params
+        start = time.perf_counter()
+        with report.progress_bar(console) as progress:
+            result = runner.execute(name, params, console, progress)
+        done.append((name, result, time.perf_counter() - start))
+        report.render(result, console)
+    return done
+
+
+def _summary_rows(done) -> list[list[Any]]:
+    return [[name, sum(c.passed for c in r.claims), sum(not c.passed for c in r.claims)
+             + (1 if r.stopped else 0), wall] for name, r, wall in done]
+
+
+@cli.command("all", short_help="Run every lesson in turn and summarise the claims (exit 1 if any fails).")
+@click.option("--quick", is_flag=True, help="Small budgets and the bundled data; every claim is still checked.")
+@click.option("--lessons", default=None, help="Comma-separated subset, e.g. mnist,clip (default: all).")
+@click.option("--quiet", is_flag=True, help="Print only the summary.")
+def all_lessons(quick: bool, lessons: str | None, quiet: bool) -> int:
+    """Run every lesson (with --quick in about a minute on 2 CPU cores) and print a summary table."""
+    from gradlab.report import console as report
+    from gradlab.result import Table
+
+    names = _lesson_names(lessons)
+    done = run_many(names, quick, report.make_console(quiet=quiet))
+    rows = _summary_rows(done)
+    console = report.make_console()
+    console.print(report.render_table(Table("gradlab all" + (" --quick" if quick else ""),
+                                            ["lesson", "claims passed", "claims failed", "wall s"], rows,
+                                            [None, None, None, ".1f"])))
+    failed = sum(row[2] for row in rows)
+    console.print(f"[bold red]{failed} claims failed[/]" if failed else
+                  f"[bold green]all {sum(row[1] for row in rows)} claims hold in {len(rows)} lessons[/]")
+    return 1 if failed else 0
+
+
+@cli.command(short_help="Run every lesson and write one self-contained HTML page plus every lesson's JSON.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for index.html.")
+@click.option("--quick", is_flag=True, help="The same quick runs as `gradlab all --quick`.")
+@click.option("--lessons", default=None, help="Comma-separated subset (default: all).")
+@click.option("--quiet", is_flag=True, help="Print only where the report went.")
+def report(out_dir: str, quick: bool, lessons: str | None, quiet: bool) -> int:
+    """Write OUT/index.html (tables, claims, explanations, plots embedded) and OUT/<lesson>.json.
+
+    Nothing is written until every lesson has run; each file is written atomically.
+    """
+    import json
+    from pathlib import Path
+
+    from gradlab import runner
+    from gradlab.report import console as report
+    from gradlab.report import html as html_report
+    from gradlab.report.explain import explanation
+    from gradlab.report.files import plot_png, write_bytes
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise GradlabError(f"--out {out_dir} is a file; give a folder for the report")
+    if not out.parent.is_dir():
+        raise GradlabError(f"--out {out_dir}: folder {out.parent} does not exist; create it first")
+    names = _lesson_names(lessons)
+    done = run_many(names, quick, report.make_console(quiet=quiet))
+    sections, files = [], {}
+    for name, result, wall in done:
+        doc, snippets = explanation(runner.lesson_module(name))
+        data = result.to_json()
+        sections.append(html_report.lesson_html(data, doc, snippets, plot_png(result), wall))
+        files[f"{name}.json"] = (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
+    title = "gradlab report" + (" (quick)" if quick else "")
+    files["index.html"] = html_report.page(sections, _summary_rows(done), title).encode()
+    out.mkdir(exist_ok=True)
+    for fname, content in files.items():
+        write_bytes(out / fname, content)
+    report.make_console().print(f"wrote {out / 'index.html'} and {len(done)} JSON files")
+    return 1 if any(row[2] for row in _summary_rows(done)) else 0
+
+
+@cli.command(short_help="Print the tables and claims of a saved --json result again.")
+@click.argument("path", type=click.Path(dir_okay=False))
+def show(path: str) -> int:
+    """Re-render a result saved with --json (or by gradlab report): the same tables and claims."""
+    from gradlab.report import console as report
+    from gradlab.result import load_result
+
+    data = load_result(path)
+    report.render(data, report.make_console())
+    return 0 if all(c["passed"] for c in data["claims"]) and not data.get("stopped") else 1
 
 
 def main() -> None:

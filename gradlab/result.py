@@ -110,3 +110,45 @@ def json_safe(value: Any) -> Any:
     if hasattr(value, "item"):  # numpy / torch scalars
         return json_safe(value.item())
     return str(value)
+
+
+REQUIRED = {"lesson": str, "title": str, "version": str, "device": str, "torch": str, "seed": int, "claims": list,
+            "tables": list, "metrics": dict}
+
+
+def load_result(path) -> dict[str, Any]:
+    """Read and validate a result saved with --json; GradlabError (one line) if it is not one."""
+    import json
+
+    from gradlab.errors import GradlabError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise GradlabError(f"{path} does not exist; give a file written by --json or gradlab report") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise GradlabError(f"cannot read {path}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise GradlabError(f"{path} is not valid JSON ({e.msg} at line {e.lineno}); was the file cut short?") from None
+
+    def bad(what: str) -> GradlabError:
+        return GradlabError(f"{path} is not a gradlab result: {what}; re-create it with --json")
+
+    if not isinstance(data, dict):
+        raise bad("the top level is not an object")
+    for key, kind in REQUIRED.items():
+        if not isinstance(data.get(key), kind):
+            raise bad(f"{key!r} is missing or not a {kind.__name__}")
+    for c in data["claims"]:
+        if not (isinstance(c, dict) and {"id", "text", "value", "bound", "passed"} <= set(c)
+                and c.get("op", "<=") in OPS):
+            raise bad("a claim lacks id, text, value, bound or passed")
+    for t in data["tables"]:
+        if not (isinstance(t, dict) and isinstance(t.get("columns"), list) and isinstance(t.get("rows"), list)
+                and all(isinstance(r, list) and len(r) == len(t["columns"]) for r in t["rows"])):
+            raise bad(f"table {t.get('title', '?') if isinstance(t, dict) else '?'!r} is malformed")
+        if t.get("formats") is not None and len(t["formats"]) != len(t["columns"]):
+            raise bad(f"table {t.get('title', '?')!r} has formats that do not match its columns")
+    data.setdefault("threads", 0)
+    return data

@@ -1,0 +1,50 @@
+"""The lessons, in teaching order. This index imports nothing heavy: `gradlab list` and `--help` read it.
+
+Each lesson module has a Config dataclass, `run(config, ...) -> Result` and EXPLAIN, the names of the functions
+and classes whose source `--explain` prints next to the math.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LessonInfo:
+    name: str  # the subcommand
+    module: str  # gradlab.lessons.<module>
+    idea: str  # the TF-1 tutorial idea it reproduces
+    options: str  # its main options
+    runtime: str  # how long the default run takes on 2 CPU cores (measured)
+    needs_data: bool  # trains on MNIST-like images
+    quick: tuple[str, ...] = ()  # arguments for `gradlab all --quick`: small budgets, every claim still checked
+    full: tuple[str, ...] = ()  # arguments for `gradlab all`
+
+
+LESSONS: dict[str, LessonInfo] = {info.name: info for info in [
+    LessonInfo("mnist", "mnist",
+               "optimizer.minimize(cost) ≡ tf.gradients + W.assign(W − lr·grad) ≡ the gradient derived by hand",
+               "--manual-grad --analytic --compare --epochs --lr --dataset", "4 s (bundled sample); 6 s full MNIST",
+               True, quick=("--dataset", "mnist-sample", "--offline", "--epochs", "3")),
+    LessonInfo("clip", "clip",
+               "compute_gradients → clip_by_global_norm → apply_gradients",
+               "--clip global-norm|norm|value|none --clip-norm --compare --model --lr", "4 s (bundled sample)",
+               True, quick=("--dataset", "mnist-sample", "--offline", "--epochs", "2")),
+    LessonInfo("jacobian", "jacobian",
+               "tf.gradients of a non-scalar sums over outputs; full Jacobians; Hessians by nesting",
+               "--matrix --state --output --scaling", "2 s; 8 s with --scaling", False,
+               full=("--scaling",)),
+    LessonInfo("log1pexp", "log1pexp",
+               "@tf.custom_gradient: log(1 + exp(x)) has a NaN gradient at x = 100 in float32",
+               "--x --dtype float32|float64|both", "2 s", False),
+    LessonInfo("gaussian-policy", "gaussian_policy",
+               "a custom-gradient layer for a Gaussian policy's score function, trained with REINFORCE",
+               "--mu --sigma --action --optimum --epochs", "2 s", False),
+    LessonInfo("dqn", "dqn",
+               "stop_gradient on the DQN target ≡ feeding it as a constant; what leaks without it",
+               "--stop-grad --placeholder --no-stop-grad --no-target-net --compare --total-steps",
+               "18 s; 90 s with --compare", False, full=("--compare",)),
+    LessonInfo("actor-critic", "actor_critic",
+               "a critic trained from tf.gradients + RMSProp.apply_gradients; get/set all parameters",
+               "--grad-mode explicit|backward --total-steps --envs", "31 s", False),
+]}

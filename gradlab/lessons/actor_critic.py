@@ -43,6 +43,10 @@ GRAD_MODES = ("explicit", "backward")
 CHECK_STEPS = 2_000  # environment steps of the second (other grad-mode) run behind the bitwise claim
 
 
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("critic_update", "get_params", "set_params")
+
+
 @dataclass
 class Config:
     """Settings of `gradlab actor-critic`."""

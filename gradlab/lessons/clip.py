@@ -44,6 +44,10 @@ MODELS = ("mlp", "softmax")
 EQUIVALENCE_STEPS = 50  # steps on which the three-step path is checked against backward(); step()
 
 
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("global_norm", "clip_by_global_norm", "three_step", "one_step")
+
+
 @dataclass
 class Config:
     """Settings of `gradlab clip` (configs/clip-tutorial.toml has the tutorial's plain setting)."""

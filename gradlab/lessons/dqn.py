@@ -52,6 +52,10 @@ COMPARE = [
 SOLVED = 195.0  # CartPole-v0's "solved"; v1's episodes go to 500
 
 
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("td_loss", "make_networks")
+
+
 @dataclass
 class Config:
     """Settings of `gradlab dqn`.

@@ -48,6 +48,10 @@ def parse_list(text: str, option: str) -> list[float]:
     return values
 
 
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("GaussianLogProb", "score_closed_form", "reinforce")
+
+
 @dataclass
 class Config:
     """Settings of `gradlab gaussian-policy`."""

@@ -62,6 +62,10 @@ def _number(v: str, option: str) -> float:
     return x
 
 
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("policy", "jacobian_loop", "jacobian_vmap_vjp", "hessian_fd")
+
+
 @dataclass
 class Config:
     """Settings of `gradlab jacobian`."""

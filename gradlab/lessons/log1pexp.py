@@ -47,6 +47,10 @@ DEFAULT_X = "-100,-20,0,20,88,89,100,1000"
 ULP_BOUND = 4  # "within a few ulps"
 
 
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("naive", "where_guard", "TutorialLog1pExp", "StableLog1pExp")
+
+
 @dataclass
 class Config:
     """Settings of `gradlab log1pexp`."""

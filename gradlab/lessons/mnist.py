@@ -54,6 +54,10 @@ TUTORIAL_COSTS = [1.184285608, 0.665428013, 0.552858426, 0.498728328, 0.46559369
 TUTORIAL_ACCURACY = 0.873333
 
 
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("cross_entropy", "optimizer_step", "manual_step", "analytic_gradients", "analytic_step")
+
+
 @dataclass
 class Config:
     """Settings of `gradlab mnist`; the defaults are the tutorial's (see configs/mnist-tutorial.toml)."""

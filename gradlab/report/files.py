@@ -40,6 +40,9 @@ def atomic_path(path: str | Path):
     os.close(fd)
     try:
         yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a result file is as readable as any other
         os.replace(tmp, p)
     finally:
         if os.path.exists(tmp):
@@ -53,22 +56,24 @@ def write_json(path: str | Path, result: Result | dict[str, Any]) -> None:
         f.write(text)
 
 
-def write_plot(path: str | Path, result: Result) -> None:
-    """One panel per curve; NaN/inf points are simply not drawn."""
+def plot_png(result: Result) -> bytes | None:
+    """The curves as PNG bytes, one panel per curve (NaN/inf points are not drawn); None when there are none."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    curves: list[tuple[str, Curve]] = list(result.curves.items())
+    curves: list[tuple[str, Curve]] = [(k, c if isinstance(c, Curve) else Curve(**c)) for k, c in result.curves.items()]
     if not curves:
-        raise GradlabError(f"--plot: lesson {result.lesson} has no curves to plot")
+        return None
     fig, axes = plt.subplots(1, len(curves), figsize=(6.4 * len(curves), 4.2), squeeze=False)
     styles = ["-", "--", ":", "-."]  # lines that agree exactly lie on top of each other: vary the dash
     for ax, (name, c) in zip(axes[0], curves, strict=True):
         for i, (label, ys) in enumerate(c.series.items()):
             n = min(len(c.x), len(ys))
-            ax.plot(c.x[:n], [float(v) for v in ys[:n]], styles[i % len(styles)],
+            ax.plot([float(v) for v in c.x[:n]], [float(v) for v in ys[:n]], styles[i % len(styles)],
                     marker="o" if n <= 30 else None, ms=3, label=label)
         ax.set(title=name, xlabel=c.xlabel, ylabel=c.ylabel)
         if c.logy:
@@ -77,6 +82,19 @@ def write_plot(path: str | Path, result: Result) -> None:
         ax.legend()
     fig.suptitle(textwrap.fill(f"gradlab {result.lesson}: {result.title}", 60 * len(curves)), fontsize=10)
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
     plt.close(fig)
+    return buffer.getvalue()
+
+
+def write_plot(path: str | Path, result: Result) -> None:
+    png = plot_png(result)
+    if png is None:
+        raise GradlabError(f"--plot: lesson {result.lesson} has no curves to plot")
+    write_bytes(path, png)
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        f.write(data)

@@ -1,0 +1,62 @@
+"""--explain: the lesson's math (its module docstring) and the source lines that implement it, read from the
+code at run time, so the explanation can never drift from the code."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Snippet:
+    name: str
+    path: str  # relative to the package's parent folder, e.g. gradlab/lessons/mnist.py
+    start: int  # first line number
+    code: str
+
+
+def explanation(module) -> tuple[str, list[Snippet]]:
+    """(the module docstring, the source of each name in module.EXPLAIN with its line numbers)."""
+    root = Path(inspect.getfile(module)).resolve().parents[2]
+    snippets = []
+    for name in getattr(module, "EXPLAIN", ()):
+        obj = getattr(module, name)
+        lines, start = inspect.getsourcelines(obj)
+        path = Path(inspect.getsourcefile(obj)).resolve()
+        snippets.append(Snippet(name, str(path.relative_to(root)) if path.is_relative_to(root) else str(path), start,
+                                "".join(lines)))
+    return inspect.getdoc(module) or "", snippets
+
+
+def print_explanation(module, console) -> None:
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+    from rich.syntax import Syntax
+
+    doc, snippets = explanation(module)
+    title, _, body = doc.partition("\n")
+    console.print(Panel(Markdown(f"# {title}\n\n{_as_markdown(body)}"), title="the math", border_style="cyan"))
+    for s in snippets:
+        console.print(Panel(Syntax(s.code, "python", line_numbers=True, start_line=s.start, theme="ansi_dark",
+                                   word_wrap=True), title=f"{s.name} — {s.path}:{s.start}", border_style="cyan"))
+
+
+def _as_markdown(body: str) -> str:
+    """Docstring text to Markdown: indented blocks that follow a blank line (the formulas) become code blocks;
+    indented continuation lines of a bullet stay prose."""
+    out: list[str] = []
+    block: list[str] = []
+    previous = ""
+    for line in body.splitlines():
+        if (line.startswith("    ") and (block or not previous.strip())) or (block and not line.strip()):
+            block.append(line)
+        else:
+            if block:
+                out.append("```\n" + "\n".join(b[4:] for b in block).rstrip() + "\n```\n")
+                block = []
+            out.append(line)
+        previous = line
+    if block:
+        out.append("```\n" + "\n".join(b[4:] for b in block).rstrip() + "\n```")
+    return "\n".join(out)

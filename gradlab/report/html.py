@@ -1,0 +1,113 @@
+"""One self-contained HTML page for a set of lesson results: tables, claims with ✓/✗, the explanation with its
+source lines, and the plots embedded as PNG data. No external files, scripts or fonts: it opens offline."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from typing import Any
+
+from gradlab.report.console import OP_SIGNS, fmt_number
+from gradlab.report.explain import Snippet, _as_markdown
+
+STYLE = """
+body { font: 15px/1.5 system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 0.2em; margin-top: 2.5em; }
+table { border-collapse: collapse; margin: 0.8em 0; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
+td.num { text-align: right; font-family: monospace; white-space: nowrap; }
+caption { text-align: left; font-weight: 600; padding: 0.3em 0; }
+.pass { color: #137333; font-weight: 700; } .fail { color: #c5221f; font-weight: 700; } .bad { color: #c5221f; }
+.note { color: #795500; } .meta { color: #555; } pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; }
+img { max-width: 100%; border: 1px solid #eee; } details { margin: 0.8em 0; } summary { cursor: pointer; }
+"""
+
+# After load, count the images that failed to decode: the browser test reads this attribute.
+SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = Array.from(document.images);
+  var broken = imgs.filter(function (i) { return !i.complete || i.naturalWidth === 0; }).length;
+  document.body.setAttribute('data-images', imgs.length);
+  document.body.setAttribute('data-broken-images', broken);
+});
+"""
+
+
+def _cell(value: Any, spec: str | None) -> str:
+    if value is None:
+        return "<td></td>"
+    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
+        return f'<td class="num bad">{value}</td>'
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"<td>{html.escape(str(value))}</td>"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'<td class="num bad">{value}</td>'
+    text = format(value, spec) if spec else (str(value) if isinstance(value, int) else format(value, ".6g"))
+    return f'<td class="num">{html.escape(text)}</td>'
+
+
+def table_html(t: dict[str, Any]) -> str:
+    specs = t.get("formats") or [None] * len(t["columns"])
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in t["columns"])
+    rows = "".join("<tr>" + "".join(_cell(v, s) for v, s in zip(row, specs, strict=True)) + "</tr>"
+                   for row in t["rows"])
+    note = f'<p class="note">{html.escape(t["note"])}</p>' if t.get("note") else ""
+    return f'<table class="result"><caption>{html.escape(t["title"])}</caption><tr>{head}</tr>{rows}</table>{note}'
+
+
+def claims_html(claims: list[dict[str, Any]]) -> str:
+    rows = []
+    for c in claims:
+        mark = '<span class="pass">✓</span>' if c["passed"] else '<span class="fail">✗</span>'
+        value = c["value"] if isinstance(c["value"], str) else fmt_number(c["value"])
+        bound = f'{OP_SIGNS[c.get("op", "<=")]} {fmt_number(c["bound"])}'
+        rows.append(f"<tr><td>{mark}</td><td>{html.escape(c['text'])}</td><td class='num'>{html.escape(value)}</td>"
+                    f"<td class='num'>{html.escape(bound)}</td></tr>")
+    return ('<table class="claims"><caption>claims checked at run time</caption>'
+            "<tr><th></th><th>claim</th><th>measured</th><th>bound</th></tr>" + "".join(rows) + "</table>")
+
+
+def explanation_html(doc: str, snippets: list[Snippet]) -> str:
+    title, _, body = doc.partition("\n")
+    parts = [f"<p><b>{html.escape(title)}</b></p>", f"<pre>{html.escape(_as_markdown(body))}</pre>"]
+    for s in snippets:
+        numbered = "\n".join(f"{s.start + i:4d}  {line}" for i, line in enumerate(s.code.rstrip().splitlines()))
+        parts.append(f"<p><code>{html.escape(s.name)}</code> — {html.escape(s.path)}:{s.start}</p>"
+                     f"<pre>{html.escape(numbered)}</pre>")
+    return "<details><summary>the math and the code (read from the source at run time)</summary>" + \
+        "".join(parts) + "</details>"
+
+
+def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: bytes | None, wall_s: float) -> str:
+    r = result
+    passed = sum(c["passed"] for c in r["claims"])
+    parts = [f'<section class="lesson" id="{html.escape(r["lesson"])}">',
+             f'<h2>gradlab {html.escape(r["lesson"])}: {html.escape(r["title"])}</h2>',
+             f'<p class="meta">torch {html.escape(r["torch"])} · device {html.escape(r["device"])} · '
+             f'{r["threads"]} threads · seed {r["seed"]} · {wall_s:.1f} s · '
+             f'{passed}/{len(r["claims"])} claims hold</p>']
+    if r.get("data"):
+        d = r["data"]
+        parts.append(f'<p class="meta">data: <b>{html.escape(d["name"])}</b> — train {d["train"]:,}, test '
+                     f'{d["test"]:,} ({html.escape(str(d.get("source", "")))})</p>')
+    parts += [f'<p class="note">note: {html.escape(n)}</p>' for n in r.get("notes", [])]
+    parts.append(explanation_html(doc, snippets))
+    parts += [table_html(t) for t in r["tables"]]
+    parts.append(claims_html(r["claims"]))
+    if r.get("stopped"):
+        parts.append(f'<p class="fail">stopped: {html.escape(r["stopped"])}</p>')
+    if png:
+        parts.append(f'<img alt="curves of gradlab {html.escape(r["lesson"])}" '
+                     f'src="data:image/png;base64,{base64.b64encode(png).decode()}">')
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def page(sections: list[str], summary_rows: list[list[Any]], title: str) -> str:
+    summary = table_html({"title": "summary", "columns": ["lesson", "claims passed", "claims failed", "wall s"],
+                          "rows": summary_rows, "formats": [None, None, None, ".1f"]})
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>"
+            f"<h1>{html.escape(title)}</h1><p class='meta'>Every number below was measured when this page was made; "
+            f"every claim was checked at run time.</p>{summary}" + "\n".join(sections) + "</body></html>\n")

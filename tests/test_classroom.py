@@ -1,0 +1,157 @@
+"""Classroom commands: list, --explain, all, report (checked in a real headless browser), show."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from gradlab.cli import cli
+from gradlab.lessons import LESSONS
+from gradlab.report.explain import _as_markdown, explanation
+from gradlab.runner import lesson_module
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args), prog_name="gradlab")
+
+
+def test_list_shows_every_lesson_with_idea_options_and_time():
+    result = CliRunner().invoke(cli, ["list"], prog_name="gradlab", env={"COLUMNS": "400"})
+    assert result.exit_code == 0
+    for info in LESSONS.values():
+        row = next(line for line in result.output.splitlines() if f"gradlab {info.name} " in line)
+        assert info.idea in row and info.options in row and info.runtime in row
+
+
+def test_help_lists_every_lesson_in_teaching_order():
+    out = invoke("--help").output
+    positions = [out.index(f"  {name} ") for name in LESSONS]
+    assert positions == sorted(positions)
+
+
+@pytest.mark.parametrize("name", list(LESSONS))
+def test_every_lesson_explains_itself_from_its_own_source(name):
+    module = lesson_module(name)
+    doc, snippets = explanation(module)
+    assert doc and snippets and all(s.code.lstrip().startswith(("def ", "class ")) for s in snippets)
+    source = Path(module.__file__).read_text().splitlines()
+    for s in snippets:  # the shown lines are the file's lines, at the stated line numbers
+        assert s.code.splitlines() == source[s.start - 1:s.start - 1 + len(s.code.splitlines())]
+        assert s.path == f"gradlab/lessons/{LESSONS[name].module}.py"
+
+
+def test_explain_flag_prints_math_and_numbered_source():
+    result = invoke("log1pexp", "--explain", "--x", "0")
+    assert result.exit_code == 0
+    assert "the math" in result.output and "StableLog1pExp — gradlab/lessons/log1pexp.py:" in result.output
+    line = next(i for i, t in enumerate(Path(lesson_module("log1pexp").__file__).read_text().splitlines(), 1)
+                if "return dy * torch.where(x >= 0, 1 / (1 + z), z / (1 + z))" in t)
+    assert re.search(rf"\b{line}\b.*return dy \* torch\.where", result.output)
+
+
+def test_docstring_formulas_become_code_blocks_and_bullets_stay_prose():
+    md = _as_markdown("Text:\n\n    a = b\n    c = d\n\n  * a bullet\n    continued\n")
+    assert "```\na = b\nc = d\n```" in md and "  * a bullet\n    continued" in md
+
+
+def test_all_summary_and_exit_code(monkeypatch):
+    result = invoke("all", "--quick", "--lessons", "jacobian,log1pexp", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "jacobian" in result.output and "all 14 claims hold in 2 lessons" in result.output
+    from gradlab.lessons import jacobian
+
+    monkeypatch.setitem(jacobian.METHODS, "torch.func.jacfwd", lambda f, x: jacobian.jacfwd(f)(x) * 2)
+    result = invoke("all", "--quick", "--lessons", "jacobian", "--quiet")
+    assert result.exit_code == 1 and "1 claims failed" in result.output
+
+
+def test_all_rejects_unknown_lesson():
+    result = invoke("all", "--lessons", "mnist,gan")
+    assert result.exit_code == 2 and "unknown lesson 'gan'" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def quick_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "site"
+    result = CliRunner().invoke(cli, ["report", "--out", str(out), "--quick", "--quiet"], prog_name="gradlab")
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_report_files(quick_report):
+    names = sorted(p.name for p in quick_report.iterdir())
+    assert names == sorted(["index.html", *[f"{n}.json" for n in LESSONS]])
+    for name in LESSONS:
+        assert json.loads((quick_report / f"{name}.json").read_text())["lesson"] == name
+    page = (quick_report / "index.html").read_text()
+    assert "http://" not in page and "https://" not in page  # self-contained: nothing to fetch
+
+
+def find_browser() -> str | None:
+    return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+
+
+def test_report_in_a_real_browser(quick_report, tmp_path):
+    browser = find_browser()
+    if browser is None:
+        if os.environ.get("GRADLAB_REQUIRE_BROWSER"):
+            pytest.fail("GRADLAB_REQUIRE_BROWSER is set but no chromium is installed")
+        pytest.skip("no headless browser (apt-get install chromium) to open the report in")
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    url = (quick_report / "index.html").as_uri()
+    dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p1'}", "--virtual-time-budget=5000",
+                          "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    body = re.search(r"<body([^>]*)>", dom).group(1)
+    assert 'data-broken-images="0"' in body, body
+    with_curves = [n for n in LESSONS if json.loads((quick_report / f"{n}.json").read_text())["curves"]]
+    assert f'data-images="{len(with_curves)}"' in body and len(with_curves) >= 4
+    sections = re.findall(r'<section class="lesson" id="([^"]+)">(.*?)</section>', dom, re.S)
+    assert [s[0] for s in sections] == list(LESSONS)
+    for name, html in sections:
+        assert html.count('<table class="result">') >= 1 and '<table class="claims">' in html, name
+        assert ("<img" in html) == (name in with_curves), name
+        assert "✗" not in html, name
+    shot = tmp_path / "report.png"
+    subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1280,2000",
+                    f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)
+    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000
+    print(f"screenshot: {shot}")
+
+
+def test_show_re_renders_a_saved_result(tmp_path):
+    out = tmp_path / "r.json"
+    first = invoke("jacobian", "--json", str(out))
+    shown = invoke("show", str(out))
+    assert shown.exit_code == 0
+    tables = first.output[first.output.index("─ gradlab jacobian"):first.output.index("wrote")]
+    assert tables.strip() == shown.output.strip()
+
+
+@pytest.mark.parametrize(("content", "fragment"), [
+    ("{not json", "is not valid JSON"),
+    ("[1, 2]", "the top level is not an object"),
+    ('{"lesson": "x"}', "'title' is missing"),
+    (None, "does not exist"),
+])
+def test_show_rejects_bad_files(tmp_path, content, fragment):
+    path = tmp_path / "r.json"
+    if content is not None:
+        path.write_text(content)
+    result = invoke("show", str(path))
+    assert result.exit_code == 2 and fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_show_rejects_a_malformed_table(tmp_path):
+    out = tmp_path / "r.json"
+    invoke("jacobian", "--json", str(out))
+    data = json.loads(out.read_text())
+    data["tables"][0]["rows"][0].append(1)
+    out.write_text(json.dumps(data))
+    result = invoke("show", str(out))
+    assert result.exit_code == 2 and "is malformed" in result.stderr
