@@ -26,7 +26,6 @@ test: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
 
 bench: install
 	$(BIN)/python bench/bench_mnist.py

@@ -5,8 +5,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from gradlab import data as datasets
+from gradlab.cli import cli
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,3 +45,18 @@ def copy_sample_gz(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for f in (REPO / "data" / "mnist-sample").glob("*.gz"):
         shutil.copy(f, folder / f.name)
+
+
+def invoke(*args, **kwargs):
+    """Run `gradlab ARGS...` through click's CliRunner (stdout and stderr kept apart)."""
+    return CliRunner().invoke(cli, list(args), prog_name="gradlab", **kwargs)
+
+
+def assert_one_line_error(result, *fragments):
+    """Bad input: exit code 2, exactly one line on stderr naming the problem, no traceback."""
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("gradlab: error:") and "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]

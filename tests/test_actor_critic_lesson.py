@@ -5,9 +5,8 @@ from dataclasses import replace
 
 import pytest
 import torch
-from click.testing import CliRunner
+from conftest import assert_one_line_error, invoke
 
-from gradlab.cli import cli
 from gradlab.errors import GradlabError
 from gradlab.lessons import actor_critic as A
 
@@ -68,8 +67,8 @@ def test_run_claims_on_a_tiny_budget():
 @pytest.mark.parametrize("mode", ["explicit", "backward"])
 def test_cli_smoke(tmp_path, mode):
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(cli, ["actor-critic", "--grad-mode", mode, "--total-steps", "400", "--envs", "4",
-                                      "--eval-episodes", "1", "--json", str(out)], prog_name="gradlab")
+    result = invoke("actor-critic", "--grad-mode", mode, "--total-steps", "400", "--envs", "4",
+                                      "--eval-episodes", "1", "--json", str(out))
     assert result.exit_code in (0, 1), result.output  # 400 steps cannot learn: the 'learns' claim may fail
     r = json.loads(out.read_text())
     assert r["config"]["grad_mode"] == mode and "critic loss" in result.output
@@ -83,9 +82,7 @@ def test_cli_smoke(tmp_path, mode):
     (["--grad-mode", "manual"], "'manual' is not one of"),
 ])
 def test_cli_bad_inputs(args, fragment):
-    result = CliRunner().invoke(cli, ["actor-critic", *args], prog_name="gradlab")
-    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert fragment in result.stderr
+    assert_one_line_error(invoke("actor-critic", *args), fragment)
 
 
 def test_config_rejects_negative_entropy():

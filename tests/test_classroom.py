@@ -8,20 +8,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from conftest import assert_one_line_error, invoke
 
-from gradlab.cli import cli
 from gradlab.lessons import LESSONS
 from gradlab.report.explain import _as_markdown, explanation
 from gradlab.runner import lesson_module
 
 
-def invoke(*args):
-    return CliRunner().invoke(cli, list(args), prog_name="gradlab")
-
-
 def test_list_shows_every_lesson_with_idea_options_and_time():
-    result = CliRunner().invoke(cli, ["list"], prog_name="gradlab", env={"COLUMNS": "400"})
+    result = invoke("list", env={"COLUMNS": "400"})
     assert result.exit_code == 0
     for info in LESSONS.values():
         row = next(line for line in result.output.splitlines() if f"gradlab {info.name} " in line)
@@ -71,14 +66,13 @@ def test_all_summary_and_exit_code(monkeypatch):
 
 
 def test_all_rejects_unknown_lesson():
-    result = invoke("all", "--lessons", "mnist,gan")
-    assert result.exit_code == 2 and "unknown lesson 'gan'" in result.stderr
+    assert_one_line_error(invoke("all", "--lessons", "mnist,gan"), "unknown lesson 'gan'")
 
 
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "site"
-    result = CliRunner().invoke(cli, ["report", "--out", str(out), "--quick", "--quiet"], prog_name="gradlab")
+    result = invoke("report", "--out", str(out), "--quick", "--quiet")
     assert result.exit_code == 0, result.output
     return out
 
@@ -143,8 +137,7 @@ def test_show_rejects_bad_files(tmp_path, content, fragment):
     path = tmp_path / "r.json"
     if content is not None:
         path.write_text(content)
-    result = invoke("show", str(path))
-    assert result.exit_code == 2 and fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert_one_line_error(invoke("show", str(path)), fragment)
 
 
 def test_show_rejects_a_malformed_table(tmp_path):
@@ -153,5 +146,4 @@ def test_show_rejects_a_malformed_table(tmp_path):
     data = json.loads(out.read_text())
     data["tables"][0]["rows"][0].append(1)
     out.write_text(json.dumps(data))
-    result = invoke("show", str(out))
-    assert result.exit_code == 2 and "is malformed" in result.stderr
+    assert_one_line_error(invoke("show", str(out)), "is malformed")

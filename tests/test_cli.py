@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from click.testing import CliRunner
+from conftest import assert_one_line_error, invoke
 
 from gradlab import data as datasets
 from gradlab import device as devices
@@ -14,19 +14,6 @@ from gradlab.cli import DATASETS, DEVICES, cli
 
 FAST = ["--dataset", "mnist-sample", "--epochs", "2", "--train-size", "2000", "--test-size", "500"]
 TIMING = ("wall_s", "samples_per_s")
-
-
-def invoke(*args, **kwargs):
-    return CliRunner().invoke(cli, list(args), prog_name="gradlab", catch_exceptions=False, **kwargs)
-
-
-def assert_one_line_error(result, *fragments):
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("gradlab: error:") and "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def without_timing(result_json):

@@ -5,11 +5,10 @@ import math
 
 import pytest
 import torch
-from click.testing import CliRunner
+from conftest import assert_one_line_error, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradlab.cli import cli
 from gradlab.errors import GradlabError
 from gradlab.lessons import clip as C
 
@@ -113,8 +112,7 @@ def test_cli_compare_json_plot_and_determinism(tmp_path):
     runs = []
     for i in range(2):
         out = tmp_path / f"{i}.json"
-        result = CliRunner().invoke(cli, [*args, "--json", str(out), "--plot", str(tmp_path / "p.png")],
-                                    prog_name="gradlab")
+        result = invoke(*args, "--json", str(out), "--plot", str(tmp_path / "p.png"))
         assert result.exit_code == 0, result.output
         r = json.loads(out.read_text())
         for m in ("global-norm", "none"):
@@ -133,15 +131,13 @@ def test_cli_compare_json_plot_and_determinism(tmp_path):
     (["--lr", "inf"], "--lr must be a positive finite number"),
 ])
 def test_cli_bad_inputs(args, fragment):
-    result = CliRunner().invoke(cli, ["clip", "--dataset", "mnist-sample", *args], prog_name="gradlab")
-    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert fragment in result.stderr
+    assert_one_line_error(invoke("clip", "--dataset", "mnist-sample", *args), fragment)
 
 
 def test_tutorial_preset_runs(tmp_path):
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(cli, ["clip", "--config", "configs/clip-tutorial.toml", "--dataset", "mnist-sample",
-                                      "--epochs", "1", "--json", str(out)], prog_name="gradlab")
+    result = invoke("clip", "--config", "configs/clip-tutorial.toml", "--dataset", "mnist-sample", "--epochs", "1",
+                    "--json", str(out))
     assert result.exit_code == 0, result.output
     r = json.loads(out.read_text())
     assert r["config"]["model"] == "softmax" and r["config"]["lr"] == 0.5

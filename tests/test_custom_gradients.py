@@ -6,19 +6,13 @@ import math
 import mpmath
 import pytest
 import torch
-from click.testing import CliRunner
+from conftest import assert_one_line_error, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradlab.cli import cli
 from gradlab.errors import GradlabError
 from gradlab.lessons import gaussian_policy as G
 from gradlab.lessons import log1pexp as L
-
-
-def invoke(*args):
-    return CliRunner().invoke(cli, list(args), prog_name="gradlab")
-
 
 # --- log1pexp -------------------------------------------------------------------------------------------------
 
@@ -83,8 +77,7 @@ def test_log1pexp_cli(tmp_path):
     (["--x", "1,inf"], "must be finite"),
 ])
 def test_log1pexp_bad_inputs(args, fragment):
-    result = invoke("log1pexp", *args)
-    assert result.exit_code == 2 and fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert_one_line_error(invoke("log1pexp", *args), fragment)
 
 
 def test_unknown_dtype_in_config():
@@ -159,5 +152,4 @@ def test_given_action_and_cli(tmp_path):
     (["--samples", "1"], "--samples must be at least 2"),
 ])
 def test_gaussian_policy_bad_inputs(args, fragment):
-    result = invoke("gaussian-policy", *args)
-    assert result.exit_code == 2 and fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert_one_line_error(invoke("gaussian-policy", *args), fragment)

@@ -5,9 +5,8 @@ from dataclasses import replace
 
 import pytest
 import torch
-from click.testing import CliRunner
+from conftest import assert_one_line_error, invoke
 
-from gradlab.cli import cli
 from gradlab.errors import GradlabError
 from gradlab.lessons import dqn as D
 
@@ -73,9 +72,9 @@ def test_window_means():
 ])
 def test_cli_smoke_each_variant(tmp_path, flags, variant):
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(cli, ["dqn", *flags, "--total-steps", "300", "--learning-starts", "100",
+    result = invoke("dqn", *flags, "--total-steps", "300", "--learning-starts", "100",
                                       "--train-every", "50", "--gradient-steps", "2", "--eval-episodes", "1",
-                                      "--json", str(out)], prog_name="gradlab")
+                                      "--json", str(out))
     assert result.exit_code in (0, 1), result.output  # 300 steps cannot reach 195: that claim may fail
     r = json.loads(out.read_text())
     anatomy = {c["id"]: c["passed"] for c in r["claims"] if c["id"].startswith("anatomy")}
@@ -86,9 +85,9 @@ def test_cli_smoke_each_variant(tmp_path, flags, variant):
 
 def test_cli_compare_small(tmp_path):
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(cli, ["dqn", "--compare", "--total-steps", "400", "--learning-starts", "100",
+    result = invoke("dqn", "--compare", "--total-steps", "400", "--learning-starts", "100",
                                       "--train-every", "50", "--gradient-steps", "2", "--eval-episodes", "1",
-                                      "--json", str(out)], prog_name="gradlab")
+                                      "--json", str(out))
     r = json.loads(out.read_text())
     assert {name for name in r["metrics"] if name != "anatomy"} == {name for name, _, _ in D.COMPARE}
     claims = {c["id"]: c for c in r["claims"]}
@@ -107,9 +106,7 @@ def test_cli_compare_small(tmp_path):
     (["--batch-size", "64", "--buffer-size", "10"], "larger than --buffer-size"),
 ])
 def test_cli_bad_inputs(args, fragment):
-    result = CliRunner().invoke(cli, ["dqn", *args], prog_name="gradlab")
-    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
-    assert fragment in result.stderr
+    assert_one_line_error(invoke("dqn", *args), fragment)
 
 
 def test_unknown_target_mode():

@@ -4,11 +4,10 @@ import json
 
 import pytest
 import torch
-from click.testing import CliRunner
+from conftest import assert_one_line_error, invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradlab.cli import cli
 from gradlab.errors import GradlabError
 from gradlab.lessons import jacobian as J
 
@@ -71,8 +70,8 @@ def test_a_wrong_method_fails_its_claim(monkeypatch):
 
 def test_scaling_table_and_plot(tmp_path):
     out, png = tmp_path / "r.json", tmp_path / "s.png"
-    result = CliRunner().invoke(cli, ["jacobian", "--scaling", "--sizes", "4,16", "--repeats", "1", "--json",
-                                      str(out), "--plot", str(png)], prog_name="gradlab")
+    result = invoke("jacobian", "--scaling", "--sizes", "4,16", "--repeats", "1", "--json",
+                                      str(out), "--plot", str(png))
     assert result.exit_code == 0, result.output
     r = json.loads(out.read_text())
     assert set(r["metrics"]["scaling"]) == {"4", "16"} and r["data"] is None
@@ -89,9 +88,7 @@ def test_scaling_table_and_plot(tmp_path):
     (["--sizes", "0,8", "--scaling"], "--sizes must be between 1 and 4096"),
 ])
 def test_cli_bad_inputs(args, fragment):
-    result = CliRunner().invoke(cli, ["jacobian", *args], prog_name="gradlab")
-    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1, result.output
-    assert fragment in result.stderr
+    assert_one_line_error(invoke("jacobian", *args), fragment)
 
 
 def test_config_validation():
