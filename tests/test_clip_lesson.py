@@ -64,8 +64,20 @@ def test_tutorial_setting_reports_the_first_norm_at_zero_init(sample):
     result = C.run(C.Config(model="softmax", lr=0.5, clip_norm=1.0, epochs=1, train_size=3000), sample)
     claims = {c.id: c for c in result.claims}
     assert claims["first-norm-by-hand"].passed and claims["norm-bounded"].passed
-    assert "(zero init): " in result.tables[1].note
-    assert f"{result.metrics['first_batch_global_norm']:.6f}" in result.tables[1].note
+    first = result.metrics["first_batch_global_norm"]
+    assert first["model_init"] == first["softmax_zero_init"]  # the softmax starts at zero
+    assert f"{first['model_init']:.6f} at the softmax's initial weights (zero init)" in result.tables[1].note
+
+
+def test_the_tutorials_plain_command_reports_the_zero_init_norm(tmp_path):
+    """gradlab clip --lr 0.5 --clip-norm 1.0 --epochs 3 (default mlp) still reports the tutorial's zero-init norm."""
+    out = tmp_path / "r.json"
+    result = invoke("clip", "--lr", "0.5", "--clip-norm", "1.0", "--epochs", "3", "--dataset", "mnist-sample",
+                    "--offline", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    first = json.loads(out.read_text())["metrics"]["first_batch_global_norm"]
+    assert first["softmax_zero_init"] == pytest.approx(1.5759, abs=1e-3)
+    assert "for the tutorial's softmax at zero init" in result.output.replace("\n", " ")
 
 
 def test_three_step_path_is_bitwise_the_one_step_path(sample):
@@ -141,4 +153,4 @@ def test_tutorial_preset_runs(tmp_path):
     assert result.exit_code == 0, result.output
     r = json.loads(out.read_text())
     assert r["config"]["model"] == "softmax" and r["config"]["lr"] == 0.5
-    assert r["metrics"]["first_batch_global_norm"] == pytest.approx(1.5759, abs=1e-3)
+    assert r["metrics"]["first_batch_global_norm"]["model_init"] == pytest.approx(1.5759, abs=1e-3)
