@@ -57,11 +57,6 @@ def test_render_from_saved_json_equals_render_from_result(tmp_path):
     assert rendered(saved) == rendered(result)
 
 
-def test_claim_text():
-    assert report.claim_text(Claim("x", "manual step ≡ optimizer step", 0.0, 1e-6)) == \
-        "manual step ≡ optimizer step: 0.0 ≤ 1e-06 ✓"
-
-
 @pytest.mark.parametrize(("value", "bound", "op", "passed"), [
     (0.0, 1e-6, "<=", True), (1e-6, 1e-6, "<=", True), (2e-6, 1e-6, "<=", False),
     (float("nan"), 1e-6, "<=", False), (float("nan"), 0.0, ">", False), (0.1, 0.0, ">", True), (0.0, 0.0, ">", False),

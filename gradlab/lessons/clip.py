@@ -33,10 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from gradlab.errors import check
-from gradlab.lessons.mnist import batch_orders, cross_entropy
+from gradlab.lessons.mnist import cross_entropy, prepare
 from gradlab.result import Claim, Curve, Result, Table
 
 MODES = ("global-norm", "norm", "value", "none")
@@ -272,17 +271,8 @@ def run(config: Config, data, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
     """Train with the chosen processing (and without, with --compare); check the claims. Pure: no printing."""
     device = device or torch.device("cpu")
-    notes = []
-    n_train, n_test = min(config.train_size, len(data.y_train)), min(config.test_size, len(data.y_test))
-    if n_train < config.train_size:
-        notes.append(f"--train-size {config.train_size} > the {len(data.y_train):,} training images: using all")
-    check(config.batch_size <= n_train,
-          f"--batch-size {config.batch_size} is larger than the training set ({n_train} images); use a smaller one")
-    x = data.x_train[:n_train].to(device)
-    y = F.one_hot(data.y_train[:n_train], 10).to(torch.float32).to(device)
-    x_test, labels_test = data.x_test[:n_test].to(device), data.y_test[:n_test].to(device)
-    orders = [o if o is None else o.to(device) for o in batch_orders(n_train, config.epochs, config.shuffle,
-                                                                    config.seed)]
+    x, y, x_test, labels_test, orders, notes = prepare(config, data, device)
+    n_train, n_test = len(x), len(x_test)
     runs = [config.clip] + (["none"] if config.compare and config.clip != "none" else [])
     results = {}
     for i, mode in enumerate(runs):

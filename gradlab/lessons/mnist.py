@@ -38,6 +38,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -195,14 +196,22 @@ def max_abs_diff(a: tuple, b: tuple) -> float:
     return max(float((u.detach() - v.detach()).abs().max()) for u, v in zip(a, b, strict=True))
 
 
-def run(config: Config, data, device: torch.device | None = None,
-        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
-    """Train the chosen variant(s) on DATA (gradlab.data.Data) and check the claims. Pure: no printing."""
-    device = device or torch.device("cpu")
-    torch.manual_seed(config.seed)
+class Split(NamedTuple):
+    """The slices of a dataset a run trains and tests on, on its device, and the batch order of every epoch."""
+
+    x: torch.Tensor  # (n_train, 784) images
+    y: torch.Tensor  # (n_train, 10) one-hot labels
+    x_test: torch.Tensor
+    labels_test: torch.Tensor  # (n_test,) integer labels
+    orders: list  # one permutation per epoch, or None for file order
+    notes: list[str]
+
+
+def prepare(config, data, device: torch.device) -> Split:
+    """The first train_size/test_size images (all of them when fewer exist, with a note), one-hot labels made once
+    like the tutorial's, and the shared batch orders. Used by every lesson that trains on MNIST-like data."""
     notes = []
-    n_train = min(config.train_size, len(data.y_train))
-    n_test = min(config.test_size, len(data.y_test))
+    n_train, n_test = min(config.train_size, len(data.y_train)), min(config.test_size, len(data.y_test))
     if n_train < config.train_size:
         notes.append(f"--train-size {config.train_size} > the {len(data.y_train):,} training images of "
                      f"{data.name}: using all {n_train:,}")
@@ -211,13 +220,20 @@ def run(config: Config, data, device: torch.device | None = None,
     check(config.batch_size <= n_train,
           f"--batch-size {config.batch_size} is larger than the training set ({n_train} images); "
           f"use a smaller --batch-size or a larger --train-size")
-
-    x = data.x_train[:n_train].to(device)
-    y = F.one_hot(data.y_train[:n_train], 10).to(torch.float32).to(device)  # one-hot once, like the tutorial's
-    x_test, labels_test = data.x_test[:n_test].to(device), data.y_test[:n_test].to(device)
     orders = batch_orders(n_train, config.epochs, config.shuffle, config.seed)
-    if device.type != "cpu":
-        orders = [o if o is None else o.to(device) for o in orders]
+    return Split(x=data.x_train[:n_train].to(device),
+                 y=F.one_hot(data.y_train[:n_train], 10).to(torch.float32).to(device),
+                 x_test=data.x_test[:n_test].to(device), labels_test=data.y_test[:n_test].to(device),
+                 orders=[o if o is None else o.to(device) for o in orders], notes=notes)
+
+
+def run(config: Config, data, device: torch.device | None = None,
+        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
+    """Train the chosen variant(s) on DATA (gradlab.data.Data) and check the claims. Pure: no printing."""
+    device = device or torch.device("cpu")
+    torch.manual_seed(config.seed)
+    x, y, x_test, labels_test, orders, notes = prepare(config, data, device)
+    n_train, n_test = len(x), len(x_test)
     variants = list(VARIANTS) if config.variant == "compare" else [config.variant]
     steps_per_epoch = n_train // config.batch_size
     W0, b0 = torch.zeros(784, 10, device=device), torch.zeros(10, device=device)  # the tutorial's zero init

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,11 +52,6 @@ def fmt_number(v: float) -> str:
     if isinstance(v, float) and not math.isfinite(v):
         return str(v)
     return format(v, ".7g" if abs(v) >= 0.01 else ".3g")  # bounds like 1.000001 need their digits
-
-
-def claim_text(c: Claim) -> str:
-    """manual step ≡ optimizer step: 0.0 ≤ 1e-06 ✓"""
-    return f"{c.text}: {fmt_number(c.value)} {OP_SIGNS[c.op]} {fmt_number(c.bound)} {'✓' if c.passed else '✗'}"
 
 
 def render_table(t: Table) -> RichTable:
@@ -135,7 +129,3 @@ def progress_bar(console: Console, enabled: bool = True) -> Iterator:
     with bar:
         yield lambda description, completed, total: bar.update(task, description=description,
                                                                  completed=completed, total=total)
-
-
-def stderr_is_terminal() -> bool:
-    return sys.stderr.isatty()
