@@ -46,40 +46,55 @@ def _error(message: str) -> None:
     error_line(message)
 
 
-def common_options(f):
-    """--seed --device --config --json --plot --quiet: on every lesson."""
-    options = [
-        click.option("--seed", type=int, default=0, show_default=True,
-                     help="Random seed; CPU runs repeat bit for bit."),
-        click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
-                     help="auto: CUDA, then MPS, else CPU (with a note). An explicit absent device is an error."),
-        click.option("--config", type=click.Path(dir_okay=False), default=None,
-                     help="TOML file of option values (see configs/); flags given here override it."),
-        click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-                     help="Write the machine-readable result to this file."),
-        click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-                     help="Write a PNG of the curves to this file."),
-        click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and --json)."),
-        click.option("--explain", is_flag=True,
-                     help="First print the math and the source lines that implement it (read from the code)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+def stack(*options):
+    """Several click options as one decorator, in the order given."""
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
 
 
-def data_options(f):
-    """--dataset --data-dir --offline: on every lesson that trains on images."""
-    options = [
-        click.option("--dataset", type=click.Choice(DATASETS), default="auto", show_default=True,
-                     help="auto: full MNIST when present or downloadable, else the bundled mnist-sample."),
-        click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="GRADLAB_DATA",
-                     help="Where datasets live (default: data/ of the checkout; env GRADLAB_DATA)."),
-        click.option("--offline", is_flag=True, help="Never touch the network; use local files only."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+common_options = stack(  # on every lesson
+    click.option("--seed", type=int, default=0, show_default=True,
+                 help="Random seed; CPU runs repeat bit for bit."),
+    click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
+                 help="auto: CUDA, then MPS, else CPU (with a note). An explicit absent device is an error."),
+    click.option("--config", type=click.Path(dir_okay=False), default=None,
+                 help="TOML file of option values (see configs/); flags given here override it."),
+    click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+                 help="Write the machine-readable result to this file."),
+    click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+                 help="Write a PNG of the curves to this file."),
+    click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and --json)."),
+    click.option("--explain", is_flag=True,
+                 help="First print the math and the source lines that implement it (read from the code)."),
+)
+
+
+data_options = stack(  # on every lesson that trains on images
+    click.option("--dataset", type=click.Choice(DATASETS), default="auto", show_default=True,
+                 help="auto: full MNIST when present or downloadable, else the bundled mnist-sample."),
+    click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="GRADLAB_DATA",
+                 help="Where datasets live (default: data/ of the checkout; env GRADLAB_DATA)."),
+    click.option("--offline", is_flag=True, help="Never touch the network; use local files only."),
+)
+
+
+def training_options(epochs: int, lr: float, lr_help: str):
+    """--epochs --lr --batch-size --train-size --test-size --shuffle: the lessons that train on MNIST-like images."""
+    return stack(
+        click.option("--epochs", type=int, default=epochs, show_default=True, help="Passes over the training images."),
+        click.option("--lr", type=float, default=lr, show_default=True, help=lr_help),
+        click.option("--batch-size", type=int, default=100, show_default=True, help="Images per gradient step."),
+        click.option("--train-size", type=int, default=55000, show_default=True,
+                     help="First N training images (all of them when fewer exist, as with the bundled sample)."),
+        click.option("--test-size", type=int, default=3000, show_default=True,
+                     help="First N test images for accuracy."),
+        click.option("--shuffle/--no-shuffle", default=True, show_default=True,
+                     help="Reshuffle batches each epoch (seeded), or take them in file order."),
+    )
 
 
 @click.group(cls=GradlabGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -101,14 +116,7 @@ def cli() -> None:
               help="Only torch.autograd.grad, then W -= lr * g (TF: tf.gradients + assign).")
 @click.option("--analytic", "variant", flag_value="analytic",
               help="Only the hand-derived gradient xᵀ(p − y)/B; no autograd at all.")
-@click.option("--epochs", type=int, default=10, show_default=True, help="Passes over the training images.")
-@click.option("--lr", type=float, default=0.01, show_default=True, help="Learning rate of W ← W − lr·∂cost/∂W.")
-@click.option("--batch-size", type=int, default=100, show_default=True, help="Images per gradient step.")
-@click.option("--train-size", type=int, default=55000, show_default=True,
-              help="First N training images (all of them when fewer exist, as with the bundled sample).")
-@click.option("--test-size", type=int, default=3000, show_default=True, help="First N test images for accuracy.")
-@click.option("--shuffle/--no-shuffle", default=True, show_default=True,
-              help="Reshuffle batches each epoch (seeded), or take them in file order.")
+@training_options(epochs=10, lr=0.01, lr_help="Learning rate of W ← W − lr·∂cost/∂W.")
 @common_options
 @data_options
 @click.pass_context
@@ -130,12 +138,7 @@ def mnist(ctx: click.Context, **params: Any) -> int:
               help="Also train without clipping, same batches and init, side by side.")
 @click.option("--model", type=click.Choice(["mlp", "softmax"]), default="mlp", show_default=True,
               help="mlp (784→256→256→10, gradients explode at large lr) or the tutorial's softmax (zero init).")
-@click.option("--epochs", type=int, default=3, show_default=True, help="Passes over the training images.")
-@click.option("--lr", type=float, default=2.0, show_default=True, help="Learning rate (large on purpose).")
-@click.option("--batch-size", type=int, default=100, show_default=True, help="Images per step.")
-@click.option("--train-size", type=int, default=55000, show_default=True, help="First N training images.")
-@click.option("--test-size", type=int, default=3000, show_default=True, help="First N test images for accuracy.")
-@click.option("--shuffle/--no-shuffle", default=True, show_default=True, help="Reshuffle batches each epoch.")
+@training_options(epochs=3, lr=2.0, lr_help="Learning rate (large on purpose: the unclipped mlp blows up).")
 @common_options
 @data_options
 @click.pass_context
