@@ -40,7 +40,10 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
     from gradlab.device import resolve_device
 
     config = make_config(name, params)
+    module = lesson_module(name)
     device, device_note = resolve_device(params["device"])
+    if device.type != "cpu" and hasattr(module, "CPU_ONLY"):
+        device, device_note = torch.device("cpu"), f"gradlab {name} runs on the CPU: {module.CPU_ONLY}"
     if device_note and console is not None:
         console.print(f"[yellow]note:[/] {device_note}")
     kwargs: dict[str, Any] = {"device": device}
@@ -54,7 +57,7 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
             console.print(f"loaded [bold]{data.name}[/]: {len(data.y_train):,} training and {len(data.y_test):,} "
                           f"test images [dim]({data.source})[/]")
         kwargs["data"] = data
-    result = lesson_module(name).run(config, progress=progress, **kwargs)
+    result = module.run(config, progress=progress, **kwargs)
     result.config = {k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()
                      if k not in ("json_path", "plot_path", "quiet", "explain")}
     result.device, result.torch, result.threads = str(device), torch.__version__, torch.get_num_threads()

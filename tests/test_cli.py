@@ -228,3 +228,11 @@ def test_device_selection_with_cuda_mocked_absent(monkeypatch):
     device, note = devices.resolve_device("auto")
     assert device.type == "cpu" and "running on the CPU" in note
     assert devices.resolve_device("cpu") == (torch.device("cpu"), None)
+
+
+def test_cpu_only_lessons_say_so_when_cuda_is_asked_for(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "Mock GPU")
+    result = invoke("log1pexp", "--device", "cuda", "--x", "0", "--dtype", "float64")
+    assert result.exit_code == 0, result.output
+    assert "gradlab log1pexp runs on the CPU" in result.output and "device cpu" in result.output

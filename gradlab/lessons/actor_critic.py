@@ -43,6 +43,9 @@ GRAD_MODES = ("explicit", "backward")
 CHECK_STEPS = 2_000  # environment steps of the second (other grad-mode) run behind the bitwise claim
 
 
+# This lesson computes on the CPU whatever --device says; the runner notes it, with this reason.
+CPU_ONLY = "two 64-unit networks fed 8 states per step: a GPU would only add transfer latency"
+
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("critic_update", "get_params", "set_params")
 

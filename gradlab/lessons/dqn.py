@@ -52,6 +52,9 @@ COMPARE = [
 SOLVED = 195.0  # CartPole-v0's "solved"; v1's episodes go to 500
 
 
+# This lesson computes on the CPU whatever --device says; the runner notes it, with this reason.
+CPU_ONLY = "a 4→128→128→2 network fed one transition per step: a GPU would only add transfer latency"
+
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("td_loss", "make_networks")
 

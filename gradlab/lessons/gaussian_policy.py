@@ -48,6 +48,9 @@ def parse_list(text: str, option: str) -> list[float]:
     return values
 
 
+# This lesson computes on the CPU whatever --device says; the runner notes it, with this reason.
+CPU_ONLY = "a handful of numbers per step: a GPU would only add transfer latency"
+
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("GaussianLogProb", "score_closed_form", "reinforce")
 

@@ -126,8 +126,8 @@ def hessian_fd(f: Callable, x: torch.Tensor, h: float = 1e-4) -> torch.Tensor:
     """Central second differences: (f(x+hei+hej) − f(x+hei−hej) − f(x−hei+hej) + f(x−hei−hej)) / 4h²."""
     n = x.numel()
     flat = x.reshape(-1)
-    H = torch.empty(n, n, dtype=x.dtype)
-    basis = torch.eye(n, dtype=x.dtype) * h
+    H = torch.empty(n, n, dtype=x.dtype, device=x.device)
+    basis = torch.eye(n, dtype=x.dtype, device=x.device) * h
     for i in range(n):
         for j in range(n):
             def g(d):

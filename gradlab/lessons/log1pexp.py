@@ -47,6 +47,9 @@ DEFAULT_X = "-100,-20,0,20,88,89,100,1000"
 ULP_BOUND = 4  # "within a few ulps"
 
 
+# This lesson computes on the CPU whatever --device says; the runner notes it, with this reason.
+CPU_ONLY = "the lesson is about CPU float32/float64 rounding at single points"
+
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("naive", "where_guard", "TutorialLog1pExp", "StableLog1pExp")
 
