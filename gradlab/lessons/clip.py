@@ -27,6 +27,7 @@ learning rate is where gradients explode: unclipped SGD kills the network or ove
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from dataclasses import dataclass
 import torch
 
 from gradlab.errors import check
-from gradlab.lessons.mnist import cross_entropy, prepare
+from gradlab.lessons.mnist import batches, cross_entropy, prepare
 from gradlab.result import Claim, Curve, Result, Table
 
 MODES = ("global-norm", "norm", "value", "none")
@@ -160,13 +161,6 @@ def one_step(model, optimizer, x, y):
     return cost.detach()
 
 
-def batches(x, y, order, batch_size):
-    steps = len(x) // batch_size
-    if order is None:
-        return [(x[s * batch_size:(s + 1) * batch_size], y[s * batch_size:(s + 1) * batch_size]) for s in range(steps)]
-    return [(x.index_select(0, i), y.index_select(0, i)) for i in order[:steps * batch_size].split(batch_size)]
-
-
 def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c: None) -> dict:
     """Train with processing MODE. Divergence (a non-finite cost) ends the run and is reported, not raised."""
     model = make_model(config.model, config.seed, device)
@@ -222,7 +216,7 @@ def equivalence_check(config: Config, x, y, order, device) -> float:
     """Max |Δparam| between compute → (no processing) → apply and backward(); step(), over the first steps."""
     a, b = make_model(config.model, config.seed, device), make_model(config.model, config.seed, device)
     opt_a, opt_b = torch.optim.SGD(a.parameters(), lr=config.lr), torch.optim.SGD(b.parameters(), lr=config.lr)
-    for xb, yb in batches(x, y, order, config.batch_size)[:EQUIVALENCE_STEPS]:
+    for xb, yb in itertools.islice(batches(x, y, order, config.batch_size), EQUIVALENCE_STEPS):
         three_step(a, opt_a, processor("none", config), xb, yb)
         one_step(b, opt_b, xb, yb)
     with torch.no_grad():
@@ -247,7 +241,7 @@ def torch_agreement(config: Config, x, y, order, device) -> tuple[float, float]:
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
     params = list(model.parameters())
     worst_norm = worst_grad = 0.0
-    for xb, yb in batches(x, y, order, config.batch_size)[:EQUIVALENCE_STEPS]:
+    for xb, yb in itertools.islice(batches(x, y, order, config.batch_size), EQUIVALENCE_STEPS):
         grads = [g.double() for g in torch.autograd.grad(cross_entropy(model(xb), yb), params)]
         theirs_norm, theirs = torch_clip(grads, config.clip_norm)
         mine = global_norm(grads)
@@ -284,7 +278,7 @@ def run(config: Config, data, device: torch.device | None = None,
 
     # The very first batch's gradient norm: at this model's initial weights, and for the tutorial's softmax
     # at zero init (which the tutorial printed, whatever --model says).
-    first_x, first_y = batches(x, y, orders[0], config.batch_size)[0]
+    first_x, first_y = next(batches(x, y, orders[0], config.batch_size))
 
     def first_norm_of(model_name: str) -> float:
         model = make_model(model_name, config.seed, device)

@@ -36,7 +36,7 @@ Where PyTorch differs from the TF-1 original:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -161,23 +161,27 @@ def batch_orders(n: int, epochs: int, shuffle: bool, seed: int) -> list[torch.Te
     return [torch.randperm(n, generator=g) for _ in range(epochs)]
 
 
+def batches(x: torch.Tensor, y: torch.Tensor, order: torch.Tensor | None, batch_size: int) -> Iterator:
+    """The epoch's n // batch_size full batches, one at a time: views in file order (order None, nothing is
+    copied), else rows gathered with index_select (the fast path for shuffled batches)."""
+    if order is None:
+        for s in range(len(x) // batch_size):
+            yield x[s * batch_size:(s + 1) * batch_size], y[s * batch_size:(s + 1) * batch_size]
+    else:
+        for idx in order[:len(x) // batch_size * batch_size].split(batch_size):
+            yield x.index_select(0, idx), y.index_select(0, idx)
+
+
 def train(step: Callable, x: torch.Tensor, y: torch.Tensor, orders, batch_size: int,
           on_epoch: Callable[[int, float], None] = lambda e, c: None):
     """Run the epochs; return (epoch costs, (epoch, step, value) of the first non-finite cost or None).
 
     Like the tutorial, an epoch is n // batch_size full batches; its cost is the mean of their costs.
     """
-    steps = len(x) // batch_size
     epoch_costs: list[float] = []
     for epoch, order in enumerate(orders, start=1):
-        costs = []  # 0-dim tensors; stacked once per epoch (no per-step .item() sync)
-        if order is None:  # file order: batches are views, nothing is copied
-            for s in range(steps):
-                costs.append(step(x[s * batch_size:(s + 1) * batch_size], y[s * batch_size:(s + 1) * batch_size]))
-        else:  # shuffled: gather each batch's rows (index_select is the fast path for this)
-            for idx in order[:steps * batch_size].split(batch_size):
-                costs.append(step(x.index_select(0, idx), y.index_select(0, idx)))
-        c = torch.stack(costs).double()
+        # costs stay 0-dim tensors, stacked once per epoch (no per-step .item() sync)
+        c = torch.stack([step(xb, yb) for xb, yb in batches(x, y, order, batch_size)]).double()
         bad = (~torch.isfinite(c)).nonzero()
         if len(bad):
             s = int(bad[0])
