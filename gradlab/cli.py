@@ -277,14 +277,14 @@ def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
     from gradlab import runner
     from gradlab.report import console as report
 
-    runner.make_config(name, params)  # bad values fail here, before anything is printed or run
+    config = runner.make_config(name, params)  # bad values fail here, before anything is printed or run
     console = report.make_console(quiet=params["quiet"])
     if params.get("explain"):
         from gradlab.report.explain import print_explanation
 
         print_explanation(runner.lesson_module(name), console)
     with report.progress_bar(console) as progress:
-        result = runner.execute(name, params, console, progress)
+        result = runner.execute(name, params, console, progress, config)
     report.render(result, console)
     write_outputs(result, params, console)
     return result.exit_code

@@ -26,20 +26,22 @@ def lesson_module(name: str):
 
 def make_config(name: str, params: dict[str, Any]):
     """The lesson's Config from parsed options (its __post_init__ validates and raises GradlabError)."""
-    config = lesson_module(name).Config(**{k: v for k, v in params.items() if k not in RUN_OPTIONS})
     module = lesson_module(name)
+    config = module.Config(**{k: v for k, v in params.items() if k not in RUN_OPTIONS})
     if params.get("plot_path") and hasattr(module, "plot_unavailable") and module.plot_unavailable(config):
         raise GradlabError(f"--plot: {module.plot_unavailable(config)}")
     return config
 
 
-def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a: None):
-    """Run lesson NAME with PARAMS (already merged with any --config file); return its Result."""
+def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a: None, config=None):
+    """Run lesson NAME with PARAMS (already merged with any --config file); return its Result.
+
+    CONFIG: the lesson's Config when the caller already built (and so validated) it from PARAMS."""
     import torch
 
     from gradlab.device import resolve_device
 
-    config = make_config(name, params)
+    config = config or make_config(name, params)
     module = lesson_module(name)
     device, device_note = resolve_device(params["device"])
     if device.type != "cpu" and hasattr(module, "CPU_ONLY"):

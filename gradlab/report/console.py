@@ -27,21 +27,27 @@ def error_line(message: str) -> None:
                                                                 markup=True)
 
 
-def fmt(value: Any, spec: str | None = None) -> Text:
-    """A cell: numbers formatted by SPEC, NaN/inf in red, None blank."""
+def cell_text(value: Any, spec: str | None = None) -> tuple[str, str]:
+    """A table cell as (text, kind): kind is "bad" for NaN/inf (also as the JSON strings), "num" for a number
+    formatted by SPEC (default: ints as they are, floats .6g), "text" otherwise; None is a blank. The console
+    and the HTML page render cells through this one function."""
     if value is None:
-        return Text("")
+        return "", "text"
     if isinstance(value, str) and value in ("nan", "inf", "-inf"):
-        return Text(value, style="bold red")
+        return value, "bad"
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return Text(str(value))
+        return str(value), "text"
     if isinstance(value, float) and not math.isfinite(value):
-        return Text(str(value), style="bold red")
+        return str(value), "bad"
     if spec:
-        return Text(format(value, spec))
-    if isinstance(value, int):
-        return Text(str(value))
-    return Text(format(value, ".6g"))
+        return format(value, spec), "num"
+    return (str(value) if isinstance(value, int) else format(value, ".6g")), "num"
+
+
+def fmt(value: Any, spec: str | None = None) -> Text:
+    """A cell for rich: NaN/inf in red."""
+    text, kind = cell_text(value, spec)
+    return Text(text, style="bold red" if kind == "bad" else "")
 
 
 def fmt_number(v: float) -> str:

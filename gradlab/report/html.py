@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import base64
 import html
-import math
 from typing import Any
 
-from gradlab.report.console import OP_SIGNS, fmt_number
+from gradlab.report.console import OP_SIGNS, cell_text, fmt_number
 from gradlab.report.explain import Snippet, _as_markdown
 
 STYLE = """
@@ -34,17 +33,12 @@ window.addEventListener('load', function () {
 """
 
 
+CELL_CLASS = {"num": ' class="num"', "bad": ' class="num bad"', "text": ""}
+
+
 def _cell(value: Any, spec: str | None) -> str:
-    if value is None:
-        return "<td></td>"
-    if isinstance(value, str) and value in ("nan", "inf", "-inf"):
-        return f'<td class="num bad">{value}</td>'
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"<td>{html.escape(str(value))}</td>"
-    if isinstance(value, float) and not math.isfinite(value):
-        return f'<td class="num bad">{value}</td>'
-    text = format(value, spec) if spec else (str(value) if isinstance(value, int) else format(value, ".6g"))
-    return f'<td class="num">{html.escape(text)}</td>'
+    text, kind = cell_text(value, spec)
+    return f"<td{CELL_CLASS[kind]}>{html.escape(text)}</td>"
 
 
 def table_html(t: dict[str, Any]) -> str:
