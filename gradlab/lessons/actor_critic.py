@@ -24,7 +24,6 @@ The agent is a one-step actor-critic (A2C-style: several environments stepped in
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Callable
@@ -36,7 +35,7 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from gradlab.errors import check
-from gradlab.lessons.dqn import evaluate, window_means
+from gradlab.lessons.dqn import evaluate, window_edges, window_label, window_means
 from gradlab.result import Claim, Curve, Result, Table
 
 GRAD_MODES = ("explicit", "backward")
@@ -207,13 +206,13 @@ def run(config: Config, device: torch.device | None = None,
     flat_diff, state_diff, n_params = copy_checks(out["critic"], config.hidden, config.seed)
 
     n = config.windows
-    edges = np.linspace(0, out["steps"], n + 1)
+    edges = window_edges(out["steps"], n)
     returns = window_means(out["episodes"], out["steps"], n)
     per_update = np.array_split(np.arange(len(out["loss"])), n)
     loss_w = [float(out["loss"][idx].mean()) for idx in per_update]
     td_w = [float(out["abs_td"][idx].mean()) for idx in per_update]
-    rows = [[f"{int(lo) + 1}–{int(hi)}", ret, lw, tw] for (lo, hi), ret, lw, tw in
-            zip(itertools.pairwise(edges), returns, loss_w, td_w, strict=True)]
+    rows = [[window_label(lo, hi), ret, lw, tw] for (lo, hi), ret, lw, tw in
+            zip(edges, returns, loss_w, td_w, strict=True)]
     mean_eval = float(np.mean(eval_returns))
     claims = [
         Claim("explicit-equals-backward", f"critic via autograd.grad → .grad → RMSprop ≡ loss.backward(), same seed, "
@@ -225,7 +224,7 @@ def run(config: Config, device: torch.device | None = None,
         Claim("learns", f"the actor learns: greedy evaluation return (mean of {config.eval_episodes}) ≥ 195",
               mean_eval, 195.0, ">="),
     ]
-    centers = [(lo + hi) / 2 for lo, hi in itertools.pairwise(edges)]
+    centers = [(lo + hi) / 2 for lo, hi in edges]
     return Result(
         lesson="actor-critic", title="a critic trained from explicit gradients with RMSProp (one-step actor-critic)",
         config={}, seed=config.seed,

@@ -242,11 +242,19 @@ def evaluate(online, episodes: int, seed: int) -> list[float]:
     return returns
 
 
+def window_edges(total_steps: int, windows: int) -> list[tuple[float, float]]:
+    """The WINDOWS equal slices (lo, hi] of a run of TOTAL_STEPS environment steps."""
+    return list(itertools.pairwise(np.linspace(0, total_steps, windows + 1)))
+
+
+def window_label(lo: float, hi: float) -> str:
+    return f"{int(lo) + 1}–{int(hi)}"
+
+
 def window_means(episodes: list[tuple[int, float]], total_steps: int, windows: int) -> list[float]:
     """Mean return of the episodes that ended in each of WINDOWS equal slices of the run (NaN if none)."""
-    edges = np.linspace(0, total_steps, windows + 1)
     out = []
-    for lo, hi in itertools.pairwise(edges):
+    for lo, hi in window_edges(total_steps, windows):
         rets = [ret for step, ret in episodes if lo < step <= hi]
         out.append(float(np.mean(rets)) if rets else math.nan)
     return out
@@ -351,9 +359,8 @@ def run(config: Config, device: torch.device | None = None,
             break
 
     windows = {name: window_means(r["episodes"], config.total_steps, config.windows) for name, r in runs.items()}
-    edges = np.linspace(0, config.total_steps, config.windows + 1).astype(int)
-    window_rows = [[f"{lo + 1}–{hi}", *[windows[n][w] for n in runs]]
-                   for w, (lo, hi) in enumerate(itertools.pairwise(edges))]
+    edges = window_edges(config.total_steps, config.windows)
+    window_rows = [[window_label(lo, hi), *[windows[n][w] for n in runs]] for w, (lo, hi) in enumerate(edges)]
     summary_rows = [[name, float(np.mean(r["eval"])), min(r["eval"]), len(r["episodes"]), r["loss"],
                      r["steps_per_s"], r["wall_s"]] for name, r in runs.items()]
     metrics = {name: {"window_mean_return": windows[name], "eval_returns": r["eval"],
@@ -361,7 +368,7 @@ def run(config: Config, device: torch.device | None = None,
                       "steps_per_s": r["steps_per_s"], "wall_s": r["wall_s"]} for name, r in runs.items()}
     metrics["anatomy"] = {row[0]: {"online_grad_norm": row[1], "target_grad_norm": row[2],
                                    "max_diff_from_stop_grad": row[3]} for row in anatomy_rows}
-    centers = [(lo + hi) / 2 for lo, hi in itertools.pairwise(edges)]
+    centers = [(lo + hi) / 2 for lo, hi in edges]
     return Result(
         lesson="dqn", title="stop_gradient on the DQN target, on CartPole-v1",
         config={}, seed=config.seed, metrics=metrics, claims=claims,
