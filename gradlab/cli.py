@@ -415,12 +415,13 @@ def report(out_dir: str, quick: bool, lessons: str | None, quiet: bool) -> int:
         sections.append(html_report.lesson_html(data, doc, snippets, plot_png(result), wall))
         files[f"{name}.json"] = (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
     title = "gradlab report" + (" (quick)" if quick else "")
-    files["index.html"] = html_report.page(sections, _summary_rows(done), title).encode()
+    summary = _summary_rows(done)
+    files["index.html"] = html_report.page(sections, summary, title).encode()
     out.mkdir(exist_ok=True)
     for fname, content in files.items():
         write_bytes(out / fname, content)
     report.make_console().print(f"wrote {out / 'index.html'} and {len(done)} JSON files")
-    return 1 if any(row[2] for row in _summary_rows(done)) else 0
+    return 1 if any(row[2] for row in summary) else 0
 
 
 @cli.command(short_help="Print the tables and claims of a saved --json result again.")
