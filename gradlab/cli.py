@@ -61,6 +61,8 @@ common_options = stack(  # on every lesson
                  help="Random seed; CPU runs repeat bit for bit."),
     click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
                  help="auto: CUDA, then MPS, else CPU (with a note). An explicit absent device is an error."),
+    click.option("--threads", type=int, default=None,
+                 help="CPU threads for torch (default: 1, or one per idle CPU for the larger models; see README)."),
     click.option("--config", type=click.Path(dir_okay=False), default=None,
                  help="TOML file of option values (see configs/); flags given here override it."),
     click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
@@ -94,6 +96,18 @@ def training_options(epochs: int, lr: float, lr_help: str):
                      help="First N test images for accuracy."),
         click.option("--shuffle/--no-shuffle", default=True, show_default=True,
                      help="Reshuffle batches each epoch (seeded), or take them in file order."),
+    )
+
+
+def checkpoint_options(every: int):
+    """--eval-every --checkpoint-episodes --eval-episodes: the RL lessons report their best checkpoint."""
+    return stack(
+        click.option("--eval-every", type=int, default=every, show_default=True,
+                     help="Every N environment steps, score the policy on greedy episodes; keep the best."),
+        click.option("--checkpoint-episodes", type=int, default=5, show_default=True,
+                     help="Greedy episodes that score a checkpoint."),
+        click.option("--eval-episodes", type=int, default=10, show_default=True,
+                     help="Fresh greedy episodes on which the best checkpoint is reported (the claim)."),
     )
 
 
@@ -227,10 +241,10 @@ def gaussian_policy(ctx: click.Context, **params: Any) -> int:
 @click.option("--buffer-size", type=int, default=100_000, show_default=True, help="Replay buffer capacity.")
 @click.option("--batch-size", type=int, default=64, show_default=True, help="Transitions per gradient step.")
 @click.option("--learning-starts", type=int, default=1000, show_default=True, help="Random steps before learning.")
-@click.option("--train-every", type=int, default=256, show_default=True,
+@click.option("--train-every", type=int, default=128, show_default=True,
               help="Environment steps between training rounds.")
-@click.option("--gradient-steps", type=int, default=128, show_default=True, help="Gradient steps per round.")
-@click.option("--eval-episodes", type=int, default=10, show_default=True, help="Greedy evaluation episodes.")
+@click.option("--gradient-steps", type=int, default=64, show_default=True, help="Gradient steps per round.")
+@checkpoint_options(every=1_000)
 @common_options
 @click.pass_context
 def dqn(ctx: click.Context, **params: Any) -> int:
@@ -247,14 +261,14 @@ def dqn(ctx: click.Context, **params: Any) -> int:
               help="explicit: autograd.grad → .grad → RMSprop.step() (the tutorial); backward: loss.backward().")
 @click.option("--total-steps", type=int, default=150_000, show_default=True,
               help="Environment steps, summed over the environments.")
-@click.option("--envs", type=int, default=8, show_default=True, help="CartPole environments stepped in lockstep.")
+@click.option("--envs", type=int, default=16, show_default=True, help="CartPole environments stepped in lockstep.")
 @click.option("--gamma", type=float, default=0.99, show_default=True, help="Discount factor γ in [0, 1].")
 @click.option("--critic-lr", type=float, default=2e-3, show_default=True, help="RMSprop learning rate, critic.")
 @click.option("--actor-lr", type=float, default=2e-3, show_default=True, help="RMSprop learning rate, actor.")
 @click.option("--entropy", type=float, default=0.01, show_default=True, help="Entropy bonus weight β.")
 @click.option("--anneal-lr/--no-anneal-lr", default=True, show_default=True,
               help="Decay both learning rates linearly to 0 over the run.")
-@click.option("--eval-episodes", type=int, default=10, show_default=True, help="Greedy evaluation episodes.")
+@checkpoint_options(every=10_000)
 @common_options
 @click.pass_context
 def actor_critic(ctx: click.Context, **params: Any) -> int:
@@ -307,17 +321,23 @@ def write_outputs(result, params: dict[str, Any], console) -> None:
 
 @cli.command("list", short_help="Every lesson: the tutorial idea, its main options, how long it takes.")
 def list_lessons() -> int:
-    """Every lesson with the TF-1 tutorial idea it reproduces, its main options, and its default run time."""
+    """Every lesson with the TF-1 tutorial idea it reproduces, its main options, and its measured run times."""
     from rich.table import Table
 
-    from gradlab.lessons import LESSONS
+    from gradlab.lessons import LESSONS, measured_runtimes
     from gradlab.report.console import make_console
 
-    table = Table(title="gradlab lessons (run times measured on 2 CPU cores)", title_justify="left", show_lines=True)
-    for col in ("lesson", "the tutorial idea it reproduces", "main options", "default run"):
+    measured = measured_runtimes()
+    times = measured.get("lessons", {})
+    title = "gradlab lessons" + (f" — run times measured on {measured['cpus']} CPUs on {measured['measured']} "
+                                 f"(`make runtimes`; start-up included)" if measured else "")
+    table = Table(title=title, title_justify="left", show_lines=True)
+    for col in ("lesson", "the tutorial idea it reproduces", "main options", "default run", "--quick"):
         table.add_column(col)
     for info in LESSONS.values():
-        table.add_row(f"gradlab {info.name}", info.idea, info.options, info.runtime)
+        t = times.get(info.name, {})
+        table.add_row(f"gradlab {info.name}", info.idea, info.options,
+                      f"{t['default_s']:.0f} s" if t else "?", f"{t['quick_s']:.0f} s" if t else "?")
     make_console().print(table)
     return 0
 
@@ -334,18 +354,20 @@ def _lesson_names(text: str | None) -> list[str]:
     return names
 
 
-def run_many(names: list[str], quick: bool, console) -> list[tuple[str, Any, float]]:
+def run_many(names: list[str], quick: bool, console, threads: int | None = None) -> list[tuple[str, Any, float]]:
     """Run each lesson with its quick or full arguments, rendering each result; return (name, result, wall s)."""
     import time
 
     from gradlab import runner
     from gradlab.lessons import LESSONS
     from gradlab.report import console as report
+    from gradlab.threads import validate
 
+    validate(threads)
     done = []
     for name in names:
         info = LESSONS[name]
-        args = list(info.quick if quick else info.full)
+        args = list(info.quick if quick else info.full) + (["--threads", str(threads)] if threads else [])
         params = cli.commands[name].make_context(name, args).params
         start = time.perf_counter()
         with report.progress_bar(console) as progress:
@@ -363,14 +385,15 @@ def _summary_rows(done) -> list[list[Any]]:
 @cli.command("all", short_help="Run every lesson in turn and summarise the claims (exit 1 if any fails).")
 @click.option("--quick", is_flag=True, help="Small budgets and the bundled data; every claim is still checked.")
 @click.option("--lessons", default=None, help="Comma-separated subset, e.g. mnist,clip (default: all).")
+@click.option("--threads", type=int, default=None, help="CPU threads for every lesson (default: each lesson's own).")
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
-def all_lessons(quick: bool, lessons: str | None, quiet: bool) -> int:
+def all_lessons(quick: bool, lessons: str | None, threads: int | None, quiet: bool) -> int:
     """Run every lesson (with --quick in about a minute on 2 CPU cores) and print a summary table."""
     from gradlab.report import console as report
     from gradlab.result import Table
 
     names = _lesson_names(lessons)
-    done = run_many(names, quick, report.make_console(quiet=quiet))
+    done = run_many(names, quick, report.make_console(quiet=quiet), threads)
     rows = _summary_rows(done)
     console = report.make_console()
     console.print(report.render_table(Table("gradlab all" + (" --quick" if quick else ""),
@@ -386,8 +409,9 @@ def all_lessons(quick: bool, lessons: str | None, quiet: bool) -> int:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for index.html.")
 @click.option("--quick", is_flag=True, help="The same quick runs as `gradlab all --quick`.")
 @click.option("--lessons", default=None, help="Comma-separated subset (default: all).")
+@click.option("--threads", type=int, default=None, help="CPU threads for every lesson (default: each lesson's own).")
 @click.option("--quiet", is_flag=True, help="Print only where the report went.")
-def report(out_dir: str, quick: bool, lessons: str | None, quiet: bool) -> int:
+def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, quiet: bool) -> int:
     """Write OUT/index.html (tables, claims, explanations, plots embedded) and OUT/<lesson>.json.
 
     Nothing is written until every lesson has run; each file is written atomically.
@@ -407,7 +431,7 @@ def report(out_dir: str, quick: bool, lessons: str | None, quiet: bool) -> int:
     if not out.parent.is_dir():
         raise GradlabError(f"--out {out_dir}: folder {out.parent} does not exist; create it first")
     names = _lesson_names(lessons)
-    done = run_many(names, quick, report.make_console(quiet=quiet))
+    done = run_many(names, quick, report.make_console(quiet=quiet), threads)
     sections, files = [], {}
     for name, result, wall in done:
         doc, snippets = explanation(runner.lesson_module(name))

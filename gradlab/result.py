@@ -78,6 +78,7 @@ class Result:
     device: str = "cpu"
     torch: str = ""
     threads: int = 0
+    threads_why: str = ""  # why that many threads (gradlab.threads)
     version: str = ""
 
     @property
@@ -88,7 +89,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict: NaN/inf become the strings "nan"/"inf"/"-inf" so the file stays valid JSON."""
         d = asdict(self)
-        keys = ["lesson", "title", "version", "config", "data", "device", "torch", "threads", "seed",
+        keys = ["lesson", "title", "version", "config", "data", "device", "torch", "threads", "threads_why", "seed",
                 "metrics", "claims", "tables", "curves", "notes", "stopped"]
         return json_safe({k: d[k] for k in keys})
 
@@ -151,4 +152,5 @@ def load_result(path) -> dict[str, Any]:
         if t.get("formats") is not None and len(t["formats"]) != len(t["columns"]):
             raise bad(f"table {t.get('title', '?')!r} has formats that do not match its columns")
     data.setdefault("threads", 0)
+    data.setdefault("threads_why", "")
     return data

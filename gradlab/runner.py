@@ -15,7 +15,8 @@ from gradlab.errors import GradlabError
 from gradlab.lessons import LESSONS
 
 # Options that steer the run or its output; everything else is a field of the lesson's Config.
-RUN_OPTIONS = {"config", "json_path", "plot_path", "quiet", "explain", "device", "dataset", "data_dir", "offline"}
+RUN_OPTIONS = {"config", "json_path", "plot_path", "quiet", "explain", "device", "dataset", "data_dir", "offline",
+               "threads"}
 
 
 def lesson_module(name: str):
@@ -26,6 +27,9 @@ def lesson_module(name: str):
 
 def make_config(name: str, params: dict[str, Any]):
     """The lesson's Config from parsed options (its __post_init__ validates and raises GradlabError)."""
+    from gradlab.threads import validate
+
+    validate(params.get("threads"))
     module = lesson_module(name)
     config = module.Config(**{k: v for k, v in params.items() if k not in RUN_OPTIONS})
     if params.get("plot_path") and hasattr(module, "plot_unavailable") and module.plot_unavailable(config):
@@ -39,9 +43,12 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
     CONFIG: the lesson's Config when the caller already built (and so validated) it from PARAMS."""
     import torch
 
+    from gradlab import threads
     from gradlab.device import resolve_device
 
     config = config or make_config(name, params)
+    n_threads, threads_why = threads.choose(LESSONS[name].threads, params.get("threads"))
+    threads.apply(n_threads)
     module = lesson_module(name)
     device, device_note = resolve_device(params["device"])
     if device.type != "cpu" and hasattr(module, "CPU_ONLY"):
@@ -62,6 +69,7 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
     result = module.run(config, progress=progress, **kwargs)
     result.config = {k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()
                      if k not in ("json_path", "plot_path", "quiet", "explain")}
-    result.device, result.torch, result.threads = str(device), torch.__version__, torch.get_num_threads()
+    result.device, result.torch = str(device), torch.__version__
+    result.threads, result.threads_why = torch.get_num_threads(), threads_why
     result.version = __version__
     return result

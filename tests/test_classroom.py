@@ -10,17 +10,28 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_line_error, invoke
 
-from gradlab.lessons import LESSONS
+from gradlab.lessons import LESSONS, measured_runtimes
 from gradlab.report.explain import _as_markdown, explanation
 from gradlab.runner import lesson_module
 
 
-def test_list_shows_every_lesson_with_idea_options_and_time():
+def test_list_shows_every_lesson_with_idea_options_and_measured_times():
     result = invoke("list", env={"COLUMNS": "400"})
     assert result.exit_code == 0
+    measured = measured_runtimes()
+    assert f"measured on {measured['cpus']} CPUs on {measured['measured']}" in result.output
     for info in LESSONS.values():
         row = next(line for line in result.output.splitlines() if f"gradlab {info.name} " in line)
-        assert info.idea in row and info.options in row and info.runtime in row
+        t = measured["lessons"][info.name]
+        assert info.idea in row and info.options in row
+        assert re.search(rf"│ {t['default_s']:.0f} s\s+│ {t['quick_s']:.0f} s\s+│", row), row
+
+
+def test_measured_runtimes_cover_every_lesson_and_its_quick_command():
+    measured = measured_runtimes()
+    assert set(measured["lessons"]) == set(LESSONS)
+    for name, info in LESSONS.items():
+        assert measured["lessons"][name]["quick_cmd"] == " ".join(["gradlab", name, *info.quick])
 
 
 def test_help_lists_every_lesson_in_teaching_order():

@@ -60,9 +60,12 @@ def test_epsilon_schedule():
     assert D.epsilon(c, 0) == 1.0 and D.epsilon(c, 250) == pytest.approx(0.52) and D.epsilon(c, 900) == c.eps_end
 
 
-def test_window_means():
-    assert D.window_means([(10, 1.0), (20, 3.0), (90, 5.0)], 100, 2) == [2.0, 5.0]
-    assert D.window_means([(10, 1.0)], 100, 2)[1] != D.window_means([(10, 1.0)], 100, 2)[1]  # NaN: no episode
+def test_checkpoint_evaluations_leave_the_training_run_unchanged():
+    """Greedy evaluations use their own environment and no random numbers: the run is the same without them."""
+    a, b = D.train(replace(TINY, eval_every=50)), D.train(replace(TINY, eval_every=10**6))
+    assert len(a["checkpoint"].history) == 8 and len(b["checkpoint"].history) == 1  # every 50 steps; the end only
+    assert a["episodes"] == b["episodes"]
+    assert all(torch.equal(p, q) for p, q in zip(a["online"].parameters(), b["online"].parameters(), strict=True))
 
 
 @pytest.mark.parametrize(("flags", "variant"), [

@@ -82,6 +82,11 @@ def render_claims(claims: list[Claim]) -> RichTable:
     return table
 
 
+def threads_text(n: int, why: str = "") -> str:
+    """e.g. "1 thread (small tensors: …)"."""
+    return f"{n} thread{'' if n == 1 else 's'}" + (f" ({why})" if why else "")
+
+
 def data_line(data: dict[str, Any]) -> str:
     """e.g. data: mnist-sample — train 10,000 of 10,000, test 3,000 of 10,000 (data/mnist-sample, bundled)"""
     avail = data.get("available", {})
@@ -94,7 +99,7 @@ def render(result: Result | dict[str, Any], console: Console) -> None:
     r = result if isinstance(result, dict) else result.to_json()
     console.rule(f"[bold]gradlab {r['lesson']}[/]: {r['title']}")
     console.print(f"gradlab {r['version']} · torch {r['torch']} · device {r['device']} · "
-                  f"{r['threads']} threads · seed {r['seed']}")
+                  f"{threads_text(r['threads'], r.get('threads_why', ''))} · seed {r['seed']}")
     if r.get("data"):
         console.print(data_line(r["data"]))
     for note in r.get("notes", []):

@@ -7,7 +7,7 @@ import base64
 import html
 from typing import Any
 
-from gradlab.report.console import OP_SIGNS, cell_text, fmt_number
+from gradlab.report.console import OP_SIGNS, cell_text, fmt_number, threads_text
 from gradlab.report.explain import Snippet, _as_markdown
 
 STYLE = """
@@ -79,7 +79,8 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
     parts = [f'<section class="lesson" id="{html.escape(r["lesson"])}">',
              f'<h2>gradlab {html.escape(r["lesson"])}: {html.escape(r["title"])}</h2>',
              f'<p class="meta">torch {html.escape(r["torch"])} · device {html.escape(r["device"])} · '
-             f'{r["threads"]} threads · seed {r["seed"]} · {wall_s:.1f} s · '
+             f'{html.escape(threads_text(r["threads"], r.get("threads_why", "")))} · seed {r["seed"]} · '
+             f'{wall_s:.1f} s · '
              f'{passed}/{len(r["claims"])} claims hold</p>']
     if r.get("data"):
         d = r["data"]

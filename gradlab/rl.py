@@ -1,0 +1,98 @@
+"""The plumbing the reinforcement-learning lessons (dqn, actor-critic) share: CartPole, greedy evaluation, the best
+checkpoint, and statistics over windows of a run. No lesson logic lives here.
+
+Evaluation follows the well-tuned RL libraries (rl-baselines3-zoo's EvalCallback with `save_best_model`): every
+`every` environment steps the current policy plays a few greedy episodes and, if it is the best so far, a copy of it
+is kept. A checkpoint is *chosen* on those episodes and then *reported* on fresh ones (other start states), so the
+number a claim shows is not the lucky maximum of many noisy evaluations.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+ENV_ID = "CartPole-v1"
+SOLVED = 195.0  # CartPole-v0's "solved" mark; v1's episodes are cut at 500 steps
+FINAL_SEEDS = 10_000  # episode k of the reported evaluation starts from seed + FINAL_SEEDS + k ...
+CHECKPOINT_SEEDS = 20_000  # ... and of a checkpoint evaluation from seed + CHECKPOINT_SEEDS + k: never the same
+
+
+def make_env() -> gym.Env:
+    return gym.make(ENV_ID)
+
+
+def env_note() -> str:
+    return (f"{ENV_ID} (gymnasium {gym.__version__}): episodes end at 500 steps; {SOLVED:.0f} is the classic "
+            "'solved' mark")
+
+
+def evaluate(policy: torch.nn.Module, episodes: int, seed: int) -> list[float]:
+    """Greedy returns (the argmax of POLICY's outputs, no exploration) of EPISODES episodes; episode k starts from
+    seed + k. The episodes run in lockstep: one forward pass per step for every episode still going."""
+    envs = [make_env() for _ in range(episodes)]
+    states = [env.reset(seed=seed + k)[0] for k, env in enumerate(envs)]
+    returns, live = [0.0] * episodes, list(range(episodes))
+    while live:
+        with torch.no_grad():
+            actions = policy(torch.from_numpy(np.stack([states[k] for k in live]))).argmax(dim=1).tolist()
+        still = []
+        for k, a in zip(live, actions, strict=True):
+            states[k], r, terminated, truncated, _ = envs[k].step(a)
+            returns[k] += float(r)
+            if not (terminated or truncated):
+                still.append(k)
+        live = still
+    for env in envs:
+        env.close()
+    return returns
+
+
+@dataclass
+class BestCheckpoint:
+    """Every EVERY environment steps, evaluate the policy on EPISODES greedy episodes and keep a copy of the best.
+
+    Ties go to the later checkpoint: on CartPole many reach the maximum, and the later ones have trained longer.
+    """
+
+    every: int
+    episodes: int
+    seed: int
+    history: list[tuple[int, float]] = field(default_factory=list)  # (step, mean greedy return)
+    best_step: int = 0
+    best_return: float = -math.inf
+    best: torch.nn.Module | None = None
+
+    def due(self, step: int, last_step: int, stride: int = 1) -> bool:
+        """Whether the run, which just advanced by STRIDE steps to STEP, crossed a multiple of EVERY or ended."""
+        return step // self.every != (step - stride) // self.every or step == last_step
+
+    def offer(self, step: int, policy: torch.nn.Module) -> None:
+        score = float(np.mean(evaluate(policy, self.episodes, self.seed + CHECKPOINT_SEEDS)))
+        self.history.append((step, score))
+        if score >= self.best_return:
+            self.best_step, self.best_return, self.best = step, score, copy.deepcopy(policy)
+
+
+def window_edges(total_steps: int, windows: int) -> list[tuple[float, float]]:
+    """The WINDOWS equal slices (lo, hi] of a run of TOTAL_STEPS environment steps."""
+    return list(itertools.pairwise(np.linspace(0, total_steps, windows + 1)))
+
+
+def window_label(lo: float, hi: float) -> str:
+    return f"{int(lo) + 1}–{int(hi)}"
+
+
+def window_means(episodes: list[tuple[int, float]], total_steps: int, windows: int) -> list[float]:
+    """Mean return of the episodes that ended in each of WINDOWS equal slices of the run (NaN if none)."""
+    out = []
+    for lo, hi in window_edges(total_steps, windows):
+        rets = [ret for step, ret in episodes if lo < step <= hi]
+        out.append(float(np.mean(rets)) if rets else math.nan)
+    return out

@@ -1,0 +1,70 @@
+"""The RL plumbing dqn and actor-critic share: greedy evaluation, the best checkpoint, window statistics."""
+
+import math
+
+import numpy as np
+import torch
+
+from gradlab import rl
+
+
+def sequential_returns(policy, episodes: int, seed: int) -> list[float]:
+    """The obvious one-episode-at-a-time loop, as a reference for the lockstep evaluation."""
+    out = []
+    for k in range(episodes):
+        env = rl.make_env()
+        s, _ = env.reset(seed=seed + k)
+        total, done = 0.0, False
+        while not done:
+            with torch.no_grad():
+                a = int(policy(torch.from_numpy(s)[None]).argmax(dim=1))
+            s, r, terminated, truncated, _ = env.step(a)
+            total += r
+            done = terminated or truncated
+        out.append(total)
+    return out
+
+
+def test_lockstep_evaluation_equals_one_episode_at_a_time():
+    torch.manual_seed(0)
+    policy = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    returns = rl.evaluate(policy, 4, seed=3)
+    assert returns == sequential_returns(policy, 4, seed=3)
+    assert all(1 <= r <= 500 for r in returns)
+
+
+class Constant(torch.nn.Module):
+    """Always prefers one action; CartPole falls over within a few dozen steps."""
+
+    def __init__(self, action: int, tag: float = 0.0):
+        super().__init__()
+        self.action, self.tag = action, torch.nn.Parameter(torch.tensor(tag))
+
+    def forward(self, s):
+        return torch.nn.functional.one_hot(torch.full((len(s),), self.action), 2).float()
+
+
+def test_checkpoint_due_crosses_every_multiple_and_the_end():
+    c = rl.BestCheckpoint(every=10, episodes=1, seed=0)
+    assert [s for s in range(1, 26) if c.due(s, 25)] == [10, 20, 25]
+    assert [s for s in range(8, 41, 8) if c.due(s, 40, stride=8)] == [16, 24, 32, 40]  # 10, 20, 30, 40 crossed
+
+
+def test_best_checkpoint_keeps_a_copy_of_the_best_and_ties_go_to_the_later():
+    c = rl.BestCheckpoint(every=1, episodes=2, seed=0)
+    left, right = Constant(0, tag=1.0), Constant(1, tag=2.0)
+    scores = {a: float(np.mean(rl.evaluate(Constant(a), 2, rl.CHECKPOINT_SEEDS))) for a in (0, 1)}
+    c.offer(1, left)
+    c.offer(2, right)
+    c.offer(3, left)
+    assert [s for _, s in c.history] == [scores[0], scores[1], scores[0]]
+    assert c.best_step == (3 if scores[0] >= scores[1] else 2) and c.best_return == max(scores.values())
+    with torch.no_grad():
+        left.tag.fill_(-5.0)  # the kept policy is a copy, not the live network
+    assert float(c.best.tag.detach()) in (1.0, 2.0)
+
+
+def test_window_means():
+    assert rl.window_means([(10, 1.0), (20, 3.0), (90, 5.0)], 100, 2) == [2.0, 5.0]
+    assert math.isnan(rl.window_means([(10, 1.0)], 100, 2)[1])  # no episode ended in the second window
+    assert [rl.window_label(lo, hi) for lo, hi in rl.window_edges(100, 2)] == ["1–50", "51–100"]
