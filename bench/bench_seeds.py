@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time (each uses one thread)")
     parser.add_argument("--extra", default="", help="more options for every run, e.g. '--total-steps 20000'")
     args = parser.parse_args()
-    console = Console(highlight=False)
+    console = Console(highlight=False, width=150)
     console.print(f"bench seeds: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     for lesson in args.lessons.split(","):
         sweep(lesson, seeds_from(args.seeds), shlex.split(args.extra), args.jobs, console)

@@ -19,8 +19,26 @@ DEVICES = ("auto", "cpu", "cuda", "mps")  # kept in step with gradlab.device.DEV
 DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # kept in step with gradlab.data.DATASETS (tested)
 
 
+class LessonCommand(click.Command):
+    """Flags that set the same option to different values (--optimizer / --manual-grad, --stop-grad /
+    --placeholder) exclude each other: giving two of them is an error, not "the last one wins"."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = [a.split("=", 1)[0] for a in (args[:args.index("--")] if "--" in args else args)]
+        groups: dict[str, list[str]] = {}
+        for p in self.params:
+            if isinstance(p, click.Option) and p.is_flag and not p.is_bool_flag:
+                groups.setdefault(p.name, []).extend(o for o in p.opts if o in given)
+        for flags in groups.values():
+            if len(set(flags)) > 1:
+                raise click.UsageError(f"{' and '.join(dict.fromkeys(flags))} exclude each other; give one", ctx)
+        return super().parse_args(ctx, args)
+
+
 class GradlabGroup(click.Group):
     """Bad input of any kind becomes one line on stderr and exit code 2, never a traceback."""
+
+    command_class = LessonCommand
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # teaching order, as defined below, not alphabetical
@@ -35,8 +53,9 @@ class GradlabGroup(click.Group):
         except GradlabError as e:
             _error(str(e))
             sys.exit(2)
-        except click.Abort:
-            sys.exit(1)
+        except click.Abort:  # Ctrl-C (click turns KeyboardInterrupt into Abort)
+            _error("interrupted")
+            sys.exit(130)
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -57,18 +76,18 @@ def stack(*options):
 
 
 common_options = stack(  # on every lesson
-    click.option("--seed", type=int, default=0, show_default=True,
+    click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
                  help="Random seed; CPU runs repeat bit for bit."),
     click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
                  help="auto: CUDA, then MPS, else CPU (with a note). An explicit absent device is an error."),
     click.option("--threads", type=int, default=None,
-                 help="CPU threads for torch (default: 1, or one per idle CPU for the larger models; see README)."),
+                 help="CPU threads for torch (default: 1; more only help large tensors on an idle machine)."),
     click.option("--config", type=click.Path(dir_okay=False), default=None,
                  help="TOML file of option values (see configs/); flags given here override it."),
     click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-                 help="Write the machine-readable result to this file."),
+                 help="Write the machine-readable result to this file (- for standard output)."),
     click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-                 help="Write a PNG of the curves to this file."),
+                 help="Write a PNG of the curves to this file (- for standard output)."),
     click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and --json)."),
     click.option("--explain", is_flag=True,
                  help="First print the math and the source lines that implement it (read from the code)."),
@@ -282,17 +301,20 @@ def actor_critic(ctx: click.Context, **params: Any) -> int:
 def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config
-    from gradlab.report.files import check_writable
+    from gradlab.report.files import STDOUT, check_writable
 
     params = merge_config(ctx, params)
     check_writable(params.get("json_path"), "--json")
     check_writable(params.get("plot_path"), "--plot")
+    if params.get("json_path") and params.get("json_path") == params.get("plot_path"):
+        raise GradlabError(f"--json and --plot both name {params['json_path']}; give them different files")
 
     from gradlab import runner
     from gradlab.report import console as report
 
     config = runner.make_config(name, params)  # bad values fail here, before anything is printed or run
-    console = report.make_console(quiet=params["quiet"])
+    to_stdout = STDOUT in (params.get("json_path"), params.get("plot_path"))
+    console = report.make_console(quiet=params["quiet"], stderr=to_stdout)  # stdout then carries the file alone
     if params.get("explain"):
         from gradlab.report.explain import print_explanation
 
@@ -305,14 +327,13 @@ def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
 
 
 def write_outputs(result, params: dict[str, Any], console) -> None:
-    from gradlab.report.files import write_json, write_plot
+    from gradlab.report.files import STDOUT, write_json, write_plot
 
-    if params.get("json_path"):
-        write_json(params["json_path"], result)
-        console.print(f"wrote {params['json_path']}")
-    if params.get("plot_path"):
-        write_plot(params["plot_path"], result)
-        console.print(f"wrote {params['plot_path']}")
+    for key, write in (("json_path", write_json), ("plot_path", write_plot)):
+        if params.get(key):
+            write(params[key], result)
+            if params[key] != STDOUT:
+                console.print(f"wrote {params[key]}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -423,13 +444,14 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     from gradlab.report import console as report
     from gradlab.report import html as html_report
     from gradlab.report.explain import explanation
-    from gradlab.report.files import plot_png, write_bytes
+    from gradlab.report.files import check_writable, plot_png, write_bytes
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise GradlabError(f"--out {out_dir} is a file; give a folder for the report")
     if not out.parent.is_dir():
         raise GradlabError(f"--out {out_dir}: folder {out.parent} does not exist; create it first")
+    check_writable(str(out / "index.html") if out.is_dir() else out_dir, "--out")  # before any lesson runs
     names = _lesson_names(lessons)
     done = run_many(names, quick, report.make_console(quiet=quiet), threads)
     sections, files = [], {}
@@ -441,7 +463,10 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     title = "gradlab report" + (" (quick)" if quick else "")
     summary = _summary_rows(done)
     files["index.html"] = html_report.page(sections, summary, title).encode()
-    out.mkdir(exist_ok=True)
+    try:
+        out.mkdir(exist_ok=True)
+    except OSError as e:
+        raise GradlabError(f"--out {out_dir}: cannot create the folder ({e.strerror}); choose another path") from None
     for fname, content in files.items():
         write_bytes(out / fname, content)
     report.make_console().print(f"wrote {out / 'index.html'} and {len(done)} JSON files")

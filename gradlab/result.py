@@ -120,16 +120,26 @@ REQUIRED = {"lesson": str, "title": str, "version": str, "device": str, "torch":
 def load_result(path) -> dict[str, Any]:
     """Read and validate a result saved with --json; GradlabError (one line) if it is not one."""
     import json
+    import os
 
     from gradlab.errors import GradlabError
 
+    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block, a device never ends
+        raise GradlabError(f"{path} is not a regular file; give a file written by --json or gradlab report")
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            text = f.read()
     except FileNotFoundError:
         raise GradlabError(f"{path} does not exist; give a file written by --json or gradlab report") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise GradlabError(f"cannot read {path}: {e}") from None
+    except UnicodeDecodeError:
+        raise GradlabError(f"{path} is not a text file; give a .json file from --json or gradlab report") from None
+    except OSError as e:
+        raise GradlabError(f"cannot read {path}: {e.strerror}; check the path and its permissions") from None
+    if text.lstrip().startswith("<"):
+        raise GradlabError(f"{path} is an HTML page, not a result; give one of the .json files gradlab report wrote "
+                           f"beside it")
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise GradlabError(f"{path} is not valid JSON ({e.msg} at line {e.lineno}); was the file cut short?") from None
 

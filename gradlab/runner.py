@@ -47,7 +47,7 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
     from gradlab.device import resolve_device
 
     config = config or make_config(name, params)
-    n_threads, threads_why = threads.choose(LESSONS[name].threads, params.get("threads"))
+    n_threads, threads_why = threads.choose(params.get("threads"))
     threads.apply(n_threads)
     module = lesson_module(name)
     device, device_note = resolve_device(params["device"])

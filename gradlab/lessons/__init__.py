@@ -20,7 +20,6 @@ class LessonInfo:
     # steps: its learning claim failed on 1 of 10 seeds at 20,000 steps (bench/bench_seeds.py --extra)
     quick: tuple[str, ...] = ()
     full: tuple[str, ...] = ()  # arguments for `gradlab all`
-    threads: str = "one"  # gradlab.threads policy: one thread, or one per idle CPU (tensors large enough to gain)
 
 
 LESSONS: dict[str, LessonInfo] = {info.name: info for info in [
@@ -31,7 +30,7 @@ LESSONS: dict[str, LessonInfo] = {info.name: info for info in [
     LessonInfo("clip", "clip",
                "compute_gradients → clip_by_global_norm → apply_gradients",
                "--clip global-norm|norm|value|none --clip-norm --compare --model --lr",
-               True, quick=("--dataset", "mnist-sample", "--offline", "--epochs", "2"), threads="idle"),
+               True, quick=("--dataset", "mnist-sample", "--offline", "--epochs", "2")),
     LessonInfo("jacobian", "jacobian",
                "tf.gradients of a non-scalar sums over outputs; full Jacobians; Hessians by nesting",
                "--matrix --state --output --scaling", False,

@@ -34,7 +34,7 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from gradlab import rl
-from gradlab.errors import check
+from gradlab.errors import check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
 
 GRAD_MODES = ("explicit", "backward")
@@ -73,7 +73,7 @@ class Config:
         check(self.total_steps >= self.envs, f"--total-steps must be at least --envs ({self.envs}), "
                                              f"got {self.total_steps}")
         for name, v in (("--critic-lr", self.critic_lr), ("--actor-lr", self.actor_lr)):
-            check(0 < v < math.inf, f"{name} must be a positive finite number, got {v!r}")
+            check_positive(name, v, "0.002")
         check(0 <= self.entropy < math.inf, f"--entropy must be ≥ 0, got {self.entropy}")
         for name, v in (("--envs", self.envs), ("--hidden", self.hidden), ("--eval-episodes", self.eval_episodes),
                         ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
@@ -150,10 +150,16 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     g = torch.Generator().manual_seed(config.seed)
     ep_returns = np.zeros(config.envs)
     episodes, losses, abs_td = [], [], []
-    step, last_return, start = 0, 0.0, time.perf_counter()
+    step, last_return, stopped, start = 0, 0.0, None, time.perf_counter()
     while step + config.envs <= config.total_steps:
         st = torch.from_numpy(s)
-        dist = torch.distributions.Categorical(logits=actor(st))
+        logits = actor(st)
+        if not bool(torch.isfinite(logits).all()):  # the learning rates blew the networks up: stop, say where
+            stopped = (f"the actor's outputs became non-finite after {step:,} environment steps; training stopped. "
+                       f"The learning rates (--critic-lr {config.critic_lr}, --actor-lr {config.actor_lr}) are too "
+                       f"large: try the defaults")
+            break
+        dist = torch.distributions.Categorical(logits=logits)
         a = torch.multinomial(dist.probs.detach(), 1, generator=g).squeeze(1)  # seeded sampling
         s2, r, terminal = np.empty_like(s), np.empty(config.envs, np.float32), np.empty(config.envs, np.float32)
         next_s = np.empty_like(s)
@@ -190,8 +196,9 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     wall = time.perf_counter() - start
     for env in envs:
         env.close()
-    return {"actor": actor, "critic": critic, "checkpoint": checkpoint, "episodes": episodes,
-            "loss": torch.stack(losses), "abs_td": torch.stack(abs_td), "steps": step, "wall_s": wall,
+    return {"actor": actor, "critic": critic, "checkpoint": checkpoint, "episodes": episodes, "stopped": stopped,
+            "loss": torch.stack(losses) if losses else torch.zeros(0),
+            "abs_td": torch.stack(abs_td) if abs_td else torch.zeros(0), "steps": step, "wall_s": wall,
             "steps_per_s": step / wall}
 
 
@@ -200,15 +207,15 @@ def run(config: Config, device: torch.device | None = None,
     """Train, evaluate greedily, check explicit ≡ backward and the parameter copies. Pure: no printing."""
     out = train(config, lambda step, ret: progress(f"{config.grad_mode} step {step}/{config.total_steps}  "
                                                    f"return {ret:.0f}", step, config.total_steps))
-    best = out["checkpoint"]
-    eval_returns = rl.evaluate(best.best, config.eval_episodes, config.seed + rl.FINAL_SEEDS)  # fresh episodes
-    last_returns = rl.evaluate(out["actor"], config.eval_episodes, config.seed + rl.FINAL_SEEDS)
+    best, fresh = out["checkpoint"], config.seed + rl.FINAL_SEEDS  # reported on fresh episodes
+    eval_returns = rl.evaluate(best.best, config.eval_episodes, fresh) if best.best is not None else [math.nan]
+    last_returns = rl.evaluate(out["actor"], config.eval_episodes, fresh) if not out["stopped"] else [math.nan]
 
     # Bitwise: the same seed with the other grad mode, over the first CHECK_STEPS steps, against a fresh run.
     short = replace(config, total_steps=min(CHECK_STEPS, config.total_steps))
     other = "backward" if config.grad_mode == "explicit" else "explicit"
     a, b = train(short), train(replace(short, grad_mode=other))
-    weight_diff = max(float((p - q).detach().abs().max()) for p, q in
+    weight_diff = max(float(torch.where(p.isnan() & q.isnan(), 0.0, p - q).detach().abs().max()) for p, q in
                       zip([*a["critic"].parameters(), *a["actor"].parameters()],
                           [*b["critic"].parameters(), *b["actor"].parameters()], strict=True))
     same = a["episodes"] == b["episodes"] and torch.equal(a["loss"], b["loss"])
@@ -264,5 +271,5 @@ def run(config: Config, device: torch.device | None = None,
                 "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
                                      [step for step, _ in best.history],
                                      {"actor": [score for _, score in best.history]})},
-        notes=[rl.env_note()],
+        notes=[rl.env_note()], stopped=out["stopped"],
     )

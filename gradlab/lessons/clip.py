@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import torch
 
-from gradlab.errors import check
-from gradlab.lessons.mnist import batches, cross_entropy, prepare
+from gradlab.errors import check, check_positive
+from gradlab.lessons.mnist import DIVERGED, batches, cross_entropy, prepare
 from gradlab.result import Claim, Curve, Result, Table
 
 MODES = ("global-norm", "norm", "value", "none")
@@ -69,8 +69,7 @@ class Config:
         check(self.clip in MODES, f"unknown --clip mode {self.clip!r}: use one of {', '.join(MODES)}")
         check(self.model in MODELS, f"unknown --model {self.model!r}: use one of {', '.join(MODELS)}")
         for name, v in (("--clip-norm", self.clip_norm), ("--clip-value", self.clip_value), ("--lr", self.lr)):
-            check(isinstance(v, int | float) and 0 < v < math.inf,
-                  f"{name} must be a positive finite number, got {v!r}; try {name} 1.0")
+            check_positive(name, v, "1.0")
         check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}; try --epochs 3")
         check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}")
         check(self.train_size >= 1, f"--train-size must be at least 1, got {self.train_size}")
@@ -184,10 +183,10 @@ def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c:
         c, nb, na = torch.stack(costs).double(), torch.stack(before).double(), torch.stack(after).double()
         out["step_norm_before"] += nb.tolist()
         out["step_norm_after"] += na.tolist()
-        bad = (~torch.isfinite(c)).nonzero()
+        bad = (~torch.isfinite(c) | (c > DIVERGED)).nonzero()
         if len(bad):
             s = int(bad[0])
-            out["diverged"] = f"cost {float(c[s])} at epoch {epoch}, step {s + 1}"
+            out["diverged"] = f"cost {float(c[s]):.4g} at epoch {epoch}, step {s + 1}"
             out["epoch_cost"].append(float(c[:s].mean()) if s else float("nan"))
             out["norm_mean"].append(float(nb[:s + 1].mean()))
             out["norm_max"].append(float(nb[:s + 1].max()))

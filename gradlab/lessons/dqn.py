@@ -36,10 +36,11 @@ import torch
 import torch.nn.functional as F
 
 from gradlab import rl
-from gradlab.errors import check
+from gradlab.errors import check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
 
 TARGET_MODES = ("stop-grad", "placeholder", "no-stop-grad")
+LEARNERS = ("stop-grad", "placeholder")  # the variants whose learning is claimed
 # The variants --compare trains: (name, target mode, separate target network?)
 COMPARE = [
     ("stop-grad", "stop-grad", True),
@@ -96,7 +97,7 @@ class Config:
         check(0 <= self.gamma <= 1 and not math.isnan(self.gamma),
               f"--gamma must be in [0, 1], got {self.gamma}; try --gamma 0.99")
         check(self.total_steps >= 1, f"--total-steps must be at least 1, got {self.total_steps}; try 30000")
-        check(0 < self.lr < math.inf, f"--lr must be a positive finite number, got {self.lr!r}; try --lr 0.001")
+        check_positive("--lr", self.lr, "0.001")
         for name, v in (("--target-update", self.target_update), ("--buffer-size", self.buffer_size),
                         ("--batch-size", self.batch_size), ("--eval-episodes", self.eval_episodes),
                         ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
@@ -198,6 +199,7 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     s, _ = env.reset(seed=config.seed)
     ep_return, last_return, losses = 0.0, 0.0, []
     trained = False  # has a gradient step changed the networks since the last target sync?
+    stopped = None
     start = time.perf_counter()
     for step in range(1, config.total_steps + 1):
         if rng.random() < epsilon(config, step):
@@ -224,6 +226,10 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
                 optimizer.step()
                 losses.append(loss.detach())
             trained = True
+            if not bool(torch.isfinite(loss)):  # the learning rate blew the network up: stop, say where
+                stopped = (f"the TD loss became {float(loss)} after {step:,} environment steps; training stopped. "
+                           f"The learning rate {config.lr} is too large: try --lr 0.0023")
+                break
         if config.target_net and step % config.target_update == 0 and trained:
             # hard sync of the target network (skipped while no step has changed the networks: the copy would be
             # identical, so the run is the same as syncing every target_update steps)
@@ -235,7 +241,7 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
             progress(step, last_return)
     wall = time.perf_counter() - start
     env.close()
-    return {"episodes": episodes, "online": online, "checkpoint": checkpoint, "wall_s": wall,
+    return {"episodes": episodes, "online": online, "checkpoint": checkpoint, "stopped": stopped, "wall_s": wall,
             "steps_per_s": config.total_steps / wall,
             "loss": float(torch.stack(losses).mean()) if losses else math.nan}
 
@@ -321,9 +327,10 @@ def run(config: Config, device: torch.device | None = None,
                      i * config.total_steps + step, len(variants) * config.total_steps)
 
         out = train(c, report)
-        best = out["checkpoint"]
-        out["eval"] = rl.evaluate(best.best, config.eval_episodes, config.seed + rl.FINAL_SEEDS)  # fresh episodes
-        out["eval_last"] = rl.evaluate(out["online"], config.eval_episodes, config.seed + rl.FINAL_SEEDS)
+        best, fresh = out["checkpoint"], config.seed + rl.FINAL_SEEDS  # reported on fresh episodes
+        out["eval"] = rl.evaluate(best.best, config.eval_episodes, fresh) if best.best is not None else [math.nan]
+        out["eval_last"] = rl.evaluate(out["online"], config.eval_episodes, fresh) if not out["stopped"] \
+            else [math.nan]
         runs[name] = out
 
     if "placeholder" in runs and "stop-grad" in runs:
@@ -333,7 +340,7 @@ def run(config: Config, device: torch.device | None = None,
                           zip(a["online"].parameters(), b["online"].parameters(), strict=True))
         claims.append(Claim("training-placeholder-equals-stop-grad", "training: placeholder ≡ stop-grad, same seed "
                             "(max |Δweight|; returns identical too)", weight_diff if same_returns else math.inf, 0.0))
-    for name in ("stop-grad", "placeholder"):
+    for name in LEARNERS:
         if name in runs:
             best = runs[name]["checkpoint"]
             claims.append(Claim(f"{name}-learns", f"{name} learns: the best checkpoint (step {best.best_step:,}, "
@@ -368,10 +375,11 @@ def run(config: Config, device: torch.device | None = None,
                   note="the target network is perturbed from the online one, as it is between syncs"),
             Table(f"mean episodic return per window of {config.total_steps // config.windows:,} steps (training, "
                   f"with ε-greedy)", ["steps", *runs], window_rows, [None] + [".1f"] * len(runs)),
-            Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes",
-                  ["variant", "best checkpoint (step)", "its mean return", "its min", "last policy's mean",
-                   "training episodes", "mean loss", "env steps/s", "wall s"],
-                  summary_rows, [None, ",", ".1f", ".0f", ".1f", None, ".4f", ",.0f", ".1f"],
+            Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes, of the best checkpoint "
+                  f"and of the last policy",
+                  ["variant", "best at step", "best: mean", "min", "last: mean", "episodes", "mean loss", "steps/s",
+                   "wall s"],
+                  summary_rows, [None, ",", ".1f", ".0f", ".1f", None, ".4g", ",.0f", ".1f"],
                   note=f"a checkpoint is the policy every {config.eval_every:,} steps, scored on "
                        f"{config.checkpoint_episodes} greedy episodes; the best is then reported on other episodes. "
                        f"wall s and env steps/s cover the training loop, checkpoint evaluations included"),
@@ -382,5 +390,9 @@ def run(config: Config, device: torch.device | None = None,
                                      [step for step, _ in first.history],
                                      {name: [score for _, score in r["checkpoint"].history]
                                       for name, r in runs.items()})},
-        notes=[rl.env_note()],
+        # In --compare, a diverging variant without stop-grad or a target net is part of the lesson, not a failure
+        notes=[rl.env_note()] + [f"{name} diverged: {r['stopped']}" for name, r in runs.items()
+                                 if r["stopped"] and config.compare and name not in LEARNERS],
+        stopped="; ".join(f"{name}: {r['stopped']}" for name, r in runs.items()
+                          if r["stopped"] and (name in LEARNERS or not config.compare)) or None,
     )

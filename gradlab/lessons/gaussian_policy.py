@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradlab.errors import GradlabError, check
+from gradlab.errors import GradlabError, check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -80,7 +80,7 @@ class Config:
                   f"--action has {len(parse_list(self.action, '--action'))} numbers but --mu has {len(mu)}")
         check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}")
         check(self.samples >= 2, f"--samples must be at least 2 (the baseline needs a batch), got {self.samples}")
-        check(0 < self.lr < math.inf, f"--lr must be a positive finite number, got {self.lr!r}")
+        check_positive("--lr", self.lr, "0.05")
         check(0 < self.tolerance < math.inf, f"--tolerance must be positive, got {self.tolerance!r}")
 
 

@@ -175,6 +175,12 @@ def checks(fn: Callable) -> tuple[bool, bool]:
     return bool(ok1), bool(ok2)
 
 
+
+def plot_unavailable(config: Config) -> str | None:
+    """Why --plot cannot apply (checked before the run): this lesson is a table of points, with no curves."""
+    return "gradlab log1pexp prints a table of points and has no curves to plot; drop --plot"
+
+
 def run(config: Config, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
     """The table of values and gradients, and the claims. Pure: no printing. (CPU: the point is float rounding.)"""

@@ -44,10 +44,13 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from gradlab.errors import check
+from gradlab.errors import check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
 
 VARIANTS = ("optimizer", "manual", "analytic")
+# A 10-class cross-entropy starts at ln 10 ≈ 2.3; above this the weights have blown up (p(correct) < e^-1e6): the run
+# has diverged as surely as if the cost were NaN, and stops the same way.
+DIVERGED = 1e6
 MODES = ("compare", *VARIANTS)
 
 # The tutorial's published run on full MNIST (TF-1, shuffled batches): epoch costs and accuracy.
@@ -76,8 +79,7 @@ class Config:
     def __post_init__(self) -> None:
         check(self.variant in MODES, f"unknown variant {self.variant!r}: use one of {', '.join(MODES)}")
         check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}; try --epochs 10")
-        check(isinstance(self.lr, int | float) and 0 < self.lr < float("inf"),
-              f"--lr must be a positive finite number, got {self.lr!r}; try --lr 0.01")
+        check_positive("--lr", self.lr, "0.01")
         check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}; try --batch-size 100")
         check(self.train_size >= 1, f"--train-size must be at least 1, got {self.train_size}; try --train-size 55000")
         check(self.test_size >= 1, f"--test-size must be at least 1, got {self.test_size}; try --test-size 3000")
@@ -183,7 +185,7 @@ def train(step: Callable, x: torch.Tensor, y: torch.Tensor, orders, batch_size: 
     for epoch, order in enumerate(orders, start=1):
         # costs stay 0-dim tensors, stacked once per epoch (no per-step .item() sync)
         c = torch.stack([step(xb, yb) for xb, yb in batches(x, y, order, batch_size)]).double()
-        bad = (~torch.isfinite(c)).nonzero()
+        bad = (~torch.isfinite(c) | (c > DIVERGED)).nonzero()
         if len(bad):
             s = int(bad[0])
             return epoch_costs, (epoch, s + 1, float(c[s]))
@@ -276,7 +278,7 @@ def run(config: Config, data, device: torch.device | None = None,
         }
         if bad is not None:
             e, s, v = bad
-            stopped = (f"{name}: the cost became {v} at epoch {e}, step {s} of {steps_per_epoch}; training "
+            stopped = (f"{name}: the cost became {v:.4g} at epoch {e}, step {s} of {steps_per_epoch}; training "
                        f"stopped. The learning rate {config.lr} is too large: try a smaller --lr")
             break
 

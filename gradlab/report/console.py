@@ -17,8 +17,9 @@ from gradlab.result import Claim, Result, Table
 OP_SIGNS = {"<=": "≤", "<": "<", ">": ">", ">=": "≥", "==": "="}
 
 
-def make_console(quiet: bool = False, file=None) -> Console:
-    return Console(file=file, quiet=quiet, highlight=False)
+def make_console(quiet: bool = False, file=None, stderr: bool = False) -> Console:
+    """STDERR: print the report there, when standard output carries a --json or --plot written to "-"."""
+    return Console(file=file, quiet=quiet, highlight=False, stderr=stderr)
 
 
 def error_line(message: str) -> None:
@@ -39,6 +40,8 @@ def cell_text(value: Any, spec: str | None = None) -> tuple[str, str]:
         return str(value), "text"
     if isinstance(value, float) and not math.isfinite(value):
         return str(value), "bad"
+    if isinstance(value, float) and abs(value) >= 1e9:  # a blown-up number: 2.331e+25, not 26 digits
+        return format(value, ".4g"), "num"
     if spec:
         return format(value, spec), "num"
     return (str(value) if isinstance(value, int) else format(value, ".6g")), "num"

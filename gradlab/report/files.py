@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
+import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -13,19 +15,28 @@ from typing import Any
 from gradlab.errors import GradlabError
 from gradlab.result import Curve, Result
 
+STDOUT = "-"  # as a file name: standard output
+
 
 def check_writable(path: str | None, option: str) -> None:
     """Fail before any work when PATH cannot be written: its folder must exist and accept a new file."""
-    if not path:
+    if path is None or path == STDOUT:
         return
+    if not path.strip():
+        raise GradlabError(f"{option} needs a file name (or - for standard output), got an empty one")
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         raise GradlabError(f"{option} {path} is a directory; give a file name such as {p / 'result.json'}")
-    if not folder.is_dir():
-        raise GradlabError(f"{option} {path}: folder {folder} does not exist; create it or choose another path")
+    if p.exists() and not p.is_file():  # a device or a FIFO: written in place, so it must accept writes
+        if not os.access(p, os.W_OK):
+            raise GradlabError(f"{option} {path}: not writable; choose another path")
+        return
+    target = Path(os.path.realpath(p))  # through a symlink, the file it names is the one replaced
+    if not target.parent.is_dir():
+        raise GradlabError(f"{option} {path}: folder {target.parent} does not exist; create it or choose another path")
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{p.name}.")
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
         os.close(fd)
         os.unlink(tmp)
     except OSError as e:
@@ -33,16 +44,19 @@ def check_writable(path: str | None, option: str) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path):
-    """Yield a temporary path next to PATH; on success it is renamed to PATH, on failure removed."""
+def atomic_path(path: str | Path, mode: int | None = None):
+    """Yield a temporary path next to PATH; on success it is renamed to PATH (with MODE, default as a new file
+    would get), on failure removed."""
     p = Path(path)
     fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=p.suffix)
     os.close(fd)
     try:
         yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a result file is as readable as any other
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask  # mkstemp makes 0600; a result file is as readable as any other
+        os.chmod(tmp, mode)
         os.replace(tmp, p)
     finally:
         if os.path.exists(tmp):
@@ -51,9 +65,7 @@ def atomic_path(path: str | Path):
 
 def write_json(path: str | Path, result: Result | dict[str, Any]) -> None:
     data = result.to_json() if isinstance(result, Result) else result
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode())
 
 
 def plot_png(result: Result) -> bytes | None:
@@ -96,5 +108,22 @@ def write_plot(path: str | Path, result: Result) -> None:
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        f.write(data)
+    """Write DATA to PATH so that no half-written file is ever left. "-" is standard output. A regular file (or a
+    new path) is replaced atomically, keeping an existing file's permissions; through a symlink, the file it names
+    is replaced and the link kept. Anything else (a device such as /dev/null, a FIFO) is written in place, never
+    replaced. A failed write is a GradlabError (one line, exit 2)."""
+    if str(path) == STDOUT:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
+    target = Path(os.path.realpath(path))
+    try:
+        if target.exists() and not target.is_file():
+            with open(target, "wb") as f:
+                f.write(data)
+            return
+        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+        with atomic_path(target, mode) as tmp, open(tmp, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise GradlabError(f"cannot write {path}: {e.strerror or e}; choose another path") from None
