@@ -79,7 +79,7 @@ common_options = stack(  # on every lesson
     click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
                  help="Random seed; CPU runs repeat bit for bit."),
     click.option("--device", type=click.Choice(DEVICES), default="auto", show_default=True,
-                 help="auto: CUDA, then MPS, else CPU (with a note). An explicit absent device is an error."),
+                 help="auto: CUDA, then MPS, else the CPU. An explicit absent device is an error."),
     click.option("--threads", type=int, default=None,
                  help="CPU threads for torch (default: 1; more only help large tensors on an idle machine)."),
     click.option("--config", type=click.Path(dir_okay=False), default=None,
@@ -369,6 +369,8 @@ def _lesson_names(text: str | None) -> list[str]:
     if not text:
         return list(LESSONS)
     names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise GradlabError(f"--lessons {text!r} names no lesson; give e.g. --lessons mnist,clip (or leave it out)")
     unknown = [n for n in names if n not in LESSONS]
     if unknown:
         raise GradlabError(f"--lessons: unknown lesson {unknown[0]!r}; choose from {', '.join(LESSONS)}")
@@ -420,10 +422,17 @@ def all_lessons(quick: bool, lessons: str | None, threads: int | None, quiet: bo
     console.print(report.render_table(Table("gradlab all" + (" --quick" if quick else ""),
                                             ["lesson", "claims passed", "claims failed", "wall s"], rows,
                                             [None, None, None, ".1f"])))
-    failed = sum(row[2] for row in rows)
-    console.print(f"[bold red]{failed} claims failed[/]" if failed else
-                  f"[bold green]all {sum(row[1] for row in rows)} claims hold in {len(rows)} lessons[/]")
-    return 1 if failed else 0
+    console.print(_verdict(done, rows))
+    return 1 if any(row[2] for row in rows) else 0
+
+
+def _verdict(done, rows) -> str:
+    """One line: how many claims hold, or which failed (lesson: claim id; a stopped run counts as one)."""
+    failed = [f"{name}: {c.id}" for name, r, _ in done for c in r.claims if not c.passed]
+    failed += [f"{name}: stopped" for name, r, _ in done if r.stopped]
+    if failed:
+        return f"[bold red]{len(failed)} claims failed[/]: " + ", ".join(failed)
+    return f"[bold green]all {sum(row[1] for row in rows)} claims hold in {len(rows)} lessons[/]"
 
 
 @cli.command(short_help="Run every lesson and write one self-contained HTML page plus every lesson's JSON.")
@@ -437,8 +446,11 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
 
     Nothing is written until every lesson has run; each file is written atomically.
     """
+    import datetime
     import json
     from pathlib import Path
+
+    import torch
 
     from gradlab import runner
     from gradlab.report import console as report
@@ -462,14 +474,22 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
         files[f"{name}.json"] = (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
     title = "gradlab report" + (" (quick)" if quick else "")
     summary = _summary_rows(done)
-    files["index.html"] = html_report.page(sections, summary, title).encode()
+    command = "gradlab report --out " + out_dir + (" --quick" if quick else "") + \
+        (f" --lessons {lessons}" if lessons else "") + (f" --threads {threads}" if threads else "")
+    verdict = _verdict(done, summary)
+    made = {"command": command, "gradlab": __version__, "torch": torch.__version__,
+            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "verdict": verdict.replace("[bold red]", "").replace("[bold green]", "").replace("[/]", "")}
+    files["index.html"] = html_report.page(sections, summary, title, made).encode()
     try:
         out.mkdir(exist_ok=True)
     except OSError as e:
         raise GradlabError(f"--out {out_dir}: cannot create the folder ({e.strerror}); choose another path") from None
     for fname, content in files.items():
         write_bytes(out / fname, content)
-    report.make_console().print(f"wrote {out / 'index.html'} and {len(done)} JSON files")
+    console = report.make_console()
+    console.print(verdict)
+    console.print(f"wrote {out / 'index.html'} and {len(done)} JSON files")
     return 1 if any(row[2] for row in summary) else 0
 
 

@@ -45,8 +45,37 @@ def merge_config(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
         param = by_key[name]
         if isinstance(value, dict | list):
             raise GradlabError(f"config file {path}: {key} must be a single value, got {value!r}")
+        wanted = _toml_kind(param)
+        if wanted is not None and not _is_kind(value, wanted):  # click would quietly turn 1.5 into 1, true into 1
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)  # as TOML writes it
+            raise GradlabError(f"config file {path}: {key} must be {wanted}, got {shown}; e.g. "
+                               f"{key} = {_EXAMPLES[wanted]}")
         try:
             merged[name] = param.type_cast_value(ctx, value)
         except click.BadParameter as e:
             raise GradlabError(f"config file {path}: bad value for {key}: {e.format_message()}") from None
     return merged
+
+
+_EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "true"}
+
+
+def _toml_kind(param: click.Parameter) -> str | None:
+    """What a TOML value for PARAM must be, in words, or None for strings and choices."""
+    if isinstance(param, click.Option) and param.is_flag and param.is_bool_flag:
+        return "true or false"
+    if isinstance(param.type, click.types.IntParamType):
+        return "a whole number"
+    if isinstance(param.type, click.types.FloatParamType):
+        return "a number"
+    if isinstance(param.type, click.types.BoolParamType):
+        return "true or false"
+    return None
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "true or false":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) if kind == "a whole number" else isinstance(value, int | float)

@@ -19,7 +19,7 @@ def _mps_available(torch) -> bool:
 def resolve_device(name: str):
     """Return (torch.device, note or None) for --device NAME.
 
-    auto picks CUDA, then MPS, then the CPU (with a note); an explicit device that is absent is an error.
+    auto picks CUDA, then MPS (saying so in a note), else the CPU; an explicit device that is absent is an error.
     """
     import torch
 
@@ -30,7 +30,7 @@ def resolve_device(name: str):
             return torch.device("cuda"), f"--device auto: using CUDA ({torch.cuda.get_device_name(0)})"
         if _mps_available(torch):
             return torch.device("mps"), "--device auto: using Apple MPS"
-        return torch.device("cpu"), "--device auto: no CUDA or MPS device found, running on the CPU"
+        return torch.device("cpu"), None  # the expected case on a laptop: the header says "device cpu"
     if name == "cuda" and not _cuda_available(torch):
         why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU was found"
         raise GradlabError(f"--device cuda asked for, but {why}; use --device cpu (or --device auto)")

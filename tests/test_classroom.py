@@ -73,7 +73,7 @@ def test_all_summary_and_exit_code(monkeypatch):
 
     monkeypatch.setitem(jacobian.METHODS, "torch.func.jacfwd", lambda f, x: jacobian.jacfwd(f)(x) * 2)
     result = invoke("all", "--quick", "--lessons", "jacobian", "--quiet")
-    assert result.exit_code == 1 and "1 claims failed" in result.output
+    assert result.exit_code == 1 and "1 claims failed: jacobian: methods-agree" in result.output
 
 
 def test_all_rejects_unknown_lesson():
@@ -85,6 +85,7 @@ def quick_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("report") / "site"
     result = invoke("report", "--out", str(out), "--quick", "--quiet")
     assert result.exit_code == 0, result.output
+    assert "claims hold in" in result.output  # the verdict is printed, not only written
     return out
 
 
@@ -95,6 +96,10 @@ def test_report_files(quick_report):
         assert json.loads((quick_report / f"{name}.json").read_text())["lesson"] == name
     page = (quick_report / "index.html").read_text()
     assert "http://" not in page and "https://" not in page  # self-contained: nothing to fetch
+    total = sum(len(json.loads((quick_report / f"{n}.json").read_text())["claims"]) for n in LESSONS)
+    assert f"all {total} claims hold in {len(LESSONS)} lessons" in page
+    assert re.search(r"made on \d{4}-\d\d-\d\d \d\d:\d\d by <code>gradlab report --out .* --quick</code> · "
+                     r"gradlab \S+ · torch \S+", page)
 
 
 def find_browser() -> str | None:

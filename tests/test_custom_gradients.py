@@ -144,8 +144,9 @@ def test_given_action_and_cli(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
-    (["--sigma", "0.7,0"], "σ must be > 0"),
-    (["--sigma", "-1,1"], "σ must be > 0"),
+    (["--sigma", "0.7,0"], "σ must be between 1.18e-38 and"),
+    (["--sigma", "-1,1"], "σ must be between"),
+    (["--sigma", "1e-45,1"], "float32's normal range"),
     (["--mu", "0.1,0.2,0.3"], "one number per action dimension"),
     (["--action", "1"], "--action has 1 numbers but --mu has 2"),
     (["--mu", "a,b"], "use comma-separated numbers"),

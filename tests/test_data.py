@@ -38,7 +38,7 @@ def test_auto_falls_back_when_the_download_fails(tmp_path, monkeypatch):
     monkeypatch.setattr(torchvision.datasets.MNIST, "download", no_network)
     data, notes = datasets.load("auto", tmp_path, offline=False)
     assert data.name == "mnist-sample"
-    assert "could not be downloaded (<urlopen error no network>)" in notes[0]
+    assert "could not be downloaded (no network?)" in notes[0] and "urlopen" not in notes[0]
 
 
 def test_explicit_mnist_offline_and_missing_is_an_error(tmp_path):

@@ -103,7 +103,7 @@ def test_cli_compare_small(tmp_path):
     (["--gamma", "1.5"], "--gamma must be in [0, 1], got 1.5"),
     (["--gamma", "-0.1"], "--gamma must be in [0, 1]"),
     (["--gamma", "nan"], "--gamma must be in [0, 1]"),
-    (["--total-steps", "0"], "--total-steps must be at least 1"),
+    (["--total-steps", "0"], "--total-steps must be between 1 and 100,000,000"),
     (["--lr", "0"], "--lr must be a positive finite number"),
     (["--batch-size", "0"], "--batch-size must be at least 1"),
     (["--batch-size", "64", "--buffer-size", "10"], "larger than --buffer-size"),

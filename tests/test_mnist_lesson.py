@@ -147,10 +147,12 @@ def test_batch_larger_than_training_set(sample):
         M.run(M.Config(batch_size=500, train_size=400), sample)
 
 
-def test_train_size_larger_than_the_data_uses_all_with_a_note(sample):
-    result = M.run(M.Config(epochs=1, train_size=55000, test_size=3000), sample)
+def test_train_size_larger_than_the_data_uses_all_with_a_note_when_chosen(sample):
+    result = M.run(M.Config(epochs=1, train_size=20000, test_size=3000), sample)
     assert result.data["train"] == 10_000
     assert any("using all 10,000" in n for n in result.notes)
+    result = M.run(M.Config(epochs=1, test_size=3000), sample)  # the tutorial's default 55,000: no note
+    assert result.data["train"] == 10_000 and not result.notes
 
 
 def test_tutorial_column_only_for_full_mnist_with_tutorial_settings(sample):

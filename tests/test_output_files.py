@@ -71,7 +71,7 @@ def test_plot_of_a_lesson_without_curves_is_refused_before_running(tmp_path):
     ("mnist", ["--optimizer", "--manual-grad"], "--optimizer and --manual-grad exclude each other"),
     ("mnist", ["--compare", "--analytic"], "--compare and --analytic exclude each other"),
     ("dqn", ["--stop-grad", "--placeholder"], "--stop-grad and --placeholder exclude each other"),
-    ("mnist", ["--lr", "1e39"], "--lr must be a positive finite number, got 1e+39 (float32 holds at most 3.4e+38)"),
+    ("mnist", ["--lr", "1e39"], "--lr must be a positive finite number, got 1e+39 (at most 3.4e+38 here)"),
     ("actor-critic", ["--critic-lr", "1e39"], "--critic-lr must be a positive finite number"),
     ("dqn", ["--seed", "99999999999999999999"], "--seed"),
     ("dqn", ["--seed", "-1"], "--seed"),
@@ -140,3 +140,44 @@ def test_a_blown_up_cost_counts_as_diverged(sample):
 
     result = C.run(C.Config(lr=20.0, epochs=1, train_size=2000, test_size=200), sample)
     assert result.metrics["none"]["diverged"] and "cost" in result.metrics["none"]["diverged"]
+
+
+def test_an_empty_lesson_list_is_refused():
+    assert_one_line_error(invoke("all", "--quick", "--lessons", ","), "names no lesson")
+
+
+def test_claims_speak_only_about_points_in_the_table(tmp_path):
+    out = tmp_path / "r.json"
+    result = invoke("log1pexp", "--x", "88.5,-104", "--json", str(out))
+    r = json.loads(out.read_text())
+    assert result.exit_code == 0 and any("x = 100" in n for n in r["notes"])
+    assert 100.0 in [row[0] for row in r["tables"][0]["rows"]]
+
+
+def test_sigma_shrinks_is_judged_per_dimension():
+    from gradlab.lessons import gaussian_policy as G
+
+    result = G.run(G.Config(lr=0.001))
+    claim = {c.id: c for c in result.claims}["sigma-shrinks"]
+    assert claim.passed and 0.5 < claim.value < 1  # both σ shrank a little (the old formula said 1.37, ✗)
+
+
+@pytest.mark.parametrize(("toml", "fragment"), [
+    ("epochs = 1.5", "epochs must be a whole number, got 1.5"),
+    ("epochs = true", "epochs must be a whole number, got true"),
+    ("lr = true", "lr must be a number, got true"),
+    ("shuffle = 1", "shuffle must be true or false, got 1"),
+])
+def test_config_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, toml, fragment):
+    f = tmp_path / "c.toml"
+    f.write_text(toml + "\n")
+    assert_one_line_error(invoke("mnist", "--config", str(f)), fragment)
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--matrix", "1", "--state", "1"], "a policy needs at least 2 actions"),
+    (["--sizes", "2.5", "--scaling"], "--sizes must be whole numbers"),
+    (["--matrix", ";".join([",".join(["0.1"] * 17)] * 17), "--state", ",".join(["1"] * 17)], "at most 256"),
+])
+def test_jacobian_refuses_what_it_cannot_teach_with(args, fragment):
+    assert_one_line_error(invoke("jacobian", *args), fragment)

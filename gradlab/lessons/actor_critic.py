@@ -70,6 +70,8 @@ class Config:
     def __post_init__(self) -> None:
         check(self.grad_mode in GRAD_MODES, f"unknown --grad-mode {self.grad_mode!r}: use explicit or backward")
         check(0 <= self.gamma <= 1 and not math.isnan(self.gamma), f"--gamma must be in [0, 1], got {self.gamma}")
+        check(self.total_steps <= rl.MAX_STEPS, f"--total-steps must be at most {rl.MAX_STEPS:,}, got "
+                                                f"{self.total_steps}; try 150000")
         check(self.total_steps >= self.envs, f"--total-steps must be at least --envs ({self.envs}), "
                                              f"got {self.total_steps}")
         for name, v in (("--critic-lr", self.critic_lr), ("--actor-lr", self.actor_lr)):

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from gradlab import rl
-from gradlab.errors import check, check_positive
+from gradlab.errors import ADAM_MAX_LR, check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
 
 TARGET_MODES = ("stop-grad", "placeholder", "no-stop-grad")
@@ -96,8 +96,9 @@ class Config:
         check(self.target in TARGET_MODES, f"unknown target mode {self.target!r}: use {', '.join(TARGET_MODES)}")
         check(0 <= self.gamma <= 1 and not math.isnan(self.gamma),
               f"--gamma must be in [0, 1], got {self.gamma}; try --gamma 0.99")
-        check(self.total_steps >= 1, f"--total-steps must be at least 1, got {self.total_steps}; try 30000")
-        check_positive("--lr", self.lr, "0.001")
+        check(1 <= self.total_steps <= rl.MAX_STEPS, f"--total-steps must be between 1 and {rl.MAX_STEPS:,}, got "
+                                                     f"{self.total_steps}; try 30000")
+        check_positive("--lr", self.lr, "0.001", ADAM_MAX_LR)
         for name, v in (("--target-update", self.target_update), ("--buffer-size", self.buffer_size),
                         ("--batch-size", self.batch_size), ("--eval-episodes", self.eval_episodes),
                         ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
@@ -192,7 +193,8 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     env = rl.make_env()
     obs_dim, n_actions = env.observation_space.shape[0], env.action_space.n
     online, target_net, optimizer = make_networks(config, obs_dim, n_actions)
-    buffer = ReplayBuffer(config.buffer_size, obs_dim, config.seed)
+    # a run never stores more than total_steps transitions: a larger capacity would only allocate memory
+    buffer = ReplayBuffer(min(config.buffer_size, config.total_steps), obs_dim, config.seed)
     checkpoint = rl.BestCheckpoint(config.eval_every, config.checkpoint_episodes, config.seed)
     rng = np.random.default_rng(config.seed + 1)  # ε-greedy draws
     episodes: list[tuple[int, float]] = []  # (step at which the episode ended, its return)
@@ -227,7 +229,7 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
                 losses.append(loss.detach())
             trained = True
             if not bool(torch.isfinite(loss)):  # the learning rate blew the network up: stop, say where
-                stopped = (f"the TD loss became {float(loss)} after {step:,} environment steps; training stopped. "
+                stopped = (f"the TD loss became {loss.item()} after {step:,} environment steps; training stopped. "
                            f"The learning rate {config.lr} is too large: try --lr 0.0023")
                 break
         if config.target_net and step % config.target_update == 0 and trained:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gradlab.errors import GradlabError, check, check_positive
+from gradlab.errors import ADAM_MAX_LR, FLOAT32_MAX, GradlabError, check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -55,6 +55,8 @@ CPU_ONLY = "a handful of numbers per step: a GPU would only add transfer latency
 EXPLAIN = ("GaussianLogProb", "score_closed_form", "reinforce")
 
 
+FLOAT32_TINY = 1.1754943508222875e-38  # float32's smallest normal number
+
 @dataclass
 class Config:
     """Settings of `gradlab gaussian-policy`."""
@@ -72,7 +74,9 @@ class Config:
     def __post_init__(self) -> None:
         mu, sigma = parse_list(self.mu, "--mu"), parse_list(self.sigma, "--sigma")
         opt = parse_list(self.optimum, "--optimum")
-        check(all(s > 0 for s in sigma), f"--sigma {self.sigma!r}: σ must be > 0 in every dimension")
+        check(all(FLOAT32_TINY <= s <= FLOAT32_MAX for s in sigma),
+              f"--sigma {self.sigma!r}: σ must be between {FLOAT32_TINY:.3g} and {FLOAT32_MAX:.3g} in every dimension "
+              f"(float32's normal range: 1/σ² must be a number); try --sigma 0.7,1.2")
         check(len(mu) == len(sigma) == len(opt), f"--mu, --sigma and --optimum need one number per action "
                                                  f"dimension; got {len(mu)}, {len(sigma)} and {len(opt)}")
         if self.action:
@@ -80,7 +84,7 @@ class Config:
                   f"--action has {len(parse_list(self.action, '--action'))} numbers but --mu has {len(mu)}")
         check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}")
         check(self.samples >= 2, f"--samples must be at least 2 (the baseline needs a batch), got {self.samples}")
-        check_positive("--lr", self.lr, "0.05")
+        check_positive("--lr", self.lr, "0.05", ADAM_MAX_LR)
         check(0 < self.tolerance < math.inf, f"--tolerance must be positive, got {self.tolerance!r}")
 
 
@@ -182,8 +186,9 @@ def run(config: Config, device: torch.device | None = None,
               1.0 if grad_ok and gradgrad_ok else 0.0, 1.0, "=="),
         Claim("reinforce-reaches-optimum", f"REINFORCE with the layer: learned μ within {config.tolerance} of a* "
               f"(‖μ − a*‖)", final_distance, config.tolerance),
-        Claim("sigma-shrinks", "σ shrinks: final max σ / initial min σ",
-              max(history["sigma"][-1]) / min(parse_list(config.sigma, "--sigma")), 1.0, "<"),
+        Claim("sigma-shrinks", "σ shrinks in every dimension: max over dimensions of final σ_i / initial σ_i",
+              max(f / s for f, s in zip(history["sigma"][-1], parse_list(config.sigma, "--sigma"), strict=True)),
+              1.0, "<"),
     ]
     every = max(1, config.epochs // 10)
     epochs = sorted(set(range(every, config.epochs + 1, every)) | {1, config.epochs})

@@ -39,6 +39,9 @@ DEFAULT_MATRIX = "0.2,0.5,-0.3,0.1;0.4,-0.2,0.6,-0.5"
 DEFAULT_STATE = "1.0,0.5,-1.0,2.0"
 
 
+MAX_ENTRIES = 256  # numbers in X: the Hessian check by finite differences costs 2·(rows·columns)² evaluations
+
+
 def parse_matrix(text: str) -> list[list[float]]:
     """"a,b,c,d;e,f,g,h" -> rows of numbers; ragged rows and non-numbers are errors."""
     rows = [[_number(v, "--matrix") for v in row.split(",")] for row in text.strip().split(";")]
@@ -84,8 +87,15 @@ class Config:
                                    f"as many state numbers as X has columns")
         check(0 <= self.output < len(X), f"--output {self.output} is out of range: X has {len(X)} rows, so use "
                                          f"0..{len(X) - 1}")
+        check(len(X) >= 2, f"--matrix {self.matrix!r} has {len(X)} row: a policy needs at least 2 actions (rows), "
+                           f"or its softmax is the constant 1; add a row after ';'")
+        check(len(X) * len(X[0]) <= MAX_ENTRIES, f"--matrix has {len(X)}×{len(X[0])} = {len(X) * len(X[0])} "
+                                                 f"numbers; at most {MAX_ENTRIES} (the finite-difference Hessian "
+                                                 f"grows with their square)")
         check(self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}")
-        sizes = [int(_number(s, "--sizes")) for s in self.sizes.split(",")]
+        numbers = [_number(s, "--sizes") for s in self.sizes.split(",")]
+        check(all(n.is_integer() for n in numbers), f"--sizes must be whole numbers, got {self.sizes!r}")
+        sizes = [int(n) for n in numbers]
         check(all(1 <= n <= 4096 for n in sizes), f"--sizes must be between 1 and 4096, got {self.sizes!r}")
 
 
@@ -202,7 +212,7 @@ def run(config: Config, device: torch.device | None = None,
     tables = [
         Table("the question: W = log softmax(X y)", ["", *[f"{i}" for i in range(k)]],
               [["W", *W.detach().tolist()], ["p = softmax(X y)", *p.tolist()]], [None] + [".6f"] * k),
-        _matrix_table("torch.autograd.grad(W, X, grad_outputs=ones): one 2×4 matrix, Σ_i ∂W_i/∂X", summed,
+        _matrix_table(f"torch.autograd.grad(W, X, grad_outputs=ones): one {k}×{m} matrix, Σ_i ∂W_i/∂X", summed,
                       note=f"without grad_outputs PyTorch says: {error}"),
     ]
     for i in range(k):

@@ -44,6 +44,7 @@ from gradlab.result import Claim, Result, Table
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 DEFAULT_X = "-100,-20,0,20,88,89,100,1000"
+CLAIM_X = 100.0  # the tutorial's x: where float32's naive gradient is NaN
 ULP_BOUND = 4  # "within a few ulps"
 
 
@@ -185,6 +186,10 @@ def run(config: Config, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
     """The table of values and gradients, and the claims. Pure: no printing. (CPU: the point is float rounding.)"""
     xs = [float(v) for v in config.x.split(",")]
+    notes = []
+    if CLAIM_X not in xs:  # the claims are about the tutorial's point: it must be in the table they refer to
+        xs = sorted([*xs, CLAIM_X])
+        notes.append(f"x = {CLAIM_X:g}, the tutorial's point that the claims are about, was added to the table")
     dtypes = list(DTYPES) if config.dtype == "both" else [config.dtype]
     tables, metrics = [], {}
     worst_value_ulps = worst_grad_ulps = 0.0
@@ -211,9 +216,9 @@ def run(config: Config, device: torch.device | None = None,
                             ["x", "", *METHODS, "exact"], rows, [".6g", None] + [".9g"] * (len(METHODS) + 1)))
         progress(f"{name} table", dtypes.index(name) + 1, len(dtypes))
 
-    naive_100 = value_and_grad(naive, 100.0, torch.float32)[1]
-    where_100 = value_and_grad(where_guard, 100.0, torch.float32)[1]
-    tutorial_100 = value_and_grad(TutorialLog1pExp.apply, 100.0, torch.float32)
+    naive_100 = value_and_grad(naive, CLAIM_X, torch.float32)[1]
+    where_100 = value_and_grad(where_guard, CLAIM_X, torch.float32)[1]
+    tutorial_100 = value_and_grad(TutorialLog1pExp.apply, CLAIM_X, torch.float32)
     stable_checks = checks(StableLog1pExp.apply)
     tutorial_checks = checks(TutorialLog1pExp.apply)
     tutorial_dd = second_derivative_error(TutorialLog1pExp.apply)
@@ -245,7 +250,7 @@ def run(config: Config, device: torch.device | None = None,
     ]
     return Result(lesson="log1pexp", title="custom gradients: log(1 + exp(x)) without NaN",
                   config={}, seed=config.seed, metrics=metrics, claims=claims, tables=tables,
-                  notes=["NaN and inf are shown in red; the stable Function's errors are measured in ulps "
+                  notes=[*notes, "NaN and inf are shown in red; the stable Function's errors are measured in ulps "
                          "(spacing of the dtype's numbers at the exact answer)"])
 
 

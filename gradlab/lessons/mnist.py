@@ -36,6 +36,7 @@ Where PyTorch differs from the TF-1 original:
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -231,10 +232,11 @@ def prepare(config, data, device: torch.device) -> Split:
     like the tutorial's, and the shared batch orders. Used by every lesson that trains on MNIST-like data."""
     notes = []
     n_train, n_test = min(config.train_size, len(data.y_train)), min(config.test_size, len(data.y_test))
-    if n_train < config.train_size:
+    defaults = type(config).__dataclass_fields__  # the data line shows "train 10,000 of 10,000" anyway: a note
+    if n_train < config.train_size != defaults["train_size"].default:  # only for a size the user chose
         notes.append(f"--train-size {config.train_size} > the {len(data.y_train):,} training images of "
                      f"{data.name}: using all {n_train:,}")
-    if n_test < config.test_size:
+    if n_test < config.test_size != defaults["test_size"].default:
         notes.append(f"--test-size {config.test_size} > the {len(data.y_test):,} test images: using all {n_test:,}")
     check(config.batch_size <= n_train,
           f"--batch-size {config.batch_size} is larger than the training set ({n_train} images); "
@@ -284,15 +286,19 @@ def run(config: Config, data, device: torch.device | None = None,
 
     claims = []
     done = [v for v in variants if v in params and metrics[v]["epoch_cost"]]
-    if stopped is None and config.variant == "compare":
+    if config.variant == "compare":  # a stopped run shows these too, as not reached (NaN fails)
+        unfinished = "" if stopped is None else " — not reached: training stopped"
         claims.append(Claim("manual-equals-optimizer",
-                            "manual gradient step ≡ optimizer step: max |ΔW|, |Δb| after training",
-                            max_abs_diff(params["manual"], params["optimizer"]), 1e-6))
+                            "manual gradient step ≡ optimizer step: max |ΔW|, |Δb| after training" + unfinished,
+                            max_abs_diff(params["manual"], params["optimizer"]) if not unfinished else math.nan,
+                            1e-6))
         claims.append(Claim("analytic-equals-autograd",
-                            "analytic gradient ≡ autograd gradient: max |ΔW|, |Δb| after training",
-                            max_abs_diff(params["analytic"], params["optimizer"]), 1e-5))
-    if done:
-        claims += step_claims(params[done[0]], x[:config.batch_size], y[:config.batch_size], config.lr)
+                            "analytic gradient ≡ autograd gradient: max |ΔW|, |Δb| after training" + unfinished,
+                            max_abs_diff(params["analytic"], params["optimizer"]) if not unfinished else math.nan,
+                            1e-5))
+    # the one-batch checks from the first variant's trained weights, or from the zero init if none finished an epoch
+    claims += step_claims(params[done[0]] if done else (W0, b0), x[:config.batch_size], y[:config.batch_size],
+                          config.lr, "trained weights" if done else "zero init")
 
     return Result(
         lesson="mnist",
@@ -309,8 +315,8 @@ def run(config: Config, data, device: torch.device | None = None,
     )
 
 
-def step_claims(p: tuple, x: torch.Tensor, y: torch.Tensor, lr: float) -> list[Claim]:
-    """From the trained weights, one step on one batch three ways: the gradients and the updates agree."""
+def step_claims(p: tuple, x: torch.Tensor, y: torch.Tensor, lr: float, at: str = "trained weights") -> list[Claim]:
+    """From weights P (described by AT), one step on one batch three ways: the gradients and the updates agree."""
     W, b = (t.detach() for t in p)
     Wg, bg = W.clone().requires_grad_(True), b.clone().requires_grad_(True)
     auto = torch.autograd.grad(cross_entropy(x @ Wg + bg, y), [Wg, bg])
@@ -322,10 +328,10 @@ def step_claims(p: tuple, x: torch.Tensor, y: torch.Tensor, lr: float) -> list[C
         after[name] = q
     return [
         Claim("analytic-gradient-one-batch",
-              "∂cost/∂W = xᵀ(p − y)/B and ∂cost/∂b = mean(p − y) match autograd (one batch, trained weights)",
+              f"∂cost/∂W = xᵀ(p − y)/B and ∂cost/∂b = mean(p − y) match autograd (one batch, {at})",
               max_abs_diff((gW, gb), auto), 1e-6),
         Claim("one-step-agrees",
-              "one step from the trained weights: manual and analytic updates ≡ optimizer update "
+              f"one step from the {at}: manual and analytic updates ≡ optimizer update "
               "(max |ΔW|, |Δb| relative to max |W|, |b|)",
               max(max_abs_diff(after["manual"], after["optimizer"]),
                   max_abs_diff(after["analytic"], after["optimizer"]))
@@ -348,19 +354,22 @@ def curves(metrics: dict, epochs: int) -> dict[str, Curve]:
 
 
 def tables(metrics: dict, variants: list[str], config: Config, data_name: str) -> list[Table]:
-    ran = [v for v in variants if v in metrics]
+    ran = variants  # all of them: a stopped run shows what it did not reach
+    NOT_REACHED = "not reached"
     tutorial = (data_name == "mnist" and config.epochs == 10 and config.lr == 0.01 and config.batch_size == 100
                 and config.train_size == 55000 and config.test_size == 3000)
     cols = ["epoch", *ran] + (["tutorial (TF-1)"] if tutorial else [])
     rows = []
     for e in range(config.epochs):
-        row = [e + 1] + [metrics[v]["epoch_cost"][e] if e < len(metrics[v]["epoch_cost"]) else None for v in ran]
+        row = [e + 1] + [metrics[v]["epoch_cost"][e] if v in metrics and e < len(metrics[v]["epoch_cost"])
+                         else NOT_REACHED for v in ran]
         rows.append(row + ([TUTORIAL_COSTS[e]] if tutorial else []))
     per_epoch = Table("cost per epoch (mean of its batch costs, each before its update)", cols, rows,
                       [None] + [".9f"] * (len(cols) - 1),
                       note="" if tutorial else "the tutorial's published numbers appear beside ours when the data is "
                                                "full MNIST with the tutorial's settings")
-    summary_rows = [[v, metrics[v]["test_accuracy"], metrics[v]["wall_s"], metrics[v]["samples_per_s"]] for v in ran]
+    summary_rows = [[v, metrics[v]["test_accuracy"], metrics[v]["wall_s"], metrics[v]["samples_per_s"] or None]
+                    if v in metrics and metrics[v]["epoch_cost"] else [v, NOT_REACHED, None, None] for v in ran]
     if tutorial:
         summary_rows.append(["tutorial (TF-1)", TUTORIAL_ACCURACY, None, None])
     summary = Table("after training", ["variant", "test accuracy", "wall s", "samples/s"], summary_rows,

@@ -80,13 +80,21 @@ def plot_png(result: Result) -> bytes | None:
     curves: list[tuple[str, Curve]] = [(k, c if isinstance(c, Curve) else Curve(**c)) for k, c in result.curves.items()]
     if not curves:
         return None
+    from matplotlib.ticker import MaxNLocator
+
     fig, axes = plt.subplots(1, len(curves), figsize=(6.4 * len(curves), 4.2), squeeze=False)
     styles = ["-", "--", ":", "-."]  # lines that agree exactly lie on top of each other: vary the dash
+    # One colour per variant on every panel ("manual" stays orange): the variant is the label before any ":"
+    variants = list(dict.fromkeys(label.split(":")[0] for _, c in curves for label in c.series))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colour = {v: palette[i % len(palette)] for i, v in enumerate(variants)}
     for ax, (name, c) in zip(axes[0], curves, strict=True):
         for i, (label, ys) in enumerate(c.series.items()):
             n = min(len(c.x), len(ys))
             ax.plot([float(v) for v in c.x[:n]], [float(v) for v in ys[:n]], styles[i % len(styles)],
-                    marker="o" if n <= 30 else None, ms=3, label=label)
+                    color=colour[label.split(":")[0]], marker="o" if n <= 30 else None, ms=3, label=label)
+        if all(float(v).is_integer() for v in c.x):  # epochs, steps: no tick at 1.25
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set(title=name, xlabel=c.xlabel, ylabel=c.ylabel)
         if c.logy:
             ax.set_yscale("log")

@@ -99,10 +99,16 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
     return "\n".join(parts)
 
 
-def page(sections: list[str], summary_rows: list[list[Any]], title: str) -> str:
+def page(sections: list[str], summary_rows: list[list[Any]], title: str, made: dict[str, str]) -> str:
+    """The whole page. MADE: command, gradlab and torch versions, date, and the verdict line (N claims hold)."""
     summary = table_html({"title": "summary", "columns": ["lesson", "claims passed", "claims failed", "wall s"],
                           "rows": summary_rows, "formats": [None, None, None, ".1f"]})
+    ok = not any(row[2] for row in summary_rows)
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>"
-            f"<h1>{html.escape(title)}</h1><p class='meta'>Every number below was measured when this page was made; "
-            f"every claim was checked at run time.</p>{summary}" + "\n".join(sections) + "</body></html>\n")
+            f"<h1>{html.escape(title)}</h1>"
+            f'<p class="verdict {"pass" if ok else "fail"}">{html.escape(made["verdict"])}</p>'
+            f"<p class='meta'>made on {html.escape(made['date'])} by <code>{html.escape(made['command'])}</code> · "
+            f"gradlab {html.escape(made['gradlab'])} · torch {html.escape(made['torch'])}. Every number below was "
+            f"measured when this page was made; every claim was checked at run time.</p>{summary}"
+            + "\n".join(sections) + "</body></html>\n")
