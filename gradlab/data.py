@@ -20,6 +20,7 @@ import os
 import shutil
 import socket
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,11 +182,11 @@ def _decompress_all(src_dir: Path, raw: Path) -> None:
             finally:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise GradlabError(
-            f"cannot decompress {src_dir}/*.gz into {raw}: {e}; "
-            f"replace the corrupted .gz file or choose a writable --data-dir"
-        ) from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:  # the archive itself is broken
+        raise GradlabError(f"cannot decompress {src_dir}/*.gz: {e}; replace the corrupted .gz file") from None
+    except OSError as e:  # the folder: read-only, full, missing
+        raise GradlabError(f"cannot write the decompressed files into {raw} ({e.strerror or e}); choose a writable "
+                           f"--data-dir") from None
 
 
 def _read_torchvision(class_name: str, name: str, root: Path, source: str) -> Data:

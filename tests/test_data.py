@@ -135,3 +135,17 @@ def test_default_data_dir_follows_the_environment(monkeypatch, tmp_path):
     assert datasets.default_data_dir() == tmp_path
     monkeypatch.delenv("GRADLAB_DATA")
     assert datasets.default_data_dir().name == "data"
+
+
+def test_a_read_only_data_dir_is_not_blamed_on_the_archive(tmp_path, monkeypatch):
+    from conftest import copy_sample_gz
+
+    copy_sample_gz(tmp_path / "MNIST" / "raw")
+
+    def denied(*a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(datasets.tempfile, "mkstemp", denied)
+    with pytest.raises(GradlabError, match=r"Permission denied.*choose a writable --data-dir") as e:
+        datasets.load("mnist", tmp_path, offline=True)
+    assert "corrupted" not in str(e.value)

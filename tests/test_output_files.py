@@ -181,3 +181,10 @@ def test_config_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, toml,
 ])
 def test_jacobian_refuses_what_it_cannot_teach_with(args, fragment):
     assert_one_line_error(invoke("jacobian", *args), fragment)
+
+
+def test_a_diverging_reinforce_stops_and_says_where(tmp_path):
+    out = tmp_path / "r.json"
+    result = invoke("gaussian-policy", "--lr", "3e37", "--epochs", "20", "--json", str(out))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "became non-finite at update" in json.loads(out.read_text())["stopped"]

@@ -126,7 +126,7 @@ def reinforce(config: Config, progress) -> dict:
     mu = torch.tensor(parse_list(config.mu, "--mu"), requires_grad=True)
     rho = torch.tensor(parse_list(config.sigma, "--sigma")).log().requires_grad_(True)  # σ = e^ρ > 0
     opt = torch.optim.Adam([mu, rho], lr=config.lr)
-    history = {"mu": [], "sigma": [], "reward": [], "distance": []}
+    history = {"mu": [], "sigma": [], "reward": [], "distance": [], "stopped": None}
     for epoch in range(1, config.epochs + 1):
         sigma = rho.exp()
         with torch.no_grad():  # sample actions: the policy acts, no gradient through the sampling
@@ -137,6 +137,10 @@ def reinforce(config: Config, progress) -> dict:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if not bool(torch.isfinite(mu).all() and torch.isfinite(rho).all()):  # blown up: stop and say where
+            history["stopped"] = (f"μ or σ became non-finite at update {epoch} of {config.epochs}; training stopped. "
+                                  f"The learning rate {config.lr} is too large: try --lr 0.05")
+            break
         history["mu"].append(mu.detach().tolist())
         history["sigma"].append(rho.detach().exp().tolist())
         history["reward"].append(float(r.mean()))
@@ -176,6 +180,12 @@ def run(config: Config, device: torch.device | None = None,
     gradgrad_ok = torch.autograd.gradgradcheck(GaussianLogProb.apply, inputs64, raise_exception=False)
 
     history = reinforce(config, progress)
+    if history["stopped"]:  # the claims about the trained policy fail (NaN): it never finished
+        history["mu"].append([math.nan] * len(mu))
+        history["sigma"].append([math.nan] * len(mu))
+        history["reward"].append(math.nan)
+        history["distance"].append(math.nan)
+    reached = len(history["mu"])
     final_distance = history["distance"][-1]
     claims = [
         Claim("layer-equals-closed-form", "custom layer's gradients ≡ the closed forms (float32, max |Δ|)",
@@ -191,11 +201,11 @@ def run(config: Config, device: torch.device | None = None,
               1.0, "<"),
     ]
     every = max(1, config.epochs // 10)
-    epochs = sorted(set(range(every, config.epochs + 1, every)) | {1, config.epochs})
+    epochs = sorted(set(range(every, reached + 1, every)) | {1, reached})
     train_rows = [[e, ", ".join(f"{v:.3f}" for v in history["mu"][e - 1]),
                    ", ".join(f"{v:.3f}" for v in history["sigma"][e - 1]), history["reward"][e - 1],
                    history["distance"][e - 1]] for e in epochs]
-    x = list(range(1, config.epochs + 1))
+    x = list(range(1, reached + 1))
     return Result(
         lesson="gaussian-policy",
         title="a custom-gradient layer for a Gaussian policy's score function, trained with REINFORCE",
@@ -219,4 +229,5 @@ def run(config: Config, device: torch.device | None = None,
                                                              for i in range(len(mu))}}, logy=True),
             "mean reward": Curve("epoch", "mean reward of the batch", x, {"reward": history["reward"]}),
         },
+        stopped=history["stopped"],
     )
