@@ -35,10 +35,20 @@ class LessonCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+class Interrupted(Exception):
+    """Ctrl-C, carried past click (which would print a blank line and call it an abort)."""
+
+
 class GradlabGroup(click.Group):
     """Bad input of any kind becomes one line on stderr and exit code 2, never a traceback."""
 
     command_class = LessonCommand
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # teaching order, as defined below, not alphabetical
@@ -53,7 +63,7 @@ class GradlabGroup(click.Group):
         except GradlabError as e:
             _error(str(e))
             sys.exit(2)
-        except click.Abort:  # Ctrl-C (click turns KeyboardInterrupt into Abort)
+        except (Interrupted, click.Abort):  # Ctrl-C
             _error("interrupted")
             sys.exit(130)
         sys.exit(code if isinstance(code, int) else 0)
@@ -448,6 +458,7 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     """
     import datetime
     import json
+    import shutil
     from pathlib import Path
 
     import torch
@@ -481,12 +492,18 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
             "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
             "verdict": verdict.replace("[bold red]", "").replace("[bold green]", "").replace("[/]", "")}
     files["index.html"] = html_report.page(sections, summary, title, made).encode()
+    created = not out.exists()
     try:
         out.mkdir(exist_ok=True)
     except OSError as e:
         raise GradlabError(f"--out {out_dir}: cannot create the folder ({e.strerror}); choose another path") from None
-    for fname, content in files.items():
-        write_bytes(out / fname, content)
+    try:
+        for fname, content in files.items():
+            write_bytes(out / fname, content)
+    except GradlabError:
+        if created:  # leave nothing behind, not a folder with half the report
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     console = report.make_console()
     console.print(verdict)
     console.print(f"wrote {out / 'index.html'} and {len(done)} JSON files")

@@ -125,7 +125,23 @@ def test_ctrl_c_says_interrupted_and_exits_130(monkeypatch):
 
     monkeypatch.setattr(runner, "execute", interrupt)
     result = invoke("all", "--quick", "--lessons", "log1pexp")
-    assert result.exit_code == 130 and "gradlab: error: interrupted" in result.stderr
+    assert result.exit_code == 130 and result.stderr.strip() == "gradlab: error: interrupted"
+
+
+def test_a_real_sigint_mid_run_exits_130_with_one_line(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "gradlab", "dqn", "--json", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # start-up, then training
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip() == "gradlab: error: interrupted", err
+    assert not out.exists()
 
 
 def test_huge_numbers_print_in_scientific_notation():
@@ -188,3 +204,22 @@ def test_a_diverging_reinforce_stops_and_says_where(tmp_path):
     result = invoke("gaussian-policy", "--lr", "3e37", "--epochs", "20", "--json", str(out))
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "became non-finite at update" in json.loads(out.read_text())["stopped"]
+
+
+def test_a_report_that_cannot_be_written_leaves_no_folder(tmp_path, monkeypatch):
+    from gradlab.report import files
+
+    real = files.write_bytes
+    calls = []
+
+    def full_disk(path, data):
+        calls.append(path)
+        if len(calls) == 2:
+            raise GradlabError(f"cannot write {path}: No space left on device; choose another path")
+        real(path, data)
+
+    monkeypatch.setattr(files, "write_bytes", full_disk)
+    site = tmp_path / "site"
+    assert_one_line_error(invoke("report", "--out", str(site), "--quick", "--lessons", "log1pexp,jacobian"),
+                          "No space left on device")
+    assert not site.exists() and len(calls) == 2
