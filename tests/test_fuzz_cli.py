@@ -2,6 +2,10 @@
 for every option of every lesson, on small budgets. Whatever the value: exit code 0, 1 or 2 only, never a
 traceback, and a refused run (exit 2) leaves no file behind."""
 
+import os
+import stat
+from pathlib import Path
+
 import click
 import pytest
 from conftest import invoke
@@ -65,14 +69,15 @@ def test_any_option_value_gives_0_1_or_2_and_never_a_traceback(name, tmp_path_fa
         option = data.draw(st.sampled_from(options), label="option")
         value = data.draw(values(option), label=option.opts[0])
         folder = tmp_path_factory.mktemp("fuzz")
-        out = folder / "r.json"
+        to_device = data.draw(st.booleans(), label="--json /dev/null")
+        out = Path("/dev/null") if to_device else folder / "r.json"
         result = invoke(name, *BASE[name], option.opts[0], value, "--json", str(out))
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)  # a device is written in place, never replaced
         assert result.exit_code in (0, 1, 2), (result.exit_code, result.output)
         assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
         assert "Traceback" not in result.output
-        if result.exit_code == 2:
-            assert not out.exists() and len(result.stderr.strip().splitlines()) == 1, result.stderr
-        else:
-            assert out.exists()
+        assert len(result.stderr.strip().splitlines()) == (1 if result.exit_code == 2 else 0), result.stderr
+        if not to_device:
+            assert out.exists() is (result.exit_code != 2)  # a refused run leaves no file
 
     check()
