@@ -418,7 +418,7 @@ def _summary_rows(done) -> list[list[Any]]:
 @cli.command("all", short_help="Run every lesson in turn and summarise the claims (exit 1 if any fails).")
 @click.option("--quick", is_flag=True, help="Small budgets and the bundled data; every claim is still checked.")
 @click.option("--lessons", default=None, help="Comma-separated subset, e.g. mnist,clip (default: all).")
-@click.option("--threads", type=int, default=None, help="CPU threads for every lesson (default: each lesson's own).")
+@click.option("--threads", type=int, default=None, help="CPU threads for every lesson (default: 1).")
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
 def all_lessons(quick: bool, lessons: str | None, threads: int | None, quiet: bool) -> int:
     """Run every lesson (with --quick in about a minute on 2 CPU cores) and print a summary table."""
@@ -449,7 +449,7 @@ def _verdict(done, rows) -> str:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for index.html.")
 @click.option("--quick", is_flag=True, help="The same quick runs as `gradlab all --quick`.")
 @click.option("--lessons", default=None, help="Comma-separated subset (default: all).")
-@click.option("--threads", type=int, default=None, help="CPU threads for every lesson (default: each lesson's own).")
+@click.option("--threads", type=int, default=None, help="CPU threads for every lesson (default: 1).")
 @click.option("--quiet", is_flag=True, help="Print only where the report went.")
 def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, quiet: bool) -> int:
     """Write OUT/index.html (tables, claims, explanations, plots embedded) and OUT/<lesson>.json.
