@@ -432,17 +432,18 @@ def all_lessons(quick: bool, lessons: str | None, threads: int | None, quiet: bo
     console.print(report.render_table(Table("gradlab all" + (" --quick" if quick else ""),
                                             ["lesson", "claims passed", "claims failed", "wall s"], rows,
                                             [None, None, None, ".1f"])))
-    console.print(_verdict(done, rows))
-    return 1 if any(row[2] for row in rows) else 0
+    ok, verdict = _verdict(done, rows)
+    console.print(verdict, style="bold green" if ok else "bold red")
+    return 0 if ok else 1
 
 
-def _verdict(done, rows) -> str:
-    """One line: how many claims hold, or which failed (lesson: claim id; a stopped run counts as one)."""
+def _verdict(done, rows) -> tuple[bool, str]:
+    """(all hold?, one line): how many claims hold, or which failed (lesson: claim id; a stopped run counts)."""
     failed = [f"{name}: {c.id}" for name, r, _ in done for c in r.claims if not c.passed]
     failed += [f"{name}: stopped" for name, r, _ in done if r.stopped]
     if failed:
-        return f"[bold red]{len(failed)} claims failed[/]: " + ", ".join(failed)
-    return f"[bold green]all {sum(row[1] for row in rows)} claims hold in {len(rows)} lessons[/]"
+        return False, f"{len(failed)} claims failed: " + ", ".join(failed)
+    return True, f"all {sum(row[1] for row in rows)} claims hold in {len(rows)} lessons"
 
 
 @cli.command(short_help="Run every lesson and write one self-contained HTML page plus every lesson's JSON.")
@@ -487,11 +488,10 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     summary = _summary_rows(done)
     command = "gradlab report --out " + out_dir + (" --quick" if quick else "") + \
         (f" --lessons {lessons}" if lessons else "") + (f" --threads {threads}" if threads else "")
-    verdict = _verdict(done, summary)
+    ok, verdict = _verdict(done, summary)
     made = {"command": command, "gradlab": __version__, "torch": torch.__version__,
-            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-            "verdict": verdict.replace("[bold red]", "").replace("[bold green]", "").replace("[/]", "")}
-    files["index.html"] = html_report.page(sections, summary, title, made).encode()
+            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "verdict": verdict}
+    files["index.html"] = html_report.page(sections, summary, title, made, ok).encode()
     created = not out.exists()
     try:
         out.mkdir(exist_ok=True)
@@ -505,9 +505,9 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
             shutil.rmtree(out, ignore_errors=True)
         raise
     console = report.make_console()
-    console.print(verdict)
+    console.print(verdict, style="bold green" if ok else "bold red")
     console.print(f"wrote {out / 'index.html'} and {len(done)} JSON files")
-    return 1 if any(row[2] for row in summary) else 0
+    return 0 if ok else 1
 
 
 @cli.command(short_help="Print the tables and claims of a saved --json result again.")

@@ -80,6 +80,19 @@ class BestCheckpoint:
         if score >= self.best_return:
             self.best_step, self.best_return, self.best = step, score, copy.deepcopy(policy)
 
+    def fresh_returns(self, last: torch.nn.Module, episodes: int, stopped: bool) -> tuple[list[float], list[float]]:
+        """Greedy returns on EPISODES fresh episodes of the best checkpoint and of the LAST policy; [NaN] for the
+        best when no checkpoint was taken, and for the last when the run STOPPED (its weights are not finite)."""
+        fresh = self.seed + FINAL_SEEDS
+        best = evaluate(self.best, episodes, fresh) if self.best is not None else [math.nan]
+        return best, evaluate(last, episodes, fresh) if not stopped else [math.nan]
+
+    def note(self, what: str) -> str:
+        """What the summary table's checkpoint columns and times mean; WHAT is the policy ("policy", "actor")."""
+        return (f"a checkpoint is the {what} every {self.every:,} steps, scored on {self.episodes} greedy episodes; "
+                f"the best is then reported on other episodes. wall s and env steps/s cover the training loop, "
+                f"checkpoint evaluations included")
+
 
 def window_edges(total_steps: int, windows: int) -> list[tuple[float, float]]:
     """The WINDOWS equal slices (lo, hi] of a run of TOTAL_STEPS environment steps."""

@@ -209,9 +209,8 @@ def run(config: Config, device: torch.device | None = None,
     """Train, evaluate greedily, check explicit ≡ backward and the parameter copies. Pure: no printing."""
     out = train(config, lambda step, ret: progress(f"{config.grad_mode} step {step}/{config.total_steps}  "
                                                    f"return {ret:.0f}", step, config.total_steps))
-    best, fresh = out["checkpoint"], config.seed + rl.FINAL_SEEDS  # reported on fresh episodes
-    eval_returns = rl.evaluate(best.best, config.eval_episodes, fresh) if best.best is not None else [math.nan]
-    last_returns = rl.evaluate(out["actor"], config.eval_episodes, fresh) if not out["stopped"] else [math.nan]
+    best = out["checkpoint"]
+    eval_returns, last_returns = best.fresh_returns(out["actor"], config.eval_episodes, bool(out["stopped"]))
 
     # Bitwise: the same seed with the other grad mode, over the first CHECK_STEPS steps, against a fresh run.
     short = replace(config, total_steps=min(CHECK_STEPS, config.total_steps))
@@ -262,9 +261,7 @@ def run(config: Config, device: torch.device | None = None,
                    "env steps/s", "wall s"],
                   [[best.best_step, mean_eval, min(eval_returns), float(np.mean(last_returns)), len(out["episodes"]),
                     out["steps_per_s"], out["wall_s"]]], [",", ".1f", ".0f", ".1f", None, ",.0f", ".1f"],
-                  note=f"a checkpoint is the actor every {config.eval_every:,} steps, scored on "
-                       f"{config.checkpoint_episodes} greedy episodes; the best is then reported on other episodes. "
-                       f"wall s and env steps/s cover the training loop, checkpoint evaluations included"),
+                  note=best.note("actor")),
         ],
         curves={"training": Curve("environment step", "mean episodic return in the window", centers,
                                   {"return": returns}),

@@ -329,10 +329,8 @@ def run(config: Config, device: torch.device | None = None,
                      i * config.total_steps + step, len(variants) * config.total_steps)
 
         out = train(c, report)
-        best, fresh = out["checkpoint"], config.seed + rl.FINAL_SEEDS  # reported on fresh episodes
-        out["eval"] = rl.evaluate(best.best, config.eval_episodes, fresh) if best.best is not None else [math.nan]
-        out["eval_last"] = rl.evaluate(out["online"], config.eval_episodes, fresh) if not out["stopped"] \
-            else [math.nan]
+        out["eval"], out["eval_last"] = out["checkpoint"].fresh_returns(out["online"], config.eval_episodes,
+                                                                        bool(out["stopped"]))
         runs[name] = out
 
     if "placeholder" in runs and "stop-grad" in runs:
@@ -382,9 +380,7 @@ def run(config: Config, device: torch.device | None = None,
                   ["variant", "best at step", "best: mean", "min", "last: mean", "episodes", "mean loss", "steps/s",
                    "wall s"],
                   summary_rows, [None, ",", ".1f", ".0f", ".1f", None, ".4g", ",.0f", ".1f"],
-                  note=f"a checkpoint is the policy every {config.eval_every:,} steps, scored on "
-                       f"{config.checkpoint_episodes} greedy episodes; the best is then reported on other episodes. "
-                       f"wall s and env steps/s cover the training loop, checkpoint evaluations included"),
+                  note=first.note("policy")),
         ],
         curves={"training return": Curve("environment step", "mean episodic return in the window", centers,
                                          windows),

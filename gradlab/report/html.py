@@ -99,11 +99,11 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
     return "\n".join(parts)
 
 
-def page(sections: list[str], summary_rows: list[list[Any]], title: str, made: dict[str, str]) -> str:
-    """The whole page. MADE: command, gradlab and torch versions, date, and the verdict line (N claims hold)."""
+def page(sections: list[str], summary_rows: list[list[Any]], title: str, made: dict[str, str], ok: bool) -> str:
+    """The whole page. MADE: command, gradlab and torch versions, date, and the verdict line (N claims hold, or
+    which failed); OK: whether every claim held."""
     summary = table_html({"title": "summary", "columns": ["lesson", "claims passed", "claims failed", "wall s"],
                           "rows": summary_rows, "formats": [None, None, None, ".1f"]})
-    ok = not any(row[2] for row in summary_rows)
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>"
             f"<h1>{html.escape(title)}</h1>"
