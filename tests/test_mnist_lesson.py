@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gradlab import training as T
 from gradlab.errors import GradlabError
 from gradlab.lessons import mnist as M
 
@@ -99,11 +100,11 @@ def test_same_seed_same_numbers_other_seed_other_order(sample):
 
 
 def test_batch_orders():
-    orders = M.batch_orders(50, 3, True, seed=1)
+    orders = T.batch_orders(50, 3, True, seed=1)
     assert all(sorted(o.tolist()) == list(range(50)) for o in orders)
     assert orders[0].tolist() != orders[1].tolist()
-    assert M.batch_orders(50, 3, True, 1)[2].tolist() == orders[2].tolist()
-    assert M.batch_orders(50, 2, False, 1) == [None, None]
+    assert T.batch_orders(50, 3, True, 1)[2].tolist() == orders[2].tolist()
+    assert T.batch_orders(50, 2, False, 1) == [None, None]
 
 
 def test_no_shuffle_takes_batches_in_file_order(sample):

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import torch
 
 from gradlab.errors import check, check_positive
-from gradlab.lessons.mnist import DIVERGED, batches, cross_entropy, prepare
 from gradlab.result import Claim, Curve, Result, Table
+from gradlab.training import DIVERGED, batches, clip_by_global_norm, cross_entropy, global_norm, make_model, prepare
 
 MODES = ("global-norm", "norm", "value", "none")
 MODELS = ("mlp", "softmax")
@@ -80,24 +80,6 @@ class Config:
 # Processing: each function takes the list of gradients and returns the processed list (and never mutates).
 # ---------------------------------------------------------------------------------------------------------------
 
-def global_norm(grads: list[torch.Tensor]) -> torch.Tensor:
-    """global_norm = sqrt(Σ_i ‖g_i‖²), as tf.global_norm.
-
-    Accumulated in float64: summed in float32, the norm of 200,000 gradients is off by ~1e-6 relatively,
-    enough to let a "clipped" gradient end up slightly longer than clip_norm.
-    """
-    return torch.sqrt(sum(torch.linalg.vector_norm(g, dtype=torch.float64) ** 2 for g in grads))
-
-
-def clip_by_global_norm(grads: list[torch.Tensor], clip_norm: float) -> list[torch.Tensor]:
-    """g_i · clip_norm / max(global_norm, clip_norm): one scale for all, so the direction is kept."""
-    norm = global_norm(grads)
-    # clip_norm / max(global_norm, clip_norm); a tensor division (a Python number divided by a tensor is computed
-    # as number · (1/tensor), which is not exactly 1 when nothing should change)
-    scale = norm.new_tensor(clip_norm) / torch.clamp(norm, min=clip_norm)
-    return [g * scale for g in grads]
-
-
 def clip_by_norm(grads: list[torch.Tensor], clip_norm: float) -> list[torch.Tensor]:
     """Each tensor by its own norm: g · clip_norm / max(‖g‖, clip_norm), as tf.clip_by_norm."""
     out = []
@@ -124,18 +106,6 @@ def processor(mode: str, config: Config) -> Callable[[list[torch.Tensor]], list[
 # ---------------------------------------------------------------------------------------------------------------
 # The model, and one step in the three explicit phases.
 # ---------------------------------------------------------------------------------------------------------------
-
-def make_model(name: str, seed: int, device: torch.device) -> torch.nn.Module:
-    if name == "softmax":
-        model = torch.nn.Linear(784, 10)
-        torch.nn.init.zeros_(model.weight)  # the tutorial's zero init
-        torch.nn.init.zeros_(model.bias)
-    else:
-        torch.manual_seed(seed)  # the mlp's initial weights come from the seed
-        model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                                    torch.nn.ReLU(), torch.nn.Linear(256, 10))
-    return model.to(device)
-
 
 def three_step(model, optimizer, process, x, y):
     """compute → process → apply. Returns (cost, global norm before, global norm after, per-tensor grads after)."""

@@ -38,20 +38,17 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from gradlab.errors import check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
+from gradlab.training import DIVERGED, batches, cross_entropy, prepare
 
 VARIANTS = ("optimizer", "manual", "analytic")
-# A 10-class cross-entropy starts at ln 10 ≈ 2.3; above this the weights have blown up (p(correct) < e^-1e6): the run
-# has diverged as surely as if the cost were NaN, and stops the same way.
-DIVERGED = 1e6
 MODES = ("compare", *VARIANTS)
 
 # The tutorial's published run on full MNIST (TF-1, shuffled batches): epoch costs and accuracy.
@@ -90,11 +87,6 @@ class Config:
 # The model and the three ways to take one gradient step. Each maker returns step(x, y_onehot) -> cost (before
 # the update) and the parameters it updates in place.
 # ---------------------------------------------------------------------------------------------------------------
-
-def cross_entropy(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """cost = mean_i(−Σ_k y_ik log softmax(z)_ik), the tutorial's cost with one-hot y."""
-    return -(y * F.log_softmax(z, dim=1)).sum(dim=1).mean()
-
 
 def optimizer_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
     """The library way: SGD's zero_grad / backward / step (TF: GradientDescentOptimizer(lr).minimize(cost))."""
@@ -157,25 +149,6 @@ STEP_MAKERS = {"optimizer": optimizer_step, "manual": manual_step, "analytic": a
 # The training loop: data stays in memory, batches are slices (no shuffle) or gathered rows (shuffle).
 # ---------------------------------------------------------------------------------------------------------------
 
-def batch_orders(n: int, epochs: int, shuffle: bool, seed: int) -> list[torch.Tensor | None]:
-    """One permutation of 0..n-1 per epoch (None: file order). Every variant uses the same orders."""
-    if not shuffle:
-        return [None] * epochs
-    g = torch.Generator().manual_seed(seed)
-    return [torch.randperm(n, generator=g) for _ in range(epochs)]
-
-
-def batches(x: torch.Tensor, y: torch.Tensor, order: torch.Tensor | None, batch_size: int) -> Iterator:
-    """The epoch's n // batch_size full batches, one at a time: views in file order (order None, nothing is
-    copied), else rows gathered with index_select (the fast path for shuffled batches)."""
-    if order is None:
-        for s in range(len(x) // batch_size):
-            yield x[s * batch_size:(s + 1) * batch_size], y[s * batch_size:(s + 1) * batch_size]
-    else:
-        for idx in order[:len(x) // batch_size * batch_size].split(batch_size):
-            yield x.index_select(0, idx), y.index_select(0, idx)
-
-
 def train(step: Callable, x: torch.Tensor, y: torch.Tensor, orders, batch_size: int,
           on_epoch: Callable[[int, float], None] = lambda e, c: None):
     """Run the epochs; return (epoch costs, (epoch, step, value) of the first non-finite cost or None).
@@ -214,38 +187,6 @@ def accuracy(W: torch.Tensor, b: torch.Tensor, x: torch.Tensor, labels: torch.Te
 
 def max_abs_diff(a: tuple, b: tuple) -> float:
     return max(float((u.detach() - v.detach()).abs().max()) for u, v in zip(a, b, strict=True))
-
-
-class Split(NamedTuple):
-    """The slices of a dataset a run trains and tests on, on its device, and the batch order of every epoch."""
-
-    x: torch.Tensor  # (n_train, 784) images
-    y: torch.Tensor  # (n_train, 10) one-hot labels
-    x_test: torch.Tensor
-    labels_test: torch.Tensor  # (n_test,) integer labels
-    orders: list  # one permutation per epoch, or None for file order
-    notes: list[str]
-
-
-def prepare(config, data, device: torch.device) -> Split:
-    """The first train_size/test_size images (all of them when fewer exist, with a note), one-hot labels made once
-    like the tutorial's, and the shared batch orders. Used by every lesson that trains on MNIST-like data."""
-    notes = []
-    n_train, n_test = min(config.train_size, len(data.y_train)), min(config.test_size, len(data.y_test))
-    defaults = type(config).__dataclass_fields__  # the data line shows "train 10,000 of 10,000" anyway: a note
-    if n_train < config.train_size != defaults["train_size"].default:  # only for a size the user chose
-        notes.append(f"--train-size {config.train_size} > the {len(data.y_train):,} training images of "
-                     f"{data.name}: using all {n_train:,}")
-    if n_test < config.test_size != defaults["test_size"].default:
-        notes.append(f"--test-size {config.test_size} > the {len(data.y_test):,} test images: using all {n_test:,}")
-    check(config.batch_size <= n_train,
-          f"--batch-size {config.batch_size} is larger than the training set ({n_train} images); "
-          f"use a smaller --batch-size or a larger --train-size")
-    orders = batch_orders(n_train, config.epochs, config.shuffle, config.seed)
-    return Split(x=data.x_train[:n_train].to(device),
-                 y=F.one_hot(data.y_train[:n_train], 10).to(torch.float32).to(device),
-                 x_test=data.x_test[:n_test].to(device), labels_test=data.y_test[:n_test].to(device),
-                 orders=[o if o is None else o.to(device) for o in orders], notes=notes)
 
 
 def run(config: Config, data, device: torch.device | None = None,

@@ -1,0 +1,105 @@
+"""Plumbing shared by the lessons that train on MNIST-like images (mnist, clip, ddp): the cost, the data split and
+batch orders, the mlp, and the global norm of a list of gradients. A lesson never imports another lesson; what two
+of them need lives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from gradlab.errors import check
+
+# A 10-class cross-entropy starts at ln 10 ≈ 2.3; above this the weights have blown up (p(correct) < e^-1e6): the run
+# has diverged as surely as if the cost were NaN, and stops the same way.
+DIVERGED = 1e6
+
+
+def cross_entropy(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """cost = mean_i(−Σ_k y_ik log softmax(z)_ik), the tutorial's cost with one-hot y."""
+    return -(y * F.log_softmax(z, dim=1)).sum(dim=1).mean()
+
+
+def batch_orders(n: int, epochs: int, shuffle: bool, seed: int) -> list[torch.Tensor | None]:
+    """One permutation of 0..n-1 per epoch (None: file order). Every variant uses the same orders."""
+    if not shuffle:
+        return [None] * epochs
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randperm(n, generator=g) for _ in range(epochs)]
+
+
+def batches(x: torch.Tensor, y: torch.Tensor, order: torch.Tensor | None, batch_size: int) -> Iterator:
+    """The epoch's n // batch_size full batches, one at a time: views in file order (order None, nothing is
+    copied), else rows gathered with index_select (the fast path for shuffled batches)."""
+    if order is None:
+        for s in range(len(x) // batch_size):
+            yield x[s * batch_size:(s + 1) * batch_size], y[s * batch_size:(s + 1) * batch_size]
+    else:
+        for idx in order[:len(x) // batch_size * batch_size].split(batch_size):
+            yield x.index_select(0, idx), y.index_select(0, idx)
+
+
+class Split(NamedTuple):
+    """The slices of a dataset a run trains and tests on, on its device, and the batch order of every epoch."""
+
+    x: torch.Tensor  # (n_train, 784) images
+    y: torch.Tensor  # (n_train, 10) one-hot labels
+    x_test: torch.Tensor
+    labels_test: torch.Tensor  # (n_test,) integer labels
+    orders: list  # one permutation per epoch, or None for file order
+    notes: list[str]
+
+
+def prepare(config, data, device: torch.device) -> Split:
+    """The first train_size/test_size images (all of them when fewer exist, with a note), one-hot labels made once
+    like the tutorial's, and the shared batch orders. Used by every lesson that trains on MNIST-like data."""
+    notes = []
+    n_train, n_test = min(config.train_size, len(data.y_train)), min(config.test_size, len(data.y_test))
+    defaults = type(config).__dataclass_fields__  # the data line shows "train 10,000 of 10,000" anyway: a note
+    if n_train < config.train_size != defaults["train_size"].default:  # only for a size the user chose
+        notes.append(f"--train-size {config.train_size} > the {len(data.y_train):,} training images of "
+                     f"{data.name}: using all {n_train:,}")
+    if n_test < config.test_size != defaults["test_size"].default:
+        notes.append(f"--test-size {config.test_size} > the {len(data.y_test):,} test images: using all {n_test:,}")
+    check(config.batch_size <= n_train,
+          f"--batch-size {config.batch_size} is larger than the training set ({n_train} images); "
+          f"use a smaller --batch-size or a larger --train-size")
+    orders = batch_orders(n_train, config.epochs, config.shuffle, config.seed)
+    return Split(x=data.x_train[:n_train].to(device),
+                 y=F.one_hot(data.y_train[:n_train], 10).to(torch.float32).to(device),
+                 x_test=data.x_test[:n_test].to(device), labels_test=data.y_test[:n_test].to(device),
+                 orders=[o if o is None else o.to(device) for o in orders], notes=notes)
+
+
+def global_norm(grads: list[torch.Tensor]) -> torch.Tensor:
+    """global_norm = sqrt(Σ_i ‖g_i‖²), as tf.global_norm.
+
+    Accumulated in float64: summed in float32, the norm of 200,000 gradients is off by ~1e-6 relatively,
+    enough to let a "clipped" gradient end up slightly longer than clip_norm.
+    """
+    return torch.sqrt(sum(torch.linalg.vector_norm(g, dtype=torch.float64) ** 2 for g in grads))
+
+
+def clip_by_global_norm(grads: list[torch.Tensor], clip_norm: float) -> list[torch.Tensor]:
+    """g_i · clip_norm / max(global_norm, clip_norm): one scale for all, so the direction is kept."""
+    norm = global_norm(grads)
+    # clip_norm / max(global_norm, clip_norm); a tensor division (a Python number divided by a tensor is computed
+    # as number · (1/tensor), which is not exactly 1 when nothing should change)
+    scale = norm.new_tensor(clip_norm) / torch.clamp(norm, min=clip_norm)
+    return [g * scale for g in grads]
+
+
+def make_model(name: str, seed: int, device: torch.device) -> torch.nn.Module:
+    """mlp: 784→256→256→10 with ReLU and PyTorch's default init from SEED; softmax: the tutorial's 784→10 at zero."""
+    if name == "softmax":
+        model = torch.nn.Linear(784, 10)
+        torch.nn.init.zeros_(model.weight)  # the tutorial's zero init
+        torch.nn.init.zeros_(model.bias)
+    else:
+        torch.manual_seed(seed)  # the mlp's initial weights come from the seed
+        model = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                                    torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    return model.to(device)
