@@ -43,4 +43,4 @@ runtimes: install
 	$(BIN)/python bench/runtimes.py
 
 clean:
-	rm -rf $(VENV) data/.cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

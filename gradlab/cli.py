@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from gradlab import __version__
-from gradlab.errors import GradlabError
+from gradlab.errors import GradlabError, RunFailed
 
 DEVICES = ("auto", "cpu", "cuda", "mps")  # kept in step with gradlab.device.DEVICES (tested)
 DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # kept in step with gradlab.data.DATASETS (tested)
@@ -63,6 +63,9 @@ class GradlabGroup(click.Group):
         except GradlabError as e:
             _error(str(e))
             sys.exit(2)
+        except RunFailed as e:  # e.g. a ddp worker died: not the user's input, but no claim can be checked
+            _error(str(e))
+            sys.exit(1)
         except (Interrupted, click.Abort):  # Ctrl-C
             _error("interrupted")
             sys.exit(130)
@@ -104,13 +107,18 @@ common_options = stack(  # on every lesson
 )
 
 
-data_options = stack(  # on every lesson that trains on images
-    click.option("--dataset", type=click.Choice(DATASETS), default="auto", show_default=True,
-                 help="auto: full MNIST when present or downloadable, else the bundled mnist-sample."),
-    click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="GRADLAB_DATA",
-                 help="Where datasets live (default: data/ of the checkout; env GRADLAB_DATA)."),
-    click.option("--offline", is_flag=True, help="Never touch the network; use local files only."),
-)
+def dataset_options(default: str):
+    """--dataset --data-dir --offline: on every lesson that trains on images."""
+    return stack(
+        click.option("--dataset", type=click.Choice(DATASETS), default=default, show_default=True,
+                     help="auto: full MNIST when present or downloadable, else the bundled mnist-sample."),
+        click.option("--data-dir", type=click.Path(file_okay=False), default=None, envvar="GRADLAB_DATA",
+                     help="Where datasets live (default: data/ of the checkout; env GRADLAB_DATA)."),
+        click.option("--offline", is_flag=True, help="Never touch the network; use local files only."),
+    )
+
+
+data_options = dataset_options("auto")
 
 
 def training_options(epochs: int, lr: float, lr_help: str):
@@ -308,12 +316,49 @@ def actor_critic(ctx: click.Context, **params: Any) -> int:
     return run_lesson(ctx, "actor-critic", params)
 
 
+@cli.command(short_help="One batch's gradient, split: accumulation and data-parallel all-reduce (torch.distributed).")
+@click.option("--workers", type=int, default=2, show_default=True,
+              help="Processes gradlab starts on this machine (gloo on 127.0.0.1); torchrun's count when it started "
+                   "gradlab.")
+@click.option("--micro-batches", type=int, default=4, show_default=True,
+              help="K: accumulate the global batch in K parts (it must divide --batch-size unless --uneven).")
+@click.option("--uneven", is_flag=True, help="Micro-batches of unequal sizes (100 in 3: 64/32/4).")
+@click.option("--batch-size", type=int, default=100, show_default=True, help="B: samples in one global batch.")
+@click.option("--steps", type=int, default=30, show_default=True, help="Optimizer steps of every training run.")
+@click.option("--lr", type=float, default=0.1, show_default=True, help="SGD learning rate.")
+@click.option("--clip-norm", type=float, default=0.1, show_default=True,
+              help="Global-norm cap for clip-then-reduce vs reduce-then-clip.")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
+              help="float64 shows every equality at rounding level (bounds 1e-12 instead of 1e-6).")
+@click.option("--backend", type=click.Choice(["auto", "gloo", "nccl"]), default="auto", show_default=True,
+              help="auto: nccl when every worker has a CUDA GPU, else gloo.")
+@click.option("--port", type=int, default=0, show_default=True,
+              help="Rendezvous port on 127.0.0.1 (0: a free one). Ignored under torchrun.")
+@click.option("--timeout", type=float, default=60.0, show_default=True,
+              help="Seconds a worker waits for the others in a collective before the job fails.")
+@common_options
+@dataset_options("mnist-sample")
+@click.pass_context
+def ddp(ctx: click.Context, **params: Any) -> int:
+    """Split one global batch over time (gradient accumulation) and over processes (data parallel with
+    torch.distributed), and prove every split gives the full-batch gradient, or by how much it does not.
+
+    gradlab starts --workers processes itself; under `torchrun --nproc-per-node N -m gradlab ddp` it joins
+    torchrun's job instead, and rank 0 alone prints and writes files.
+    """
+    return run_lesson(ctx, "ddp", params)
+
+
 def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config
     from gradlab.report.files import STDOUT, check_writable
 
     params = merge_config(ctx, params)
+    from gradlab.distributed import is_rank_zero
+
+    if not is_rank_zero():  # a torchrun worker other than rank 0: it computes, rank 0 alone prints and writes
+        params = {**params, "quiet": True, "explain": False, "json_path": None, "plot_path": None}
     check_writable(params.get("json_path"), "--json")
     check_writable(params.get("plot_path"), "--plot")
     if params.get("json_path") and params.get("json_path") == params.get("plot_path"):

@@ -23,3 +23,8 @@ def check_positive(name: str, value, example: str, largest: float = FLOAT32_MAX)
 
 # Adam's first step is lr / (1 − β1) = 10·lr: a larger lr overflows float32 inside the optimizer.
 ADAM_MAX_LR = FLOAT32_MAX * (1 - 0.9)
+
+
+class RunFailed(Exception):
+    """A run that could not finish for a reason other than bad input (a worker process died or stopped answering):
+    the CLI prints the message as one line and exits with code 1."""

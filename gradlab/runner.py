@@ -32,6 +32,8 @@ def make_config(name: str, params: dict[str, Any]):
     validate(params.get("threads"))
     module = lesson_module(name)
     config = module.Config(**{k: v for k, v in params.items() if k not in RUN_OPTIONS})
+    if hasattr(module, "check_launch"):  # what a lesson can check before it runs: ports, GPUs, a launcher's variables
+        module.check_launch(config, params["device"])
     if params.get("plot_path") and hasattr(module, "plot_unavailable") and module.plot_unavailable(config):
         raise GradlabError(f"--plot: {module.plot_unavailable(config)}")
     return config

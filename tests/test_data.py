@@ -1,6 +1,8 @@
 """Datasets: the bundled sample, full MNIST from local files, Fashion-MNIST from Debian, bad and missing files."""
 
 import gzip
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -117,12 +119,19 @@ def test_bundled_sample_checksum_is_verified(tmp_path, monkeypatch):
         datasets.load("mnist-sample", tmp_path, offline=True)
 
 
-def test_damaged_sample_cache_is_rebuilt(tmp_path):
-    datasets.load("mnist-sample", tmp_path, offline=True)
-    cached = tmp_path / ".cache" / "mnist-sample" / "MNIST" / "raw" / "train-images-idx3-ubyte"
-    cached.write_bytes(cached.read_bytes()[:1000])
-    data, _ = datasets.load("mnist-sample", tmp_path, offline=True)
-    assert len(data.y_train) == 10_000
+def test_sample_read_directly_equals_torchvision_reading_it(tmp_path):
+    """read_idx on the bundled .gz bytes gives exactly what torchvision's MNIST reads from the same files."""
+    from conftest import copy_sample_gz
+
+    copy_sample_gz(tmp_path / "MNIST" / "raw")
+    ours, _ = datasets.load("mnist-sample", tmp_path / "unused", offline=True)
+    theirs, _ = datasets.load("mnist", tmp_path, offline=True)
+    for a in ("x_train", "y_train", "x_test", "y_test"):
+        assert torch.equal(getattr(ours, a), getattr(theirs, a)), a
+    assert "torchvision" not in subprocess.run(
+        [sys.executable, "-c", "import sys; from gradlab import data; data.load('mnist-sample'); "
+                               "print(*[m for m in sys.modules if m.startswith('torchvision')])"],
+        capture_output=True, text=True, check=True).stdout
 
 
 def test_unknown_dataset():

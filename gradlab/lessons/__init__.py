@@ -48,6 +48,10 @@ LESSONS: dict[str, LessonInfo] = {info.name: info for info in [
     LessonInfo("actor-critic", "actor_critic",
                "a critic trained from tf.gradients + RMSProp.apply_gradients; get/set all parameters",
                "--grad-mode explicit|backward --total-steps --envs", False, quick=("--total-steps", "60000")),
+    LessonInfo("ddp", "ddp",
+               "beyond the tutorials: one batch's gradient split over micro-batches and over workers (all-reduce)",
+               "--workers --micro-batches --uneven --dtype --backend; torchrun -m gradlab ddp", True,
+               quick=("--steps", "10")),
 ]}
 
 

@@ -1,0 +1,345 @@
+"""Starting or joining a torch.distributed job: the process plumbing of `gradlab ddp`, kept out of the lesson.
+
+Three ways a job runs a per-rank function FN(rank, world, device, *args, report=...):
+  * torchrun started this process (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are set): join its job with
+    init_method env://. torchrun owns the processes; its rendezvous endpoint decides which machines take part.
+  * --workers 1: this process is the whole job (a group of one, on 127.0.0.1).
+  * --workers W > 1: gradlab starts W processes itself (torch.multiprocessing, spawn), rendezvous over TCP on
+    127.0.0.1 at a free port, and gloo keeps to the loopback interface: nothing leaves the machine.
+Every rank's return value is gathered (all_gather_object) so every rank, and the parent, gets all of them.
+
+A worker that raises, dies or stops answering never hangs gradlab: collectives time out (--timeout), the parent
+watches every child, kills the rest, reaps them, and names the rank that failed (RunFailed: exit code 1). Workers
+ignore Ctrl-C (the terminal sends it to all of them; the parent stops them) and exit if the parent disappears.
+torch is imported only inside the functions: `gradlab --help` must stay fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import queue as queue_module
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from gradlab.errors import GradlabError, RunFailed, check
+
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+BACKENDS = ("auto", "gloo", "nccl")
+# Beyond --timeout, how long the parent waits for a first word from workers that are still starting (importing
+# torch in W processes on a busy 2-core laptop takes a while).
+STARTUP_S = 60.0
+GRACE_S = 3.0  # after one worker fails, how long the others get to fail on their own before they are killed
+
+
+def torchrun_rank() -> tuple[int, int, int] | None:
+    """(rank, world size, local rank) when torchrun (or another env:// launcher) started this process, else None."""
+    if not all(v in os.environ for v in TORCHRUN_VARS):
+        return None
+    try:
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        local = int(os.environ.get("LOCAL_RANK", rank))
+    except ValueError:
+        raise GradlabError("RANK, WORLD_SIZE or LOCAL_RANK is not a whole number; let torchrun set them") from None
+    check(0 <= rank < world, f"RANK {rank} is not below WORLD_SIZE {world}; let torchrun set them")
+    return rank, world, local
+
+
+def is_rank_zero() -> bool:
+    """True unless this process is a torchrun worker other than rank 0 (only rank 0 prints and writes files)."""
+    try:
+        launched = torchrun_rank()
+    except GradlabError:
+        return True
+    return launched is None or launched[0] == 0
+
+
+def choose_backend(requested: str, device_type: str, gpus_needed: int) -> str:
+    """gloo or nccl. auto: nccl when the run is on CUDA and there is a GPU for every local worker, else gloo."""
+    import torch
+
+    check(requested in BACKENDS, f"unknown --backend {requested!r}: use one of {', '.join(BACKENDS)}")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested == "nccl":
+        check(device_type == "cuda" and gpus > 0,
+              "--backend nccl needs CUDA GPUs, and this run has none; use --backend gloo (or auto), which runs "
+              "on the CPU")
+        check(gpus >= gpus_needed, f"--backend nccl needs one GPU per worker on this machine: {gpus_needed} "
+                                   f"workers, {gpus} GPUs; use fewer --workers or --backend gloo")
+        return "nccl"
+    if requested == "auto" and device_type == "cuda" and gpus >= gpus_needed:
+        return "nccl"
+    return "gloo"
+
+
+def check_port(port: int) -> None:
+    """--port P must be free on 127.0.0.1 (0: pick a free one when the job starts)."""
+    check(0 <= port <= 65535, f"--port must be between 0 and 65535, got {port}; leave it out to pick a free one")
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the rendezvous store does
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            raise GradlabError(f"--port {port}: 127.0.0.1:{port} is already in use; choose another --port or leave "
+                               f"it out (a free one is picked)") from None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def loopback_interface() -> str | None:
+    names = [name for _, name in socket.if_nameindex()]
+    return next((n for n in ("lo", "lo0") if n in names), None)
+
+
+@contextlib.contextmanager
+def _loopback_only() -> Iterator[None]:
+    """gloo opens its connections on the interface GLOO_SOCKET_IFNAME names (else the one the hostname resolves
+    to): the loopback one, unless the user set it."""
+    name, before = loopback_interface(), os.environ.get("GLOO_SOCKET_IFNAME")
+    if name and before is None:
+        os.environ["GLOO_SOCKET_IFNAME"] = name
+    try:
+        yield
+    finally:
+        if name and before is None:
+            os.environ.pop("GLOO_SOCKET_IFNAME", None)
+
+
+def _device(device_type: str, local_rank: int):
+    import torch
+
+    if device_type == "cuda":
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    return torch.device(device_type)
+
+
+def _run_and_gather(fn: Callable, rank: int, world: int, device, args: tuple, report: Callable) -> list:
+    """FN on this rank, then every rank's result on every rank; the process group is destroyed in any case."""
+    import torch.distributed as dist
+
+    try:
+        mine = fn(rank, world, device, *args, report=report)
+        everyone: list[Any] = [None] * world
+        dist.all_gather_object(everyone, mine)
+        return everyone
+    finally:
+        dist.destroy_process_group()
+
+
+def run(fn: Callable, args: tuple, *, workers: int, backend: str, port: int, timeout_s: float, device_type: str,
+        threads: int, progress: Callable = lambda *a: None,
+        meanwhile: Callable[[], Any] = lambda: None) -> tuple[list, dict[str, Any], Any]:
+    """Run FN on every rank of a job (see the module docstring); return (every rank's result, how it ran, what
+    MEANWHILE returned). MEANWHILE is this process's own work: it runs while spawned workers start up (importing
+    torch takes them seconds), else before this rank's share."""
+    import torch.distributed as dist
+
+    timeout = datetime.timedelta(seconds=timeout_s)
+    launched = torchrun_rank()
+    if launched is None and workers > 1:
+        backend = choose_backend(backend, device_type, workers)
+        port = port or free_port()
+        results, mine = _spawn(fn, args, workers, backend, port, timeout_s, device_type, threads, progress, meanwhile)
+        return results, {"mode": "spawn", "world": workers, "backend": backend, "rendezvous": f"127.0.0.1:{port}"}, mine
+    mine = meanwhile()
+    if launched is not None:
+        rank, world, local = launched
+        backend = choose_backend(backend, device_type, int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world, timeout=timeout)
+        results = _run_and_gather(fn, rank, world, _device(device_type, local), args,
+                                  progress if rank == 0 else (lambda *a: None))
+        return results, {"mode": "torchrun", "world": world, "backend": backend,
+                         "rendezvous": f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"}, mine
+    backend = choose_backend(backend, device_type, 1)
+    port = port or free_port()
+    with _loopback_only():
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1, timeout=timeout)
+        results = _run_and_gather(fn, 0, 1, _device(device_type, 0), args, progress)
+    return results, {"mode": "in-process", "world": 1, "backend": backend, "rendezvous": f"127.0.0.1:{port}"}, mine
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gradlab's own workers: spawned, watched, reaped.
+# ---------------------------------------------------------------------------------------------------------------
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose parent is gone (killed with SIGKILL, say) exits instead of waiting for a timeout."""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _worker(rank: int, world: int, fn: Callable, args: tuple, backend: str, port: int, timeout_s: float,
+            device_type: str, threads: int, messages, parent: int) -> None:
+    """One spawned rank. It never prints: progress, the result (rank 0) and errors go to the parent's queue."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches every process of the terminal: the parent decides
+    _exit_with_parent(parent)
+    devnull = os.open(os.devnull, os.O_WRONLY)  # torch's C++ warnings would interleave with the parent's report
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    try:
+        import torch
+        import torch.distributed as dist
+
+        torch.set_num_threads(threads)
+        with _loopback_only():
+            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                    timeout=datetime.timedelta(seconds=timeout_s))
+
+        def report(text: str, done: int, total: int) -> None:
+            messages.put(("progress", rank, text, done, total))
+
+        report("started", 0, 0)
+        everyone = _run_and_gather(fn, rank, world, _device(device_type, rank), args, report)
+        if rank == 0:
+            messages.put(("result", rank, everyone))
+        code = 0
+    except BaseException as e:
+        text = " ".join(f"{type(e).__name__}: {e}".split())
+        messages.put(("error", rank, text[:300]))
+        code = 1
+    messages.close()
+    messages.join_thread()  # everything sent has reached the pipe
+    os._exit(code)  # skip the interpreter's slow teardown of torch: nothing is left to clean up
+
+
+@contextlib.contextmanager
+def _main_not_rerun() -> Iterator[None]:
+    """A spawned child normally re-runs the parent's main script first, so a script without an
+    `if __name__ == "__main__":` guard would start workers again from every worker. The workers need nothing from
+    it (FN lives in gradlab), so the script is hidden from multiprocessing while they start."""
+    main = sys.modules.get("__main__")
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if main is not None and k in main.__dict__}
+    for k in saved:
+        setattr(main, k, None) if k == "__spec__" else delattr(main, k)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(main, k, v)
+
+
+def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeout_s: float, device_type: str,
+           threads: int, progress: Callable, meanwhile: Callable) -> tuple[list, Any]:
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    messages = ctx.Queue()
+    procs = [ctx.Process(target=_worker, name=f"gradlab-ddp-rank-{r}", daemon=True,
+                         args=(r, world, fn, args, backend, port, timeout_s, device_type, threads, messages,
+                               os.getpid())) for r in range(world)]
+    errors: dict[int, str] = {}
+    result = None
+    try:
+        with _main_not_rerun():
+            for p in procs:
+                p.start()
+        mine = meanwhile()
+        heard, silence = time.monotonic(), timeout_s + STARTUP_S
+        while True:
+            try:
+                kind, rank, *rest = messages.get(timeout=0.2)
+                heard = time.monotonic()
+                if kind == "progress" and rank == 0 and rest[2]:
+                    progress(*rest)
+                elif kind == "result":
+                    result = rest[0]
+                elif kind == "error":
+                    errors[rank] = rest[0]
+            except queue_module.Empty:
+                pass
+            codes = [p.exitcode for p in procs]
+            if result is None and all(c == 0 for c in codes):  # the result may still be on its way through the pipe
+                result = _last_result(messages)
+            if errors or any(c not in (None, 0) for c in codes) or (result is None and all(c == 0 for c in codes)):
+                _drain_until_settled(procs, messages, errors)
+                raise RunFailed(_failure(procs, errors, timeout_s))
+            if result is not None and all(c == 0 for c in codes):
+                return result, mine
+            if time.monotonic() - heard > silence:
+                alive = [r for r, p in enumerate(procs) if p.is_alive()]
+                raise RunFailed(f"gradlab ddp: no worker answered for {silence:.0f} s (rank{'s' * (len(alive) > 1)} "
+                                f"{', '.join(map(str, alive))} still running); stopped them all. Is the machine "
+                                f"overloaded? Try fewer --workers or a longer --timeout")
+    finally:
+        _reap(procs)
+        messages.close()
+        messages.cancel_join_thread()
+
+
+def _last_result(messages):
+    end = time.monotonic() + GRACE_S
+    while time.monotonic() < end:
+        try:
+            kind, _, *rest = messages.get(timeout=0.1)
+        except queue_module.Empty:
+            continue
+        if kind == "result":
+            return rest[0]
+    return None
+
+
+def _drain_until_settled(procs, messages, errors: dict[int, str]) -> None:
+    """After a first failure: give the other ranks GRACE_S to fail on their own (a lost peer or a collective that
+    timed out), collecting their errors, so that the report can tell the cause from its consequences."""
+    end = time.monotonic() + GRACE_S
+    while time.monotonic() < end and any(p.is_alive() for p in procs):
+        try:
+            kind, rank, *rest = messages.get(timeout=0.1)
+            if kind == "error":
+                errors[rank] = rest[0]
+        except queue_module.Empty:
+            pass
+    while True:
+        try:
+            kind, rank, *rest = messages.get_nowait()
+        except (queue_module.Empty, OSError, ValueError):
+            return
+        if kind == "error":
+            errors[rank] = rest[0]
+
+
+def _failure(procs, errors: dict[int, str], timeout_s: float) -> str:
+    """One line: which rank failed first and how; the others are named as having stopped with it."""
+    culprits = []
+    for rank, p in enumerate(procs):
+        code = p.exitcode
+        if code is not None and code < 0:
+            culprits.append(f"rank {rank} (pid {p.pid}) was killed by {signal.Signals(-code).name}")
+        elif code not in (None, 0, 1) or (code == 1 and rank not in errors):
+            culprits.append(f"rank {rank} (pid {p.pid}) exited with code {code}")
+    if errors:  # the ranks that are still alive while others gave up: they hung
+        culprits += [f"rank {rank} (pid {p.pid}) stopped answering (no reply within --timeout {timeout_s:g} s)"
+                     for rank, p in enumerate(procs) if p.is_alive()]
+    if culprits:
+        others = sorted(errors)
+        tail = f"; rank{'s' * (len(others) > 1)} {', '.join(map(str, others))} stopped with it" if others else ""
+        return f"gradlab ddp: {'; '.join(culprits)}{tail}. No claim was checked"
+    rank = min(errors) if errors else 0
+    return f"gradlab ddp: rank {rank} failed: {errors.get(rank, 'it exited without a result')}. No claim was checked"
+
+
+def _reap(procs) -> None:
+    """Kill whatever still runs (SIGKILL also ends a stopped process) and wait for every child: no orphans."""
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+    for p in procs:
+        if p.pid is not None:
+            p.join(timeout=10)

@@ -1,0 +1,610 @@
+"""One big batch's gradient, split: gradient accumulation and data-parallel all-reduce on torch.distributed.
+
+The gradient of the mean loss over a global batch of B samples is
+
+    g = (1/B) · Σ_i ∇ℓ_i
+
+Split the batch into parts of n_1 … n_K samples (micro-batches one after another, or shards on W workers at once)
+and call ḡ_k = (1/n_k) · Σ_{i in part k} ∇ℓ_i a part's mean gradient. Then, for any sizes,
+
+    g = Σ_k (n_k / B) · ḡ_k
+
+Accumulation, one process: `.backward()` adds into `.grad`, so K backward calls add K gradients.
+
+    loss_k / K, equal parts          Σ_k ḡ_k / K = g                  (n_k / B = 1/K)
+    loss_k, the /K forgotten         Σ_k ḡ_k     = K · g              (a K× larger step)
+    loss_k / K, unequal parts        Σ_k ḡ_k / K ≠ g                  (4 samples weigh as much as 64)
+    Σ_i ℓ_i / B, any parts           Σ_k Σ_{i in k} ∇ℓ_i / B = g      (sum, then divide by the global count)
+
+The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
+instead of by the number of samples in the whole batch.
+
+Data parallel, W workers, shard r holds n_r samples. `all_reduce(t, SUM)` adds t over the workers and leaves the
+sum on every one of them:
+
+    all_reduce(SUM, ḡ_r) / W         = g   when the shards are equal
+    all_reduce(SUM, (n_r / B) · ḡ_r) = g   for any shards
+
+`DistributedDataParallel` does this inside `backward()`: it divides each gradient by W and all-reduces buckets of
+them while backward still runs. So W workers take exactly the steps one process takes with the whole batch.
+
+Clipping must see the global gradient: clip(all_reduce(ḡ_r)) = clip(g), but all_reduce(clip(ḡ_r)) ≠ clip(g).
+After the all-reduce every worker holds the same g, hence the same ‖g‖: there is nothing left to reduce. Reducing
+the norm again (right when each worker holds only a slice of the parameters, as in FSDP; wrong here) adds W equal
+squares:
+
+    sqrt(Σ_r ‖g‖²) = √W · ‖g‖
+
+`no_sync()`: with DDP, accumulating K micro-batches all-reduces after each of them. Inside `with ddp.no_sync():`
+backward only adds locally; the K-th backward all-reduces the sum: the same gradient, K times fewer bytes sent.
+
+gradlab starts the W workers itself (torch.multiprocessing, gloo on 127.0.0.1), or joins the job when torchrun
+started it (`torchrun --standalone --nproc-per-node 2 -m gradlab ddp`), on one machine or several.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from gradlab import distributed
+from gradlab.errors import GradlabError, check, check_positive
+from gradlab.result import Claim, Curve, Result, Table
+from gradlab.training import batch_orders, batches, cross_entropy, global_norm, make_model
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+# An equivalence holds to rounding: relative to the largest number compared. A "≠" claim needs a difference far
+# above rounding in either dtype.
+TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
+DIFFERS = 1e-4
+
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("micro_batch_sizes", "accumulate", "all_reduce_sum", "manual_step", "ddp_step", "counting_hook",
+           "norm_reduced_twice")
+
+
+@dataclass
+class Config:
+    """Settings of `gradlab ddp`."""
+
+    workers: int = 2  # processes gradlab starts (torchrun's world size when torchrun started it)
+    micro_batches: int = 4  # K: the global batch accumulated in K parts
+    uneven: bool = False  # micro-batches of unequal sizes (64/32/4 for a batch of 100 in 3)
+    batch_size: int = 100  # B: the global batch of one step
+    steps: int = 30  # optimizer steps of every training run
+    lr: float = 0.1  # SGD learning rate
+    clip_norm: float = 0.1  # for clip-then-reduce vs reduce-then-clip; below the gradients' norms on purpose
+    dtype: str = "float32"  # float64 shows the equalities at rounding level
+    backend: str = "auto"  # auto | gloo | nccl
+    port: int = 0  # rendezvous port on 127.0.0.1 (0: a free one)
+    timeout: float = 60.0  # seconds a collective may wait for the other workers before the job fails
+    seed: int = 0  # seeds the batch order and the mlp's initial weights
+
+    def __post_init__(self) -> None:
+        check(self.dtype in DTYPES, f"unknown --dtype {self.dtype!r}: use float32 or float64")
+        check(self.backend in distributed.BACKENDS,
+              f"unknown --backend {self.backend!r}: use one of {', '.join(distributed.BACKENDS)}")
+        check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}; try --batch-size 100")
+        check(self.workers >= 1, f"--workers must be at least 1, got {self.workers}; try --workers 2")
+        check(self.workers <= self.batch_size,
+              f"--workers {self.workers} is more than the {self.batch_size} samples of the global batch: a worker "
+              f"would have nothing to do; use fewer --workers or a larger --batch-size")
+        check(self.micro_batches >= 1, f"--micro-batches must be at least 1, got {self.micro_batches}; try 4")
+        check(self.micro_batches <= self.batch_size,
+              f"--micro-batches {self.micro_batches} is more than the {self.batch_size} samples of the batch; "
+              f"use at most --micro-batches {self.batch_size}")
+        check(self.uneven or self.batch_size % self.micro_batches == 0,
+              f"--micro-batches {self.micro_batches} does not divide --batch-size {self.batch_size}; use a divisor "
+              f"(e.g. {_divisor_near(self.batch_size, self.micro_batches)}) or add --uneven")
+        check(not self.uneven or self.micro_batches >= 2, "--uneven needs --micro-batches 2 or more")
+        smallest = self.batch_size // self.workers
+        check(self.micro_batches <= smallest,
+              f"--micro-batches {self.micro_batches} is more than the {smallest} samples of the smallest worker's "
+              f"shard (--batch-size {self.batch_size} over {self.workers} workers); use fewer micro-batches")
+        check(self.steps >= 1, f"--steps must be at least 1, got {self.steps}; try --steps 30")
+        check_positive("--lr", self.lr, "0.1")
+        check_positive("--clip-norm", self.clip_norm, "0.1")
+        check_positive("--timeout", self.timeout, "60", largest=86400)
+
+
+def _divisor_near(n: int, k: int) -> int:
+    return min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: (abs(d - k), d))
+
+
+def check_launch(config: Config, device: str) -> None:
+    """What can be checked before anything runs: the port, the backend against the GPUs, torchrun's variables."""
+    launched = distributed.torchrun_rank()
+    if launched is None:
+        distributed.check_port(config.port)
+    if config.backend == "nccl":
+        device_type = "cuda" if device in ("auto", "cuda") else device
+        distributed.choose_backend("nccl", device_type, 1 if launched else config.workers)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Splitting a batch, and accumulating over the parts (one process).
+# ---------------------------------------------------------------------------------------------------------------
+
+def micro_batch_sizes(batch: int, parts: int, uneven: bool) -> list[int]:
+    """Equal parts; or, uneven, each part the largest power of two that leaves at least one sample for each part
+    still to come, the last part the rest: 100 in 3 → 64, 32, 4."""
+    if not uneven:
+        return [batch // parts] * parts
+    sizes, left = [], batch
+    for k in range(parts - 1):
+        room = left - (parts - 1 - k)  # keep one sample for every later part
+        sizes.append(1 << (room.bit_length() - 1))
+        left -= sizes[-1]
+    return [*sizes, left]
+
+
+def shard_sizes(batch: int, workers: int) -> list[int]:
+    """The global batch over the workers as evenly as it goes: 100 over 3 → 34, 33, 33."""
+    return [batch // workers + (1 if r < batch % workers else 0) for r in range(workers)]
+
+
+def summed_cross_entropy(z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Σ_i ℓ_i: the per-sample losses added, not averaged (the caller divides by the global count)."""
+    return -(y * torch.log_softmax(z, dim=1)).sum()
+
+
+def accumulate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, sizes: list[int], how: str) -> None:
+    """K backward() calls, one per micro-batch: .grad adds them up. HOW says what each micro-batch's loss is."""
+    model.zero_grad()
+    batch, parts = len(x), len(sizes)
+    for xk, yk in zip(x.split(sizes), y.split(sizes), strict=True):
+        if how == "mean/K":
+            loss = cross_entropy(model(xk), yk) / parts  # loss_k / K: the usual recipe
+        elif how == "mean":
+            loss = cross_entropy(model(xk), yk)  # the /K forgotten
+        else:  # "sum/B"
+            loss = summed_cross_entropy(model(xk), yk) / batch  # Σ_i ℓ_i / B: right for any sizes
+        loss.backward()  # .grad += ∂loss/∂θ
+
+
+def full_batch_grads(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
+    return list(torch.autograd.grad(cross_entropy(model(x), y), list(model.parameters())))
+
+
+def relative(a: list[torch.Tensor] | torch.Tensor, b: list[torch.Tensor] | torch.Tensor) -> float:
+    """max |a − b| / max |b|: how far A is from B, relative to B's largest number."""
+    a = torch.cat([t.reshape(-1) for t in a]) if isinstance(a, list | tuple) else a
+    b = torch.cat([t.reshape(-1) for t in b]) if isinstance(b, list | tuple) else b
+    return float((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-300))
+
+
+def flat(model: torch.nn.Module) -> torch.Tensor:
+    return torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+
+
+def new_model(config: Config, device: torch.device) -> torch.nn.Module:
+    """gradlab clip's mlp (784→256→256→10), the same initial weights for every run and every worker."""
+    return make_model("mlp", config.seed, device).to(DTYPES[config.dtype])
+
+
+def global_batches(config: Config, data, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The STEPS global batches every run trains on: (steps, B, 784) images and (steps, B, 10) one-hot labels, in
+    the seeded order of gradlab mnist and clip (another pass starts when the data runs out)."""
+    n = len(data.y_train)
+    check(config.batch_size <= n, f"--batch-size {config.batch_size} is larger than the {n:,} training images of "
+                                  f"{data.name}; use a smaller --batch-size")
+    x = data.x_train.to(device, DTYPES[config.dtype])
+    y = torch.nn.functional.one_hot(data.y_train, 10).to(device, DTYPES[config.dtype])
+    per_pass = n // config.batch_size
+    orders = batch_orders(n, math.ceil(config.steps / per_pass), True, config.seed)
+    chosen = [b for order in orders for b in batches(x, y, order.to(device), config.batch_size)][:config.steps]
+    return torch.stack([b[0] for b in chosen]), torch.stack([b[1] for b in chosen])
+
+
+def accumulation(config: Config, xs, ys, device, progress) -> dict:
+    """One process: the full-batch run (the reference for everything), the accumulated runs, and at every step of
+    the reference the gradients of the other recipes at the same weights."""
+    sizes = micro_batch_sizes(config.batch_size, config.micro_batches, config.uneven)
+    K = len(sizes)
+    ref = new_model(config, device)
+    runs = {how: new_model(config, device) for how in ("mean/K", "sum/B")}
+    opts = {how: torch.optim.SGD(m.parameters(), lr=config.lr) for how, m in [("full", ref), *runs.items()]}
+    out = {"sizes": sizes, "loss": {"full": [], "mean/K": [], "sum/B": []}, "forgot_k": [], "mean_k": [],
+           "sum_b": [], "norm_ratio": {"mean": [], "mean/K": [], "sum/B": []}}
+    start = time.perf_counter()
+    for step, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        for how in ("mean", "mean/K", "sum/B"):  # the recipes' gradients at the reference's weights
+            accumulate(ref, x, y, sizes, how)
+            got = [p.grad.clone() for p in ref.parameters()]
+            g = full_batch_grads(ref, x, y)
+            out["norm_ratio"][how].append(float(global_norm(got) / global_norm(g)))
+            if how == "mean":
+                out["forgot_k"].append(relative(got, [K * t for t in g]))  # against K·g
+            else:
+                out["mean_k" if how == "mean/K" else "sum_b"].append(relative(got, g))
+        ref.zero_grad()
+        loss = cross_entropy(ref(x), y)  # the reference: one backward over the whole batch
+        loss.backward()
+        opts["full"].step()
+        out["loss"]["full"].append(float(loss.detach()))
+        for how, model in runs.items():  # the accumulated runs, each on its own weights
+            accumulate(model, x, y, sizes, how)
+            with torch.no_grad():
+                out["loss"][how].append(float(cross_entropy(model(x), y)))
+            opts[how].step()
+        progress(f"accumulation step {step + 1}/{config.steps}", step + 1, 2 * config.steps)
+    out["wall_s"] = time.perf_counter() - start
+    out["final"] = {"full": flat(ref), **{how: flat(m) for how, m in runs.items()}}
+    out["weights_vs_full"] = {how: relative(out["final"][how], out["final"]["full"]) for how in runs}
+    return out
+
+
+def single_process(config: Config, xs, ys, device, clip_norm: float | None) -> tuple[torch.Tensor, float]:
+    """One process, the whole batch, one backward per step (clip_grad_norm_ before the step when CLIP_NORM): what
+    the workers' runs must match. Returns (final weights, seconds)."""
+    model = new_model(config, device)
+    opt = torch.optim.SGD(model.parameters(), lr=config.lr)
+    start = time.perf_counter()
+    for x, y in zip(xs, ys, strict=True):
+        opt.zero_grad()
+        cross_entropy(model(x), y).backward()
+        if clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        opt.step()
+    return flat(model), time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Data parallel: what each worker (rank) runs. The process group exists already (gradlab.distributed).
+# ---------------------------------------------------------------------------------------------------------------
+
+def all_reduce_sum(tensors: list[torch.Tensor], comm: list[float] | None = None) -> list[torch.Tensor]:
+    """all_reduce(SUM) of a list of tensors as one flat buffer (one call, like one DDP bucket): every worker ends
+    with the sum over workers. COMM, when given, collects the seconds spent in the call."""
+    buffer = torch.cat([t.reshape(-1) for t in tensors])
+    start = time.perf_counter()
+    dist.all_reduce(buffer, op=dist.ReduceOp.SUM)
+    if comm is not None:
+        comm.append(time.perf_counter() - start)
+    return [b.view_as(t) for b, t in zip(buffer.split([t.numel() for t in tensors]), tensors, strict=True)]
+
+
+def manual_step(model, opt, x, y, batch: int, clip_norm: float | None, comm: list[float]) -> torch.Tensor:
+    """One data-parallel step by hand: this worker's share of the mean loss, all-reduced, applied."""
+    params = list(model.parameters())
+    loss = summed_cross_entropy(model(x), y) / batch  # Σ_{i in my shard} ℓ_i / B: my share of the mean
+    grads = all_reduce_sum(list(torch.autograd.grad(loss, params)), comm)  # Σ over workers = g, on every worker
+    for p, g in zip(params, grads, strict=True):
+        p.grad = g
+    if clip_norm is not None:  # reduce, then clip: every worker clips the same g the same way
+        torch.nn.utils.clip_grad_norm_(params, clip_norm)
+    opt.step()
+    return loss.detach()
+
+
+class CommStats:
+    """What a DDP model's comm hook saw: all-reduce calls, bytes, and seconds from call to completion."""
+
+    def __init__(self) -> None:
+        self.calls, self.bytes, self.seconds = 0, 0, 0.0
+
+
+def counting_hook(stats, bucket):  # no annotations: DDP checks them, and `from __future__` makes them strings
+    """DDP's own all-reduce (divide by W, all_reduce SUM), counted: a comm hook sees every bucket DDP sends
+    (stats: CommStats, bucket: dist.GradBucket; returns the future of the reduced bucket)."""
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+    stats.calls += 1
+    stats.bytes += bucket.buffer().numel() * bucket.buffer().element_size()
+    start = time.perf_counter()
+
+    def done(fut: torch.futures.Future) -> torch.Tensor:
+        stats.seconds += time.perf_counter() - start
+        return fut.value()
+
+    return allreduce_hook(None, bucket).then(done)
+
+
+def ddp_step(ddp, opt, x, y, batch: int, world: int, parts: int, no_sync: bool) -> torch.Tensor:
+    """One step of a DistributedDataParallel model over this worker's shard in PARTS micro-batches. DDP divides by
+    W before it sums, so each micro-batch's loss is Σ ℓ_i · W / B. NO_SYNC: only the last backward all-reduces."""
+    opt.zero_grad()
+    total = 0.0
+    for k, (xk, yk) in enumerate(zip(x.split(shard_sizes(len(x), parts)), y.split(shard_sizes(len(x), parts)),
+                                     strict=True)):
+        quiet = ddp.no_sync() if no_sync and k < parts - 1 else contextlib.nullcontext()
+        with quiet:  # under no_sync(): backward adds into .grad locally, no all-reduce
+            loss = summed_cross_entropy(ddp(xk), yk) * world / batch
+            loss.backward()  # otherwise DDP all-reduces the gradient buckets during this backward
+        total += float(loss.detach()) / world
+    opt.step()
+    return torch.tensor(total)
+
+
+def norm_reduced_twice(grads: list[torch.Tensor]) -> tuple[float, float]:
+    """(‖g‖ on this worker, the norm after a second, needless reduction: sqrt(all_reduce(SUM, ‖g‖²)) = √W·‖g‖)."""
+    norm = global_norm(grads)  # grads are already all-reduced: the same on every worker
+    squares = (norm ** 2).reshape(1)
+    dist.all_reduce(squares, op=dist.ReduceOp.SUM)  # right for sharded parameters, wrong for replicated ones
+    return float(norm), float(squares.sqrt())
+
+
+def torch_clipped(grads: list[torch.Tensor], clip_norm: float) -> list[torch.Tensor]:
+    """clip_grad_norm_ applied to copies of GRADS."""
+    holders = [torch.zeros_like(g, requires_grad=True) for g in grads]
+    for h, g in zip(holders, grads, strict=True):
+        h.grad = g.clone()
+    torch.nn.utils.clip_grad_norm_(holders, clip_norm)
+    return [h.grad for h in holders]
+
+
+def rank_work(rank: int, world: int, device: torch.device, config: Config, xs, ys,
+              report: Callable = lambda *a: None) -> dict:
+    """Everything one worker measures. Runs on every rank of the job, in step (collectives wait for all)."""
+    xs, ys = xs.to(device), ys.to(device)
+    # what every run must match: one process on the whole batch, plain and clipped (cheap: one pass per step)
+    references = {"full": single_process(config, xs, ys, device, None)[0],
+                  "clipped": single_process(config, xs, ys, device, config.clip_norm)[0]}
+    B = config.batch_size
+    sizes = shard_sizes(B, world)
+    lo, n = sum(sizes[:rank]), sizes[rank]
+    mine = slice(lo, lo + n)
+    out = {"rank": rank, "shard": n, "pid": os.getpid()}
+
+    # 1. One global batch: shard gradients, all-reduced two ways, against the full-batch gradient.
+    model = new_model(config, device)
+    params = list(model.parameters())
+    x, y = xs[0], ys[0]
+    full = full_batch_grads(model, x, y)  # g, computed here only to check against
+    shard_mean = list(torch.autograd.grad(cross_entropy(model(x[mine]), y[mine]), params))  # ḡ_r
+    naive = [t / world for t in all_reduce_sum(shard_mean)]  # all_reduce(SUM, ḡ_r) / W
+    weighted = all_reduce_sum([t * (n / B) for t in shard_mean])  # all_reduce(SUM, (n_r/B)·ḡ_r)
+    out["naive_vs_full"], out["weighted_vs_full"] = relative(naive, full), relative(weighted, full)
+    out["norm"], out["norm_twice"] = norm_reduced_twice(weighted)
+    clip_then_reduce = all_reduce_sum([t * (n / B) for t in torch_clipped(shard_mean, config.clip_norm)])
+    reduce_then_clip = torch_clipped(weighted, config.clip_norm)
+    out["shard_norm"] = float(global_norm(shard_mean))
+    out["clip_order"] = relative(clip_then_reduce, reduce_then_clip)
+    out["reduce_then_clip_vs_single"] = relative(reduce_then_clip, torch_clipped(full, config.clip_norm))
+    total = 5 * config.steps
+
+    # 2. Training: manual all-reduce (plain and clipped), DDP, DDP accumulating with and without no_sync().
+    def train_manual(clip_norm, offset):
+        model = new_model(config, device)
+        opt = torch.optim.SGD(model.parameters(), lr=config.lr)
+        comm, losses = [], []
+        start = time.perf_counter()
+        for step in range(config.steps):
+            loss = manual_step(model, opt, xs[step][mine], ys[step][mine], B, clip_norm, comm)
+            losses.append(loss)
+            report(f"workers: manual all_reduce{' + clip' * (clip_norm is not None)} step {step + 1}/{config.steps}",
+                   offset + step + 1, total)
+        wall = time.perf_counter() - start
+        total_loss = torch.stack(losses)
+        dist.all_reduce(total_loss)  # Σ over workers of their shares = each step's full-batch mean loss
+        return {"final": flat(model), "wall_s": wall, "comm_s": sum(comm), "loss": total_loss.tolist()}
+
+    def train_ddp(parts, no_sync, offset, label):
+        from torch.nn.parallel import DistributedDataParallel
+
+        ddp = DistributedDataParallel(new_model(config, device),
+                                      device_ids=[device.index] if device.type == "cuda" else None)
+        stats = CommStats()
+        ddp.register_comm_hook(stats, counting_hook)
+        opt = torch.optim.SGD(ddp.parameters(), lr=config.lr)
+        losses = []
+        start = time.perf_counter()
+        for step in range(config.steps):
+            losses.append(ddp_step(ddp, opt, xs[step][mine], ys[step][mine], B, world, parts, no_sync))
+            report(f"workers: {label} step {step + 1}/{config.steps}", offset + step + 1, total)
+        wall = time.perf_counter() - start
+        final = flat(ddp.module)
+        rank0 = final.clone()
+        dist.broadcast(rank0, src=0)  # every replica against rank 0's weights
+        total_loss = torch.stack(losses)
+        dist.all_reduce(total_loss)
+        return {"final": final, "wall_s": wall, "comm_s": stats.seconds, "calls": stats.calls, "bytes": stats.bytes,
+                "vs_rank0": relative(final, rank0), "loss": total_loss.tolist()}
+
+    K = config.micro_batches
+    runs = {"manual": train_manual(None, 0), "manual+clip": train_manual(config.clip_norm, config.steps),
+            "ddp": train_ddp(1, False, 2 * config.steps, "DDP"),
+            "ddp sync every micro-batch": train_ddp(K, False, 3 * config.steps, f"DDP, {K} micro-batches"),
+            "ddp no_sync": train_ddp(K, True, 4 * config.steps, f"DDP no_sync, {K} micro-batches")}
+    reference = {"manual": "full", "manual+clip": "clipped", "ddp": "full", "ddp sync every micro-batch": "full",
+                 "ddp no_sync": "full"}
+    runs["ddp no_sync"]["vs_sync_every"] = relative(runs["ddp no_sync"]["final"],
+                                                   runs["ddp sync every micro-batch"]["final"])
+    for name, r in runs.items():
+        r["vs_single"] = relative(r.pop("final"), references[reference[name]])
+    out["runs"] = runs
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The lesson: accumulation here, data parallel on the workers, then the claims.
+# ---------------------------------------------------------------------------------------------------------------
+
+def run(config: Config, data, device: torch.device | None = None,
+        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
+    """Accumulate in this process, then run the workers (spawned, or this rank of a torchrun job), check the claims.
+    Pure: no printing (the workers never print either)."""
+    device = device or torch.device("cpu")
+    launched = distributed.torchrun_rank()
+    world = launched[1] if launched else config.workers
+    check(world <= config.batch_size, f"the torchrun job has {world} workers, more than the {config.batch_size} "
+                                      f"samples of the global batch; use a larger --batch-size")
+    check(config.micro_batches <= config.batch_size // world,
+          f"--micro-batches {config.micro_batches} is more than the {config.batch_size // world} samples of the "
+          f"smallest of {world} shards; use fewer micro-batches")
+    xs, ys = global_batches(config, data, device)
+    steps = config.steps
+
+    def here() -> dict:  # this process's share, while the workers start: accumulation, and the one-process speed
+        acc = accumulation(config, xs, ys, device, progress)
+        acc["single_s"] = single_process(config, xs, ys, device, None)[1]
+        return acc
+
+    try:
+        ranks, how, acc = distributed.run(
+            rank_work, (config, xs.cpu(), ys.cpu()), workers=config.workers, backend=config.backend,
+            port=config.port, timeout_s=config.timeout, device_type=device.type, threads=torch.get_num_threads(),
+            progress=lambda text, done, total: progress(text, steps + done * steps // total, 2 * steps),
+            meanwhile=here)
+    except RuntimeError as e:  # a rendezvous that cannot start: the port was taken meanwhile, say
+        text = " ".join(str(e).split())[:200]
+        raise GradlabError(f"could not start the workers: {text}; try another --port") from None
+    notes = []
+    if launched is None and config.workers > (os.cpu_count() or 1):
+        notes.append(f"{config.workers} workers on {os.cpu_count()} CPU cores: oversubscribed, so the speed table "
+                     f"measures waiting more than computing")
+    if launched and config.workers != world and config.workers != Config.workers:
+        notes.append(f"--workers {config.workers} ignored: torchrun started {world} workers")
+    return Result(
+        lesson="ddp",
+        title="one big batch's gradient, split: gradient accumulation and data-parallel all-reduce",
+        config={}, seed=config.seed, data=data.info(min(config.steps * config.batch_size, len(data.y_train)), 0),
+        metrics=metrics(config, acc, ranks, how),
+        claims=claims(config, acc, ranks),
+        tables=tables(config, acc, ranks, how),
+        curves=curves(config, acc, ranks),
+        notes=notes,
+    )
+
+
+def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
+    tol, K, W = TOLERANCE[config.dtype], len(acc["sizes"]), len(ranks)
+    sizes = "/".join(map(str, acc["sizes"]))
+    out = []
+    if not config.uneven:
+        out.append(Claim("accumulate-mean-over-k", f"{K} micro-batches, loss_k/K accumulated ≡ one full-batch step: "
+                                                   f"max relative |Δweights| after {config.steps} steps",
+                         acc["weights_vs_full"]["mean/K"], tol))
+        ratio = acc["norm_ratio"]["mean"][0]
+        out.append(Claim("accumulate-without-k", f"without /K the accumulated gradient is K × the full one "
+                                                 f"(‖Σ‖/‖g‖ = {ratio:.6g}, K = {K}): max relative |Σ − K·g| over "
+                                                 f"the steps", max(acc["forgot_k"]), tol))
+    else:
+        out.append(Claim("mean-of-means-differs", f"micro-batches {sizes}: the mean of per-micro-batch means ≠ the "
+                                                  f"full-batch gradient (smallest relative difference over the "
+                                                  f"steps)", min(acc["mean_k"]), DIFFERS, ">="))
+    out.append(Claim("sum-over-global-count", f"micro-batches {sizes}: Σ ℓ_i / B accumulated ≡ one full-batch step "
+                                              f"(max relative |Δweights| after {config.steps} steps)",
+                     acc["weights_vs_full"]["sum/B"], tol))
+    shards = shard_sizes(config.batch_size, W)
+    if len(set(shards)) == 1:
+        out.append(Claim("allreduce-mean-equals-full", f"{W} worker{'s' * (W > 1)}: all_reduce(SUM)/W of the shard "
+                                                       f"gradients ≡ the full-batch gradient (max relative, any rank)",
+                         max(r["naive_vs_full"] for r in ranks), tol))
+    else:
+        split = "/".join(map(str, shards))
+        out.append(Claim("allreduce-mean-differs", f"unequal shards {split}: all_reduce(SUM)/W of the shard means ≠ "
+                                                   f"the full-batch gradient (relative)",
+                         min(r["naive_vs_full"] for r in ranks), DIFFERS, ">="))
+        out.append(Claim("allreduce-weighted-equals-full", f"shards {split}: all_reduce(SUM) of (n_r/B)·shard "
+                                                           f"gradient ≡ the full-batch gradient (max relative)",
+                         max(r["weighted_vs_full"] for r in ranks), tol))
+    run = lambda name, key="vs_single": max(r["runs"][name][key] for r in ranks)  # noqa: E731 — worst rank
+    out.append(Claim("manual-allreduce-equals-single", f"{config.steps} steps with a hand-written all_reduce ≡ one "
+                                                       f"process on the whole batch (max relative |Δweights|)",
+                     run("manual"), tol))
+    out.append(Claim("ddp-equals-single", f"{config.steps} steps with DistributedDataParallel ≡ one process on the "
+                                          f"whole batch (max relative |Δweights|)", run("ddp"), tol))
+    out.append(Claim("replicas-identical", "DDP keeps every worker's weights identical to rank 0's (max relative "
+                                           "|Δweights|)", run("ddp", "vs_rank0"), tol))
+    if W > 1:
+        out.append(Claim("clip-then-reduce-differs", f"clip each worker's gradient, then all-reduce ≠ all-reduce, "
+                                                     f"then clip (relative; --clip-norm {config.clip_norm:g})",
+                         min(r["clip_order"] for r in ranks), DIFFERS, ">="))
+    else:
+        out.append(Claim("clip-order-one-worker", "one worker: nothing to reduce, so clip-then-reduce ≡ "
+                                                  "reduce-then-clip (run --workers 2 to see them differ)",
+                         max(r["clip_order"] for r in ranks), tol))
+    out.append(Claim("reduce-then-clip-equals-single", f"all-reduce then clip_grad_norm_ ≡ one process's "
+                                                       f"clip_grad_norm_: one batch, and {config.steps} clipped steps "
+                                                       f"(max relative)",
+                     max(max(r["reduce_then_clip_vs_single"] for r in ranks), run("manual+clip")), tol))
+    norms = [r["norm"] for r in ranks]
+    out.append(Claim("norm-same-on-every-rank", f"after the all-reduce the global norm ‖g‖ = {norms[0]:.6g} on every "
+                                                f"rank (max − min, relative)", (max(norms) - min(norms)) / norms[0],
+                     tol))
+    twice = ranks[0]["norm_twice"] / ranks[0]["norm"]
+    out.append(Claim("norm-reduced-twice", f"reducing that norm again gives √W times it: {twice:.6g} × ‖g‖, √{W} = "
+                                           f"{math.sqrt(W):.6g} (relative difference)",
+                     abs(twice - math.sqrt(W)) / math.sqrt(W), tol))
+    out.append(Claim("no-sync-equals-sync", f"DDP accumulating {K} micro-batches: no_sync() ≡ syncing every "
+                                            f"micro-batch ≡ one process (max relative |Δweights|)",
+                     max(run("ddp no_sync", "vs_sync_every"), run("ddp no_sync")), tol))
+    every, quiet = ranks[0]["runs"]["ddp sync every micro-batch"], ranks[0]["runs"]["ddp no_sync"]
+    out.append(Claim("no-sync-sends-k-times-less", f"bytes all-reduced, syncing every micro-batch ÷ with no_sync() "
+                                                   f"({every['calls']} vs {quiet['calls']} all-reduce calls) = K",
+                     every["bytes"] / max(quiet["bytes"], 1), K, "=="))
+    return out
+
+
+def metrics(config: Config, acc: dict, ranks: list[dict], how: dict) -> dict:
+    return {"job": how, "micro_batch_sizes": acc["sizes"], "shard_sizes": [r["shard"] for r in ranks],
+            "accumulation": {"weights_vs_full": acc["weights_vs_full"],
+                             "norm_ratio": acc["norm_ratio"], "forgot_k_vs_k_g": acc["forgot_k"],
+                             "mean_of_means_vs_full": acc["mean_k"], "wall_s": acc["wall_s"]},
+            "single_process_s": acc["single_s"], "ranks": ranks}
+
+
+RUN_LABELS = {"manual": "manual all_reduce", "manual+clip": "manual all_reduce, then clip",
+              "ddp": "DDP", "ddp sync every micro-batch": "DDP, K micro-batches, sync each",
+              "ddp no_sync": "DDP, K micro-batches, no_sync()"}
+
+
+def tables(config: Config, acc: dict, ranks: list[dict], how: dict) -> list[Table]:
+    K, B, N, W = len(acc["sizes"]), config.batch_size, config.steps, len(ranks)
+    sizes = "/".join(map(str, acc["sizes"]))
+    ratio = {how: f"{min(r):.6g} … {max(r):.6g}" if f"{min(r):.6g}" != f"{max(r):.6g}" else f"{r[0]:.6g}"
+             for how, r in acc["norm_ratio"].items()}
+    rows = [["one backward over the whole batch", "g (the reference)", "1", 0.0, 0.0],
+            ["loss_k / K", "Σ ḡ_k / K", ratio["mean/K"], max(acc["mean_k"]), acc["weights_vs_full"]["mean/K"]],
+            ["loss_k (the /K forgotten)", "Σ ḡ_k", ratio["mean"], None, None],
+            ["Σ ℓ_i / B", "Σ_k Σ_i ∇ℓ_i / B", ratio["sum/B"], max(acc["sum_b"]), acc["weights_vs_full"]["sum/B"]]]
+    accumulation_table = Table(f"accumulation, one process: batch {B} in {K} micro-batches ({sizes})",
+                               ["each micro-batch's loss", "accumulated gradient", "‖accumulated‖ / ‖g‖",
+                                "vs g (max rel)", f"weights after {N} steps vs full"], rows,
+                               [None, None, None, ".3g", ".3g"],
+                               note="relative: max |a − b| / max |b|; every recipe's gradient is computed at the "
+                                    "full-batch run's weights at every step (range over the steps); the /K "
+                                    "forgotten recipe is not trained")
+    per_rank = Table(f"data parallel: {W} worker{'s' * (W > 1)} ({how['mode']}, {how['backend']}, rendezvous "
+                     f"{how['rendezvous']})",
+                     ["rank", "shard", "‖ḡ_r‖ (local)", "‖g‖ after all-reduce", "all_reduce/W vs g",
+                      "DDP weights vs rank 0"],
+                     [[r["rank"], r["shard"], r["shard_norm"], r["norm"], r["naive_vs_full"],
+                       r["runs"]["ddp"]["vs_rank0"]] for r in ranks], [None, None, ".6g", ".9g", ".3g", ".3g"],
+                     note=f"--clip-norm {config.clip_norm:g}: below the local norms, so clipping acts before and "
+                          f"after the reduction" if min(r["shard_norm"] for r in ranks) > config.clip_norm else "")
+    speed_rows = [["1 process, whole batch", 1, N * B / acc["single_s"], None, None, None, None]]
+    for name, label in RUN_LABELS.items():
+        rs = [r["runs"][name] for r in ranks]
+        wall = max(r["wall_s"] for r in rs)
+        comm = sum(r["comm_s"] for r in rs) / W
+        speed_rows.append([label.replace("K", str(K)), W, N * B / wall, 1000 * comm / N, comm / wall,
+                           rs[0].get("calls"), rs[0]["bytes"] / 1e6 if "bytes" in rs[0] else None])
+    speed = Table("speed: samples/s and time in communication (measured, not claimed)",
+                  ["run", "workers", "samples/s", "comm ms/step", "comm share", "all-reduce calls", "MB sent"],
+                  speed_rows, [None, None, ",.0f", ".2f", ".0%", None, ".2f"],
+                  note=f"{os.cpu_count()} CPU cores here; comm: time inside all_reduce (manual) or from a bucket's "
+                       f"all-reduce call to its completion (DDP, overlapping backward), mean over workers; "
+                       f"calls and MB per worker")
+    return [accumulation_table, per_rank, speed]
+
+
+def curves(config: Config, acc: dict, ranks: list[dict]) -> dict[str, Curve]:
+    x = list(range(1, config.steps + 1))
+    W = len(ranks)
+    series = {"1 process, whole batch": acc["loss"]["full"],
+              f"accumulated, {'Σ ℓ / B' if config.uneven else 'loss_k / K'}":
+                  acc["loss"]["sum/B" if config.uneven else "mean/K"],
+              f"{W} workers, manual all_reduce": ranks[0]["runs"]["manual"]["loss"],
+              f"{W} workers, DDP": ranks[0]["runs"]["ddp"]["loss"]}
+    if config.uneven:
+        series["accumulated, mean of means (wrong)"] = acc["loss"]["mean/K"]
+    return {"training loss per step": Curve("step", "loss on the global batch", x, series)}
