@@ -141,10 +141,11 @@ def _run_and_gather(fn: Callable, rank: int, world: int, device, args: tuple, re
 
 def run(fn: Callable, args: tuple, *, workers: int, backend: str, port: int, timeout_s: float, device_type: str,
         threads: int, progress: Callable = lambda *a: None,
-        meanwhile: Callable[[], Any] = lambda: None) -> tuple[list, dict[str, Any], Any]:
+        meanwhile: Callable[[Callable[[], None]], Any] = lambda check: None) -> tuple[list, dict[str, Any], Any]:
     """Run FN on every rank of a job (see the module docstring); return (every rank's result, how it ran, what
-    MEANWHILE returned). MEANWHILE is this process's own work: it runs while spawned workers start up (importing
-    torch takes them seconds), else before this rank's share."""
+    MEANWHILE returned). MEANWHILE(check) is this process's own work: with spawned workers it runs in a thread
+    while they start and run (importing torch takes them seconds), else before this rank's share. It must call
+    check() often: check raises Cancelled once the job has failed or been interrupted."""
     import torch.distributed as dist
 
     timeout = datetime.timedelta(seconds=timeout_s)
@@ -154,7 +155,7 @@ def run(fn: Callable, args: tuple, *, workers: int, backend: str, port: int, tim
         port = port or free_port()
         results, mine = _spawn(fn, args, workers, backend, port, timeout_s, device_type, threads, progress, meanwhile)
         return results, {"mode": "spawn", "world": workers, "backend": backend, "rendezvous": f"127.0.0.1:{port}"}, mine
-    mine = meanwhile()
+    mine = meanwhile(lambda: None)
     if launched is not None:
         rank, world, local = launched
         backend = choose_backend(backend, device_type, int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
@@ -246,13 +247,17 @@ def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeo
                                os.getpid())) for r in range(world)]
     errors: dict[int, str] = {}
     result = None
+    stop, mine = threading.Event(), {}
     try:
         with _main_not_rerun():
             for p in procs:
                 p.start()
-        mine = meanwhile()
+        side = threading.Thread(target=_capture, args=(meanwhile, stop, mine), daemon=True)
+        side.start()
         heard, silence = time.monotonic(), timeout_s + STARTUP_S
         while True:
+            if "error" in mine:  # this process's own share failed: the job cannot be judged
+                raise mine["error"]
             try:
                 kind, rank, *rest = messages.get(timeout=0.2)
                 heard = time.monotonic()
@@ -270,17 +275,39 @@ def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeo
             if errors or any(c not in (None, 0) for c in codes) or (result is None and all(c == 0 for c in codes)):
                 _drain_until_settled(procs, messages, errors)
                 raise RunFailed(_failure(procs, errors, timeout_s))
-            if result is not None and all(c == 0 for c in codes):
-                return result, mine
+            if result is not None and all(c == 0 for c in codes) and not side.is_alive():
+                if "error" in mine:
+                    raise mine["error"]
+                return result, mine["value"]
             if time.monotonic() - heard > silence:
                 alive = [r for r, p in enumerate(procs) if p.is_alive()]
                 raise RunFailed(f"gradlab ddp: no worker answered for {silence:.0f} s (rank{'s' * (len(alive) > 1)} "
                                 f"{', '.join(map(str, alive))} still running); stopped them all. Is the machine "
                                 f"overloaded? Try fewer --workers or a longer --timeout")
     finally:
+        stop.set()
         _reap(procs)
         messages.close()
         messages.cancel_join_thread()
+        if "side" in locals():
+            side.join()  # it stops at its next check()
+
+
+class Cancelled(Exception):
+    """Raised by check() in this process's own share of the work once the job has failed or been interrupted."""
+
+
+def _capture(meanwhile: Callable, stop: threading.Event, out: dict) -> None:
+    def check() -> None:
+        if stop.is_set():
+            raise Cancelled
+
+    try:
+        out["value"] = meanwhile(check)
+    except Cancelled:
+        pass
+    except BaseException as e:  # noqa: BLE001 — handed to the main thread, which raises it
+        out["error"] = e
 
 
 def _last_result(messages):

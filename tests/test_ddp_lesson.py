@@ -1,0 +1,242 @@
+"""gradlab ddp: splitting a batch over micro-batches and workers, on the real torch.distributed (gloo, loopback).
+
+W = 1 runs in this process; W = 2 and 3 spawn workers; one test goes through the real torchrun. Failures are real
+too: a worker is killed (SIGKILL) or stopped (SIGSTOP) from outside, and Ctrl-C is sent to the process group."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import invoke
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gradlab import distributed
+from gradlab.errors import GradlabError
+from gradlab.lessons import ddp as D
+
+SMALL = {"steps": 4, "batch_size": 24, "micro_batches": 4}
+GRADLAB = [sys.executable, "-m", "gradlab"]
+
+
+def claims(result) -> dict:
+    return {c.id: c for c in result.claims}
+
+
+# ------------------------------------------------------------------------------------------------- splitting
+
+def test_uneven_micro_batches_are_the_issues_64_32_4():
+    assert D.micro_batch_sizes(100, 3, uneven=True) == [64, 32, 4]
+    assert D.micro_batch_sizes(100, 4, uneven=False) == [25] * 4
+    assert D.shard_sizes(100, 3) == [34, 33, 33]
+
+
+@given(batch=st.integers(1, 5000), parts=st.integers(1, 64), uneven=st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_every_split_covers_the_batch_with_non_empty_parts(batch, parts, uneven):
+    parts = min(parts, batch)
+    for sizes in (D.micro_batch_sizes(batch, parts, True) if uneven else D.shard_sizes(batch, parts),):
+        assert len(sizes) == parts and sum(sizes) == batch and min(sizes) >= 1
+
+
+def test_accumulation_recipes_against_the_full_batch_gradient(sample):
+    """At the same weights: Σ loss_k/K and Σ Σℓ/B give g; Σ loss_k gives K·g; uneven means of means do not."""
+    config = D.Config(**SMALL)
+    x, y = D.global_batches(config, sample, torch.device("cpu"))[0]
+    model = D.new_model(config, torch.device("cpu"))
+    g = D.full_batch_grads(model, x, y)
+
+    def accumulated(sizes, how):
+        D.accumulate(model, x, y, sizes, how)
+        return [p.grad.clone() for p in model.parameters()]
+
+    assert D.relative(accumulated([6] * 4, "mean/K"), g) < 1e-6
+    assert D.relative(accumulated([6] * 4, "mean"), [4 * t for t in g]) < 1e-6
+    assert D.relative(accumulated([16, 4, 2, 2], "sum/B"), g) < 1e-6
+    assert D.relative(accumulated([16, 4, 2, 2], "mean/K"), g) > 1e-3  # the bug the lesson shows
+
+
+# ------------------------------------------------------------------------------------------------- whole runs
+
+def test_one_worker_in_this_process_holds_every_claim_and_repeats_bit_for_bit(sample):
+    a = D.run(D.Config(workers=1, **SMALL), sample)
+    b = D.run(D.Config(workers=1, **SMALL), sample)
+    assert all(c.passed for c in a.claims), [(c.id, c.value) for c in a.claims if not c.passed]
+    assert "clip-order-one-worker" in claims(a)  # with one worker nothing is reduced: the orders agree
+    assert a.metrics["job"]["mode"] == "in-process"
+    assert a.curves["training loss per step"].series == b.curves["training loss per step"].series
+    assert [c.value for c in a.claims] == [c.value for c in b.claims]
+
+
+def test_two_spawned_workers_float64_uneven_micro_batches(sample):
+    r = D.run(D.Config(workers=2, dtype="float64", uneven=True, micro_batches=3, steps=4, batch_size=40), sample)
+    c = claims(r)
+    assert all(x.passed for x in r.claims), [(x.id, x.value) for x in r.claims if not x.passed]
+    assert r.metrics["job"]["mode"] == "spawn" and r.metrics["job"]["backend"] == "gloo"
+    assert r.metrics["micro_batch_sizes"] == [32, 4, 4]
+    # float64: the equalities hold to 1e-12, and the differences are far from rounding
+    assert c["ddp-equals-single"].bound == 1e-12 and c["mean-of-means-differs"].value > 1e-3
+    assert c["clip-then-reduce-differs"].value > 1e-3
+    assert c["norm-reduced-twice"].value < 1e-12 and "1.41421" in c["norm-reduced-twice"].text
+    assert c["no-sync-sends-k-times-less"].value == 3
+    assert len({rank["pid"] for rank in r.metrics["ranks"]} | {os.getpid()}) == 3  # two other processes
+
+
+def test_three_workers_with_unequal_shards(sample):
+    r = D.run(D.Config(workers=3, steps=3, batch_size=100, micro_batches=4), sample)
+    c = claims(r)
+    assert all(x.passed for x in r.claims), [(x.id, x.value) for x in r.claims if not x.passed]
+    assert r.metrics["shard_sizes"] == [34, 33, 33]
+    assert c["allreduce-mean-differs"].value > 1e-3  # /W of unequal shard means is not the mean
+    assert c["allreduce-weighted-equals-full"].value < 1e-6
+    assert abs(r.metrics["ranks"][0]["norm_twice"] / r.metrics["ranks"][0]["norm"] - 3 ** 0.5) < 1e-6
+
+
+def test_a_claim_can_fail_a_clip_norm_above_every_gradient_norm(sample):
+    """The "≠" claims are measured, not asserted: with a cap no gradient reaches, both orders agree and it fails."""
+    r = D.run(D.Config(workers=2, clip_norm=1e6, **SMALL), sample)
+    assert not claims(r)["clip-then-reduce-differs"].passed and r.exit_code == 1
+
+
+# ------------------------------------------------------------------------------------------------- the CLI
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "0"], "--workers must be at least 1"),
+    (["--workers", "101"], "more than the 100 samples of the global batch"),
+    (["--micro-batches", "3"], "does not divide --batch-size 100"),
+    (["--micro-batches", "50", "--workers", "3"], "more than the 33 samples of the smallest worker's shard"),
+    (["--uneven", "--micro-batches", "1"], "--uneven needs --micro-batches 2"),
+    (["--backend", "nccl"], "--backend nccl needs CUDA GPUs"),
+    (["--timeout", "0"], "--timeout must be between 1 and 86400 seconds"),
+    (["--port", "70000"], "--port must be between 0 and 65535"),
+])
+def test_bad_input_is_one_line_exit_2_and_no_file(args, message, tmp_path):
+    out = tmp_path / "r.json"
+    result = invoke("ddp", *args, "--json", str(out))
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_port_in_use_is_refused_before_anything_runs(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        result = invoke("ddp", "--port", str(port), "--json", str(tmp_path / "r.json"))
+    assert result.exit_code == 2 and f"127.0.0.1:{port} is already in use" in result.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_backend_choice_with_cuda_mocked_present_and_absent(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert distributed.choose_backend("auto", "cuda", 2) == "nccl"
+    assert distributed.choose_backend("auto", "cuda", 3) == "gloo"  # not a GPU for every worker
+    assert distributed.choose_backend("auto", "cpu", 2) == "gloo"
+    assert distributed.choose_backend("nccl", "cuda", 2) == "nccl"
+    with pytest.raises(GradlabError, match="one GPU per worker"):
+        distributed.choose_backend("nccl", "cuda", 3)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert distributed.choose_backend("auto", "cuda", 1) == "gloo"
+    with pytest.raises(GradlabError, match="needs CUDA GPUs"):
+        distributed.choose_backend("nccl", "cuda", 1)
+
+
+def test_cli_run_writes_json_with_every_claim(tmp_path):
+    out = tmp_path / "r.json"
+    result = invoke("ddp", "--workers", "1", "--steps", "3", "--json", str(out))
+    assert result.exit_code == 0, result.output
+    data = json.loads(out.read_text())
+    assert data["lesson"] == "ddp" and all(c["passed"] for c in data["claims"])
+    assert "data parallel: 1 worker (in-process, gloo, rendezvous 127.0.0.1:" in result.output
+
+
+def test_torchrun_starts_it_and_only_rank_0_prints_and_writes(tmp_path):
+    """The real torchrun entry point, two processes on this machine: gradlab joins its job instead of spawning."""
+    out = tmp_path / "r.json"
+    torchrun = Path(sys.executable).parent / "torchrun"
+    proc = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "gradlab", "ddp",
+                           "--steps", "3", "--json", str(out)], capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("claims checked at run time") == 1  # rank 0 alone renders
+    data = json.loads(out.read_text())
+    assert data["metrics"]["job"]["mode"] == "torchrun" and data["metrics"]["job"]["world"] == 2
+    assert all(c["passed"] for c in data["claims"])
+
+
+# ------------------------------------------------------------------------------------------------- failures
+
+def children(pid: int) -> list[int]:
+    """The spawned workers of PID (not multiprocessing's resource tracker)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                if "spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(child))
+            except FileNotFoundError:
+                pass
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def start_long_run(*extra: str) -> tuple[subprocess.Popen, list[int]]:
+    """gradlab ddp with 2 workers and a long budget, in a session of its own; returns once both workers train."""
+    proc = subprocess.Popen([*GRADLAB, "ddp", "--steps", "20000", "--quiet", *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        kids = children(proc.pid)
+        if len(kids) == 2:
+            time.sleep(8)  # past the start-up: both are in their training loops
+            return proc, kids
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("the workers did not start")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the workers")
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_a_worker_that_dies_or_hangs_fails_the_run_naming_its_rank_and_leaves_no_process(how):
+    proc, kids = start_long_run("--timeout", "5")
+    victim = kids[1]
+    os.kill(victim, signal.SIGKILL if how == "kill" else signal.SIGSTOP)
+    try:
+        _, err = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, err
+    rank = next(r for r in (0, 1) if f"rank {r} (pid {victim})" in err)
+    expected = "was killed by SIGKILL" if how == "kill" else "stopped answering"
+    assert f"rank {rank} (pid {victim}) {expected}" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    time.sleep(0.5)
+    assert not any(alive(k) for k in kids)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the workers")
+def test_ctrl_c_stops_gradlab_and_its_workers():
+    proc, kids = start_long_run()
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the whole foreground process group
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and err.strip() == "gradlab: error: interrupted", err
+    time.sleep(0.5)
+    assert not any(alive(k) for k in kids)
