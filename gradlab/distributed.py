@@ -281,7 +281,7 @@ def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeo
                 return result, mine["value"]
             if time.monotonic() - heard > silence:
                 alive = [r for r, p in enumerate(procs) if p.is_alive()]
-                raise RunFailed(f"gradlab ddp: no worker answered for {silence:.0f} s (rank{'s' * (len(alive) > 1)} "
+                raise RunFailed(f"no worker answered for {silence:.0f} s (rank{'s' * (len(alive) > 1)} "
                                 f"{', '.join(map(str, alive))} still running); stopped them all. Is the machine "
                                 f"overloaded? Try fewer --workers or a longer --timeout")
     finally:
@@ -306,7 +306,7 @@ def _capture(meanwhile: Callable, stop: threading.Event, out: dict) -> None:
         out["value"] = meanwhile(check)
     except Cancelled:
         pass
-    except BaseException as e:  # noqa: BLE001 — handed to the main thread, which raises it
+    except BaseException as e:  # handed to the main thread, which raises it
         out["error"] = e
 
 
@@ -348,18 +348,19 @@ def _failure(procs, errors: dict[int, str], timeout_s: float) -> str:
     for rank, p in enumerate(procs):
         code = p.exitcode
         if code is not None and code < 0:
-            culprits.append(f"rank {rank} (pid {p.pid}) was killed by {signal.Signals(-code).name}")
+            culprits.append(f"worker rank {rank} (pid {p.pid}) was killed by {signal.Signals(-code).name}")
         elif code not in (None, 0, 1) or (code == 1 and rank not in errors):
-            culprits.append(f"rank {rank} (pid {p.pid}) exited with code {code}")
+            culprits.append(f"worker rank {rank} (pid {p.pid}) exited with code {code}")
     if errors:  # the ranks that are still alive while others gave up: they hung
-        culprits += [f"rank {rank} (pid {p.pid}) stopped answering (no reply within --timeout {timeout_s:g} s)"
+        culprits += [f"worker rank {rank} (pid {p.pid}) stopped answering (no reply within --timeout {timeout_s:g} s)"
                      for rank, p in enumerate(procs) if p.is_alive()]
     if culprits:
         others = sorted(errors)
         tail = f"; rank{'s' * (len(others) > 1)} {', '.join(map(str, others))} stopped with it" if others else ""
-        return f"gradlab ddp: {'; '.join(culprits)}{tail}. No claim was checked"
+        return f"{'; '.join(culprits)}{tail}; the run stopped before its claims were checked"
     rank = min(errors) if errors else 0
-    return f"gradlab ddp: rank {rank} failed: {errors.get(rank, 'it exited without a result')}. No claim was checked"
+    return (f"worker rank {rank} failed: {errors.get(rank, 'it exited without a result')}; the run stopped before "
+            f"its claims were checked")
 
 
 def _reap(procs) -> None:

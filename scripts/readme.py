@@ -10,7 +10,8 @@ A generated block in README.md looks like this (the command is the one a reader 
 
 Each command runs in a fresh process at a fixed width of 110 columns, without colour, and its output replaces the
 block. Nothing in those blocks is typed by hand. `python scripts/readme.py --check` lists the blocks and exits 1
-when a command does not parse (unknown lesson or option), without running anything.
+when a command does not parse (unknown lesson or option), without running anything; `--only TEXT` re-runs only
+the blocks whose command contains TEXT and keeps the others as they are.
 """
 
 from __future__ import annotations
@@ -58,8 +59,13 @@ def main() -> None:
             cli.commands[name].make_context(name, args)  # raises on an unknown lesson, option or value
             print(f"ok: {m['cmd']}")
         return
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None
     out, last = [], 0
     for m in blocks(text):
+        if only is not None and only not in m["cmd"]:
+            out += [text[last:m.end()]]
+            last = m.end()
+            continue
         start = time.perf_counter()
         printed = run(m["cmd"])
         print(f"{time.perf_counter() - start:6.1f} s  {m['cmd']}", flush=True)
@@ -67,7 +73,7 @@ def main() -> None:
         last = m.end()
     out.append(text[last:])
     README.write_text("".join(out), encoding="utf-8")
-    print(f"rewrote {len(blocks(text))} blocks in {README}")
+    print(f"rewrote {sum(only is None or only in m['cmd'] for m in blocks(text))} blocks in {README}")
 
 
 if __name__ == "__main__":

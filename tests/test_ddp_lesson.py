@@ -223,7 +223,7 @@ def test_a_worker_that_dies_or_hangs_fails_the_run_naming_its_rank_and_leaves_no
     assert proc.returncode == 1, err
     rank = next(r for r in (0, 1) if f"rank {r} (pid {victim})" in err)
     expected = "was killed by SIGKILL" if how == "kill" else "stopped answering"
-    assert f"rank {rank} (pid {victim}) {expected}" in err, err
+    assert f"worker rank {rank} (pid {victim}) {expected}" in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     time.sleep(0.5)
     assert not any(alive(k) for k in kids)

@@ -26,12 +26,14 @@ BASE = {
             "--eval-episodes", "1", "--eval-every", "150", "--checkpoint-episodes", "1", "--buffer-size", "500"],
     "actor-critic": ["--total-steps", "200", "--envs", "2", "--eval-episodes", "1", "--eval-every", "100",
                      "--checkpoint-episodes", "1"],
+    "ddp": ["--workers", "1", "--steps", "2", "--batch-size", "20", "--micro-batches", "2"],
 }
 # Options about where output goes or where data lives: fuzzed by their own tests (test_output_files.py).
 SKIP = {"json_path", "plot_path", "config", "data_dir", "quiet", "explain", "device", "dataset", "offline"}
 # Budgets: a huge valid value would only make the run long, so they get invalid or small values.
 BUDGETS = {"epochs", "total_steps", "train_size", "test_size", "samples", "repeats", "buffer_size", "envs",
-           "eval_episodes", "checkpoint_episodes", "gradient_steps", "batch_size", "hidden", "threads"}
+           "eval_episodes", "checkpoint_episodes", "gradient_steps", "batch_size", "hidden", "threads", "steps",
+           "workers"}
 
 nasty_text = st.sampled_from(["", "abc", "nan", "inf", "-inf", "1e400", "1e-400", "-0", "1,", ",", ";", ";;", "1;2",
                               "0,0", "1e308,1e308", "nan,1", "1,2,3,4,5,6,7,8,9", " ", "0x10", "1_000"])
