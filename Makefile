@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint bench runtimes docs clean
+.PHONY: install demo test lint bench runtimes docs notebooks clean
 
 install: $(STAMP)
 
@@ -14,7 +14,7 @@ $(BIN)/python:
 # Re-install only when the project's requirements change.
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,notebooks]'
 	touch $(STAMP)
 
 demo: install
@@ -42,5 +42,10 @@ docs: install
 runtimes: install
 	$(BIN)/python bench/runtimes.py
 
+# Execute every notebook in notebooks/ on a real Jupyter kernel and save it, outputs included, in build/notebooks/
+# (ignored by git; the committed notebooks carry no outputs).
+notebooks: install
+	$(BIN)/python scripts/notebooks.py build/notebooks
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build

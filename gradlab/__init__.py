@@ -1,3 +1,29 @@
-"""gradlab: learn how gradients really work, by reproducing classic TensorFlow-1 gradient tutorials in PyTorch."""
+"""gradlab: learn how gradients really work, by reproducing classic TensorFlow-1 gradient tutorials in PyTorch.
+
+As a library (notebooks, Colab): `gradlab.lessons()`, `gradlab.run("mnist", epochs=3)`; see gradlab.api. This
+import is cheap: torch is imported when a lesson runs.
+"""
 
 __version__ = "0.1.0"
+
+
+def lessons() -> list[dict[str, str]]:
+    """Every lesson in teaching order: {"name", "idea", "options"}."""
+    from gradlab.api import lessons as _lessons
+
+    return _lessons()
+
+
+def run(lesson: str, *, progress: bool = False, **options):
+    """Run LESSON with OPTIONS (the command line's options as keyword arguments) and return its Result, which
+    Jupyter displays as tables, claims and plots. Bad input raises gradlab.errors.GradlabError."""
+    from gradlab.api import run as _run
+
+    return _run(lesson, progress=progress, **options)
+
+
+def options(lesson: str) -> dict:
+    """The keyword arguments run(LESSON, ...) accepts, with their defaults."""
+    from gradlab.api import options as _options
+
+    return _options(lesson)

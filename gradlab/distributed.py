@@ -120,9 +120,10 @@ def _loopback_only() -> Iterator[None]:
 def _device(device_type: str, local_rank: int):
     import torch
 
-    if device_type == "cuda":
-        torch.cuda.set_device(local_rank)
-        return torch.device("cuda", local_rank)
+    if device_type == "cuda":  # one GPU per worker when there are enough; else they share (gloo, e.g. Colab's one)
+        index = local_rank % torch.cuda.device_count()
+        torch.cuda.set_device(index)
+        return torch.device("cuda", index)
     return torch.device(device_type)
 
 

@@ -80,6 +80,13 @@ class Result:
     threads: int = 0
     threads_why: str = ""  # why that many threads (gradlab.threads)
     version: str = ""
+    wall_s: float = 0.0  # the lesson's run, from Config to Result (not data loading)
+
+    def _repr_html_(self) -> str:
+        """How Jupyter shows a Result: its section of `gradlab report`'s page (one renderer for both)."""
+        from gradlab.report.html import result_html
+
+        return result_html(self)
 
     @property
     def exit_code(self) -> int:

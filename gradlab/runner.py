@@ -6,6 +6,7 @@ torch is imported here, never at start-up.
 from __future__ import annotations
 
 import importlib
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,9 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
             console.print(f"loaded [bold]{data.name}[/]: {len(data.y_train):,} training and {len(data.y_test):,} "
                           f"test images [dim]({data.source})[/]")
         kwargs["data"] = data
+    start = time.perf_counter()
     result = module.run(config, progress=progress, **kwargs)
+    result.wall_s = time.perf_counter() - start
     result.config = {k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()
                      if k not in ("json_path", "plot_path", "quiet", "explain")}
     result.device, result.torch = str(device), torch.__version__

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from typing import Any
 
 from gradlab.report.console import OP_SIGNS, cell_text, fmt_number, threads_text
@@ -112,3 +113,24 @@ def page(sections: list[str], summary_rows: list[list[Any]], title: str, made: d
             f"gradlab {html.escape(made['gradlab'])} · torch {html.escape(made['torch'])}. Every number below was "
             f"measured when this page was made; every claim was checked at run time.</p>{summary}"
             + "\n".join(sections) + "</body></html>\n")
+
+
+def scoped(style: str, scope: str = ".gradlab") -> str:
+    """STYLE with every selector confined to SCOPE (body becomes the scope itself): in a notebook the page's style
+    must not restyle the notebook around it."""
+    def rule(m: re.Match) -> str:
+        selectors = [sel.strip() for sel in m[1].split(",")]
+        return ", ".join(scope if sel == "body" else f"{scope} {sel}" for sel in selectors) + " {" + m[2] + "}"
+
+    return re.sub(r"([^{}]+?)\s*\{([^}]*)\}", rule, style)
+
+
+def result_html(result) -> str:
+    """One Result, as its section of the report page, styled for Jupyter (Result._repr_html_)."""
+    from gradlab.report.explain import explanation
+    from gradlab.report.files import plot_png
+    from gradlab.runner import lesson_module
+
+    doc, snippets = explanation(lesson_module(result.lesson))
+    section = lesson_html(result.to_json(), doc, snippets, plot_png(result), result.wall_s)
+    return f'<div class="gradlab"><style>{scoped(STYLE)}</style>{section}</div>'

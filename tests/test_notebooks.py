@@ -1,0 +1,90 @@
+"""The Python API (gradlab.run, gradlab.lessons) and the notebooks in notebooks/, executed on a real Jupyter kernel."""
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from conftest import REPO
+
+import gradlab
+from gradlab.errors import GradlabError
+from gradlab.lessons import LESSONS
+
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+
+
+def test_import_gradlab_does_not_import_torch():
+    code = "import sys, gradlab; gradlab.lessons(); gradlab.options('mnist'); print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def test_lessons_lists_every_lesson_in_teaching_order():
+    assert [lesson["name"] for lesson in gradlab.lessons()] == list(LESSONS)
+
+
+def test_run_returns_the_result_the_cli_renders_and_shows_itself_in_jupyter(sample):
+    r = gradlab.run("mnist", epochs=2, dataset="mnist-sample", offline=True, variant="manual", train_size=2000)
+    assert r.lesson == "mnist" and r.exit_code == 0 and r.metrics["manual"]["epoch_cost"]
+    assert r.curves["epoch cost"].series["manual"] == r.metrics["manual"]["epoch_cost"]  # curves as plain data
+    page = r._repr_html_()
+    assert page.startswith('<div class="gradlab"><style>') and "claims checked at run time" in page
+    assert "body {" not in page and ".gradlab table" in page  # the report's style, confined to this output
+    assert "data:image/png;base64," in page and "<table" in page
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"epochs": 1.5}, "epochs must be a whole number, got 1.5; e.g. epochs=10"),
+    ({"epoch": 3}, "unknown option epoch=3; did you mean epochs=?"),
+    ({"lr": float("nan")}, "--lr must be a positive finite number, got nan"),  # the lesson's own check
+    ({"variant": "fast"}, "unknown variant 'fast'"),
+    ({"device": "tpu"}, "bad value for device"),
+    ({"json_path": "r.json"}, "unknown option json_path"),
+])
+def test_bad_keyword_arguments_raise_the_one_line_errors(kwargs, message):
+    with pytest.raises(GradlabError, match=None) as e:
+        gradlab.run("mnist", **kwargs)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_unknown_lesson():
+    with pytest.raises(GradlabError, match="unknown lesson 'mnst'"):
+        gradlab.run("mnst")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebooks_are_stored_without_outputs_and_run_on_colab(path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert all(not c["outputs"] and c["execution_count"] is None for c in code), "clear the outputs before committing"
+    sources = ["".join(c["source"]) for c in code]
+    assert 'find_spec("gradlab") is None' in sources[0] and "pip" in sources[0]  # Colab installs it first
+    assert "GRADLAB_NOTEBOOK_QUICK" in sources[1]
+    assert any("gradlab.run(" in s for s in sources) and sum("## Now break it" in "".join(c["source"])
+                                                             for c in nb["cells"]) == 1
+
+
+def test_one_notebook_per_lesson_in_teaching_order():
+    assert [p.stem.split("-", 1)[1] for p in NOTEBOOKS] == list(LESSONS)
+
+
+def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(tmp_path):
+    """Two at a time (each lesson computes on one thread), quick budgets; a failed claim is a failed assert."""
+    if not os.environ.get("GRADLAB_REQUIRE_JUPYTER"):
+        pytest.importorskip("nbclient")
+        pytest.importorskip("ipykernel")
+
+    def execute(path):
+        return subprocess.run([sys.executable, str(REPO / "scripts" / "notebooks.py"), str(tmp_path), "--quick",
+                               path.stem], capture_output=True, text=True, timeout=600)
+
+    with ThreadPoolExecutor(2) as pool:
+        done = list(pool.map(execute, NOTEBOOKS))
+    for path, proc in zip(NOTEBOOKS, done, strict=True):
+        assert proc.returncode == 0, f"{path.name}: {proc.stdout[-1500:]}{proc.stderr[-1500:]}"
+        executed = json.loads((tmp_path / path.name).read_text(encoding="utf-8"))
+        outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+        assert not [o for o in outputs if o["output_type"] == "error"]
+        assert any("text/html" in o.get("data", {}) for o in outputs), "the Result displayed itself"
