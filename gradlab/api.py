@@ -38,10 +38,8 @@ def options(lesson: str) -> dict[str, Any]:
 
 def run(lesson: str, *, progress: bool = False, **kwargs: Any):
     """Run LESSON with KWARGS (the command line's options); return its Result. PROGRESS: show a progress bar."""
-    import click
-
     from gradlab import runner
-    from gradlab.config import _is_kind, _toml_kind
+    from gradlab.config import cast_value
 
     command, ctx = _command(lesson)
     params = dict(ctx.params)  # every option at the command line's default
@@ -53,17 +51,11 @@ def run(lesson: str, *, progress: bool = False, **kwargs: Any):
                                + (f"; did you mean {close[0]}=?" if close else "")
                                + f" (options: {', '.join(known)})")
         param = known[key]
-        kind = _toml_kind(param)
         if value is None and param.default is None:  # e.g. threads=None: the default policy
             params[key] = None
             continue
-        if kind is not None and not _is_kind(value, kind):  # click would quietly turn 1.5 into 1, True into 1
-            raise GradlabError(f"gradlab.run({lesson!r}): {key} must be {kind}, got {value!r}; e.g. "
-                               f"{key}={PY_EXAMPLES[kind]}")
-        try:
-            params[key] = param.type_cast_value(ctx, value)
-        except click.BadParameter as e:
-            raise GradlabError(f"gradlab.run({lesson!r}): bad value for {key}: {e.format_message()}") from None
+        params[key] = cast_value(ctx, param, value, f"gradlab.run({lesson!r})", key, repr(value),
+                                 lambda kind, key=key: f"{key}={PY_EXAMPLES[kind]}")
     config = runner.make_config(lesson, params)  # the lesson's own checks, as on the command line
     if not progress:
         return runner.execute(lesson, params, None, config=config)

@@ -45,16 +45,24 @@ def merge_config(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
         param = by_key[name]
         if isinstance(value, dict | list):
             raise GradlabError(f"config file {path}: {key} must be a single value, got {value!r}")
-        wanted = _toml_kind(param)
-        if wanted is not None and not _is_kind(value, wanted):  # click would quietly turn 1.5 into 1, true into 1
-            shown = str(value).lower() if isinstance(value, bool) else repr(value)  # as TOML writes it
-            raise GradlabError(f"config file {path}: {key} must be {wanted}, got {shown}; e.g. "
-                               f"{key} = {_EXAMPLES[wanted]}")
-        try:
-            merged[name] = param.type_cast_value(ctx, value)
-        except click.BadParameter as e:
-            raise GradlabError(f"config file {path}: bad value for {key}: {e.format_message()}") from None
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)  # as TOML writes it
+        merged[name] = cast_value(ctx, param, value, f"config file {path}", key, shown,
+                                  lambda kind, key=key: f"{key} = {_EXAMPLES[kind]}")
     return merged
+
+
+def cast_value(ctx: click.Context, param: click.Parameter, value: Any, where: str, key: str, shown: str,
+               example: Any) -> Any:
+    """VALUE for PARAM, strictly of the option's kind (click would quietly turn 1.5 into 1 and true into 1), then
+    cast and checked by click; otherwise GradlabError naming WHERE and KEY, with EXAMPLE(kind) as the fix. Used for
+    --config files and for gradlab.run's keyword arguments."""
+    wanted = _toml_kind(param)
+    if wanted is not None and not _is_kind(value, wanted):
+        raise GradlabError(f"{where}: {key} must be {wanted}, got {shown}; e.g. {example(wanted)}")
+    try:
+        return param.type_cast_value(ctx, value)
+    except click.BadParameter as e:
+        raise GradlabError(f"{where}: bad value for {key}: {e.format_message()}") from None
 
 
 _EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "true"}
