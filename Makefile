@@ -28,11 +28,14 @@ lint: install
 	$(BIN)/ruff check .
 
 # Speed and dependability figures, printed (never asserted): MNIST loops vs a naive loop, every lesson quiet vs
-# beside busy programs, and the RL lessons' claims over 20 seeds. About 25 minutes on 2 cores; run it quiet.
+# beside busy programs, and the claims of the RL lessons and of ddp over 20 seeds. About 45 minutes on 2 cores; run
+# it quiet.
 bench: install
 	$(BIN)/python bench/bench_mnist.py
 	$(BIN)/python bench/bench_threads.py
 	$(BIN)/python bench/bench_seeds.py
+	$(BIN)/python bench/bench_seeds.py --lessons ddp --jobs 1
+	$(BIN)/python bench/bench_seeds.py --lessons ddp --jobs 1 --extra "--workers 3 --uneven --micro-batches 3"
 
 # Re-run the commands whose output README.md shows (<!-- run: ... --> blocks) and paste what they print.
 docs: install

@@ -237,6 +237,21 @@ def _main_not_rerun() -> Iterator[None]:
             setattr(main, k, v)
 
 
+@contextlib.contextmanager
+def _children_ignore_ctrl_c() -> Iterator[None]:
+    """Ctrl-C in a terminal reaches every process of the foreground group. A child started while SIGINT is ignored
+    keeps ignoring it from its first instruction (Python then installs no handler of its own), so a Ctrl-C during
+    its start-up cannot print a traceback from it: stopping the workers is the parent's job (_reap)."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may change handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeout_s: float, device_type: str,
            threads: int, progress: Callable, meanwhile: Callable) -> tuple[list, Any]:
     import torch.multiprocessing as mp
@@ -250,7 +265,7 @@ def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeo
     result = None
     stop, mine = threading.Event(), {}
     try:
-        with _main_not_rerun():
+        with _main_not_rerun(), _children_ignore_ctrl_c():
             for p in procs:
                 p.start()
         side = threading.Thread(target=_capture, args=(meanwhile, stop, mine), daemon=True)
