@@ -5,7 +5,8 @@ Three ways a job runs a per-rank function FN(rank, world, device, *args, report=
     init_method env://. torchrun owns the processes; its rendezvous endpoint decides which machines take part.
   * --workers 1: this process is the whole job (a group of one, on 127.0.0.1).
   * --workers W > 1: gradlab starts W processes itself (torch.multiprocessing, spawn), rendezvous over TCP on
-    127.0.0.1 at a free port, and gloo keeps to the loopback interface: nothing leaves the machine.
+    127.0.0.1 at a free port, and gloo keeps to the loopback interface: nothing leaves the machine. (torch's
+    rendezvous store listens on every interface, with no option to narrow it; every connection is loopback.)
 Every rank's return value is gathered (all_gather_object) so every rank, and the parent, gets all of them.
 
 A worker that raises, dies or stops answering never hangs gradlab: collectives time out (--timeout), the parent

@@ -242,3 +242,43 @@ def test_ctrl_c_stops_gradlab_and_its_workers(settle):
     assert proc.returncode == 130 and err.strip() == "gradlab: error: interrupted", err
     time.sleep(0.5)
     assert not any(alive(k) for k in kids)
+
+
+def tcp_sockets(pid: int) -> list[tuple[str, str, str]]:
+    """(local address, remote address, state) of PID's TCP sockets, from /proc (hex, as the kernel writes them)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[9] in inodes:
+                found.append((f[1], f[2], f[3]))
+    return found
+
+
+LOOPBACK = ("0100007F:", "0000000000000000FFFF00000100007F:", "00000000000000000000000001000000:")  # v4, v4-in-v6, ::1
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").is_file(), reason="needs Linux /proc/net")
+def test_every_connection_stays_on_the_loopback_interface():
+    """Every established connection of gradlab and its workers is 127.0.0.1 to 127.0.0.1; the only socket open
+    beyond loopback is the rendezvous store's listener (torch's TCPStore binds every interface)."""
+    proc, kids = start_long_run()
+    try:
+        seen = {pid: tcp_sockets(pid) for pid in [proc.pid, *kids]}
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.communicate(timeout=60)
+    established = [s for socks in seen.values() for s in socks if s[2] == "01"]
+    assert len(established) >= 4  # rank 0 ↔ store ↔ rank 1, and gloo's pair
+    assert all(local.startswith(LOOPBACK) and remote.startswith(LOOPBACK) for local, remote, _ in established)
+    listening = [local for socks in seen.values() for local, _, state in socks if state == "0A"]
+    beyond = [a for a in listening if not a.startswith(LOOPBACK)]
+    assert len(beyond) <= 1  # the store's listener; gloo listens on loopback only
