@@ -270,15 +270,23 @@ LOOPBACK = ("0100007F:", "0000000000000000FFFF00000100007F:", "00000000000000000
 def test_every_connection_stays_on_the_loopback_interface():
     """Every established connection of gradlab and its workers is 127.0.0.1 to 127.0.0.1; the only socket open
     beyond loopback is the rendezvous store's listener (torch's TCPStore binds every interface)."""
-    proc, kids = start_long_run()
-    try:
-        seen = {pid: tcp_sockets(pid) for pid in [proc.pid, *kids]}
+    proc, kids = start_long_run(settle=0)
+    established, listening = set(), set()
+    try:  # watch until both workers' gloo connections are up (a loaded machine starts them slowly)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(established) < 4:  # rank 0 ↔ store ↔ rank 1, gloo's pair
+            for pid in [proc.pid, *kids]:
+                try:
+                    sockets = tcp_sockets(pid)
+                except FileNotFoundError:
+                    continue
+                established |= {(local, remote) for local, remote, state in sockets if state == "01"}
+                listening |= {local for local, _, state in sockets if state == "0A"}
+            time.sleep(0.1)
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         proc.communicate(timeout=60)
-    established = [s for socks in seen.values() for s in socks if s[2] == "01"]
-    assert len(established) >= 4  # rank 0 ↔ store ↔ rank 1, and gloo's pair
-    assert all(local.startswith(LOOPBACK) and remote.startswith(LOOPBACK) for local, remote, _ in established)
-    listening = [local for socks in seen.values() for local, _, state in socks if state == "0A"]
+    assert len(established) >= 4, established
+    assert all(local.startswith(LOOPBACK) and remote.startswith(LOOPBACK) for local, remote in established)
     beyond = [a for a in listening if not a.startswith(LOOPBACK)]
     assert len(beyond) <= 1  # the store's listener; gloo listens on loopback only
