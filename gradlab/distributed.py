@@ -240,17 +240,15 @@ def _main_not_rerun() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _children_ignore_ctrl_c() -> Iterator[None]:
-    """Ctrl-C in a terminal reaches every process of the foreground group. A child started while SIGINT is ignored
-    keeps ignoring it from its first instruction (Python then installs no handler of its own), so a Ctrl-C during
-    its start-up cannot print a traceback from it: stopping the workers is the parent's job (_reap)."""
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may change handlers
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Ctrl-C in a terminal reaches every process of the foreground group. While the workers are started SIGINT is
+    blocked: each child inherits the blocked signal from its first instruction, so a Ctrl-C during its start-up
+    cannot print a traceback from it (its _worker then ignores SIGINT for good), and this process gets the Ctrl-C
+    as soon as the block ends, as a KeyboardInterrupt: stopping the workers is its job (_reap)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeout_s: float, device_type: str,
