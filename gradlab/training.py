@@ -92,6 +92,15 @@ def clip_by_global_norm(grads: list[torch.Tensor], clip_norm: float) -> list[tor
     return [g * scale for g in grads]
 
 
+def torch_clip(grads: list[torch.Tensor], clip_norm: float) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """torch.nn.utils.clip_grad_norm_ on copies of GRADS: (its total norm, its clipped gradients)."""
+    holders = [torch.zeros_like(g, requires_grad=True) for g in grads]
+    for h, g in zip(holders, grads, strict=True):
+        h.grad = g.clone()
+    total = torch.nn.utils.clip_grad_norm_(holders, clip_norm)  # scales each .grad in place
+    return total, [h.grad for h in holders]
+
+
 def make_model(name: str, seed: int, device: torch.device) -> torch.nn.Module:
     """mlp: 784→256→256→10 with ReLU and PyTorch's default init from SEED; softmax: the tutorial's 784→10 at zero."""
     if name == "softmax":

@@ -37,7 +37,16 @@ import torch
 
 from gradlab.errors import check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
-from gradlab.training import DIVERGED, batches, clip_by_global_norm, cross_entropy, global_norm, make_model, prepare
+from gradlab.training import (
+    DIVERGED,
+    batches,
+    clip_by_global_norm,
+    cross_entropy,
+    global_norm,
+    make_model,
+    prepare,
+    torch_clip,
+)
 
 MODES = ("global-norm", "norm", "value", "none")
 MODELS = ("mlp", "softmax")
@@ -203,15 +212,6 @@ def equivalence_check(config: Config, x, y, order, device) -> float:
         one_step(b, opt_b, xb, yb)
     with torch.no_grad():
             return max(float((p - q).abs().max()) for p, q in zip(a.parameters(), b.parameters(), strict=True))
-
-
-def torch_clip(grads: list[torch.Tensor], clip_norm: float) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """torch.nn.utils.clip_grad_norm_ on copies of GRADS: (its total norm, its clipped gradients)."""
-    holders = [torch.zeros_like(g, requires_grad=True) for g in grads]
-    for h, g in zip(holders, grads, strict=True):
-        h.grad = g.clone()
-    total = torch.nn.utils.clip_grad_norm_(holders, clip_norm)  # scales each .grad in place
-    return total, [h.grad for h in holders]
 
 
 def torch_agreement(config: Config, x, y, order, device) -> tuple[float, float]:

@@ -66,7 +66,7 @@ import torch.distributed as dist
 from gradlab import distributed
 from gradlab.errors import GradlabError, check, check_positive
 from gradlab.result import Claim, Curve, Result, Table
-from gradlab.training import batch_orders, cross_entropy, global_norm, make_model
+from gradlab.training import batch_orders, cross_entropy, global_norm, make_model, torch_clip
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 # An equivalence holds to rounding: relative to the largest number compared. A "≠" claim needs a difference far
@@ -391,15 +391,6 @@ def norm_reduced_twice(grads: list[torch.Tensor]) -> tuple[float, float]:
     return float(norm), float(squares.sqrt())
 
 
-def torch_clipped(grads: list[torch.Tensor], clip_norm: float) -> list[torch.Tensor]:
-    """clip_grad_norm_ applied to copies of GRADS."""
-    holders = [torch.zeros_like(g, requires_grad=True) for g in grads]
-    for h, g in zip(holders, grads, strict=True):
-        h.grad = g.clone()
-    torch.nn.utils.clip_grad_norm_(holders, clip_norm)
-    return [h.grad for h in holders]
-
-
 def rank_work(rank: int, world: int, device: torch.device, config: Config, batches: Batches,
               report: Callable = lambda *a: None) -> dict:
     """Everything one worker measures. Runs on every rank of the job, in step (collectives wait for all)."""
@@ -427,11 +418,11 @@ def rank_work(rank: int, world: int, device: torch.device, config: Config, batch
     weighted = all_reduce_sum([t * (n / B) for t in shard_mean])  # all_reduce(SUM, (n_r/B)·ḡ_r)
     out["naive_vs_full"], out["weighted_vs_full"] = relative(naive, full), relative(weighted, full)
     out["norm"], out["norm_twice"] = norm_reduced_twice(weighted)
-    clip_then_reduce = all_reduce_sum([t * (n / B) for t in torch_clipped(shard_mean, config.clip_norm)])
-    reduce_then_clip = torch_clipped(weighted, config.clip_norm)
+    clip_then_reduce = all_reduce_sum([t * (n / B) for t in torch_clip(shard_mean, config.clip_norm)[1]])
+    reduce_then_clip = torch_clip(weighted, config.clip_norm)[1]
     out["shard_norm"] = float(global_norm(shard_mean))
     out["clip_order"] = relative(clip_then_reduce, reduce_then_clip)
-    out["reduce_then_clip_vs_single"] = relative(reduce_then_clip, torch_clipped(full, config.clip_norm))
+    out["reduce_then_clip_vs_single"] = relative(reduce_then_clip, torch_clip(full, config.clip_norm)[1])
 
     # 2. Training, in lockstep with one process on the whole batch: at every step each run starts from the
     # reference's weights, computes its gradient its own way (all-reduce included), and is compared with the
