@@ -509,11 +509,9 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
 
     import torch
 
-    from gradlab import runner
     from gradlab.report import console as report
     from gradlab.report import html as html_report
-    from gradlab.report.explain import explanation
-    from gradlab.report.files import check_writable, plot_png, write_bytes
+    from gradlab.report.files import check_writable, write_bytes
 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
@@ -525,9 +523,8 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     done = run_many(names, quick, report.make_console(quiet=quiet), threads)
     sections, files = [], {}
     for name, result, wall in done:
-        doc, snippets = explanation(runner.lesson_module(name))
         data = result.to_json()
-        sections.append(html_report.lesson_html(data, doc, snippets, plot_png(result), wall))
+        sections.append(html_report.result_section(result, wall, data))
         files[f"{name}.json"] = (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
     title = "gradlab report" + (" (quick)" if quick else "")
     summary = _summary_rows(done)

@@ -125,12 +125,17 @@ def scoped(style: str, scope: str = ".gradlab") -> str:
     return re.sub(r"([^{}]+?)\s*\{([^}]*)\}", rule, style)
 
 
-def result_html(result) -> str:
-    """One Result, as its section of the report page, styled for Jupyter (Result._repr_html_)."""
+def result_section(result, wall_s: float, data: dict[str, Any] | None = None) -> str:
+    """RESULT's section of the page: its explanation read from the lesson's source, its tables and claims, its
+    plot. DATA: result.to_json(), when the caller has it already."""
     from gradlab.report.explain import explanation
     from gradlab.report.files import plot_png
     from gradlab.runner import lesson_module
 
     doc, snippets = explanation(lesson_module(result.lesson))
-    section = lesson_html(result.to_json(), doc, snippets, plot_png(result), result.wall_s)
-    return f'<div class="gradlab"><style>{scoped(STYLE)}</style>{section}</div>'
+    return lesson_html(data or result.to_json(), doc, snippets, plot_png(result), wall_s)
+
+
+def result_html(result) -> str:
+    """One Result, as its section of the report page, styled for Jupyter (Result._repr_html_)."""
+    return f'<div class="gradlab"><style>{scoped(STYLE)}</style>{result_section(result, result.wall_s)}</div>'
