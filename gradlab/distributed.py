@@ -118,6 +118,15 @@ def _loopback_only() -> Iterator[None]:
             os.environ.pop("GLOO_SOCKET_IFNAME", None)
 
 
+def _join_on_loopback(backend: str, port: int, rank: int, world: int, timeout_s: float) -> None:
+    """Join (or, as rank 0, host) the group of WORLD processes meeting at 127.0.0.1:PORT, gloo on loopback."""
+    import torch.distributed as dist
+
+    with _loopback_only():
+        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=timeout_s))
+
+
 def _device(device_type: str, local_rank: int):
     import torch
 
@@ -168,9 +177,8 @@ def run(fn: Callable, args: tuple, *, workers: int, backend: str, port: int, tim
                          "rendezvous": f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"}, mine
     backend = choose_backend(backend, device_type, 1)
     port = port or free_port()
-    with _loopback_only():
-        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1, timeout=timeout)
-        results = _run_and_gather(fn, 0, 1, _device(device_type, 0), args, progress)
+    _join_on_loopback(backend, port, 0, 1, timeout_s)
+    results = _run_and_gather(fn, 0, 1, _device(device_type, 0), args, progress)
     return results, {"mode": "in-process", "world": 1, "backend": backend, "rendezvous": f"127.0.0.1:{port}"}, mine
 
 
@@ -198,12 +206,9 @@ def _worker(rank: int, world: int, fn: Callable, args: tuple, backend: str, port
     os.dup2(devnull, 2)
     try:
         import torch
-        import torch.distributed as dist
 
         torch.set_num_threads(threads)
-        with _loopback_only():
-            dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                    timeout=datetime.timedelta(seconds=timeout_s))
+        _join_on_loopback(backend, port, rank, world, timeout_s)
 
         def report(text: str, done: int, total: int) -> None:
             messages.put(("progress", rank, text, done, total))
