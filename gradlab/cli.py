@@ -398,23 +398,24 @@ def write_outputs(result, params: dict[str, Any], console) -> None:
 @cli.command("list", short_help="Every lesson: the tutorial idea, its main options, how long it takes.")
 def list_lessons() -> int:
     """Every lesson with the TF-1 tutorial idea it reproduces, its main options, and its measured run times."""
-    from rich.table import Table
+    from rich.text import Text
 
     from gradlab.lessons import LESSONS, measured_runtimes
-    from gradlab.report.console import make_console
+    from gradlab.report.console import FittedTable, make_console
 
     measured = measured_runtimes()
     times = measured.get("lessons", {})
     title = "gradlab lessons" + (f" — run times measured on {measured['cpus']} CPUs on {measured['measured']} "
                                  f"(`make runtimes`; start-up included)" if measured else "")
-    table = Table(title=title, title_justify="left", show_lines=True)
-    for col in ("lesson", "the tutorial idea it reproduces", "main options", "default run", "--quick"):
-        table.add_column(col)
+    rows = []
     for info in LESSONS.values():
         t = times.get(info.name, {})
-        table.add_row(f"gradlab {info.name}", info.idea, info.options,
-                      f"{t['default_s']:.0f} s" if t else "?", f"{t['quick_s']:.0f} s" if t else "?")
-    make_console().print(table)
+        what = Text(info.idea)
+        what.append(f"\n{info.options}", style="dim")
+        rows.append([Text(f"gradlab {info.name}", no_wrap=True), what,
+                     Text(f"{t['default_s']:.0f} s / {t['quick_s']:.0f} s" if t else "?", no_wrap=True)])
+    make_console().print(FittedTable(title, ["lesson", "the tutorial idea it reproduces; main options",
+                                             "default / --quick"], rows, [False, False, True], show_lines=True))
     return 0
 
 

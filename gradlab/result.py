@@ -28,12 +28,18 @@ class Claim:
     value: float
     bound: float
     op: str = "<="
+    kind: str = "number"  # "yes/no": value 1 is yes, 0 is no, and the report prints the words
     passed: bool = field(init=False)
 
     def __post_init__(self) -> None:
         v = float(self.value)
         # NaN never satisfies a claim: comparisons with NaN are False, which is what we want.
         self.passed = bool(OPS[self.op](v, float(self.bound))) if not math.isnan(v) else False
+
+    @classmethod
+    def yes_no(cls, id: str, text: str, holds: bool) -> Claim:
+        """A claim that is a yes/no question (TEXT states what should be so): measured yes or no, bound yes."""
+        return cls(id, text, 1.0 if holds else 0.0, 1.0, "==", "yes/no")
 
 
 @dataclass

@@ -233,18 +233,17 @@ def run(config: Config, device: torch.device | None = None,
                          ["tutorial custom gradient", _ok(tutorial_checks[0]), _ok(tutorial_checks[1]), tutorial_dd]],
                         [None, None, None, ".3g"]))
     claims = [
-        Claim("naive-nan-at-100", "naive gradient at x = 100 in float32 is NaN (1 = NaN)",
-              1.0 if math.isnan(naive_100) else 0.0, 1.0, "=="),
-        Claim("where-guard-nan-at-100", "torch.where guard: the gradient at x = 100 in float32 is still NaN "
-              "(1 = NaN)", 1.0 if math.isnan(where_100) else 0.0, 1.0, "=="),
-        Claim("tutorial-value-inf", "tutorial's custom gradient: gradient at x = 100 (float32) is 1, but the value "
-              "is inf (1 = so)", 1.0 if tutorial_100[1] == 1.0 and math.isinf(tutorial_100[0]) else 0.0, 1.0, "=="),
+        Claim.yes_no("naive-nan-at-100", "naive gradient at x = 100 in float32 is NaN", math.isnan(naive_100)),
+        Claim.yes_no("where-guard-nan-at-100", "torch.where guard: the gradient at x = 100 in float32 is still NaN",
+                     math.isnan(where_100)),
+        Claim.yes_no("tutorial-value-inf", "tutorial's custom gradient: gradient at x = 100 (float32) is 1, but the "
+                     "value is inf", tutorial_100[1] == 1.0 and math.isinf(tutorial_100[0])),
         Claim("stable-value-ulps", f"stable Function: value within a few ulps of exact at every x "
               f"({', '.join(dtypes)})", worst_value_ulps, ULP_BOUND),
         Claim("stable-grad-ulps", f"stable Function: gradient within a few ulps of exact at every x "
               f"({', '.join(dtypes)})", worst_grad_ulps, ULP_BOUND),
-        Claim("stable-gradcheck", "stable Function passes gradcheck and gradgradcheck (1 = both)",
-              1.0 if all(stable_checks) else 0.0, 1.0, "=="),
+        Claim.yes_no("stable-gradcheck", "stable Function passes gradcheck and gradgradcheck",
+                     all(stable_checks)),
         Claim("tutorial-gradgradcheck-fails", "tutorial's version fails gradgradcheck: its second derivative is "
               "off by (max |Δ|)", tutorial_dd, 0.01, ">"),
     ]

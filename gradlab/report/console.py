@@ -7,7 +7,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -15,6 +16,7 @@ from rich.text import Text
 from gradlab.result import Claim, Result, Table
 
 OP_SIGNS = {"<=": "≤", "<": "<", ">": ">", ">=": "≥", "==": "="}
+MIN_TEXT = 12  # a text column is never squeezed below this many characters (it wraps instead)
 
 
 def make_console(quiet: bool = False, file=None, stderr: bool = False) -> Console:
@@ -48,9 +50,9 @@ def cell_text(value: Any, spec: str | None = None) -> tuple[str, str]:
 
 
 def fmt(value: Any, spec: str | None = None) -> Text:
-    """A cell for rich: NaN/inf in red."""
+    """A cell for rich: NaN/inf in red; a number never wraps (no_wrap marks it for FittedTable)."""
     text, kind = cell_text(value, spec)
-    return Text(text, style="bold red" if kind == "bad" else "")
+    return Text(text, style="bold red" if kind == "bad" else "", no_wrap=kind != "text")
 
 
 def fmt_number(v: float) -> str:
@@ -63,26 +65,99 @@ def fmt_number(v: float) -> str:
     return format(v, ".7g" if abs(v) >= 0.01 else ".3g")  # bounds like 1.000001 need their digits
 
 
-def render_table(t: Table) -> RichTable:
-    table = RichTable(title=t.title, title_justify="left")
-    specs = t.formats or [None] * len(t.columns)
+def render_table(t: Table) -> FittedTable:
     first = t.rows[0] if t.rows else []
-    for i, col in enumerate(t.columns):
-        text = i == 0 or (i < len(first) and isinstance(first[i], str))  # names left, numbers right
-        table.add_column(col, justify="left" if text else "right")
-    for row in t.rows:
-        table.add_row(*(fmt(v, s) for v, s in zip(row, specs, strict=True)))
-    return table
+    # names left, numbers right
+    numeric = [i > 0 and not (i < len(first) and isinstance(first[i], str)) for i in range(len(t.columns))]
+    specs = t.formats or [None] * len(t.columns)
+    rows = [[fmt(v, s) for v, s in zip(row, specs, strict=True)] for row in t.rows]
+    return FittedTable(t.title, t.columns, rows, numeric)
 
 
-def render_claims(claims: list[Claim]) -> RichTable:
-    table = RichTable(title="claims checked at run time", title_justify="left")
-    for col, justify in (("", "center"), ("claim", "left"), ("measured", "right"), ("bound", "right")):
-        table.add_column(col, justify=justify)
+def claim_cells(c: Claim) -> tuple[str, str]:
+    """(measured, bound) as printed: yes/no for a yes/no claim, else the numbers."""
+    if c.kind == "yes/no":
+        return ("yes" if c.value == 1 else "no"), "= yes"
+    return fmt_number(c.value), f"{OP_SIGNS[c.op]} {fmt_number(c.bound)}"
+
+
+def render_claims(claims: list[Claim]) -> FittedTable:
+    rows = []
     for c in claims:
         mark = Text("✓", style="bold green") if c.passed else Text("✗", style="bold red")
-        table.add_row(mark, c.text, fmt_number(c.value), f"{OP_SIGNS[c.op]} {fmt_number(c.bound)}")
-    return table
+        measured, bound = claim_cells(c)
+        rows.append([mark, Text(c.text), Text(measured, no_wrap=True), Text(bound, no_wrap=True)])
+    return FittedTable("claims checked at run time", ["", "claim", "measured", "bound"], rows,
+                       [False, False, True, True])
+
+
+class FittedTable:
+    """A table whose numbers are never cut, at any width: rich ellipsises a cell that does not fit, and a cut number
+    is a wrong number. Number columns are never narrower than their widest number; text wraps (long words fold).
+    When the numbers alone do not fit the width, the columns are split over several tables, each repeating the
+    leading text columns (the row's name), as a wide spreadsheet is printed on several pages."""
+
+    def __init__(self, title: str, columns: list[str], rows: list[list[Text]], numeric: list[bool],
+                 show_lines: bool = False, min_text: int = MIN_TEXT):
+        self.title, self.columns, self.rows, self.numeric = title, columns, rows, numeric
+        self.show_lines, self.min_text = show_lines, min_text
+
+    def widths(self) -> tuple[list[int], list[int]]:
+        """(natural, needed) content width of each column: what it takes on one line, and the least it can have
+        (its widest number; a text column at most MIN_TEXT, wrapping the rest)."""
+        natural, needed = [], []
+        for i, col in enumerate(self.columns):
+            cells = [row[i] for row in self.rows]
+            natural.append(max([cell_len(col), *(c.cell_len for c in cells)]))
+            numbers = [c.cell_len for c in cells if c.no_wrap]
+            texts = [c.cell_len for c in cells if not c.no_wrap] + [cell_len(col)]
+            needed.append(max([*numbers, min(max(texts), self.min_text)]))
+        return natural, needed
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions):
+        natural, needed = self.widths()
+        keys = next((i for i, n in enumerate(self.numeric) if n), len(self.numeric)) or 1
+        for part, (chunk, widths) in enumerate(fit_columns(natural, needed, options.max_width, keys)):
+            table = RichTable(title=self.title + (" (continued)" if part else ""), title_justify="left",
+                              show_lines=self.show_lines)
+            for i, w in zip(chunk, widths, strict=True):
+                table.add_column(self.columns[i], width=w, overflow="fold",
+                                 justify="right" if self.numeric[i] else "left")
+            for row in self.rows:
+                table.add_row(*(row[i] for i in chunk))
+            yield table
+
+
+def fit_columns(natural: list[int], needed: list[int], width: int, keys: int = 1) -> list[tuple[list[int], list[int]]]:
+    """Lay out columns of NATURAL (one line) and NEEDED (least) content widths in WIDTH characters: [(the columns
+    of one table, their widths)]; several tables when the columns' needs exceed the width, each repeating the first
+    KEYS columns."""
+    def frame(n: int) -> int:  # borders and padding of a table of n columns: "│ a │ b │"
+        return 3 * n + 1
+
+    def spread(cols: list[int]) -> list[int]:
+        """Each column's need, then the room left to the columns furthest from their natural width."""
+        widths = [needed[i] for i in cols]
+        room = width - frame(len(cols)) - sum(widths)
+        while room > 0:
+            k = max(range(len(cols)), key=lambda j: natural[cols[j]] - widths[j])
+            if natural[cols[k]] <= widths[k]:
+                break
+            widths[k] += 1
+            room -= 1
+        return widths
+
+    all_cols = list(range(len(natural)))
+    if sum(natural) + frame(len(natural)) <= width:
+        return [(all_cols, list(natural))]
+    key_cols = all_cols[:keys]
+    chunks: list[list[int]] = [list(key_cols)]
+    for i in all_cols[keys:]:
+        chunk = chunks[-1]
+        if len(chunk) > keys and sum(needed[j] for j in [*chunk, i]) + frame(len(chunk) + 1) > width:
+            chunks.append(list(key_cols))
+        chunks[-1].append(i)
+    return [(chunk, spread(chunk)) for chunk in chunks]
 
 
 def threads_text(n: int, why: str = "") -> str:
@@ -100,7 +175,8 @@ def data_line(data: dict[str, Any]) -> str:
 def render(result: Result | dict[str, Any], console: Console) -> None:
     """Print a result: title, environment, data, notes, tables, claims, and why it stopped if it did."""
     r = result if isinstance(result, dict) else result.to_json()
-    console.rule(f"[bold]gradlab {r['lesson']}[/]: {r['title']}")
+    console.rule(f"[bold]gradlab {r['lesson']}[/]")  # a rule cuts a long title: it goes on its own line, whole
+    console.print(f"[bold]{r['title']}[/]")
     console.print(f"gradlab {r['version']} · torch {r['torch']} · device {r['device']} · "
                   f"{threads_text(r['threads'], r.get('threads_why', ''))} · seed {r['seed']}")
     if r.get("data"):
@@ -128,7 +204,7 @@ def _claim_from_dict(d: dict[str, Any]) -> Claim:
     def num(v):
         return float(v) if isinstance(v, str) else v
 
-    return Claim(d["id"], d["text"], num(d["value"]), num(d["bound"]), d.get("op", "<="))
+    return Claim(d["id"], d["text"], num(d["value"]), num(d["bound"]), d.get("op", "<="), d.get("kind", "number"))
 
 
 @contextlib.contextmanager

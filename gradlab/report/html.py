@@ -8,7 +8,7 @@ import html
 import re
 from typing import Any
 
-from gradlab.report.console import OP_SIGNS, cell_text, fmt_number, threads_text
+from gradlab.report.console import _claim_from_dict, cell_text, claim_cells, threads_text
 from gradlab.report.explain import Snippet, _as_markdown
 
 STYLE = """
@@ -55,8 +55,7 @@ def claims_html(claims: list[dict[str, Any]]) -> str:
     rows = []
     for c in claims:
         mark = '<span class="pass">✓</span>' if c["passed"] else '<span class="fail">✗</span>'
-        value = c["value"] if isinstance(c["value"], str) else fmt_number(c["value"])
-        bound = f'{OP_SIGNS[c.get("op", "<=")]} {fmt_number(c["bound"])}'
+        value, bound = claim_cells(_claim_from_dict(c))
         rows.append(f"<tr><td>{mark}</td><td>{html.escape(c['text'])}</td><td class='num'>{html.escape(value)}</td>"
                     f"<td class='num'>{html.escape(bound)}</td></tr>")
     return ('<table class="claims"><caption>claims checked at run time</caption>'
