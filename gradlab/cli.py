@@ -489,7 +489,7 @@ def _verdict(done, rows) -> tuple[bool, str]:
     failed += [f"{name}: stopped" for name, r, _ in done if r.stopped]
     if failed:
         return False, f"{len(failed)} claims failed: " + ", ".join(failed)
-    return True, f"all {sum(row[1] for row in rows)} claims hold in {len(rows)} lessons"
+    return True, f"all {sum(row[1] for row in rows)} claims hold in {len(rows)} lesson{'s' * (len(rows) != 1)}"
 
 
 @cli.command(short_help="Run every lesson and write one self-contained HTML page plus every lesson's JSON.")

@@ -65,6 +65,7 @@ class Curve:
     x: list[float]
     series: dict[str, list[float]]
     logy: bool = False
+    refs: dict[str, float] = field(default_factory=dict)  # reference lines across the panel: {label: y}
 
 
 @dataclass

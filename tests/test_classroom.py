@@ -135,6 +135,9 @@ def test_report_in_a_real_browser(quick_report, tmp_path):
         assert html.count('<table class="result">') >= 1 and '<table class="claims">' in html, name
         assert ("<img" in html) == (name in with_curves), name
         assert "✗" not in html, name
+        # the explanation's Markdown is rendered (formulas in code blocks, bullets as a list), not shown as text
+        math = re.search(r'<div class="math">(.*?)</div>', html, re.S).group(1)
+        assert "```" not in html and "<pre><code>" in math, name
     shot = tmp_path / "report.png"
     subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1280,2000",
                     f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)

@@ -33,6 +33,7 @@ def test_run_returns_the_result_the_cli_renders_and_shows_itself_in_jupyter(samp
     assert page.startswith('<div class="gradlab"><style>') and "claims checked at run time" in page
     assert "body {" not in page and ".gradlab table" in page  # the report's style, confined to this output
     assert "data:image/png;base64," in page and "<table" in page
+    assert "```" not in page and "<pre><code>" in page  # the math is Markdown rendered to HTML, not raw text
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -88,3 +89,6 @@ def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(tmp_path):
         outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
         assert not [o for o in outputs if o["output_type"] == "error"]
         assert any("text/html" in o.get("data", {}) for o in outputs), "the Result displayed itself"
+        # the student's own plot, drawn after a Result was shown, appears (showing a Result changes no backend)
+        own = next(i for i, c in enumerate(executed["cells"]) if "## Your own plot" in "".join(c["source"]))
+        assert any("image/png" in o.get("data", {}) for o in executed["cells"][own + 1]["outputs"]), path.name

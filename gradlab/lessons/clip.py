@@ -341,8 +341,11 @@ def curves(results: dict, config: Config) -> dict[str, Curve]:
         series[f"{m}: before"] = r["step_norm_before"]
         if m != "none":
             series[f"{m}: after"] = r["step_norm_after"]
+    refs = {"global-norm": {f"clip norm c = {config.clip_norm:g}": config.clip_norm},
+            "norm": {f"clip norm c = {config.clip_norm:g} (per tensor)": config.clip_norm}}.get(config.clip, {})
     return {
-        "gradient global norm per step": Curve("step", "global norm", list(range(1, n + 1)), series, logy=True),
+        "gradient global norm per step": Curve("step", "global norm", list(range(1, n + 1)), series, logy=True,
+                                               refs=refs),
         "epoch cost": Curve("epoch", "cost", list(range(1, config.epochs + 1)),
                             {m: r["epoch_cost"] for m, r in results.items()}),
     }

@@ -699,13 +699,21 @@ def tables(config: Config, acc: dict, ranks: list[dict], how: dict) -> list[Tabl
 
 
 def curves(config: Config, acc: dict, ranks: list[dict]) -> dict[str, Curve]:
+    """The loss of the runs that agree (on top of each other, by design), and the splits that do not: the gradient
+    each accumulation recipe gives, measured against the whole batch's at every step."""
     x = list(range(1, config.steps + 1))
-    W = len(ranks)
+    W, K = len(ranks), len(acc["sizes"])
     series = {"1 process, whole batch": acc["loss"]["full"],
               f"accumulated, {'Σ ℓ / B' if config.uneven else 'loss_k / K'}":
                   acc["loss"]["sum/B" if config.uneven else "mean/K"],
-              f"{W} workers, manual all_reduce": ranks[0]["runs"]["manual"]["loss"],
-              f"{W} workers, DDP": ranks[0]["runs"]["ddp"]["loss"]}
+              f"{W} worker{'s' * (W > 1)}, manual all_reduce": ranks[0]["runs"]["manual"]["loss"],
+              f"{W} worker{'s' * (W > 1)}, DDP": ranks[0]["runs"]["ddp"]["loss"]}
     if config.uneven:
         series["accumulated, mean of means (wrong)"] = acc["loss"]["mean/K"]
-    return {"training loss per step": Curve("step", "loss on the global batch", x, series)}
+    mean_k = "loss_k / K, unequal parts: the mean of means (wrong)" if config.uneven else "loss_k / K"
+    ratios = {f"loss_k, the /K forgotten (K = {K})": acc["norm_ratio"]["mean"], mean_k: acc["norm_ratio"]["mean/K"],
+              "Σ ℓ_i / B": acc["norm_ratio"]["sum/B"]}
+    return {"training loss per step": Curve("step", "loss on the global batch", x, series),
+            "accumulated gradient vs the whole batch's": Curve(
+                "step", "‖accumulated gradient‖ / ‖g‖", x, ratios,
+                refs={"= ‖g‖ (right)": 1.0, f"= K·‖g‖ (the /K forgotten), K = {K}": float(K)})}

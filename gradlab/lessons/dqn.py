@@ -383,11 +383,11 @@ def run(config: Config, device: torch.device | None = None,
                   note=first.note("policy")),
         ],
         curves={"training return": Curve("environment step", "mean episodic return in the window", centers,
-                                         windows),
+                                         windows, refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED}),
                 "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
                                      [step for step, _ in first.history],
                                      {name: [score for _, score in r["checkpoint"].history]
-                                      for name, r in runs.items()})},
+                                      for name, r in runs.items()}, refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED})},
         # In --compare, a diverging variant without stop-grad or a target net is part of the lesson, not a failure
         notes=[rl.env_note()] + [f"{name} diverged: {r['stopped']}" for name, r in runs.items()
                                  if r["stopped"] and config.compare and name not in LEARNERS],

@@ -72,39 +72,45 @@ def plot_png(result: Result) -> bytes | None:
     """The curves as PNG bytes, one panel per curve (NaN/inf points are not drawn); None when there are none."""
     import io
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib import rcParams
+    from matplotlib.figure import Figure  # an explicit Figure: no pyplot, no global backend change (a notebook's
+    # inline plots keep working after a Result is shown)
 
     curves: list[tuple[str, Curve]] = [(k, c if isinstance(c, Curve) else Curve(**c)) for k, c in result.curves.items()]
     if not curves:
         return None
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    fig, axes = plt.subplots(1, len(curves), figsize=(6.4 * len(curves), 4.2), squeeze=False)
+    # constrained layout makes room for the legends under the panels: a legend never covers the data
+    fig = Figure(figsize=(6.4 * len(curves), 4.9), layout="constrained")
+    axes = fig.subplots(1, len(curves), squeeze=False)
     styles = ["-", "--", ":", "-."]  # lines that agree exactly lie on top of each other: vary the dash
     # One colour per variant on every panel ("manual" stays orange): the variant is the label before any ":"
     variants = list(dict.fromkeys(label.split(":")[0] for _, c in curves for label in c.series))
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    palette = rcParams["axes.prop_cycle"].by_key()["color"]
     colour = {v: palette[i % len(palette)] for i, v in enumerate(variants)}
     for ax, (name, c) in zip(axes[0], curves, strict=True):
         for i, (label, ys) in enumerate(c.series.items()):
             n = min(len(c.x), len(ys))
             ax.plot([float(v) for v in c.x[:n]], [float(v) for v in ys[:n]], styles[i % len(styles)],
                     color=colour[label.split(":")[0]], marker="o" if n <= 30 else None, ms=3, label=label)
-        if all(float(v).is_integer() for v in c.x):  # epochs, steps: no tick at 1.25
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        for k, (label, y) in enumerate(c.refs.items()):  # e.g. the clip norm, CartPole's "solved" mark
+            ax.axhline(y, color="0.35", lw=1.1, ls=(0, (5, 3)) if k % 2 == 0 else (0, (1, 2)), label=label, zorder=1)
+        xs = [float(v) for v in c.x]
+        if all(v.is_integer() for v in xs):  # epochs, steps: no tick at 1.25
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+        if xs and max(abs(v) for v in xs) >= 10_000:  # 150000 → 150k: ticks that do not run into each other
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k"))
         ax.set(title=name, xlabel=c.xlabel, ylabel=c.ylabel)
         if c.logy:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
-        ax.legend()
+        entries = len(c.series) + len(c.refs)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=min(2, entries), fontsize=8,
+                  frameon=False)
     fig.suptitle(textwrap.fill(f"gradlab {result.lesson}: {result.title}", 60 * len(curves)), fontsize=10)
-    fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
-    plt.close(fig)
     return buffer.getvalue()
 
 

@@ -21,6 +21,7 @@ caption { text-align: left; font-weight: 600; padding: 0.3em 0; }
 .pass { color: #137333; font-weight: 700; } .fail { color: #c5221f; font-weight: 700; } .bad { color: #c5221f; }
 .note { color: #795500; } .meta { color: #555; } pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; }
 img { max-width: 100%; border: 1px solid #eee; } details { margin: 0.8em 0; } summary { cursor: pointer; }
+code { font-size: 0.92em; } .math pre code { font-size: 1em; }
 """
 
 # After load, count the images that failed to decode: the browser test reads this attribute.
@@ -63,8 +64,12 @@ def claims_html(claims: list[dict[str, Any]]) -> str:
 
 
 def explanation_html(doc: str, snippets: list[Snippet]) -> str:
+    from markdown_it import MarkdownIt  # rich's own Markdown parser: the page shows what the terminal shows
+
     title, _, body = doc.partition("\n")
-    parts = [f"<p><b>{html.escape(title)}</b></p>", f"<pre>{html.escape(_as_markdown(body))}</pre>"]
+    # "commonmark" allows raw HTML; a docstring's < and > (x < 0) are text, so raw HTML is off
+    markdown = MarkdownIt("commonmark", {"html": False})
+    parts = [f"<p><b>{html.escape(title)}</b></p>", f'<div class="math">{markdown.render(_as_markdown(body))}</div>']
     for s in snippets:
         numbered = "\n".join(f"{s.start + i:4d}  {line}" for i, line in enumerate(s.code.rstrip().splitlines()))
         parts.append(f"<p><code>{html.escape(s.name)}</code> — {html.escape(s.path)}:{s.start}</p>"
