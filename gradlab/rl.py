@@ -94,6 +94,23 @@ class BestCheckpoint:
                 f"checkpoint evaluations included")
 
 
+def after_best(best_mean: float, last_mean: float) -> str:
+    """How the last policy fared against the best checkpoint on the same fresh episodes: "collapsed" when it scores
+    under half the best's mean (RL on CartPole can forget what it learned), else "held"; "" when either is unknown."""
+    if math.isnan(best_mean) or math.isnan(last_mean):
+        return ""
+    return "collapsed" if last_mean < best_mean / 2 else "held"
+
+
+def collapse_note(what: str, best_step: int, best_mean: float, last_mean: float, total_steps: int) -> list[str]:
+    """A note when WHAT collapsed after its best checkpoint: the claim judges the best, the table shows the last."""
+    if after_best(best_mean, last_mean) != "collapsed":
+        return []
+    return [f"{what} collapsed after its best checkpoint: the last policy (step {total_steps:,}) scores "
+            f"{last_mean:.1f} on the fresh episodes where the best (step {best_step:,}) scores {best_mean:.1f}. The "
+            f"'learns' claim judges the best checkpoint, which is the policy you would keep"]
+
+
 def window_edges(total_steps: int, windows: int) -> list[tuple[float, float]]:
     """The WINDOWS equal slices (lo, hi] of a run of TOTAL_STEPS environment steps."""
     return list(itertools.pairwise(np.linspace(0, total_steps, windows + 1)))

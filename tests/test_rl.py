@@ -68,3 +68,11 @@ def test_window_means():
     assert rl.window_means([(10, 1.0), (20, 3.0), (90, 5.0)], 100, 2) == [2.0, 5.0]
     assert math.isnan(rl.window_means([(10, 1.0)], 100, 2)[1])  # no episode ended in the second window
     assert [rl.window_label(lo, hi) for lo, hi in rl.window_edges(100, 2)] == ["1–50", "51–100"]
+
+
+def test_a_collapse_after_the_best_checkpoint_is_named_in_the_table_and_a_note():
+    assert rl.after_best(332.3, 70.2) == "collapsed" and rl.after_best(332.3, 300.0) == "held"
+    assert rl.after_best(float("nan"), 10.0) == ""
+    note = rl.collapse_note("stop-grad", 2000, 332.3, 70.2, 3000)
+    assert len(note) == 1 and "last policy (step 3,000) scores 70.2" in note[0] and "best (step 2,000)" in note[0]
+    assert rl.collapse_note("stop-grad", 2000, 332.3, 300.0, 3000) == []

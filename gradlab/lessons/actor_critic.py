@@ -238,9 +238,9 @@ def run(config: Config, device: torch.device | None = None,
         Claim("copy-flat-vector", f"critic copied through parameters_to_vector / vector_to_parameters ({n_params} "
               f"numbers): max |ΔV| on 256 states", flat_diff, 0.0),
         Claim("copy-state-dict", "critic copied through state_dict: max |ΔV| on 256 states", state_diff, 0.0),
-        Claim("learns", f"the actor learns: the best checkpoint (step {best.best_step:,}, chosen on "
-              f"{config.checkpoint_episodes} greedy episodes) scores ≥ {rl.SOLVED:.0f} on {config.eval_episodes} fresh "
-              f"greedy episodes (mean)", mean_eval, rl.SOLVED, ">="),
+        Claim("learns", f"the actor learns: its best checkpoint (step {best.best_step:,} of {out['steps']:,}, chosen "
+              f"on {config.checkpoint_episodes} greedy episodes) scores ≥ {rl.SOLVED:.0f} on {config.eval_episodes} "
+              f"fresh greedy episodes (mean; the last actor is in the table)", mean_eval, rl.SOLVED, ">="),
     ]
     centers = [(lo + hi) / 2 for lo, hi in edges]
     return Result(
@@ -257,10 +257,11 @@ def run(config: Config, device: torch.device | None = None,
                   ["env steps", "mean episodic return", "critic loss", "mean |td|"], rows,
                   [None, ".1f", ".4f", ".4f"]),
             Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes",
-                  ["best checkpoint (step)", "its mean return", "its min", "last actor's mean", "training episodes",
-                   "env steps/s", "wall s"],
-                  [[best.best_step, mean_eval, min(eval_returns), float(np.mean(last_returns)), len(out["episodes"]),
-                    out["steps_per_s"], out["wall_s"]]], [",", ".1f", ".0f", ".1f", None, ",.0f", ".1f"],
+                  ["best checkpoint (step)", "its mean return", "its min", "last actor's mean", "last vs best",
+                   "training episodes", "env steps/s", "wall s"],
+                  [[best.best_step, mean_eval, min(eval_returns), float(np.mean(last_returns)),
+                    rl.after_best(mean_eval, float(np.mean(last_returns))), len(out["episodes"]),
+                    out["steps_per_s"], out["wall_s"]]], [",", ".1f", ".0f", ".1f", None, None, ",.0f", ".1f"],
                   note=best.note("actor")),
         ],
         curves={"training": Curve("environment step", "mean episodic return in the window", centers,
@@ -271,5 +272,7 @@ def run(config: Config, device: torch.device | None = None,
                                      [step for step, _ in best.history],
                                      {"actor": [score for _, score in best.history]},
                                      refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED})},
-        notes=[rl.env_note()], stopped=out["stopped"],
+        notes=[rl.env_note(), *([] if out["stopped"] else rl.collapse_note(
+            "the actor", best.best_step, mean_eval, float(np.mean(last_returns)), out["steps"]))],
+        stopped=out["stopped"],
     )

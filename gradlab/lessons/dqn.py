@@ -17,7 +17,9 @@ Without either (`--no-stop-grad`), backpropagation also flows through y:
     every trainable variable by default, so the tutorial's warning is that the target network gets dragged
     along by the loss; here the optimizer is given the target network's parameters too, to show it.
   * with the target computed by the online network itself (`--no-target-net`), the update becomes the
-    "residual gradient" ∇(q(s,a) − γ max q(s',·))², a different rule that usually learns more slowly.
+    "residual gradient" ∇(q(s,a) − γ max q(s',·))², a different rule (Baird's residual algorithm): it
+    follows the true gradient of the squared TD error, and whether it learns faster or slower than the
+    semi-gradient depends on the run: `--compare` shows both on the same seed, and no claim ranks them.
 
 The agent reads top to bottom: Q-network, replay buffer, ε-greedy with a linear schedule, a target network
 synced every N steps, Huber loss, Adam. No RL framework.
@@ -343,9 +345,10 @@ def run(config: Config, device: torch.device | None = None,
     for name in LEARNERS:
         if name in runs:
             best = runs[name]["checkpoint"]
-            claims.append(Claim(f"{name}-learns", f"{name} learns: the best checkpoint (step {best.best_step:,}, "
-                                f"chosen on {config.checkpoint_episodes} greedy episodes) scores ≥ {rl.SOLVED:.0f} on "
-                                f"{config.eval_episodes} fresh greedy episodes (mean)",
+            claims.append(Claim(f"{name}-learns", f"{name} learns: its best checkpoint (step {best.best_step:,} of "
+                                f"{config.total_steps:,}, chosen on {config.checkpoint_episodes} greedy episodes) "
+                                f"scores ≥ {rl.SOLVED:.0f} on {config.eval_episodes} fresh greedy episodes (mean; the "
+                                f"last policy is in the table)",
                                 float(np.mean(runs[name]["eval"])), rl.SOLVED, ">="))
             break
 
@@ -353,8 +356,13 @@ def run(config: Config, device: torch.device | None = None,
     edges = rl.window_edges(config.total_steps, config.windows)
     window_rows = [[rl.window_label(lo, hi), *[windows[n][w] for n in runs]] for w, (lo, hi) in enumerate(edges)]
     summary_rows = [[name, r["checkpoint"].best_step, float(np.mean(r["eval"])), min(r["eval"]),
-                     float(np.mean(r["eval_last"])), len(r["episodes"]), r["loss"], r["steps_per_s"], r["wall_s"]]
+                     float(np.mean(r["eval_last"])),
+                     rl.after_best(float(np.mean(r["eval"])), float(np.mean(r["eval_last"]))),
+                     len(r["episodes"]), r["loss"], r["steps_per_s"], r["wall_s"]]
                     for name, r in runs.items()]
+    collapsed = [note for name, r in runs.items() if not r["stopped"]
+                 for note in rl.collapse_note(name, r["checkpoint"].best_step, float(np.mean(r["eval"])),
+                                              float(np.mean(r["eval_last"])), config.total_steps)]
     metrics = {name: {"window_mean_return": windows[name], "eval_returns": r["eval"],
                       "eval_mean": float(np.mean(r["eval"])), "best_step": r["checkpoint"].best_step,
                       "checkpoint_returns": [score for _, score in r["checkpoint"].history],
@@ -377,9 +385,9 @@ def run(config: Config, device: torch.device | None = None,
                   f"with ε-greedy)", ["steps", *runs], window_rows, [None] + [".1f"] * len(runs)),
             Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes, of the best checkpoint "
                   f"and of the last policy",
-                  ["variant", "best at step", "best: mean", "min", "last: mean", "episodes", "mean loss", "steps/s",
-                   "wall s"],
-                  summary_rows, [None, ",", ".1f", ".0f", ".1f", None, ".4g", ",.0f", ".1f"],
+                  ["variant", "best at step", "best: mean", "min", "last: mean", "last vs best", "episodes",
+                   "mean loss", "steps/s", "wall s"],
+                  summary_rows, [None, ",", ".1f", ".0f", ".1f", None, None, ".4g", ",.0f", ".1f"],
                   note=first.note("policy")),
         ],
         curves={"training return": Curve("environment step", "mean episodic return in the window", centers,
@@ -390,7 +398,7 @@ def run(config: Config, device: torch.device | None = None,
                                       for name, r in runs.items()}, refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED})},
         # In --compare, a diverging variant without stop-grad or a target net is part of the lesson, not a failure
         notes=[rl.env_note()] + [f"{name} diverged: {r['stopped']}" for name, r in runs.items()
-                                 if r["stopped"] and config.compare and name not in LEARNERS],
+                                 if r["stopped"] and config.compare and name not in LEARNERS] + collapsed,
         stopped="; ".join(f"{name}: {r['stopped']}" for name, r in runs.items()
                           if r["stopped"] and (name in LEARNERS or not config.compare)) or None,
     )

@@ -229,12 +229,14 @@ def run(config: Config, data, device: torch.device | None = None,
     done = [v for v in variants if v in params and metrics[v]["epoch_cost"]]
     if config.variant == "compare":  # a stopped run shows these too, as not reached (NaN fails)
         unfinished = "" if stopped is None else " — not reached: training stopped"
+        after = f"after {config.epochs} epoch{'s' * (config.epochs > 1)} on the same batches: max |ΔW|, |Δb|"
         claims.append(Claim("manual-equals-optimizer",
-                            "manual gradient step ≡ optimizer step: max |ΔW|, |Δb| after training" + unfinished,
+                            f"the manual-step run ends at the optimizer run's weights, {after}" + unfinished,
                             max_abs_diff(params["manual"], params["optimizer"]) if not unfinished else math.nan,
                             1e-6))
         claims.append(Claim("analytic-equals-autograd",
-                            "analytic gradient ≡ autograd gradient: max |ΔW|, |Δb| after training" + unfinished,
+                            f"the analytic-gradient run (no autograd) ends at the optimizer run's weights, {after}"
+                            + unfinished,
                             max_abs_diff(params["analytic"], params["optimizer"]) if not unfinished else math.nan,
                             1e-5))
     # the one-batch checks from the first variant's trained weights, or from the zero init if none finished an epoch
