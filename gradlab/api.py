@@ -56,6 +56,10 @@ def run(lesson: str, *, progress: bool = False, **kwargs: Any):
             continue
         params[key] = cast_value(ctx, param, value, f"gradlab.run({lesson!r})", key, repr(value),
                                  lambda kind, key=key: f"{key}={PY_EXAMPLES[kind]}")
+    if params.get("quick"):  # the quick budget replaces defaults only: keyword arguments given win
+        from gradlab.cli import quick_values
+
+        params.update({k: v for k, v in quick_values(lesson).items() if k not in kwargs})
     config = runner.make_config(lesson, params)  # the lesson's own checks, as on the command line
     if not progress:
         return runner.execute(lesson, params, None, config=config)

@@ -101,6 +101,9 @@ common_options = stack(  # on every lesson
                  help="Write the machine-readable result to this file (- for standard output)."),
     click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
                  help="Write a PNG of the curves to this file (- for standard output)."),
+    click.option("--quick", is_flag=True,
+                 help="The small budget `gradlab all --quick` uses (see `gradlab list`); every claim is still checked. "
+                      "Options given here or in --config override it."),
     click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and --json)."),
     click.option("--explain", is_flag=True,
                  help="First print the math and the source lines that implement it (read from the code)."),
@@ -354,6 +357,11 @@ def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
     from gradlab.config import merge_config
     from gradlab.report.files import STDOUT, check_writable
 
+    if params.get("quick"):  # the quick budget replaces defaults only: flags on the command line win
+        from click.core import ParameterSource
+
+        params = {**params, **{k: v for k, v in quick_values(name).items()
+                               if ctx.get_parameter_source(k) == ParameterSource.DEFAULT}}
     params = merge_config(ctx, params)
     from gradlab.distributed import is_rank_zero
 
@@ -379,6 +387,17 @@ def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
     report.render(result, console)
     write_outputs(result, params, console)
     return result.exit_code
+
+
+def quick_values(name: str) -> dict[str, Any]:
+    """The option values lesson NAME's quick budget sets (LessonInfo.quick: the arguments `gradlab all --quick`
+    gives it), parsed by its own command."""
+    from click.core import ParameterSource
+
+    from gradlab.lessons import LESSONS
+
+    ctx = cli.commands[name].make_context(name, list(LESSONS[name].quick))
+    return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
 
 
 def write_outputs(result, params: dict[str, Any], console) -> None:

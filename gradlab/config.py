@@ -12,7 +12,7 @@ from click.core import ParameterSource
 from gradlab.errors import GradlabError
 
 # Options that say where output goes or how to run; they make no sense inside a preset file.
-NOT_IN_FILE = {"config", "json_path", "plot_path", "quiet"}
+NOT_IN_FILE = {"config", "json_path", "plot_path", "quiet", "quick"}
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from gradlab.lessons import LESSONS
 
 # Options that steer the run or its output; everything else is a field of the lesson's Config.
 RUN_OPTIONS = {"config", "json_path", "plot_path", "quiet", "explain", "device", "dataset", "data_dir", "offline",
-               "threads"}
+               "threads", "quick"}
 
 
 def lesson_module(name: str):

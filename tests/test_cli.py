@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import assert_one_line_error, invoke
 
+import gradlab
 from gradlab import data as datasets
 from gradlab import device as devices
 from gradlab.cli import DATASETS, DEVICES, cli
@@ -236,3 +237,22 @@ def test_cpu_only_lessons_say_so_when_cuda_is_asked_for(monkeypatch):
     result = invoke("log1pexp", "--device", "cuda", "--x", "0", "--dtype", "float64")
     assert result.exit_code == 0, result.output
     assert "gradlab log1pexp runs on the CPU" in result.output and "device cpu" in result.output
+
+
+def test_quick_on_every_lesson_is_the_budget_all_quick_uses_and_explicit_values_win(tmp_path):
+    from gradlab.cli import quick_values
+    from gradlab.lessons import LESSONS
+
+    for name in LESSONS:
+        assert "--quick" in invoke(name, "--help").output
+    assert quick_values("mnist") == {"dataset": "mnist-sample", "offline": True, "epochs": 3}
+    out = invoke("mnist", "--quick", "--epochs", "1", "--train-size", "500", "--json", "-", "--quiet")
+    config = json.loads(out.stdout)["config"]
+    assert out.exit_code == 0 and config["epochs"] == 1 and config["dataset"] == "mnist-sample" and config["quick"]
+    preset = tmp_path / "p.toml"
+    preset.write_text("epochs = 2\ntrain_size = 500\n")
+    config = json.loads(invoke("mnist", "--quick", "--config", str(preset), "--json", "-", "--quiet").stdout)["config"]
+    assert config["epochs"] == 2 and config["dataset"] == "mnist-sample"  # the file overrides the quick budget too
+    r = gradlab.run("ddp", quick=True, workers=1)
+    assert r.config["steps"] == 10 and r.exit_code == 0
+    assert gradlab.run("ddp", quick=True, workers=1, steps=3).config["steps"] == 3
