@@ -4,17 +4,21 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint bench runtimes docs notebooks clean
+.PHONY: install demo test lint bench runtimes docs notebooks wheel wheel-check clean
 
 install: $(STAMP)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Re-install only when the project's requirements change.
-$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+# Re-install only when the project's requirements change. The developers' environment has everything: the full
+# datasets (torchvision), the tests, JupyterLab. pip prints each package as it goes (torch is the long one).
+# ($(STAMP) depends on the Makefile too: a new install line re-installs.)
+$(STAMP): pyproject.toml constraints.txt Makefile | $(BIN)/python
+	@echo "make install: pip, then gradlab with torch, torchvision and the test and notebook tools into $(VENV)"
+	@echo "  (about 70 s and 5.7 GB here: PyPI's Linux torch is the CUDA build; see README 'Install' for a CPU-only one)"
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,notebooks]'
+	$(BIN)/python -m pip install -c constraints.txt -e '.[dev,notebooks,full]'
 	touch $(STAMP)
 
 demo: install
@@ -50,5 +54,15 @@ runtimes: install
 notebooks: install
 	$(BIN)/python scripts/notebooks.py build/notebooks
 
+# The wheel a class installs (dist/), with the bundled sample, the presets and the notebooks inside.
+wheel: install
+	rm -rf dist
+	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
+
+# Install that wheel as a student would: a fresh venv outside the repository, a CPU-only torch first, gradlab by the
+# notebooks' own install cell; then use it (scripts/check_wheel.py). CI runs it after the tests.
+wheel-check: wheel
+	$(BIN)/python scripts/check_wheel.py dist/gradlab-*.whl
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist

@@ -7,6 +7,7 @@ Only click is imported at start-up: torch, rich and the lessons are imported whe
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -96,7 +97,8 @@ common_options = stack(  # on every lesson
     click.option("--threads", type=int, default=None,
                  help="CPU threads for torch (default: 1; more only help large tensors on an idle machine)."),
     click.option("--config", type=click.Path(dir_okay=False), default=None,
-                 help="TOML file of option values (see configs/); flags given here override it."),
+                 help="TOML file of option values, or a preset's name (e.g. mnist-quick; `gradlab list` names them); "
+                      "flags given here override it."),
     click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
                  help="Write the machine-readable result to this file (- for standard output)."),
     click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
@@ -407,7 +409,7 @@ def write_outputs(result, params: dict[str, Any], console) -> None:
         if params.get(key):
             write(params[key], result)
             if params[key] != STDOUT:
-                console.print(f"wrote {params[key]}")
+                console.print(f"wrote {params[key]}", markup=False)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -433,8 +435,12 @@ def list_lessons() -> int:
         what.append(f"\n{info.options}", style="dim")
         rows.append([Text(f"gradlab {info.name}", no_wrap=True), what,
                      Text(f"{t['default_s']:.0f} s / {t['quick_s']:.0f} s" if t else "?", no_wrap=True)])
-    make_console().print(FittedTable(title, ["lesson", "the tutorial idea it reproduces; main options",
-                                             "default / --quick"], rows, [False, False, True], show_lines=True))
+    console = make_console()
+    console.print(FittedTable(title, ["lesson", "the tutorial idea it reproduces; main options", "default / --quick"],
+                              rows, [False, False, True], show_lines=True))
+    from gradlab import assets
+
+    console.print(f"presets (--config NAME): {', '.join(assets.presets())}. Notebooks: `gradlab notebooks DIR`.")
     return 0
 
 
@@ -523,7 +529,6 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     Nothing is written until every lesson has run; each file is written atomically.
     """
     import datetime
-    import json
     import shutil
     from pathlib import Path
 
@@ -568,8 +573,56 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
         raise
     console = report.make_console()
     console.print(verdict, style="bold green" if ok else "bold red")
-    console.print(f"wrote {out / 'index.html'} and {len(done)} JSON files")
+    console.print(f"wrote {out / 'index.html'} and {len(done)} JSON files", markup=False)
     return 0 if ok else 1
+
+
+@cli.command(short_help="Copy the lesson notebooks (one per lesson, for Jupyter or Colab) into a folder.")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--source", default=None,
+              help="What each notebook's first cell pip-installs where gradlab is missing (Colab): a wheel's URL, or "
+                   "git+https://…; default: the upload of a gradlab wheel beside the notebook.")
+@click.option("--force", is_flag=True, help="Replace notebooks that are already in FOLDER.")
+def notebooks(folder: str, source: str | None, force: bool) -> int:
+    """Write the eight lesson notebooks into FOLDER (created if needed), ready to open in JupyterLab
+    (`jupyter lab FOLDER`, with `pip install 'gradlab[notebooks]'`) or to upload to Colab."""
+    from pathlib import Path
+
+    from gradlab import assets
+    from gradlab.report.files import write_bytes
+
+    found = assets.notebooks()
+    if not found:
+        raise GradlabError("the notebooks are missing from this installation; reinstall gradlab")
+    out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise GradlabError(f"{folder} is a file; give a folder for the notebooks")
+    there = [p.name for p in found if (out / p.name).exists()]
+    if there and not force:
+        raise GradlabError(f"{folder} already has {', '.join(there)}; add --force to replace them, or choose another "
+                           f"folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise GradlabError(f"cannot create {folder} ({e.strerror}); choose another folder") from None
+    for path in found:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        if source is not None:
+            nb["cells"][1]["source"] = set_source("".join(nb["cells"][1]["source"]), source)
+        write_bytes(out / path.name, (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode())
+    click.echo(f"wrote {len(found)} notebooks to {folder}: open them with `jupyter lab {folder}`, or upload one to "
+               f"Colab (File → Upload notebook)")
+    return 0
+
+
+SOURCE_LINE = 'SOURCE = ""'
+
+
+def set_source(cell: str, source: str) -> str:
+    """The install cell with SOURCE set: what pip installs where gradlab is missing."""
+    if SOURCE_LINE not in cell:
+        raise GradlabError("the notebooks' install cell has no SOURCE line; reinstall gradlab")
+    return cell.replace(SOURCE_LINE, f"SOURCE = {json.dumps(source)}", 1)
 
 
 @cli.command(short_help="Print the tables and claims of a saved --json result again.")

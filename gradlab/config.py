@@ -15,12 +15,27 @@ from gradlab.errors import GradlabError
 NOT_IN_FILE = {"config", "json_path", "plot_path", "quiet", "quick"}
 
 
+def resolve(path: str | Path) -> Path:
+    """PATH as given, or, when no such file exists and PATH is a bare name, the preset of that name (`--config
+    mnist-quick`: the presets ship with gradlab, so they work from any folder and from an installed wheel)."""
+    from gradlab import assets
+
+    p = Path(path)
+    name = p.name.removesuffix(".toml")
+    if not p.exists() and str(p.parent) == "." and name in assets.presets():
+        return assets.presets()[name]
+    return p
+
+
 def read_toml(path: str | Path) -> dict[str, Any]:
+    from gradlab import assets
+
     try:
-        with open(path, "rb") as f:
+        with open(resolve(path), "rb") as f:
             return tomllib.load(f)
     except FileNotFoundError:
-        raise GradlabError(f"config file {path} does not exist; check the path (presets are in configs/)") from None
+        raise GradlabError(f"config file {path} does not exist; check the path, or name a preset: "
+                           f"{', '.join(assets.presets())}") from None
     except OSError as e:
         raise GradlabError(f"cannot read config file {path}: {e.strerror}; check its permissions") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

@@ -56,9 +56,11 @@ def default_data_dir() -> Path:
 
 def bundled_sample_dir() -> Path:
     """Where the bundled sample lives: data/mnist-sample in a checkout, gradlab/_data in a wheel."""
-    for d in (_REPO_DATA / "mnist-sample", Path(__file__).resolve().parent / "_data" / "mnist-sample"):
-        if d.is_dir():
-            return d
+    from gradlab import assets
+
+    d = assets.folder("mnist-sample")
+    if d is not None:
+        return d
     raise GradlabError("the bundled MNIST sample is missing (data/mnist-sample); reinstall gradlab from its repository")
 
 
@@ -114,8 +116,15 @@ class _NotAvailable(GradlabError):
 
 
 def _torchvision_class(class_name: str):
-    import torchvision.datasets
-
+    """torchvision's dataset class, which reads (and downloads) the full datasets. torchvision is an optional
+    dependency (`pip install 'gradlab[full]'`): every lesson runs on the bundled sample without it."""
+    try:
+        import torchvision.datasets
+    except ImportError:  # absent, or a build that does not match the installed torch
+        raise _NotAvailable(
+            f"the full {class_name} dataset needs torchvision, which is not installed (or does not load beside this "
+            f"torch); pip install 'gradlab[full]' (or a torchvision matching your torch), or use --dataset "
+            f"mnist-sample", "torchvision is not installed (pip install 'gradlab[full]')") from None
     return getattr(torchvision.datasets, class_name)
 
 

@@ -45,6 +45,7 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
 
     CONFIG: the lesson's Config when the caller already built (and so validated) it from PARAMS."""
     import torch
+    from rich.markup import escape
 
     from gradlab import threads
     from gradlab.device import resolve_device
@@ -57,7 +58,7 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
     if device.type != "cpu" and hasattr(module, "CPU_ONLY"):
         device, device_note = torch.device("cpu"), f"gradlab {name} runs on the CPU: {module.CPU_ONLY}"
     if device_note and console is not None:
-        console.print(f"[yellow]note:[/] {device_note}")
+        console.print(f"[yellow]note:[/] {escape(device_note)}")
     kwargs: dict[str, Any] = {"device": device}
     if LESSONS[name].needs_data:
         from gradlab import data as datasets
@@ -65,9 +66,9 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
         data, notes = datasets.load(params["dataset"], params["data_dir"], params["offline"])
         if console is not None:
             for note in notes:
-                console.print(f"[yellow]note:[/] {note}")
+                console.print(f"[yellow]note:[/] {escape(note)}")
             console.print(f"loaded [bold]{data.name}[/]: {len(data.y_train):,} training and {len(data.y_test):,} "
-                          f"test images [dim]({data.source})[/]")
+                          f"test images [dim]({escape(data.source)})[/]")
         kwargs["data"] = data
     start = time.perf_counter()
     result = module.run(config, progress=progress, **kwargs)

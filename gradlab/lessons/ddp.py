@@ -48,7 +48,25 @@ detected (ReluSigns: the sign of every ReLU input of every sample, in both compu
 equality claims, and counted.
 
 gradlab starts the W workers itself (torch.multiprocessing, gloo on 127.0.0.1), or joins the job when torchrun
-started it (`torchrun --standalone --nproc-per-node 2 -m gradlab ddp`), on one machine or several.
+started it (`OMP_NUM_THREADS=1 torchrun --standalone --nproc-per-node 2 -m gradlab ddp`), on one machine or several.
+
+Words the output uses:
+  * micro-batch: one of the K parts a global batch is cut into, to fit memory; their gradients are accumulated.
+  * worker, rank, world size W: each worker is a separate process with its own copy of the model; its rank is
+    its number (0 … W−1); rank 0 alone prints and writes files.
+  * shard: the slice of each global batch one worker computes on (n_r samples on rank r).
+  * all-reduce: a collective call every worker makes at the same time; each sends its tensor and all receive the
+    sum. Collectives must be called by every rank in the same order, or the job waits forever (--timeout).
+  * backend: the library that moves the tensors, gloo (CPU, TCP sockets) or nccl (between NVIDIA GPUs).
+  * rendezvous: how the workers find each other before the first collective: an address and port (here
+    127.0.0.1 and a free port) where rank 0 listens and the others connect.
+  * DDP (DistributedDataParallel): the PyTorch wrapper that all-reduces the gradients inside backward().
+  * bucket: DDP packs gradients into buckets of about 25 MB and all-reduces each one as soon as backward has
+    filled it, overlapping communication with computation.
+  * no_sync(): a DDP context manager in which backward only accumulates locally, without all-reducing.
+  * ReLU flip: a ReLU input so close to 0 that the two computations put it on opposite sides; that step's
+    gradients then differ by more than rounding, so it is left out of the equality claims and counted.
+  * comm: the time a step spends in communication (all-reduce), as opposed to computing.
 """
 
 from __future__ import annotations
@@ -689,7 +707,13 @@ def tables(config: Config, acc: dict, ranks: list[dict], how: dict) -> list[Tabl
     speed = Table("speed: samples/s and time in communication (measured, not claimed)",
                   ["run", "W", "samples/s", "comm ms/step", "comm %", "all-reduces", "MB", "ReLU flips"],
                   speed_rows, [None, None, ",.0f", ".2f", ".0%", None, ".2f", None],
-                  note=f"{N} steps of {B} samples; {os.cpu_count()} CPU cores here. comm: time inside all_reduce "
+                  note=f"samples/s: global-batch samples per second of each run's training steps ({N} steps of {B} "
+                       f"samples). {os.cpu_count()} CPU cores here, shared by {W} worker{'s' * (W > 1)} and this "
+                       f"process (which runs the one-process reference beside them): on a model this small the work "
+                       f"per step is tiny, so W processes on the same cores mostly add waiting (for a core, and for "
+                       f"every all-reduce through the loopback sockets) and come out slower than one process. Data "
+                       f"parallelism pays when each worker has a GPU or machine of its own and computing a step "
+                       f"costs far more than sending its gradient. comm: time inside all_reduce "
                        f"(manual) or from a bucket's all-reduce call to its completion (DDP, overlapping backward), "
                        f"mean over workers; all-reduces and MB sent: per worker (DDP: counted by a comm hook). "
                        f"The runs copy the reference's weights before each step: that copy is not timed. ReLU "

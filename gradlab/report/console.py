@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -25,8 +26,9 @@ def make_console(quiet: bool = False, file=None, stderr: bool = False) -> Consol
 
 
 def error_line(message: str) -> None:
-    """One line on stderr for bad input; no traceback."""
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]gradlab: error:[/] {message}",
+    """One line on stderr for bad input; no traceback. The message is text, never markup: `pip install
+    'gradlab[full]'` or a path with brackets prints as written."""
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]gradlab: error:[/] {escape(message)}",
                                                                 markup=True)
 
 
@@ -176,23 +178,23 @@ def render(result: Result | dict[str, Any], console: Console) -> None:
     """Print a result: title, environment, data, notes, tables, claims, and why it stopped if it did."""
     r = result if isinstance(result, dict) else result.to_json()
     console.rule(f"[bold]gradlab {r['lesson']}[/]")  # a rule cuts a long title: it goes on its own line, whole
-    console.print(f"[bold]{r['title']}[/]")
+    console.print(f"[bold]{escape(r['title'])}[/]")
     console.print(f"gradlab {r['version']} · torch {r['torch']} · device {r['device']} · "
                   f"{threads_text(r['threads'], r.get('threads_why', ''))} · seed {r['seed']}")
     if r.get("data"):
         console.print(data_line(r["data"]))
     for note in r.get("notes", []):
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(f"[yellow]note:[/] {escape(note)}")
     for t in r.get("tables", []):
         t = t if isinstance(t, Table) else Table(**t)
         console.print(render_table(t))
         if t.note:
-            console.print(f"[dim]{t.note}[/]")
+            console.print(f"[dim]{escape(t.note)}[/]")
     claims = [c if isinstance(c, Claim) else _claim_from_dict(c) for c in r.get("claims", [])]
     if claims:
         console.print(render_claims(claims))
     if r.get("stopped"):
-        console.print(f"[bold red]stopped:[/] {r['stopped']}")
+        console.print(f"[bold red]stopped:[/] {escape(r['stopped'])}")
     failed = [c for c in claims if not c.passed]
     if failed:
         console.print(f"[bold red]{len(failed)} of {len(claims)} claims failed[/]")

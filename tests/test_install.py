@@ -1,0 +1,79 @@
+"""What a student meets after `pip install gradlab`: presets by name from any folder, the notebooks copied out
+with `gradlab notebooks`, a notebook's own install cell, and full MNIST without torchvision (one line). The wheel
+itself is installed into a fresh venv with a CPU-only torch by `make wheel-check` (scripts/check_wheel.py), in CI."""
+
+import json
+import sys
+
+import pytest
+from conftest import REPO, assert_one_line_error, invoke
+
+from gradlab import assets
+from gradlab.lessons import LESSONS
+
+
+def test_presets_by_name_work_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert set(assets.presets()) == {p.stem for p in (REPO / "configs").glob("*.toml")}
+    out = invoke("mnist", "--config", "mnist-quick", "--train-size", "1000", "--json", "-", "--quiet")
+    assert out.exit_code == 0 and json.loads(out.stdout)["config"]["epochs"] == 3
+    assert_one_line_error(invoke("mnist", "--config", "mnist-fast"), "does not exist", "mnist-quick")
+    assert "presets (--config NAME): clip-tutorial, mnist-quick, mnist-tutorial" in invoke("list").output
+
+
+def test_notebooks_are_copied_out_never_over_a_students_work(tmp_path):
+    out = tmp_path / "class"
+    first = invoke("notebooks", str(out))
+    assert first.exit_code == 0 and "jupyter lab" in first.output
+    assert [p.name for p in sorted(out.glob("*.ipynb"))] == [p.name for p in assets.notebooks()]
+    assert len(assets.notebooks()) == len(LESSONS)
+    assert_one_line_error(invoke("notebooks", str(out)), "already has 01-mnist.ipynb", "--force")
+    wheel = "https://example.org/gradlab-0.1.0-py3-none-any.whl"
+    assert invoke("notebooks", str(out), "--force", "--source", wheel).exit_code == 0
+    for path in out.glob("*.ipynb"):
+        assert f'SOURCE = "{wheel}"' in "".join(json.loads(path.read_text())["cells"][1]["source"])
+    (tmp_path / "file").write_text("x")
+    assert_one_line_error(invoke("notebooks", str(tmp_path / "file")), "is a file")
+
+
+def install_cell(source_line: str | None = None) -> str:
+    cell = "".join(json.loads(assets.notebooks()[0].read_text())["cells"][1]["source"])
+    return cell if source_line is None else cell.replace('SOURCE = ""', source_line)
+
+
+@pytest.mark.parametrize(("wheels", "source", "installs"), [
+    (["gradlab-0.1.0-py3-none-any.whl"], None, "gradlab-0.1.0-py3-none-any.whl"),
+    (["gradlab-0.1.0-py3-none-any.whl", "gradlab-0.2.0-py3-none-any.whl"], None, "gradlab-0.2.0-py3-none-any.whl"),
+    ([], 'SOURCE = "git+https://example.org/gradlab"', "git+https://example.org/gradlab"),
+    ([], None, None),
+])
+def test_a_notebooks_install_cell_installs_the_uploaded_wheel_or_source_else_says_how(
+        tmp_path, monkeypatch, wheels, source, installs):
+    """The first cell as Colab runs it where gradlab is missing (find_spec None); pip itself is not run here."""
+    import importlib.util
+    import subprocess
+
+    for name in wheels:
+        (tmp_path / name).write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, check: calls.append(cmd))
+    if installs is None:
+        with pytest.raises(RuntimeError, match=r"upload gradlab-<version>-py3-none-any\.whl"):
+            exec(install_cell(source), {})
+        assert not calls
+    else:
+        exec(install_cell(source), {})
+        assert calls == [[sys.executable, "-m", "pip", "install", "-q", installs]]
+
+
+def test_full_mnist_without_torchvision_is_one_line_and_auto_falls_back_to_the_sample(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # `import torchvision` now raises ImportError
+    monkeypatch.setitem(sys.modules, "torchvision.datasets", None)
+    empty = str(tmp_path / "data")
+    assert_one_line_error(invoke("mnist", "--dataset", "mnist", "--data-dir", empty),
+                          "needs torchvision", "pip install 'gradlab[full]'")
+    out = invoke("mnist", "--dataset", "auto", "--data-dir", empty, "--epochs", "1", "--train-size", "500")
+    assert out.exit_code == 0 and "mnist-sample" in out.output
+    assert "torchvision is not installed (pip install 'gradlab[full]')" in " ".join(out.output.split())
