@@ -225,7 +225,8 @@ def run(config: Config, device: torch.device | None = None,
         curves={
             "‖μ − a*‖ and σ": Curve("epoch", "value", x, {"‖μ − a*‖": history["distance"],
                                                           **{f"σ[{i}]": [s[i] for s in history["sigma"]]
-                                                             for i in range(len(mu))}}, logy=True),
+                                                             for i in range(len(mu))}}, logy=True,
+                                    refs={f"claim: ‖μ − a*‖ ≤ {config.tolerance:g}": config.tolerance}),
             "mean reward": Curve("epoch", "mean reward of the batch", x, {"reward": history["reward"]}),
         },
         stopped=history["stopped"],

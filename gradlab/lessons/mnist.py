@@ -94,7 +94,7 @@ def optimizer_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
     opt = torch.optim.SGD([W, b], lr=lr, foreach=False)  # two small tensors: the plain per-tensor loop is fastest
 
     def step(x, y):
-        cost = cross_entropy(x @ W + b, y)
+        cost = cross_entropy(torch.addmm(b, x, W), y)  # z = xW + b in one call (TF: tf.matmul(x, W) + b)
         opt.zero_grad()
         cost.backward()  # fills W.grad, b.grad
         opt.step()  # W ← W − lr·W.grad
@@ -108,7 +108,7 @@ def manual_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
     W, b = W0.clone().requires_grad_(True), b0.clone().requires_grad_(True)
 
     def step(x, y):
-        cost = cross_entropy(x @ W + b, y)
+        cost = cross_entropy(torch.addmm(b, x, W), y)  # z = xW + b
         gW, gb = torch.autograd.grad(cost, [W, b])  # grad_W, grad_b = tf.gradients(cost, [W, b])
         with torch.no_grad():  # the update itself must not be recorded by autograd
             W.copy_(W - lr * gW)  # W.assign(W - lr * grad_W)
