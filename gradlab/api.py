@@ -20,7 +20,7 @@ from gradlab.errors import GradlabError, check
 
 # Options about files and printing: a notebook has the Result itself (r.to_json(), gradlab.report.files).
 NOT_IN_API = {"config", "json_path", "plot_path", "quiet", "explain"}
-PY_EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "True"}
+PY_EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "True", "text": '"…"'}
 
 
 def lessons() -> list[dict[str, str]]:

@@ -37,7 +37,27 @@ class LessonCommand(click.Command):
 
 
 class Interrupted(Exception):
-    """Ctrl-C, carried past click (which would print a blank line and call it an abort)."""
+    """Ctrl-C (or SIGTERM, SIGHUP), carried past click (which would print a blank line and call it an abort)."""
+
+    def __init__(self, signum: int = 2) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, as Ctrl-C's KeyboardInterrupt is: every cleanup that Ctrl-C
+    runs (ddp's workers stopped and reaped, no half-written file) runs for them too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame) -> None:
+    raise Terminated(signum)
+
+
+SIGNAL_WORDS = {2: "interrupted", 15: "terminated (SIGTERM)", 1: "terminated (SIGHUP: the terminal closed)"}
 
 
 class GradlabGroup(click.Group):
@@ -48,13 +68,17 @@ class GradlabGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            raise Interrupted from None
+        except KeyboardInterrupt as e:
+            raise Interrupted(getattr(e, "signum", 2)) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # teaching order, as defined below, not alphabetical
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        import signal
+
+        for signum in (signal.SIGTERM, signal.SIGHUP):  # like Ctrl-C: one line, exit 128 + the signal's number
+            signal.signal(signum, _terminate)
         try:
             code = super().main(args, prog_name or "gradlab", complete_var, standalone_mode=False, **extra)
         except click.ClickException as e:
@@ -67,10 +91,27 @@ class GradlabGroup(click.Group):
         except RunFailed as e:  # e.g. a ddp worker died: not the user's input, but no claim can be checked
             _error(str(e))
             sys.exit(1)
-        except (Interrupted, click.Abort):  # Ctrl-C
-            _error("interrupted")
-            sys.exit(130)
+        except (Interrupted, click.Abort) as e:  # Ctrl-C, SIGTERM, SIGHUP
+            signum = getattr(e, "signum", 2)
+            _error(SIGNAL_WORDS.get(signum, "interrupted"))
+            sys.exit(128 + signum)
+        except BrokenPipeError:  # `gradlab … | head`: the reader left; not a failed claim, and nothing to say
+            _quiet_stdout()
+            sys.exit(141)  # 128 + SIGPIPE, as a shell reports a program killed by a broken pipe
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _quiet_stdout()
+            sys.exit(141)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point standard output at /dev/null so that Python's exit flush cannot fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _error(message: str) -> None:
@@ -357,7 +398,7 @@ def ddp(ctx: click.Context, **params: Any) -> int:
 def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
     """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
     from gradlab.config import merge_config
-    from gradlab.report.files import STDOUT, check_writable
+    from gradlab.report.files import STDOUT, check_writable, same_file
 
     if params.get("quick"):  # the quick budget replaces defaults only: flags on the command line win
         from click.core import ParameterSource
@@ -371,8 +412,9 @@ def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
         params = {**params, "quiet": True, "explain": False, "json_path": None, "plot_path": None}
     check_writable(params.get("json_path"), "--json")
     check_writable(params.get("plot_path"), "--plot")
-    if params.get("json_path") and params.get("json_path") == params.get("plot_path"):
-        raise GradlabError(f"--json and --plot both name {params['json_path']}; give them different files")
+    if same_file(params.get("json_path"), params.get("plot_path")):
+        raise GradlabError(f"--json {params['json_path']} and --plot {params['plot_path']} name the same file; give "
+                           f"them different files")
 
     from gradlab import runner
     from gradlab.report import console as report
@@ -504,7 +546,7 @@ def all_lessons(quick: bool, lessons: str | None, threads: int | None, quiet: bo
                                             ["lesson", "claims passed", "claims failed", "wall s"], rows,
                                             [None, None, None, ".1f"])))
     ok, verdict = _verdict(done, rows)
-    console.print(verdict, style="bold green" if ok else "bold red")
+    console.print(verdict, style="bold green" if ok else "bold red", markup=False)
     return 0 if ok else 1
 
 
@@ -529,6 +571,7 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     Nothing is written until every lesson has run; each file is written atomically.
     """
     import datetime
+    import os
     import shutil
     from pathlib import Path
 
@@ -539,11 +582,18 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     from gradlab.report.files import check_writable, write_bytes
 
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise GradlabError(f"--out {out_dir} is a file; give a folder for the report")
-    if not out.parent.is_dir():
-        raise GradlabError(f"--out {out_dir}: folder {out.parent} does not exist; create it first")
-    check_writable(str(out / "index.html") if out.is_dir() else out_dir, "--out")  # before any lesson runs
+    try:  # everything about --out is checked before any lesson runs
+        if out.is_symlink() and not out.exists():
+            raise GradlabError(f"--out {out_dir} is a symlink to {os.readlink(out)}, which does not exist; create "
+                               f"that folder or give another --out")
+        if out.exists() and not out.is_dir():
+            raise GradlabError(f"--out {out_dir} is a file; give a folder for the report")
+        if not out.parent.is_dir():
+            raise GradlabError(f"--out {out_dir}: folder {out.parent} does not exist; create it first")
+        check_writable(str(out / "index.html") if out.is_dir() else out_dir, "--out")
+    except OSError as e:  # a name too long for the file system, say
+        raise GradlabError(f"--out {out_dir[:80]}{'…' * (len(out_dir) > 80)}: {e.strerror or e}; choose another "
+                           f"folder") from None
     names = _lesson_names(lessons)
     done = run_many(names, quick, report.make_console(quiet=quiet), threads)
     sections, files = [], {}
@@ -572,7 +622,7 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
             shutil.rmtree(out, ignore_errors=True)
         raise
     console = report.make_console()
-    console.print(verdict, style="bold green" if ok else "bold red")
+    console.print(verdict, style="bold green" if ok else "bold red", markup=False)
     console.print(f"wrote {out / 'index.html'} and {len(done)} JSON files", markup=False)
     return 0 if ok else 1
 

@@ -27,19 +27,39 @@ def resolve(path: str | Path) -> Path:
     return p
 
 
+MAX_TOML_BYTES = 1 << 20  # a preset is a few hundred bytes; a larger "config file" is something else
+
+
 def read_toml(path: str | Path) -> dict[str, Any]:
+    """The TOML file at PATH (or the preset of that name): a regular file of at most 1 MiB, checked before it is
+    opened, so a device never ends and a FIFO never blocks."""
+    import os
+    import stat
+
     from gradlab import assets
 
+    p = resolve(path)
     try:
-        with open(resolve(path), "rb") as f:
-            return tomllib.load(f)
+        info = os.stat(p)
+        if not stat.S_ISREG(info.st_mode):
+            raise GradlabError(f"config file {path} is not a regular file (a folder, device or pipe); give a .toml "
+                               f"file or a preset's name")
+        if info.st_size > MAX_TOML_BYTES:
+            raise GradlabError(f"config file {path} is {info.st_size:,} bytes, more than a config file's "
+                               f"{MAX_TOML_BYTES:,}; give a .toml file of option values")
+        with open(p, "rb") as f:
+            return tomllib.loads(f.read(MAX_TOML_BYTES + 1).decode("utf-8"))
     except FileNotFoundError:
         raise GradlabError(f"config file {path} does not exist; check the path, or name a preset: "
                            f"{', '.join(assets.presets())}") from None
     except OSError as e:
-        raise GradlabError(f"cannot read config file {path}: {e.strerror}; check its permissions") from None
+        raise GradlabError(f"cannot read config file {path}: {e.strerror or e}; check the path and its "
+                           f"permissions") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise GradlabError(f"config file {path} is not valid TOML ({e}); fix the syntax") from None
+    except RecursionError:
+        raise GradlabError(f"config file {path} nests tables too deeply; a config file is flat: key = value "
+                           f"lines") from None
 
 
 def merge_config(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -72,19 +92,27 @@ def cast_value(ctx: click.Context, param: click.Parameter, value: Any, where: st
     cast and checked by click; otherwise GradlabError naming WHERE and KEY, with EXAMPLE(kind) as the fix. Used for
     --config files and for gradlab.run's keyword arguments."""
     wanted = _toml_kind(param)
-    if wanted is not None and not _is_kind(value, wanted):
-        raise GradlabError(f"{where}: {key} must be {wanted}, got {shown}; e.g. {example(wanted)}")
+    if not _is_kind(value, wanted):
+        raise GradlabError(f"{where}: {key} must be {wanted}, got {_short(shown)}; e.g. {example(wanted)}")
     try:
         return param.type_cast_value(ctx, value)
     except click.BadParameter as e:
         raise GradlabError(f"{where}: bad value for {key}: {e.format_message()}") from None
+    except OverflowError:  # an integer too large for a float: lr = 10**400
+        raise GradlabError(f"{where}: {key} = {_short(shown)} is too large; e.g. {example(wanted)}") from None
 
 
-_EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "true"}
+def _short(text: str, most: int = 40) -> str:
+    """A value as shown in a message: a 400-digit number is cut to its first digits."""
+    return text if len(text) <= most else text[:most] + f"… ({len(text)} characters)"
 
 
-def _toml_kind(param: click.Parameter) -> str | None:
-    """What a TOML value for PARAM must be, in words, or None for strings and choices."""
+_EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "true", "text": '"…"'}
+
+
+def _toml_kind(param: click.Parameter) -> str:
+    """What a value for PARAM must be, in words: a whole number, a number, true or false, or text (strings,
+    choices and paths)."""
     if isinstance(param, click.Option) and param.is_flag and param.is_bool_flag:
         return "true or false"
     if isinstance(param.type, click.types.IntParamType):
@@ -93,10 +121,12 @@ def _toml_kind(param: click.Parameter) -> str | None:
         return "a number"
     if isinstance(param.type, click.types.BoolParamType):
         return "true or false"
-    return None
+    return "text"
 
 
 def _is_kind(value: Any, kind: str) -> bool:
+    if kind == "text":
+        return isinstance(value, str)
     if kind == "true or false":
         return isinstance(value, bool)
     if isinstance(value, bool):

@@ -33,6 +33,10 @@ from gradlab.errors import GradlabError, RunFailed, check
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 BACKENDS = ("auto", "gloo", "nccl")
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # what stops a run: the parent's to handle
+# The parent when gradlab started (this module is imported before torch, within a fraction of a second): a torchrun
+# rank watches it from then on, so a launcher killed while the rank still imports torch is noticed too.
+PARENT_AT_START = os.getppid()
 # Beyond --timeout, how long the parent waits for a first word from workers that are still starting (importing
 # torch in W processes on a busy 2-core laptop takes a while).
 STARTUP_S = 60.0
@@ -46,10 +50,26 @@ def torchrun_rank() -> tuple[int, int, int] | None:
     try:
         rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
         local = int(os.environ.get("LOCAL_RANK", rank))
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", 1))
+        port = int(os.environ["MASTER_PORT"])
     except ValueError:
-        raise GradlabError("RANK, WORLD_SIZE or LOCAL_RANK is not a whole number; let torchrun set them") from None
+        raise GradlabError("RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE or MASTER_PORT is not a whole number; "
+                           "let torchrun set them") from None
     check(0 <= rank < world, f"RANK {rank} is not below WORLD_SIZE {world}; let torchrun set them")
+    check(local >= 0 and local_world >= 1, f"LOCAL_RANK {local} or LOCAL_WORLD_SIZE {local_world} is out of range; "
+                                           f"let torchrun set them")
+    check(1 <= port <= 65535, f"MASTER_PORT {port} is not a port (1 to 65535); let torchrun set it")
     return rank, world, local
+
+
+def check_master_addr() -> None:
+    """MASTER_ADDR must name a host this machine can resolve (else torch prints pages of C++ frames)."""
+    addr = os.environ.get("MASTER_ADDR", "")
+    try:
+        socket.getaddrinfo(addr, None)
+    except (OSError, UnicodeError):
+        raise GradlabError(f"MASTER_ADDR {addr!r} does not resolve to an address on this machine; give torchrun "
+                           f"a reachable --rdzv-endpoint (or --standalone on one machine)") from None
 
 
 def is_rank_zero() -> bool:
@@ -161,14 +181,22 @@ def run(fn: Callable, args: tuple, *, workers: int, backend: str, port: int, tim
 
     timeout = datetime.timedelta(seconds=timeout_s)
     launched = torchrun_rank()
+    if launched is not None:  # torchrun killed (SIGKILL): this rank must not train on as an orphan
+        _exit_with_parent(PARENT_AT_START)
     if launched is None and workers > 1:
         backend = choose_backend(backend, device_type, workers)
         port = port or free_port()
         results, mine = _spawn(fn, args, workers, backend, port, timeout_s, device_type, threads, progress, meanwhile)
         return results, {"mode": "spawn", "world": workers, "backend": backend, "rendezvous": f"127.0.0.1:{port}"}, mine
+    # from here on this process joins a group itself (torchrun's, or a group of one): there can be only one
+    check(not (dist.is_available() and dist.is_initialized()),
+          "this process already has a torch.distributed process group (initialized before gradlab ddp ran); run "
+          "gradlab ddp in a fresh process, with workers=2 or more (they are separate processes), or call "
+          "torch.distributed.destroy_process_group() first")
     mine = meanwhile(lambda: None)
     if launched is not None:
         rank, world, local = launched
+        check_master_addr()
         backend = choose_backend(backend, device_type, int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
         dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world, timeout=timeout)
         results = _run_and_gather(fn, rank, world, _device(device_type, local), args,
@@ -199,7 +227,9 @@ def _exit_with_parent(parent: int) -> None:
 def _worker(rank: int, world: int, fn: Callable, args: tuple, backend: str, port: int, timeout_s: float,
             device_type: str, threads: int, messages, parent: int) -> None:
     """One spawned rank. It never prints: progress, the result (rank 0) and errors go to the parent's queue."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches every process of the terminal: the parent decides
+    for signum in STOP_SIGNALS:  # Ctrl-C (or SIGTERM to the group) reaches every process: the parent decides
+        signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     _exit_with_parent(parent)
     devnull = os.open(os.devnull, os.O_WRONLY)  # torch's C++ warnings would interleave with the parent's report
     os.dup2(devnull, 1)
@@ -248,12 +278,13 @@ def _children_ignore_ctrl_c() -> Iterator[None]:
     """Ctrl-C in a terminal reaches every process of the foreground group. While the workers are started SIGINT is
     blocked: each child inherits the blocked signal from its first instruction, so a Ctrl-C during its start-up
     cannot print a traceback from it (its _worker then ignores SIGINT for good), and this process gets the Ctrl-C
-    as soon as the block ends, as a KeyboardInterrupt: stopping the workers is its job (_reap)."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    as soon as the block ends, as a KeyboardInterrupt: stopping the workers is its job (_reap). SIGTERM and SIGHUP,
+    sent to the group by a shell or a closing terminal, are handled the same way."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeout_s: float, device_type: str,
@@ -287,6 +318,10 @@ def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeo
                     result = rest[0]
                 elif kind == "error":
                     errors[rank] = rest[0]
+                    if rank == 0 and "EADDRINUSE" in rest[0]:  # another job took the port between check and bind
+                        raise GradlabError(f"--port {port}: 127.0.0.1:{port} is already in use (another gradlab ddp "
+                                           f"started at the same time?); choose another --port or leave it out (a "
+                                           f"free one is picked)")
             except queue_module.Empty:
                 pass
             codes = [p.exitcode for p in procs]

@@ -156,25 +156,78 @@ def load_result(path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise GradlabError(f"{path} is not valid JSON ({e.msg} at line {e.lineno}); was the file cut short?") from None
-
-    def bad(what: str) -> GradlabError:
-        return GradlabError(f"{path} is not a gradlab result: {what}; re-create it with --json")
-
-    if not isinstance(data, dict):
-        raise bad("the top level is not an object")
-    for key, kind in REQUIRED.items():
-        if not isinstance(data.get(key), kind):
-            raise bad(f"{key!r} is missing or not a {kind.__name__}")
-    for c in data["claims"]:
-        if not (isinstance(c, dict) and {"id", "text", "value", "bound", "passed"} <= set(c)
-                and c.get("op", "<=") in OPS):
-            raise bad("a claim lacks id, text, value, bound or passed")
-    for t in data["tables"]:
-        if not (isinstance(t, dict) and isinstance(t.get("columns"), list) and isinstance(t.get("rows"), list)
-                and all(isinstance(r, list) and len(r) == len(t["columns"]) for r in t["rows"])):
-            raise bad(f"table {t.get('title', '?') if isinstance(t, dict) else '?'!r} is malformed")
-        if t.get("formats") is not None and len(t["formats"]) != len(t["columns"]):
-            raise bad(f"table {t.get('title', '?')!r} has formats that do not match its columns")
+    except RecursionError:
+        raise GradlabError(f"{path} nests too deeply to be a gradlab result; give a file written by --json") from None
+    problem = result_problem(data)
+    if problem:
+        raise GradlabError(f"{path} is not a gradlab result: {problem}; re-create it with --json")
     data.setdefault("threads", 0)
     data.setdefault("threads_why", "")
     return data
+
+
+CELL = (str, int, float, bool, type(None))
+NUMBER_STRINGS = ("nan", "inf", "-inf")  # how to_json writes non-finite numbers
+
+
+def _number(v: Any) -> bool:
+    return (isinstance(v, int | float) and not isinstance(v, bool)) or (isinstance(v, str) and v in NUMBER_STRINGS)
+
+
+def _strings(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _format_ok(spec: Any) -> bool:
+    if spec is None:
+        return True
+    if not isinstance(spec, str):
+        return False
+    try:
+        format(1.5, spec)
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
+def result_problem(data: Any) -> str | None:
+    """What makes DATA (a parsed --json file) not a result gradlab can show, or None. Everything the renderer
+    reads is checked here, so a file that passes renders without error, and its verdict matches its claims."""
+    if not isinstance(data, dict):
+        return "the top level is not an object"
+    for key, kind in REQUIRED.items():
+        if not isinstance(data.get(key), kind) or (kind is int and isinstance(data[key], bool)):
+            return f"{key!r} is missing or not a {kind.__name__}"
+    for key, kind in (("threads", int), ("threads_why", str), ("notes", list), ("stopped", str | None),
+                      ("data", dict | None), ("curves", dict)):
+        if key in data and (not isinstance(data[key], kind) or isinstance(data[key], bool)):
+            return f"{key!r} is not of the right kind"
+    if not _strings(data.get("notes", [])):
+        return "a note is not text"
+    d = data.get("data")
+    if d is not None and not (isinstance(d.get("name"), str) and all(
+            isinstance(d.get(k), int) and not isinstance(d.get(k), bool) for k in ("train", "test"))
+            and isinstance(d.get("available", {}), dict)
+            and all(isinstance(v, int) for v in d.get("available", {}).values())):
+        return "'data' lacks its name or sizes"
+    for c in data["claims"]:
+        if not (isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("text"), str)
+                and _number(c.get("value")) and _number(c.get("bound")) and isinstance(c.get("passed"), bool)
+                and isinstance(c.get("op", "<="), str) and c.get("op", "<=") in OPS
+                and isinstance(c.get("kind", "number"), str) and c.get("kind", "number") in ("number", "yes/no")):
+            return "a claim lacks id, text, a numeric value and bound, or passed"
+        claim = Claim(c["id"], c["text"], float(c["value"]), float(c["bound"]), c.get("op", "<="),
+                      c.get("kind", "number"))
+        if claim.passed != c["passed"]:  # the verdict and the exit code come from the same numbers
+            return f"claim {c['id']!r} says passed={str(c['passed']).lower()}, but its value and bound say otherwise"
+    for t in data["tables"]:
+        if not (isinstance(t, dict) and isinstance(t.get("title"), str) and _strings(t.get("columns"))
+                and isinstance(t.get("rows"), list) and isinstance(t.get("note", ""), str)
+                and all(isinstance(r, list) and len(r) == len(t["columns"]) and all(isinstance(v, CELL) for v in r)
+                        for r in t["rows"])):
+            return f"table {t.get('title', '?') if isinstance(t, dict) else '?'!r} is malformed"
+        formats = t.get("formats")
+        if formats is not None and not (isinstance(formats, list) and len(formats) == len(t["columns"])
+                                        and all(_format_ok(f) for f in formats)):
+            return f"table {t.get('title', '?')!r} has formats that do not match its columns"
+    return None

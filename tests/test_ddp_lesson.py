@@ -233,14 +233,17 @@ def test_a_worker_that_dies_or_hangs_fails_the_run_naming_its_rank_and_leaves_no
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the workers")
 @pytest.mark.parametrize("settle, seen", [(0, 1), (3, 2)], ids=["while-starting", "while-computing"])
-def test_ctrl_c_stops_gradlab_and_its_workers(settle, seen):
+@pytest.mark.parametrize("signum, code, words", [(signal.SIGINT, 130, "interrupted"),
+                                                 (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+                         ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_gradlab_and_its_workers(settle, seen, signum, code, words):
     proc, kids = start_long_run(settle=settle, seen=seen)
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal does: the whole foreground process group
+    os.killpg(proc.pid, signum)  # what a terminal (or `kill -TERM -PGID`) does: the whole process group
     try:
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 130 and err.strip() == "gradlab: error: interrupted", err
+    assert proc.returncode == code and err.strip() == f"gradlab: error: {words}", err
     time.sleep(0.5)
     assert not any(alive(k) for k in kids)
 

@@ -81,6 +81,10 @@ class Config:
                         ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
                         ("--windows", self.windows)):
             check(v >= 1, f"{name} must be at least 1, got {v}")
+        for name, v, most in (("--envs", self.envs, 1024), ("--hidden", self.hidden, 4096),
+                              ("--eval-episodes", self.eval_episodes, 10_000), ("--windows", self.windows, 1000),
+                              ("--checkpoint-episodes", self.checkpoint_episodes, 10_000)):
+            check(v <= most, f"{name} must be at most {most:,}, got {v:,}")
 
 
 def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:

@@ -92,6 +92,7 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
 DIFFERS = 1e-4
 MAX_STEPS = 1_000_000
+MAX_BATCH = 10_000  # a global batch larger than the bundled sample's training images would repeat images
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("micro_batch_sizes", "accumulate", "all_reduce_sum", "manual_step", "ddp_step", "counting_hook",
@@ -119,7 +120,8 @@ class Config:
         check(self.dtype in DTYPES, f"unknown --dtype {self.dtype!r}: use float32 or float64")
         check(self.backend in distributed.BACKENDS,
               f"unknown --backend {self.backend!r}: use one of {', '.join(distributed.BACKENDS)}")
-        check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}; try --batch-size 100")
+        check(1 <= self.batch_size <= MAX_BATCH, f"--batch-size must be between 1 and {MAX_BATCH:,} (the bundled "
+                                                 f"training images), got {self.batch_size}; try --batch-size 100")
         check(self.workers >= 1, f"--workers must be at least 1, got {self.workers}; try --workers 2")
         check(self.workers <= self.batch_size,
               f"--workers {self.workers} is more than the {self.batch_size} samples of the global batch: a worker "
@@ -145,7 +147,9 @@ class Config:
 
 
 def _divisor_near(n: int, k: int) -> int:
-    return min((d for d in range(1, n + 1) if n % d == 0), key=lambda d: (abs(d - k), d))
+    """The divisor of N nearest to K (the smaller on a tie); divisors come in pairs d, n/d with d ≤ √n."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return min({*small, *(n // d for d in small)}, key=lambda d: (abs(d - k), d))
 
 
 def check_launch(config: Config, device: str) -> None:

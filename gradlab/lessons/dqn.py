@@ -107,6 +107,12 @@ class Config:
                         ("--train-every", self.train_every), ("--gradient-steps", self.gradient_steps),
                         ("--hidden", self.hidden), ("--windows", self.windows)):
             check(v >= 1, f"{name} must be at least 1, got {v}")
+        for name, v, most in (("--buffer-size", self.buffer_size, rl.MAX_STEPS),
+                              ("--batch-size", self.batch_size, 65_536), ("--hidden", self.hidden, 4096),
+                              ("--gradient-steps", self.gradient_steps, 10_000),
+                              ("--eval-episodes", self.eval_episodes, 10_000), ("--windows", self.windows, 1000),
+                              ("--checkpoint-episodes", self.checkpoint_episodes, 10_000)):
+            check(v <= most, f"{name} must be at most {most:,}, got {v:,}")
         check(self.batch_size <= self.buffer_size, f"--batch-size {self.batch_size} is larger than --buffer-size "
                                                    f"{self.buffer_size}")
         check(0 <= self.eps_end <= self.eps_start <= 1, "ε must satisfy 0 ≤ eps_end ≤ eps_start ≤ 1")

@@ -57,6 +57,9 @@ EXPLAIN = ("GaussianLogProb", "score_closed_form", "reinforce")
 
 FLOAT32_TINY = 1.1754943508222875e-38  # float32's smallest normal number
 
+MAX_EPOCHS = 10_000_000  # REINFORCE updates a run may ask for
+MAX_SAMPLES = 1_000_000  # actions per update: 1e6 × a few dimensions is a few MB
+
 @dataclass
 class Config:
     """Settings of `gradlab gaussian-policy`."""
@@ -82,8 +85,9 @@ class Config:
         if self.action:
             check(len(parse_list(self.action, "--action")) == len(mu),
                   f"--action has {len(parse_list(self.action, '--action'))} numbers but --mu has {len(mu)}")
-        check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}")
-        check(self.samples >= 2, f"--samples must be at least 2 (the baseline needs a batch), got {self.samples}")
+        check(1 <= self.epochs <= MAX_EPOCHS, f"--epochs must be between 1 and {MAX_EPOCHS:,}, got {self.epochs}")
+        check(2 <= self.samples <= MAX_SAMPLES, f"--samples must be between 2 (the baseline needs a batch) and "
+                                                f"{MAX_SAMPLES:,}, got {self.samples}; try --samples 64")
         check_positive("--lr", self.lr, "0.05", ADAM_MAX_LR)
         check(0 < self.tolerance < math.inf, f"--tolerance must be positive, got {self.tolerance!r}")
 

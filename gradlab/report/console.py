@@ -20,9 +20,23 @@ OP_SIGNS = {"<=": "≤", "<": "<", ">": ">", ">=": "≥", "==": "="}
 MIN_TEXT = 12  # a text column is never squeezed below this many characters (it wraps instead)
 
 
+class GradlabConsole(Console):
+    """rich's Console, except that a broken pipe (`gradlab jacobian | head`) ends the program as a shell reports a
+    program killed by SIGPIPE, exit code 141, instead of rich's exit code 1, which gradlab uses for a failed claim."""
+
+    def on_broken_pipe(self) -> None:
+        import os
+        import sys
+
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(141)
+
+
 def make_console(quiet: bool = False, file=None, stderr: bool = False) -> Console:
     """STDERR: print the report there, when standard output carries a --json or --plot written to "-"."""
-    return Console(file=file, quiet=quiet, highlight=False, stderr=stderr)
+    return GradlabConsole(file=file, quiet=quiet, highlight=False, stderr=stderr)
 
 
 def error_line(message: str) -> None:
@@ -47,7 +61,10 @@ def cell_text(value: Any, spec: str | None = None) -> tuple[str, str]:
     if isinstance(value, float) and abs(value) >= 1e9:  # a blown-up number: 2.331e+25, not 26 digits
         return format(value, ".4g"), "num"
     if spec:
-        return format(value, spec), "num"
+        try:
+            return format(value, spec), "num"
+        except (ValueError, TypeError):  # ",d" for a float, say: the number as it is rather than no report
+            pass
     return (str(value) if isinstance(value, int) else format(value, ".6g")), "num"
 
 
@@ -104,49 +121,57 @@ class FittedTable:
         self.title, self.columns, self.rows, self.numeric = title, columns, rows, numeric
         self.show_lines, self.min_text = show_lines, min_text
 
-    def widths(self) -> tuple[list[int], list[int]]:
-        """(natural, needed) content width of each column: what it takes on one line, and the least it can have
-        (its widest number; a text column at most MIN_TEXT, wrapping the rest)."""
-        natural, needed = [], []
+    def widths(self) -> tuple[list[int], list[int], list[int]]:
+        """(natural, needed, words) content width of each column: what it takes on one line; the least it can
+        have (its widest number; a text column at most MIN_TEXT, folding the rest); what it takes to wrap its text
+        between words only (its longest word)."""
+        natural, needed, words = [], [], []
         for i, col in enumerate(self.columns):
             cells = [row[i] for row in self.rows]
             natural.append(max([cell_len(col), *(c.cell_len for c in cells)]))
             numbers = [c.cell_len for c in cells if c.no_wrap]
             texts = [c.cell_len for c in cells if not c.no_wrap] + [cell_len(col)]
             needed.append(max([*numbers, min(max(texts), self.min_text)]))
-        return natural, needed
+            longest = max(cell_len(w) for c in [*cells, Text(col)] for w in [*c.plain.split(), ""])
+            words.append(max(needed[-1], min(natural[-1], longest)))
+        return natural, needed, words
 
     def __rich_console__(self, console: Console, options: ConsoleOptions):
-        natural, needed = self.widths()
+        natural, needed, words = self.widths()
         keys = next((i for i, n in enumerate(self.numeric) if n), len(self.numeric)) or 1
-        for part, (chunk, widths) in enumerate(fit_columns(natural, needed, options.max_width, keys)):
-            table = RichTable(title=self.title + (" (continued)" if part else ""), title_justify="left",
+        for part, (chunk, widths) in enumerate(fit_columns(natural, needed, options.max_width, keys, words)):
+            # titles and headers are text, never markup: a saved result's "[/x]" prints as written
+            table = RichTable(title=Text(self.title + (" (continued)" if part else "")), title_justify="left",
                               show_lines=self.show_lines)
             for i, w in zip(chunk, widths, strict=True):
-                table.add_column(self.columns[i], width=w, overflow="fold",
+                table.add_column(Text(self.columns[i]), width=w, overflow="fold",
                                  justify="right" if self.numeric[i] else "left")
             for row in self.rows:
                 table.add_row(*(row[i] for i in chunk))
             yield table
 
 
-def fit_columns(natural: list[int], needed: list[int], width: int, keys: int = 1) -> list[tuple[list[int], list[int]]]:
+def fit_columns(natural: list[int], needed: list[int], width: int, keys: int = 1,
+                words: list[int] | None = None) -> list[tuple[list[int], list[int]]]:
     """Lay out columns of NATURAL (one line) and NEEDED (least) content widths in WIDTH characters: [(the columns
     of one table, their widths)]; several tables when the columns' needs exceed the width, each repeating the first
-    KEYS columns."""
+    KEYS columns. Room left over goes first to the columns whose longest word (WORDS) does not fit yet."""
+    words = words or needed
     def frame(n: int) -> int:  # borders and padding of a table of n columns: "│ a │ b │"
         return 3 * n + 1
 
     def spread(cols: list[int]) -> list[int]:
-        """Each column's need, then the room left to the columns furthest from their natural width."""
+        """Each column's need, then the room left: first to the columns furthest from their longest word, then to
+        those furthest from their natural width."""
         widths = [needed[i] for i in cols]
         room = width - frame(len(cols)) - sum(widths)
-        while room > 0:
-            k = max(range(len(cols)), key=lambda j: natural[cols[j]] - widths[j])
-            if natural[cols[k]] <= widths[k]:
-                break
-            widths[k] += 1
-            room -= 1
+        for goal in (words, natural):
+            while room > 0:
+                k = max(range(len(cols)), key=lambda j: goal[cols[j]] - widths[j])
+                if goal[cols[k]] <= widths[k]:
+                    break
+                widths[k] += 1
+                room -= 1
         return widths
 
     all_cols = list(range(len(natural)))
@@ -170,23 +195,24 @@ def threads_text(n: int, why: str = "") -> str:
 def data_line(data: dict[str, Any]) -> str:
     """e.g. data: mnist-sample — train 10,000 of 10,000, test 3,000 of 10,000 (data/mnist-sample, bundled)"""
     avail = data.get("available", {})
-    return (f"data: [bold]{data['name']}[/] — train {data['train']:,} of {avail.get('train', data['train']):,}, "
-            f"test {data['test']:,} of {avail.get('test', data['test']):,}  [dim]({data.get('source', '')})[/]")
+    return (f"data: [bold]{escape(str(data['name']))}[/] — train {data['train']:,} of "
+            f"{avail.get('train', data['train']):,}, test {data['test']:,} of {avail.get('test', data['test']):,}  "
+            f"[dim]({escape(str(data.get('source', '')))})[/]")
 
 
 def render(result: Result | dict[str, Any], console: Console) -> None:
     """Print a result: title, environment, data, notes, tables, claims, and why it stopped if it did."""
     r = result if isinstance(result, dict) else result.to_json()
-    console.rule(f"[bold]gradlab {r['lesson']}[/]")  # a rule cuts a long title: it goes on its own line, whole
+    console.rule(f"[bold]gradlab {escape(r['lesson'])}[/]")  # a rule cuts a long title: it goes on its own line, whole
     console.print(f"[bold]{escape(r['title'])}[/]")
     console.print(f"gradlab {r['version']} · torch {r['torch']} · device {r['device']} · "
-                  f"{threads_text(r['threads'], r.get('threads_why', ''))} · seed {r['seed']}")
+                  f"{threads_text(r['threads'], r.get('threads_why', ''))} · seed {r['seed']}", markup=False)
     if r.get("data"):
         console.print(data_line(r["data"]))
     for note in r.get("notes", []):
         console.print(f"[yellow]note:[/] {escape(note)}")
     for t in r.get("tables", []):
-        t = t if isinstance(t, Table) else Table(**t)
+        t = t if isinstance(t, Table) else Table(**{k: v for k, v in t.items() if k in Table.__dataclass_fields__})
         console.print(render_table(t))
         if t.note:
             console.print(f"[dim]{escape(t.note)}[/]")

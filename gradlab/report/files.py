@@ -20,11 +20,22 @@ STDOUT = "-"  # as a file name: standard output
 
 def check_writable(path: str | None, option: str) -> None:
     """Fail before any work when PATH cannot be written: its folder must exist and accept a new file."""
-    if path is None or path == STDOUT:
+    if path is None:
+        return
+    if path == STDOUT:
+        if sys.stdout is None or sys.stdout.closed:
+            raise GradlabError(f"{option} -: standard output is closed; give a file name instead")
         return
     if not path.strip():
         raise GradlabError(f"{option} needs a file name (or - for standard output), got an empty one")
-    p = Path(path)
+    try:
+        _check_writable(Path(path), option)
+    except OSError as e:  # a name too long for the file system, a path through a file, a loop of links
+        raise GradlabError(f"{option} {_short(path)}: {e.strerror or e}; choose another path") from None
+
+
+def _check_writable(p: Path, option: str) -> None:
+    path = str(p)
     folder = p.parent if str(p.parent) else Path(".")
     if p.is_dir():
         raise GradlabError(f"{option} {path} is a directory; give a file name such as {p / 'result.json'}")
@@ -36,11 +47,26 @@ def check_writable(path: str | None, option: str) -> None:
     if not target.parent.is_dir():
         raise GradlabError(f"{option} {path}: folder {target.parent} does not exist; create it or choose another path")
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:200]}.")
         os.close(fd)
         os.unlink(tmp)
     except OSError as e:
         raise GradlabError(f"{option} {path}: cannot write in {folder} ({e.strerror}); choose another path") from None
+    if len(target.name.encode()) > 255:  # the temporary file fits, the final name would not
+        raise GradlabError(f"{option} {_short(path)}: the file name is longer than 255 bytes; choose a shorter one")
+
+
+def same_file(a: str | None, b: str | None) -> bool:
+    """Whether two output paths name the same file (through ./, .. or a symlink); "-" is standard output."""
+    if not a or not b:
+        return False
+    if STDOUT in (a, b):
+        return a == b
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _short(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[:most] + "…"
 
 
 @contextlib.contextmanager
@@ -48,7 +74,7 @@ def atomic_path(path: str | Path, mode: int | None = None):
     """Yield a temporary path next to PATH; on success it is renamed to PATH (with MODE, default as a new file
     would get), on failure removed."""
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=p.suffix)
+    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name[:200]}.", suffix=p.suffix[:20])
     os.close(fd)
     try:
         yield tmp
@@ -127,8 +153,13 @@ def write_bytes(path: str | Path, data: bytes) -> None:
     is replaced and the link kept. Anything else (a device such as /dev/null, a FIFO) is written in place, never
     replaced. A failed write is a GradlabError (one line, exit 2)."""
     if str(path) == STDOUT:
-        sys.stdout.buffer.write(data)
-        sys.stdout.flush()
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        except (AttributeError, ValueError, OSError) as e:  # closed, or a pipe whose reader has gone
+            if isinstance(e, BrokenPipeError):
+                raise
+            raise GradlabError(f"cannot write to standard output ({e}); give a file name instead") from None
         return
     target = Path(os.path.realpath(path))
     try:
