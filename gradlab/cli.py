@@ -20,9 +20,20 @@ DEVICES = ("auto", "cpu", "cuda", "mps")  # kept in step with gradlab.device.DEV
 DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # kept in step with gradlab.data.DATASETS (tested)
 
 
+def _printable_help(text: str) -> str:
+    """Help text the console can show: click writes UTF-8 to a console it thinks misconfigured (ASCII), so the
+    symbols are spelled in ASCII here, before click sees them."""
+    from gradlab.ascii import printable
+
+    return printable(text, getattr(sys.stdout, "encoding", None) or "utf-8")
+
+
 class LessonCommand(click.Command):
     """Flags that set the same option to different values (--optimizer / --manual-grad, --stop-grad /
     --placeholder) exclude each other: giving two of them is an error, not "the last one wins"."""
+
+    def get_help(self, ctx: click.Context) -> str:
+        return _printable_help(super().get_help(ctx))
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         given = [a.split("=", 1)[0] for a in (args[:args.index("--")] if "--" in args else args)]
@@ -65,6 +76,9 @@ class GradlabGroup(click.Group):
 
     command_class = LessonCommand
 
+    def get_help(self, ctx: click.Context) -> str:
+        return _printable_help(super().get_help(ctx))
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -79,6 +93,7 @@ class GradlabGroup(click.Group):
 
         for signum in (signal.SIGTERM, signal.SIGHUP):  # like Ctrl-C: one line, exit 128 + the signal's number
             signal.signal(signum, _terminate)
+        _hostile_environment()
         try:
             code = super().main(args, prog_name or "gradlab", complete_var, standalone_mode=False, **extra)
         except click.ClickException as e:
@@ -104,6 +119,35 @@ class GradlabGroup(click.Group):
             _quiet_stdout()
             sys.exit(141)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _hostile_environment() -> None:
+    """What the environment can do to a run before it starts, made harmless or one line (exit 2):
+    * a console whose encoding cannot show every character (a legacy Windows code page, PYTHONIOENCODING=ascii):
+      what it cannot show is replaced, never a UnicodeEncodeError (rich output is spelled in ASCII, see
+      report/console.py; this covers click's help and messages);
+    * a current folder that was deleted: one line;
+    * OMP_NUM_THREADS and friends that are not a positive whole number: dropped before torch loads (OpenMP would
+      print a warning of its own), since gradlab sets torch's thread count itself (--threads)."""
+    import os
+
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "")
+        if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    try:
+        os.getcwd()
+    except OSError:
+        _error("the current folder no longer exists (it was deleted or moved); cd to a folder that exists and run "
+               "gradlab again")
+        sys.exit(2)
+    for name in THREAD_VARIABLES:
+        value = os.environ.get(name)
+        if value is not None and not (value.strip().isdigit() and int(value) >= 1):
+            del os.environ[name]
 
 
 def _quiet_stdout() -> None:
@@ -661,7 +705,7 @@ def notebooks(folder: str, source: str | None, force: bool) -> int:
             nb["cells"][1]["source"] = set_source("".join(nb["cells"][1]["source"]), source)
         write_bytes(out / path.name, (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode())
     click.echo(f"wrote {len(found)} notebooks to {folder}: open them with `jupyter lab {folder}`, or upload one to "
-               f"Colab (File → Upload notebook)")
+               f"Colab (File > Upload notebook)")
     return 0
 
 

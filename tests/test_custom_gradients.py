@@ -150,7 +150,7 @@ def test_given_action_and_cli(tmp_path):
     (["--mu", "0.1,0.2,0.3"], "one number per action dimension"),
     (["--action", "1"], "--action has 1 numbers but --mu has 2"),
     (["--mu", "a,b"], "use comma-separated numbers"),
-    (["--samples", "1"], "--samples must be at least 2"),
+    (["--samples", "1"], "--samples must be between 2"),
 ])
 def test_gaussian_policy_bad_inputs(args, fragment):
     assert_one_line_error(invoke("gaussian-policy", *args), fragment)

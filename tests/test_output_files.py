@@ -53,7 +53,7 @@ def test_json_to_standard_output_is_pure_json(tmp_path):
 
 @pytest.mark.parametrize(("args", "fragment"), [
     (["--json", ""], "--json needs a file name"),
-    (["--json", "SAME", "--plot", "SAME"], "--json and --plot both name"),
+    (["--json", "SAME", "--plot", "SAME"], "name the same file"),
 ])
 def test_bad_output_options(tmp_path, args, fragment):
     args = [str(tmp_path / "r.json") if a == "SAME" else a for a in args]

@@ -14,15 +14,29 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from gradlab.ascii import printable
 from gradlab.result import Claim, Result, Table
 
 OP_SIGNS = {"<=": "≤", "<": "<", ">": ">", ">=": "≥", "==": "="}
 MIN_TEXT = 12  # a text column is never squeezed below this many characters (it wraps instead)
 
 
+def _printable_text(cell: Text, encoding: str) -> Text:
+    plain = printable(cell.plain, encoding)
+    if plain == cell.plain:
+        return cell
+    return Text(plain, style=cell.style, no_wrap=cell.no_wrap, justify=cell.justify)
+
+
 class GradlabConsole(Console):
-    """rich's Console, except that a broken pipe (`gradlab jacobian | head`) ends the program as a shell reports a
-    program killed by SIGPIPE, exit code 141, instead of rich's exit code 1, which gradlab uses for a failed claim."""
+    """rich's Console, with two changes. Where the console's encoding cannot show gradlab's symbols (≡, σ, ✓, the
+    box lines), they are spelled in ASCII (rich already draws ASCII borders there) instead of ending the run in a
+    UnicodeEncodeError; files gradlab writes stay UTF-8. And a broken pipe (`gradlab jacobian | head`) ends the
+    program as a shell reports a program killed by SIGPIPE, exit code 141, instead of rich's exit code 1, which
+    gradlab uses for a failed claim."""
+
+    def _render_buffer(self, buffer) -> str:
+        return printable(super()._render_buffer(buffer), self.encoding)
 
     def on_broken_pipe(self) -> None:
         import os
@@ -42,8 +56,8 @@ def make_console(quiet: bool = False, file=None, stderr: bool = False) -> Consol
 def error_line(message: str) -> None:
     """One line on stderr for bad input; no traceback. The message is text, never markup: `pip install
     'gradlab[full]'` or a path with brackets prints as written."""
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[bold red]gradlab: error:[/] {escape(message)}",
-                                                                markup=True)
+    console = GradlabConsole(stderr=True, highlight=False, soft_wrap=True)
+    console.print(f"[bold red]gradlab: error:[/] {escape(message)}", markup=True)
 
 
 def cell_text(value: Any, spec: str | None = None) -> tuple[str, str]:
@@ -137,9 +151,19 @@ class FittedTable:
         return natural, needed, words
 
     def __rich_console__(self, console: Console, options: ConsoleOptions):
+        if not options.encoding.lower().replace("-", "").startswith("utf"):  # spelled in ASCII before the layout,
+            encoding = options.encoding  # so that the columns fit what is printed
+            table = FittedTable(printable(self.title, encoding), [printable(c, encoding) for c in self.columns],
+                                [[_printable_text(c, encoding) for c in row] for row in self.rows], self.numeric,
+                                self.show_lines, self.min_text)
+        else:
+            table = self
+        yield from table.layout(options.max_width)
+
+    def layout(self, width: int):
         natural, needed, words = self.widths()
         keys = next((i for i, n in enumerate(self.numeric) if n), len(self.numeric)) or 1
-        for part, (chunk, widths) in enumerate(fit_columns(natural, needed, options.max_width, keys, words)):
+        for part, (chunk, widths) in enumerate(fit_columns(natural, needed, width, keys, words)):
             # titles and headers are text, never markup: a saved result's "[/x]" prints as written
             table = RichTable(title=Text(self.title + (" (continued)" if part else "")), title_justify="left",
                               show_lines=self.show_lines)
