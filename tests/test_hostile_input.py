@@ -1,7 +1,6 @@
 """Inputs found by fuzzing that once crashed or hung gradlab (issue "No input crashes or hangs gradlab"): each is one
 clear line and exit code 2 now, or a clean run, never a traceback, a hang or runaway memory."""
 
-import json
 import os
 import signal
 import socket
@@ -229,9 +228,8 @@ def test_sigterm_and_sighup_are_one_line_like_ctrl_c():
 
 
 def test_a_broken_pipe_is_not_a_failed_claim():
-    proc = subprocess.run(f"{sys.executable} -m gradlab jacobian | head -1", shell=True, capture_output=True,
-                          text=True, timeout=120, executable="/bin/bash", env={**os.environ, "COLUMNS": "80"})
-    code = subprocess.run(f"set -o pipefail; {sys.executable} -m gradlab jacobian | head -1", shell=True,
-                          capture_output=True, executable="/bin/bash", timeout=120).returncode
-    assert code == 141 and "Traceback" not in proc.stderr, proc.stderr
-    assert json.dumps(proc.stdout)  # the one line head printed
+    proc = subprocess.run(f"set -o pipefail; {sys.executable} -m gradlab jacobian | head -1", shell=True,
+                          capture_output=True, text=True, timeout=120, executable="/bin/bash",
+                          env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 141 and proc.stderr == "", proc.stderr  # 128 + SIGPIPE, and nothing said
+    assert "gradlab jacobian" in proc.stdout  # the one line head printed
