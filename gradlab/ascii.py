@@ -17,9 +17,14 @@ ASCII_SPELLING = {
 }
 
 
+def is_unicode(encoding: str) -> bool:
+    """Whether ENCODING (utf-8, UTF8, utf_16, …) holds every character."""
+    return encoding.lower().replace("-", "").replace("_", "").startswith("utf")
+
+
 def printable(text: str, encoding: str) -> str:
     """TEXT with every character ENCODING cannot hold replaced by its ASCII spelling (or "?")."""
-    if encoding.lower().replace("-", "").startswith("utf"):
+    if is_unicode(encoding):
         return text
     out = []
     for ch in text:

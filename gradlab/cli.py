@@ -134,9 +134,10 @@ def _hostile_environment() -> None:
       print a warning of its own), since gradlab sets torch's thread count itself (--threads)."""
     import os
 
+    from gradlab.ascii import is_unicode
+
     for stream in (sys.stdout, sys.stderr):
-        encoding = (getattr(stream, "encoding", None) or "utf-8").lower().replace("-", "")
-        if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+        if not is_unicode(getattr(stream, "encoding", None) or "utf-8") and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     try:
         os.getcwd()

@@ -183,6 +183,10 @@ def test_sigma_shrinks_is_judged_per_dimension():
     ("epochs = true", "epochs must be a whole number, got true"),
     ("lr = true", "lr must be a number, got true"),
     ("shuffle = 1", "shuffle must be true or false, got 1"),
+    ("lr = " + "9" * 400, "too large"),  # an integer too large for a float
+    ("data_dir = 3", "data_dir must be text"),
+    ("data_dir = true", "data_dir must be text"),
+    ("data_dir = 1979-05-27", "data_dir must be text"),
 ])
 def test_config_values_of_the_wrong_kind_are_refused_not_coerced(tmp_path, toml, fragment):
     f = tmp_path / "c.toml"

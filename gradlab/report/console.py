@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from gradlab.ascii import printable
+from gradlab.ascii import is_unicode, printable
 from gradlab.result import Claim, Result, Table
 
 OP_SIGNS = {"<=": "≤", "<": "<", ">": ">", ">=": "≥", "==": "="}
@@ -151,7 +151,7 @@ class FittedTable:
         return natural, needed, words
 
     def __rich_console__(self, console: Console, options: ConsoleOptions):
-        if not options.encoding.lower().replace("-", "").startswith("utf"):  # spelled in ASCII before the layout,
+        if not is_unicode(options.encoding):  # spelled in ASCII before the layout,
             encoding = options.encoding  # so that the columns fit what is printed
             table = FittedTable(printable(self.title, encoding), [printable(c, encoding) for c in self.columns],
                                 [[_printable_text(c, encoding) for c in row] for row in self.rows], self.numeric,
