@@ -672,6 +672,94 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     return 0 if ok else 1
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Practice: exercises, starter files, checks
+# ---------------------------------------------------------------------------------------------------------------
+
+@cli.command(short_help="The exercises: the gradient code a student writes, checked by `gradlab check`.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the list as JSON objects (name, lesson, function, level, what) to this file (- for stdout).")
+def exercises(json_path: str | None) -> int:
+    """Every exercise: its lesson, its name, what to write, its level. `gradlab exercise NAME` writes a starter."""
+    from rich.text import Text
+
+    from gradlab.practice import EXERCISES
+    from gradlab.report.console import FittedTable, make_console
+    from gradlab.report.files import check_writable, write_bytes
+
+    items = [{"name": e.name, "lesson": e.lesson, "function": e.function, "level": e.level, "what": e.what}
+             for e in EXERCISES.values()]
+    if json_path:
+        check_writable(json_path, "--json")
+        write_bytes(json_path, (json.dumps(items, indent=2, ensure_ascii=False) + "\n").encode())
+        return 0
+    rows = [[Text(i["lesson"], no_wrap=True), Text(i["name"], no_wrap=True), Text(i["what"]),
+             Text(str(i["level"]), no_wrap=True)] for i in items]
+    make_console().print(FittedTable("gradlab exercises — write one with `gradlab exercise NAME`, check it with "
+                                     "`gradlab check FILE`", ["lesson", "exercise", "what to write", "level"], rows,
+                                     [False, False, False, True]))
+    return 0
+
+
+@cli.command(short_help="Write an exercise's starter file (signature, math, shapes, the check command).")
+@click.argument("name")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+              help="The file to write (default: FUNCTION.py in the current folder).")
+@click.option("--force", is_flag=True, help="Replace the file if it exists.")
+def exercise(name: str, out_path: str | None, force: bool) -> int:
+    """Write the starter file of exercise NAME: the function to write, its math and shapes, the TF-1 line it
+    replaces, a body that raises NotImplementedError, and the command that checks it."""
+    import os
+
+    from gradlab.practice import EXERCISES
+    from gradlab.practice.check import starter
+    from gradlab.report.files import check_writable, write_bytes
+
+    if name not in EXERCISES:
+        import difflib
+
+        close = difflib.get_close_matches(name, EXERCISES, 1)
+        raise GradlabError(f"unknown exercise {name!r}" + (f"; did you mean {close[0]}?" if close else "")
+                           + " (gradlab exercises lists them)")
+    ex = EXERCISES[name]
+    out = out_path or f"{ex.function}.py"
+    if os.path.lexists(out) and not force:
+        raise GradlabError(f"{out} already exists; add --force to replace it, or --out another file")
+    check_writable(out, "--out")
+    write_bytes(out, starter(ex).encode())
+    click.echo(f"wrote {out}: write {ex.function}(), then run `gradlab check {out}`")
+    return 0
+
+
+@cli.command("check", short_help="Grade a solution with the lesson's own claims, and diagnose a wrong one.")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--exercise", "exercise_name", default=None, help="The exercise (default: the one the file names).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the result (checks, claims, diagnosis) to this file (- for standard output).")
+@click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and --json).")
+def check_cmd(path: str, exercise_name: str | None, json_path: str | None, quiet: bool) -> int:
+    """Run PATH's function in a separate process (time and memory limits) on generated inputs, edge cases
+    included, compare it with the reference computed here, run the lesson's claims on its outputs, and name the
+    mistake when a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails."""
+    from gradlab.practice.check import exercise_of, run_check
+    from gradlab.report import console as report
+    from gradlab.report.files import STDOUT, check_writable
+
+    ex = exercise_of(path, exercise_name)
+    check_writable(json_path, "--json")
+    console = report.make_console(quiet=quiet, stderr=json_path == STDOUT)
+    result = run_check(path, ex)
+    import torch
+
+    result.torch, result.version, result.device = torch.__version__, __version__, "cpu"
+    result.threads, result.threads_why = 1, "the submission runs on one thread"
+    report.render(result, console)
+    if result.metrics.get("trace"):
+        console.print(result.metrics["trace"], markup=False, highlight=False)
+    write_outputs(result, {"json_path": json_path}, console)
+    return result.exit_code
+
+
 @cli.command(short_help="Copy the lesson notebooks (one per lesson, for Jupyter or Colab) into a folder.")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--source", default=None,

@@ -4,12 +4,12 @@ whole on one line (rich would otherwise ellipsise a cell that does not fit: 3.72
 import io
 
 import pytest
+from conftest import invoke
 from rich.console import Console
 
 import gradlab
 from gradlab.report import console as report
 from gradlab.result import Table
-from tests.conftest import invoke
 
 # Small budgets; the tables have the same columns as the full runs (dqn --compare and jacobian --scaling: the widest)
 RUNS = {"mnist": dict(epochs=1, dataset="mnist-sample", train_size=2000),

@@ -1,0 +1,143 @@
+"""Practice: the checker is proved on every exercise. The reference passes; every known wrong answer fails with its
+own diagnosis; the untouched starter fails cleanly; a small perturbation of the reference fails (the checks can
+fail). The sandbox turns a syntax error, an endless loop, os._exit, megabytes of printing and a huge allocation into
+one line each; the real process path runs end to end for a right and a wrong answer."""
+
+import json
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+from conftest import assert_one_line_error, invoke
+
+from gradlab.practice import EXERCISES
+from gradlab.practice import sandbox as sandbox_module
+from gradlab.practice.check import judge, run_check, starter
+from gradlab.practice.exercises import CHECKS
+
+NAMES = list(EXERCISES)
+
+
+def judged(name: str, fn) -> "object":
+    """The Result for FN as if it had run in the sandbox (its outputs through the exercise's harness)."""
+    checks = CHECKS[name]
+    cases = checks.cases(0)
+    refs = [checks.harness(checks.reference, c) for c in cases]
+    return judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [checks.harness(fn, c) for c in cases]})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_reference_passes(name):
+    r = judged(name, CHECKS[name].reference)
+    assert r.exit_code == 0 and r.claims and "diagnosis" not in r.metrics, [(c.text, c.value) for c in r.claims]
+
+
+@pytest.mark.parametrize(("name", "mistake"), [(n, m.name) for n in NAMES for m in CHECKS[n].mistakes])
+def test_every_known_mistake_fails_with_its_own_diagnosis(name, mistake):
+    m = next(m for m in CHECKS[name].mistakes if m.name == mistake)
+    r = judged(name, m.fn)
+    assert r.exit_code == 1 and r.metrics["diagnosis"].startswith(f"{mistake}: "), r.metrics.get("diagnosis")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_small_perturbation_of_the_reference_fails_and_shows_where(name):
+    def perturbed(*args):
+        out = CHECKS[name].reference(*args)
+        return [t * (1 + 1e-3) for t in out] if isinstance(out, list) else tuple(t * (1 + 1e-3) for t in out)
+
+    r = judged(name, perturbed)
+    assert r.exit_code == 1 and ("first difference" in r.metrics["diagnosis"] or ":" in r.metrics["diagnosis"])
+
+
+def test_diagnosis_names_the_ratio_for_a_forgotten_division_by_k():
+    r = judged("ddp.accumulated_grad", CHECKS["ddp.accumulated_grad"].mistakes[0].fn)
+    assert "times the full batch's" in r.metrics["diagnosis"]
+
+
+def solution(name: str, body: str) -> str:
+    return starter(EXERCISES[name]).replace(f'    raise NotImplementedError("write {EXERCISES[name].function}")',
+                                            textwrap.indent(textwrap.dedent(body), "    "))
+
+
+SGD_RIGHT = """
+cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
+gW, gb = torch.autograd.grad(cost, [W, b])
+return W - lr * gW, b - lr * gb
+"""
+
+
+def test_exercise_writes_a_starter_that_fails_cleanly_and_a_solution_that_passes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = invoke("exercise", "mnist.sgd_step")
+    assert out.exit_code == 0 and (tmp_path / "sgd_step.py").is_file()
+    assert_one_line_error(invoke("exercise", "mnist.sgd_step"), "already exists", "--force")
+    text = (tmp_path / "sgd_step.py").read_text()
+    assert "# gradlab-exercise: mnist.sgd_step" in text and "gradlab check sgd_step.py" in text
+    assert "tf.gradients" in text and "raise NotImplementedError" in text
+    todo = invoke("check", "sgd_step.py")
+    assert todo.exit_code == 1 and "raises NotImplementedError: write its body" in " ".join(todo.output.split())
+    (tmp_path / "sgd_step.py").write_text(solution("mnist.sgd_step", SGD_RIGHT))
+    right = invoke("check", "sgd_step.py", "--json", "r.json")
+    assert right.exit_code == 0, right.output
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["lesson"] == "check" and all(c["passed"] for c in data["claims"])
+    wrong = SGD_RIGHT.replace(".sum(dim=1).mean()", ".sum()")
+    (tmp_path / "sgd_step.py").write_text(solution("mnist.sgd_step", wrong))
+    bad = invoke("check", "sgd_step.py")
+    assert bad.exit_code == 1 and "summed cost: your step is B times too large" in " ".join(bad.output.split())
+
+
+def test_exercises_lists_every_exercise_also_as_json():
+    assert len(EXERCISES) >= 3 and {e.lesson for e in EXERCISES.values()} >= {"mnist", "clip", "ddp"}
+    out = invoke("exercises", "--json", "-")
+    items = json.loads(out.stdout)
+    assert [i["name"] for i in items] == NAMES and all({"name", "lesson"} <= set(i) for i in items)
+    assert "gradlab exercise NAME" in invoke("exercises").output
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["check", "nope.py"], "is not a file"),
+    (["exercise", "mnist.sgd_stp"], "did you mean mnist.sgd_step?"),
+])
+def test_bad_usage_is_one_line_and_exit_2(args, fragment):
+    assert_one_line_error(invoke(*args), fragment)
+
+
+HOSTILE = {
+    "syntax": ("cost = = 1", "syntax error at line"),
+    "loop": ("while True:\n    pass", "ran longer than 3 s"),
+    "exit": ("import os\nos._exit(3)", "ended the process (exit code 3)"),
+    "print": ("print('x' * 100_000_000)", "File too large"),
+    "alloc": ("x = torch.empty(10**12)", "raised on the input"),
+    "import": ("import no_such_module_anywhere", "No module named 'no_such_module_anywhere'"),
+}
+
+
+def test_hostile_submissions_are_one_line_each(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox_module, "TIMEOUT_S", 3.0)
+    files = {}
+    for key, (body, _) in HOSTILE.items():
+        path = tmp_path / f"{key}.py"
+        code = solution("mnist.sgd_step", body + "\n" + SGD_RIGHT)
+        path.write_text(code.replace("import torch\n", "import torch\n" + body + "\n") if key == "import" else code)
+        files[key] = path
+    with ThreadPoolExecutor(2) as pool:
+        results = dict(zip(files, pool.map(lambda p: run_check(str(p), EXERCISES["mnist.sgd_step"]),
+                                           files.values()), strict=True))
+    for key, (_, fragment) in HOSTILE.items():
+        r = results[key]
+        assert r.exit_code == 1 and r.stopped and "\n" not in r.stopped and fragment in r.stopped, (key, r.stopped)
+
+
+def test_a_students_traceback_is_cut_to_their_own_file(tmp_path):
+    path = tmp_path / "s.py"
+    path.write_text(solution("mnist.sgd_step", "return helper(W)") + "\n\ndef helper(W):\n    return W[99999]\n")
+    r = run_check(str(path), EXERCISES["mnist.sgd_step"])
+    assert "IndexError" in r.stopped and "line" in r.stopped
+    trace = r.metrics["trace"]
+    assert str(path) in trace and "gradlab/practice" not in trace and "return W[99999]" in trace
+
+
+def test_perturbation_check_runs_in_float64_too():
+    assert CHECKS["mnist.sgd_step"].cases(0)[-1]["W"].dtype == torch.float64
