@@ -40,14 +40,21 @@ def test_every_known_mistake_fails_with_its_own_diagnosis(name, mistake):
     assert r.exit_code == 1 and r.metrics["diagnosis"].startswith(f"{mistake}: "), r.metrics.get("diagnosis")
 
 
+def perturb(out, rel: float = 1e-3):
+    if isinstance(out, dict):
+        return {k: perturb(v, rel) for k, v in out.items()}
+    if isinstance(out, list):
+        return [perturb(v, rel) for v in out]
+    return out * (1 + rel) + rel * (out == 0)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_a_small_perturbation_of_the_reference_fails_and_shows_where(name):
-    def perturbed(*args):
-        out = CHECKS[name].reference(*args)
-        return [t * (1 + 1e-3) for t in out] if isinstance(out, list) else tuple(t * (1 + 1e-3) for t in out)
-
-    r = judged(name, perturbed)
-    assert r.exit_code == 1 and ("first difference" in r.metrics["diagnosis"] or ":" in r.metrics["diagnosis"])
+    checks = CHECKS[name]
+    cases = checks.cases(0)
+    refs = [checks.harness(checks.reference, c) for c in cases]
+    r = judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [perturb(o) for o in refs]})
+    assert r.exit_code == 1 and "first difference" in r.metrics["diagnosis"], r.metrics.get("diagnosis")
 
 
 def test_diagnosis_names_the_ratio_for_a_forgotten_division_by_k():
@@ -76,7 +83,8 @@ def test_exercise_writes_a_starter_that_fails_cleanly_and_a_solution_that_passes
     assert "# gradlab-exercise: mnist.sgd_step" in text and "gradlab check sgd_step.py" in text
     assert "tf.gradients" in text and "raise NotImplementedError" in text
     todo = invoke("check", "sgd_step.py")
-    assert todo.exit_code == 1 and "raises NotImplementedError: write its body" in " ".join(todo.output.split())
+    todo_text = " ".join(todo.output.split())
+    assert todo.exit_code == 1 and "sgd_step raises NotImplementedError: write its body" in todo_text
     (tmp_path / "sgd_step.py").write_text(solution("mnist.sgd_step", SGD_RIGHT))
     right = invoke("check", "sgd_step.py", "--json", "r.json")
     assert right.exit_code == 0, right.output
@@ -89,7 +97,10 @@ def test_exercise_writes_a_starter_that_fails_cleanly_and_a_solution_that_passes
 
 
 def test_exercises_lists_every_exercise_also_as_json():
-    assert len(EXERCISES) >= 3 and {e.lesson for e in EXERCISES.values()} >= {"mnist", "clip", "ddp"}
+    from gradlab.lessons import LESSONS
+
+    assert len(EXERCISES) >= 9 and {e.lesson for e in EXERCISES.values()} == set(LESSONS)  # one per lesson at least
+    assert all(len(CHECKS[n].mistakes) >= 3 for n in NAMES)
     out = invoke("exercises", "--json", "-")
     items = json.loads(out.stdout)
     assert [i["name"] for i in items] == NAMES and all({"name", "lesson"} <= set(i) for i in items)
@@ -137,6 +148,18 @@ def test_a_students_traceback_is_cut_to_their_own_file(tmp_path):
     assert "IndexError" in r.stopped and "line" in r.stopped
     trace = r.metrics["trace"]
     assert str(path) in trace and "gradlab/practice" not in trace and "return W[99999]" in trace
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_starter_imports_and_fails_cleanly(tmp_path, name):
+    """The untouched starter of every exercise: valid Python that names its exercise; its function raises
+    NotImplementedError, which the checker reports in one line."""
+    path = tmp_path / "s.py"
+    path.write_text(starter(EXERCISES[name]))
+    compile(path.read_text(), str(path), "exec")
+    from gradlab.practice.check import exercise_of
+
+    assert exercise_of(str(path), None).name == name
 
 
 def test_perturbation_check_runs_in_float64_too():

@@ -23,7 +23,7 @@ class Exercise:
     doc: str  # the math, the shapes, the TF-1 line it replaces
 
 
-EXERCISES: dict[str, Exercise] = {e.name: e for e in [
+_ALL = [
     Exercise(
         "mnist.sgd_step", "mnist", "sgd_step", 1,
         "one SGD step of softmax regression with torch.autograd.grad, then W -= lr·g",
@@ -60,4 +60,74 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
         sizes a list of K part sizes that add up to B (they may differ: 64, 32, 4). Use F.cross_entropy. Return
         [p.grad for p in model.parameters()] after the last part. TF-1 had no .grad: accumulation was written by
         hand with tf.Variable accumulators."""),
-]}
+    Exercise(
+        "mnist.softmax_grad", "mnist", "softmax_grad", 2,
+        "the gradient of softmax regression derived by hand, xᵀ(p − y)/B: no autograd at all",
+        "def softmax_grad(W, b, x, y):",
+        """∂cost/∂W and ∂cost/∂b of softmax regression, from the formulas, without autograd.
+
+        p = softmax(x W + b);  cost = mean_i(−Σ_k y_ik log p_ik)
+        ∂cost/∂z = (p − y)/B,  ∂cost/∂W = xᵀ (p − y)/B,  ∂cost/∂b = mean_i (p − y)
+
+        Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot. Return (gW, gb) of shapes (784, 10), (10,).
+        TF-1: what tf.gradients(cost, [W, b]) computes for you."""),
+    Exercise(
+        "jacobian.jacobian_loop", "jacobian", "jacobian_loop", 2,
+        "the full Jacobian of f at x by a loop of vector-Jacobian products, one row per output",
+        "def jacobian_loop(f, x):",
+        """J[i, j] = ∂f_i/∂x_j, one row per output: row i = autograd.grad(f(x)[i], x) (a vector-Jacobian product
+        with the unit vector e_i). tf.gradients(f(x), x) returned Σ_i ∂f_i/∂x: the rows summed.
+
+        Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,). Return J of shape (m, n)."""),
+    Exercise(
+        "log1pexp.Log1pExp", "log1pexp", "Log1pExp", 3,
+        "log(1 + eˣ) as a torch.autograd.Function: no overflow at x = 100 in float32, a right second derivative",
+        "class Log1pExp(torch.autograd.Function):",
+        """forward(ctx, x) = log(1 + eˣ), computed so that it never overflows: max(x, 0) + log1p(exp(−|x|))
+        backward(ctx, dy) = dy · sigmoid(x), written with differentiable torch ops on the saved x, so that the
+        second derivative (sigmoid'(x)) is right too.
+
+        Shapes: x any shape, float32 or float64. TF-1: @tf.custom_gradient, whose backward used the saved e = eˣ
+        (a constant to autograd: its second derivative came out 0)."""),
+    Exercise(
+        "gaussian-policy.score", "gaussian-policy", "score", 1,
+        "the score of a Gaussian policy, ∂ln π/∂μ and ∂ln π/∂σ, in closed form",
+        "def score(a, mu, sigma):",
+        """The gradient of ln N(a; μ, σ²) with respect to μ and σ, from the formulas:
+
+        ∂ln π/∂μ = (a − μ)/σ²,   ∂ln π/∂σ = ((a − μ)² − σ²)/σ³
+
+        Shapes: a, mu, sigma of the same shape (one number per action dimension, or a batch); sigma > 0. Return
+        (d_mu, d_sigma). TF-1: the tutorial's custom-gradient layer returned these as the backward of ln π."""),
+    Exercise(
+        "dqn.td_loss", "dqn", "td_loss", 2,
+        "the DQN loss with the target cut from the graph (stop_gradient), terminal transitions included",
+        "def td_loss(online, target, s, a, r, s2, done, gamma):",
+        """y = r + γ · (1 − done) · max_a' target(s2)[a'],  a number to move towards: no gradient through it
+        loss = mean_i Huber(online(s)[i, a_i] − y_i)        F.smooth_l1_loss(q, y)
+
+        Shapes: online and target are networks from states (N, 4) to action values (N, 2); s, s2 (N, 4); a (N,)
+        int64; r, done (N,) float (done 1 where the episode ended). Return the loss (a 0-dim tensor) with the
+        graph to online's parameters. TF-1: y = tf.stop_gradient(y), or y fed in as a placeholder."""),
+    Exercise(
+        "actor-critic.critic_update", "actor-critic", "critic_update", 2,
+        "one critic update from explicitly computed gradients: autograd.grad, into .grad, then RMSprop",
+        "def critic_update(critic, optimizer, s, r, s2, done, gamma):",
+        """One step of the critic V, the tutorial's tf.gradients + RMSProp.apply_gradients:
+
+        target = r + γ · (1 − done) · V(s2)     a number: no gradient through it
+        loss   = mean_i (target_i − V(s)_i)²
+        grads  = torch.autograd.grad(loss, critic.parameters());  p.grad = g for each;  optimizer.step()
+
+        Shapes: critic maps states (N, 4) to values (N, 1); s, s2 (N, 4); r, done (N,). optimizer is the critic's
+        torch.optim.RMSprop. Return nothing: the critic's parameters are updated in place."""),
+]
+
+
+def _teaching_order(e: Exercise) -> tuple[int, int]:
+    from gradlab.lessons import LESSONS
+
+    return list(LESSONS).index(e.lesson), e.level
+
+
+EXERCISES: dict[str, Exercise] = {e.name: e for e in sorted(_ALL, key=_teaching_order)}  # lesson by lesson

@@ -35,13 +35,17 @@ def starter(exercise: Exercise) -> str:
     """The starter file: the signature, the math, the shapes, the TF-1 line, a body that raises NotImplementedError,
     and the command that checks it."""
     doc = "\n".join(("    " + line.strip()) if line.strip() else "" for line in exercise.doc.splitlines())
+    if exercise.signature.startswith("class "):  # a torch.autograd.Function: its forward and its backward
+        body = "".join(f'\n    @staticmethod\n    def {name}(ctx, {arg}):\n        raise NotImplementedError('
+                       f'"write {exercise.function}.{name}")\n' for name, arg in (("forward", "x"), ("backward", "dy")))
+    else:
+        body = f'    raise NotImplementedError("write {exercise.function}")\n'
     return (f'"""gradlab exercise {exercise.name} (level {exercise.level}): {exercise.what}.\n\n'
-            f"Write the body of {exercise.function}() below, then check it:\n\n"
+            f"Write the body of {exercise.function} below, then check it:\n\n"
             f"    gradlab check {exercise.function}.py\n"
             f'"""\n\n# gradlab-exercise: {exercise.name}\n'
             "import torch\nimport torch.nn.functional as F\n\n\n"
-            f'{exercise.signature}\n    """{doc.lstrip()}\n    """\n'
-            f'    raise NotImplementedError("write {exercise.function}")\n')
+            f'{exercise.signature}\n    """{doc.lstrip()}\n    """\n{body}')
 
 
 def run_check(path: str, exercise: Exercise, seed: int = 0) -> Result:

@@ -55,7 +55,7 @@ def main() -> None:
         try:
             outputs.append(checks.harness(fn, case))
         except NotImplementedError:
-            return done(ok=False, kind="todo", error=f"{function}() raises NotImplementedError: write its body",
+            return done(ok=False, kind="todo", error=f"{function} raises NotImplementedError: write its body",
                         trace="")
         except BaseException as e:
             line, trace = student_trace(e, path)

@@ -284,5 +284,446 @@ ACCUMULATE = Checks(
                         "|Δ|)", 1e-5)})
 
 
-CHECKS: dict[str, Checks] = {"mnist.sgd_step": SGD, "clip.clip_by_global_norm": CLIP,
+# --------------------------------------------------------------------------------------------- mnist.softmax_grad
+
+def _cost(W, b, x, y):
+    return -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
+
+
+def _grad_reference(W, b, x, y):
+    """autograd's gradient of the same cost: the lesson's claim is that the hand-derived one equals it."""
+    Wg, bg = W.detach().clone().requires_grad_(True), b.detach().clone().requires_grad_(True)
+    return torch.autograd.grad(_cost(Wg, bg, x, y), [Wg, bg])
+
+
+def _grad_no_b(W, b, x, y):
+    d = torch.softmax(x @ W + b, dim=1) - y
+    return x.T @ d, d.mean(dim=0)
+
+
+def _grad_uphill(W, b, x, y):
+    d = (y - torch.softmax(x @ W + b, dim=1)) / len(x)
+    return x.T @ d, d.sum(dim=0)
+
+
+def _grad_b_summed(W, b, x, y):
+    d = torch.softmax(x @ W + b, dim=1) - y
+    return x.T @ d / len(x), d.sum(dim=0)
+
+
+def _grad_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for label, batch, scale, dtype in (("batch of 100", 100, 0.01, torch.float32), ("one sample", 1, 0.01,
+                                       torch.float32), ("zero weights", 50, 0.0, torch.float32),
+                                       ("large weights: a saturated softmax", 30, 3.0, torch.float64),
+                                       ("float64", 64, 0.1, torch.float64)):
+        out.append({"label": label, "kind": "grad", "W": torch.randn(784, 10, generator=g, dtype=dtype) * scale,
+                    "b": torch.randn(10, generator=g, dtype=dtype) * scale,
+                    "x": torch.rand(batch, 784, generator=g, dtype=dtype),
+                    "y": F.one_hot(torch.randint(0, 10, (batch,), generator=g), 10).to(dtype)})
+    return out
+
+
+def _grad_harness(fn: Callable, case: dict) -> dict:
+    gW, gb = fn(case["W"].clone(), case["b"].clone(), case["x"], case["y"])
+    return {"gW": gW.detach(), "gb": gb.detach()}
+
+
+GRAD = Checks(
+    cases=_grad_cases, harness=_grad_harness, reference=_grad_reference,
+    mistakes=[
+        Mistake("/B forgotten", _grad_no_b, lambda s, r: "your gradient is B times too large: the cost is a mean "
+                "over the batch, so ∂cost/∂z = (p − y)/B"),
+        Mistake("sign", _grad_uphill, lambda s, r: "your gradient has the wrong sign: ∂cost/∂z = p − y (the "
+                "prediction minus the label), not y − p"),
+        Mistake("∂b summed", _grad_b_summed, lambda s, r: "∂cost/∂W is right but ∂cost/∂b is B times too large: "
+                "it is the mean of (p − y) over the batch, not its sum"),
+    ],
+    claims={"grad": ("your hand-derived gradient ≡ autograd's (max relative |Δ| over the inputs)", 1e-5)})
+
+
+# ----------------------------------------------------------------------------------------- jacobian.jacobian_loop
+
+def _jac_f(case: dict) -> Callable:
+    A = case["A"]
+    return lambda v: torch.tanh(A @ v)
+
+
+def _jac_reference(f, x):
+    return torch.autograd.functional.jacobian(f, x)
+
+
+def _jac_summed(f, x):
+    x = x.detach().clone().requires_grad_(True)
+    y = f(x)
+    g, = torch.autograd.grad(y, x, grad_outputs=torch.ones_like(y))
+    return g.expand(len(y), len(x)).clone()
+
+
+def _jac_transposed(f, x):
+    return torch.autograd.functional.jacobian(f, x).T.contiguous()
+
+
+def _jac_piled(f, x):
+    x = x.detach().clone().requires_grad_(True)
+    y = f(x)
+    rows = []
+    for i in range(len(y)):
+        y[i].backward(retain_graph=True)  # adds into x.grad: row i = Σ_{k ≤ i} ∂f_k/∂x
+        rows.append(x.grad.clone())
+    return torch.stack(rows)
+
+
+def _jac_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    return [{"label": label, "kind": "jacobian", "A": torch.randn(m, n, generator=g, dtype=torch.float64),
+             "x": torch.randn(n, generator=g, dtype=torch.float64)}
+            for label, m, n in (("3 outputs, 4 inputs", 3, 4), ("one output", 1, 5), ("6 outputs, 2 inputs", 6, 2),
+                                ("square 8 × 8", 8, 8))]
+
+
+def _jac_harness(fn: Callable, case: dict) -> dict:
+    return {"J": fn(_jac_f(case), case["x"].clone()).detach()}
+
+
+JACOBIAN = Checks(
+    cases=_jac_cases, harness=_jac_harness, reference=_jac_reference,
+    mistakes=[
+        Mistake("rows summed", _jac_summed, lambda s, r: "every row is Σ_i ∂f_i/∂x: that is what tf.gradients (and "
+                "grad_outputs = ones) returns for a non-scalar output. Take one output at a time: row i = "
+                "autograd.grad(f(x)[i], x)"),
+        Mistake("transposed", _jac_transposed, lambda s, r: "your Jacobian is transposed: J[i, j] = ∂f_i/∂x_j has one "
+                "row per output (m × n)"),
+        Mistake("rows piled up", _jac_piled, lambda s, r: "each row adds the ones before it: .backward() adds into "
+                "x.grad. Use torch.autograd.grad (it returns a fresh gradient) or zero x.grad between rows"),
+    ],
+    claims={"jacobian": ("your Jacobian ≡ torch.autograd.functional.jacobian's (max relative |Δ|)", 1e-9)})
+
+
+# -------------------------------------------------------------------------------------------- log1pexp.Log1pExp
+
+class _StableLog1pExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, = ctx.saved_tensors
+        return dy * torch.sigmoid(x)  # differentiable in x: the second derivative is right
+
+
+class _NaiveLog1pExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.log(1 + torch.exp(x))
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, = ctx.saved_tensors
+        return dy * torch.exp(x) / (1 + torch.exp(x))
+
+
+class _TutorialLog1pExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        e = torch.exp(x)
+        ctx.e = e  # a plain tensor to autograd: the backward below is not differentiable in x
+        return torch.log(1 + e)
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy * (1 - 1 / (1 + ctx.e))
+
+
+class _StableForwardExpBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, = ctx.saved_tensors
+        return dy * torch.exp(x) / (1 + torch.exp(x))
+
+
+POINTS = [-100.0, -20.0, 0.0, 20.0, 88.0, 89.0, 100.0, 1000.0]
+
+
+def _lpe_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    return [{"label": "x = −100 … 1000, float32", "kind": "float32", "x": torch.tensor(POINTS)},
+            {"label": "x = −100 … 1000, float64", "kind": "float64", "x": torch.tensor(POINTS, dtype=torch.float64)},
+            {"label": "random x, float64", "kind": "float64", "x": torch.randn(50, generator=g, dtype=torch.float64)
+             * 10}]
+
+
+def _lpe_harness(cls, case: dict) -> dict:
+    x = case["x"].clone().requires_grad_(True)
+    y = cls.apply(x)
+    g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+    gg = torch.autograd.grad(g.sum(), x, allow_unused=True)[0] if g.requires_grad else None
+    return {"value": y.detach(), "gradient": g.detach(), "second": gg.detach() if gg is not None
+            else torch.zeros_like(x.detach())}
+
+
+def _lpe_extra(outs: list[dict], cases: list[dict]) -> list[tuple[str, float, float, str]]:
+    at = POINTS.index(100.0)
+    bad = sum(int(not math.isfinite(float(o[k][at]))) for o, c in zip(outs, cases, strict=True)
+              if c["kind"] == "float32" for k in ("value", "gradient"))
+    return [("no NaN or inf at x = 100 in float32 (value and gradient; count)", bad, 0, "<=")]
+
+
+LOG1PEXP = Checks(
+    cases=_lpe_cases, harness=_lpe_harness, reference=_StableLog1pExp,
+    mistakes=[
+        Mistake("naive", _NaiveLog1pExp, lambda s, r: "log(1 + eˣ) as written overflows: in float32 eˣ is inf "
+                "from x ≈ 88.7, so the value is inf and the gradient inf/inf = NaN. Compute max(x, 0) + "
+                "log1p(exp(−|x|)), and the gradient as torch.sigmoid(x)"),
+        Mistake("tutorial's", _TutorialLog1pExp, lambda s, r: "the tutorial's version: the gradient is finite, but "
+                "the value is still log(1 + inf) = inf, and the backward uses the saved e, a constant to autograd, "
+                "so the second derivative comes out 0. Compute the value stably and the backward from x with "
+                "differentiable ops (dy · torch.sigmoid(x))"),
+        Mistake("exp in the backward", _StableForwardExpBackward, lambda s, r: "the value is right, but the "
+                "backward's eˣ/(1 + eˣ) is inf/inf = NaN once eˣ overflows: use torch.sigmoid(x)"),
+    ],
+    claims={"float32": ("float32: your value, gradient and second derivative ≡ the stable reference (max relative "
+                        "|Δ|)", 1e-6),
+            "float64": ("float64: your value, gradient and second derivative ≡ the stable reference (max relative "
+                        "|Δ|)", 1e-12)},
+    extra=_lpe_extra)
+
+
+# -------------------------------------------------------------------------------------------- gaussian-policy.score
+
+def _score_reference(a, mu, sigma):
+    """autograd through torch.distributions.Normal(μ, σ).log_prob(a): the lesson's claim is the closed form equals
+    it."""
+    mu, sigma = mu.detach().clone().requires_grad_(True), sigma.detach().clone().requires_grad_(True)
+    return torch.autograd.grad(torch.distributions.Normal(mu, sigma).log_prob(a).sum(), [mu, sigma])
+
+
+def _score_no_log_sigma(a, mu, sigma):
+    return (a - mu) / sigma**2, (a - mu) ** 2 / sigma**3
+
+
+def _score_variance(a, mu, sigma):
+    return (a - mu) / sigma**2, ((a - mu) ** 2 - sigma**2) / (2 * sigma**4)
+
+
+def _score_sign(a, mu, sigma):
+    return (mu - a) / sigma**2, ((a - mu) ** 2 - sigma**2) / sigma**3
+
+
+def _score_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for label, n, spread in (("two dimensions", 2, 1.0), ("a batch of 64", 64, 1.0), ("small σ", 8, 0.01),
+                             ("large σ", 8, 10.0)):
+        mu = torch.randn(n, generator=g, dtype=torch.float64)
+        sigma = (torch.rand(n, generator=g, dtype=torch.float64) + 0.5) * spread
+        out.append({"label": label, "kind": "score", "mu": mu, "sigma": sigma,
+                    "a": mu + sigma * torch.randn(n, generator=g, dtype=torch.float64)})
+    mu = torch.zeros(3, dtype=torch.float64)
+    out.append({"label": "a = μ", "kind": "score", "mu": mu, "sigma": torch.ones(3, dtype=torch.float64),
+                "a": mu.clone()})
+    return out
+
+
+def _score_harness(fn: Callable, case: dict) -> dict:
+    d_mu, d_sigma = fn(case["a"].clone(), case["mu"].clone(), case["sigma"].clone())
+    return {"d_mu": d_mu.detach(), "d_sigma": d_sigma.detach()}
+
+
+SCORE = Checks(
+    cases=_score_cases, harness=_score_harness, reference=_score_reference,
+    mistakes=[
+        Mistake("−1/σ missing", _score_no_log_sigma, lambda s, r: "∂ln π/∂σ misses −1/σ: ln π has the term −ln σ "
+                "(from the normalisation), so ∂ln π/∂σ = ((a − μ)² − σ²)/σ³"),
+        Mistake("∂/∂σ²", _score_variance, lambda s, r: "your second output is the derivative with respect to the "
+                "variance σ², not to σ: multiply by ∂σ²/∂σ = 2σ"),
+        Mistake("sign", _score_sign, lambda s, r: "∂ln π/∂μ has the wrong sign: it is (a − μ)/σ², pointing from μ "
+                "towards the action"),
+    ],
+    claims={"score": ("your closed forms ≡ autograd through Normal(μ, σ).log_prob(a) (max relative |Δ|)", 1e-9)})
+
+
+# ------------------------------------------------------------------------------------------------------ dqn.td_loss
+
+def _qnet(weights: list[torch.Tensor]) -> torch.nn.Module:
+    net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    with torch.no_grad():
+        for p, w in zip(net.parameters(), weights, strict=True):
+            p.copy_(w)
+    return net
+
+
+def _td_target(target, r, s2, done, gamma):
+    return r + gamma * (1 - done) * target(s2).max(dim=1).values
+
+
+def _td_reference(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _td_target(target, r, s2, done, gamma)
+    q = online(s).gather(1, a.unsqueeze(1)).squeeze(1)
+    return F.smooth_l1_loss(q, y)
+
+
+def _td_no_stop(online, target, s, a, r, s2, done, gamma):
+    y = _td_target(target, r, s2, done, gamma)
+    y.detach()  # the result is thrown away: y is still in the graph
+    return F.smooth_l1_loss(online(s).gather(1, a.unsqueeze(1)).squeeze(1), y)
+
+
+def _td_no_done(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = r + gamma * target(s2).max(dim=1).values
+    return F.smooth_l1_loss(online(s).gather(1, a.unsqueeze(1)).squeeze(1), y)
+
+
+def _td_online_target(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _td_target(online, r, s2, done, gamma)
+    return F.smooth_l1_loss(online(s).gather(1, a.unsqueeze(1)).squeeze(1), y)
+
+
+def _td_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+
+    def weights():
+        torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=g)))
+        return [p.detach().clone() for p in torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(),
+                                                                torch.nn.Linear(16, 2)).parameters()]
+
+    out = []
+    for label, n, p_done, gamma in (("32 transitions, some terminal", 32, 0.3, 0.99),
+                                    ("every transition terminal", 16, 1.0, 0.99), ("none terminal", 16, 0.0, 0.99),
+                                    ("γ = 0", 8, 0.5, 0.0), ("one transition", 1, 0.0, 0.9)):
+        out.append({"label": label, "kind": "td", "online": weights(), "target": weights(), "gamma": gamma,
+                    "s": torch.randn(n, 4, generator=g), "s2": torch.randn(n, 4, generator=g),
+                    "a": torch.randint(0, 2, (n,), generator=g), "r": torch.randint(0, 2, (n,), generator=g).float(),
+                    "done": (torch.rand(n, generator=g) < p_done).float()})
+    return out
+
+
+def _td_harness(fn: Callable, case: dict) -> dict:
+    online, target = _qnet(case["online"]), _qnet(case["target"])
+    loss = fn(online, target, case["s"], case["a"], case["r"], case["s2"], case["done"], case["gamma"])
+    params = [*online.parameters(), *target.parameters()]
+    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    grads = [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads, strict=True)]
+    k = len(list(online.parameters()))
+    return {"loss": loss.detach().reshape(()), "online": grads[:k], "target": grads[k:]}
+
+
+def _td_extra(outs: list[dict], cases: list[dict]) -> list[tuple[str, float, float, str]]:
+    leak = max(float(global_norm(o["target"])) for o in outs)
+    return [("no gradient reaches the target network (largest norm of its gradient)", leak, 0.0, "<=")]
+
+
+TD = Checks(
+    cases=_td_cases, harness=_td_harness, reference=_td_reference,
+    mistakes=[
+        Mistake("no stop-gradient", _td_no_stop, lambda s, r: "gradient reaches the target network: y must be a "
+                "number to move towards. Compute it under torch.no_grad(), or write y = y.detach() (y.detach() alone "
+                "returns a new tensor and leaves y in the graph)"),
+        Mistake("done ignored", _td_no_done, lambda s, r: "terminal transitions bootstrap from the next state: "
+                "multiply γ · max target(s2) by (1 − done), there is no next state after the end"),
+        Mistake("online target", _td_online_target, lambda s, r: "the target comes from the online network: use the "
+                "target network, target(s2), which is what stabilises DQN"),
+    ],
+    claims={"td": ("your loss and its gradients ≡ the stop-gradient TD loss's (max relative |Δ|)", 1e-5)},
+    extra=_td_extra)
+
+
+# -------------------------------------------------------------------------------------- actor-critic.critic_update
+
+def _critic(weights: list[torch.Tensor]) -> torch.nn.Module:
+    net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    with torch.no_grad():
+        for p, w in zip(net.parameters(), weights, strict=True):
+            p.copy_(w)
+    return net
+
+
+def _critic_reference(critic, optimizer, s, r, s2, done, gamma):
+    with torch.no_grad():
+        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
+    loss = ((target - critic(s).squeeze(1)) ** 2).mean()
+    grads = torch.autograd.grad(loss, list(critic.parameters()))
+    for p, g in zip(critic.parameters(), grads, strict=True):
+        p.grad = g
+    optimizer.step()
+
+
+def _critic_residual(critic, optimizer, s, r, s2, done, gamma):
+    target = r + gamma * (1 - done) * critic(s2).squeeze(1)
+    loss = ((target - critic(s).squeeze(1)) ** 2).mean()
+    for p, g in zip(critic.parameters(), torch.autograd.grad(loss, list(critic.parameters())), strict=True):
+        p.grad = g
+    optimizer.step()
+
+
+def _critic_added(critic, optimizer, s, r, s2, done, gamma):
+    with torch.no_grad():
+        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
+    loss = ((target - critic(s).squeeze(1)) ** 2).mean()
+    for p, g in zip(critic.parameters(), torch.autograd.grad(loss, list(critic.parameters())), strict=True):
+        p.grad = g if p.grad is None else p.grad + g
+    optimizer.step()
+
+
+def _critic_uphill(critic, optimizer, s, r, s2, done, gamma):
+    with torch.no_grad():
+        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
+    loss = ((target - critic(s).squeeze(1)) ** 2).mean()
+    for p, g in zip(critic.parameters(), torch.autograd.grad(loss, list(critic.parameters())), strict=True):
+        p.grad = -g
+    optimizer.step()
+
+
+def _critic_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    weights = [torch.randn(shape, generator=g) * 0.3 for shape in ((16, 4), (16,), (1, 16), (1,))]
+    out = []
+    for label, n, p_done in (("3 updates of 32 transitions", 32, 0.2), ("3 updates, all terminal", 8, 1.0),
+                             ("3 updates of one transition", 1, 0.0)):
+        out.append({"label": label, "kind": "critic", "weights": weights, "gamma": 0.99,
+                    "stale": [torch.randn(w.shape, generator=g) for w in weights],
+                    "s": torch.randn(3, n, 4, generator=g), "s2": torch.randn(3, n, 4, generator=g),
+                    "r": torch.ones(3, n), "done": (torch.rand(3, n, generator=g) < p_done).float()})
+    return out
+
+
+def _critic_harness(fn: Callable, case: dict) -> dict:
+    critic = _critic(case["weights"])
+    optimizer = torch.optim.RMSprop(critic.parameters(), lr=0.01, alpha=0.99, eps=1e-5)
+    for p, stale in zip(critic.parameters(), case["stale"], strict=True):
+        p.grad = stale.clone()  # what .grad holds from the last update
+    for k in range(3):
+        fn(critic, optimizer, case["s"][k], case["r"][k], case["s2"][k], case["done"][k], case["gamma"])
+    return {"params": [p.detach().clone() for p in critic.parameters()]}
+
+
+CRITIC = Checks(
+    cases=_critic_cases, harness=_critic_harness, reference=_critic_reference,
+    mistakes=[
+        Mistake("residual gradient", _critic_residual, lambda s, r: "the bootstrap V(s2) was differentiated too (the "
+                "residual gradient): compute the target under torch.no_grad(), it is a number to move towards"),
+        Mistake(".grad added to", _critic_added, lambda s, r: "you added the new gradient to .grad, which still held "
+                "the last one: assign p.grad = g (torch.autograd.grad returns fresh gradients)"),
+        Mistake("uphill", _critic_uphill, lambda s, r: "your update goes uphill: put the gradient itself in .grad; "
+                "the optimizer subtracts it"),
+    ],
+    claims={"critic": ("3 updates with your function ≡ with the explicit-gradient RMSprop update (max relative |Δ| "
+                       "of the parameters)", 1e-5)})
+
+
+CHECKS: dict[str, Checks] = {"mnist.sgd_step": SGD, "mnist.softmax_grad": GRAD, "clip.clip_by_global_norm": CLIP,
+                             "jacobian.jacobian_loop": JACOBIAN, "log1pexp.Log1pExp": LOG1PEXP,
+                             "gaussian-policy.score": SCORE, "dqn.td_loss": TD, "actor-critic.critic_update": CRITIC,
                              "ddp.accumulated_grad": ACCUMULATE}
