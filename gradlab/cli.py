@@ -732,32 +732,73 @@ def exercise(name: str, out_path: str | None, force: bool) -> int:
 
 
 @cli.command("check", short_help="Grade a solution with the lesson's own claims, and diagnose a wrong one.")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=click.Path())
 @click.option("--exercise", "exercise_name", default=None, help="The exercise (default: the one the file names).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the result (checks, claims, diagnosis) to this file (- for standard output).")
-@click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and --json).")
-def check_cmd(path: str, exercise_name: str | None, json_path: str | None, quiet: bool) -> int:
+              help="Write the result (checks, claims, diagnosis, points) to this file (- for standard output).")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
+              help="Write JUnit XML (GitHub Classroom, CI): one test case per check.")
+@click.option("--gradescope", "gradescope_path", type=click.Path(dir_okay=False), default=None,
+              help="Write Gradescope's autograder results.json: one test per check, one point each.")
+@click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and the files).")
+def check_cmd(path: str, exercise_name: str | None, json_path: str | None, junit_path: str | None,
+              gradescope_path: str | None, quiet: bool) -> int:
     """Run PATH's function in a separate process (time and memory limits) on generated inputs, edge cases
     included, compare it with the reference computed here, run the lesson's claims on its outputs, and name the
-    mistake when a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails."""
+    mistake when a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails.
+
+    PATH may be a folder of submissions (the *.py files in it): each is checked, then one summary table says who
+    passed what (the files --json, --junit and --gradescope then cover them all)."""
+    from pathlib import Path
+
+    from gradlab.practice import grading
     from gradlab.practice.check import exercise_of, run_check
     from gradlab.report import console as report
-    from gradlab.report.files import STDOUT, check_writable
+    from gradlab.report.files import STDOUT, check_writable, write_bytes
 
-    ex = exercise_of(path, exercise_name)
-    check_writable(json_path, "--json")
-    console = report.make_console(quiet=quiet, stderr=json_path == STDOUT)
-    result = run_check(path, ex)
+    folder = Path(path).is_dir()
+    files = sorted(str(p) for p in Path(path).glob("*.py")) if folder else [path]
+    if folder and not files:
+        raise GradlabError(f"{path} has no .py files to check")
+    todo = [(f, exercise_of(f, exercise_name)) for f in files]  # every file names its exercise, before any runs
+    for target, option in ((json_path, "--json"), (junit_path, "--junit"), (gradescope_path, "--gradescope")):
+        check_writable(target, option)
+    console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path))
     import torch
 
-    result.torch, result.version, result.device = torch.__version__, __version__, "cpu"
-    result.threads, result.threads_why = 1, "the submission runs on one thread"
-    report.render(result, console)
-    if result.metrics.get("trace"):
-        console.print(result.metrics["trace"], markup=False, highlight=False)
-    write_outputs(result, {"json_path": json_path}, console)
-    return result.exit_code
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:  # a class's folder: two submissions at a time, each in its own process
+        checked = list(pool.map(lambda item: run_check(*item), todo))
+    results = []
+    for result in checked:
+        result.torch, result.version, result.device = torch.__version__, __version__, "cpu"
+        result.threads, result.threads_why = 1, "the submission runs on one thread"
+        result.metrics["points"] = {"score": sum(t["score"] for t in grading.points(result)),
+                                    "max_score": len(grading.points(result))}
+        results.append(result)
+        if not folder:
+            report.render(result, console)
+            if result.metrics.get("trace"):
+                console.print(result.metrics["trace"], markup=False, highlight=False)
+    if folder:
+        from gradlab.result import Table
+
+        rows = [[Path(r.config["file"]).name, r.metrics["exercise"], r.metrics["points"]["score"],
+                 r.metrics["points"]["max_score"], "passed" if r.exit_code == 0 else
+                 (r.stopped or r.metrics.get("diagnosis", "a check failed"))] for r in results]
+        console.print(report.render_table(Table(f"gradlab check {path}: {sum(r.exit_code == 0 for r in results)} "
+                                                f"of {len(results)} submissions pass",
+                                                ["file", "exercise", "points", "of", "verdict"], rows)))
+    data = [r.to_json() | {"points": r.metrics["points"]} for r in results]
+    outputs = ((json_path, lambda: json.dumps(data[0] if not folder else data, indent=2, ensure_ascii=False) + "\n"),
+               (junit_path, lambda: grading.junit(results)), (gradescope_path, lambda: grading.gradescope(results)))
+    for target, text in outputs:
+        if target:
+            write_bytes(target, text().encode())
+            if target != STDOUT:
+                console.print(f"wrote {target}", markup=False)
+    return 0 if all(r.exit_code == 0 for r in results) else 1
 
 
 @cli.command(short_help="Copy the lesson notebooks (one per lesson, for Jupyter or Colab) into a folder.")

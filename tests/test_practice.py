@@ -164,3 +164,62 @@ def test_every_starter_imports_and_fails_cleanly(tmp_path, name):
 
 def test_perturbation_check_runs_in_float64_too():
     assert CHECKS["mnist.sgd_step"].cases(0)[-1]["W"].dtype == torch.float64
+
+
+CLIP_RIGHT = """
+norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads))
+scale = clip_norm / torch.clamp(norm, min=clip_norm)
+return [g * scale.to(g.dtype) for g in grads]
+"""
+
+
+def test_the_gradescope_autograder_grades_a_folder_of_submissions(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "alice.py").write_text(solution("mnist.sgd_step", SGD_RIGHT))
+    (sub / "bob.py").write_text(solution("mnist.sgd_step", SGD_RIGHT.replace(".sum(dim=1).mean()", ".sum()")))
+    (sub / "carol.py").write_text(solution("clip.clip_by_global_norm", CLIP_RIGHT))
+    env = {**os.environ, "AUTOGRADER_ROOT": str(tmp_path), "PATH": f"{os.path.dirname(sys.executable)}:"
+                                                                    f"{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", str(REPO / "examples" / "gradescope" / "run_autograder")], env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert {"score", "tests"} <= set(results) and all({"name", "score", "max_score", "output"} <= set(t)
+                                                      for t in results["tests"])
+    assert results["max_score"] == 2 + 2 + 3 and results["score"] == 2 + 0 + 3
+    assert any("summed cost: your step is B times too large" in t["output"] for t in results["tests"])
+
+
+def test_the_github_classroom_workflow_runs_its_commands(tmp_path, monkeypatch):
+    import re
+    import shlex
+    import xml.etree.ElementTree as ET
+
+    from conftest import REPO
+
+    workflow = (REPO / "examples" / "github-classroom" / ".github" / "workflows" / "classroom.yml").read_text()
+    commands = re.findall(r"^\s+command: (.+)$", workflow, re.M)
+    assert len(commands) == 2 and all(c.startswith("gradlab check ") for c in commands)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sgd_step.py").write_text(solution("mnist.sgd_step", SGD_RIGHT))
+    args = shlex.split(commands[0])[1:]
+    assert invoke(*args).exit_code == 0
+    suite = ET.parse(tmp_path / "junit-sgd_step.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "0" and int(suite.get("tests")) == 2
+
+
+def test_a_folder_gets_one_summary_table(tmp_path):
+    (tmp_path / "a.py").write_text(solution("clip.clip_by_global_norm", CLIP_RIGHT))
+    (tmp_path / "b.py").write_text(starter(EXERCISES["clip.clip_by_global_norm"]))
+    out = invoke("check", str(tmp_path), "--json", str(tmp_path / "all.json"))
+    text = " ".join(out.output.split())
+    assert out.exit_code == 1 and "1 of 2 submissions pass" in text and "NotImplementedError" in text
+    data = json.loads((tmp_path / "all.json").read_text())
+    assert [d["points"] for d in data] == [{"score": 3, "max_score": 3}, {"score": 0, "max_score": 3}]

@@ -4,6 +4,7 @@ input where it differs. The result is a Result like a lesson's: a table of check
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -77,9 +78,13 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
                      f"{got['printed'][:200]!r}…")
     result = Result(lesson="check", title=f"{exercise.name}: {exercise.what}", config={}, seed=seed,
                     metrics={"exercise": exercise.name}, claims=[], notes=notes)
-    if not got["ok"]:
+    if not got["ok"]:  # every check is there, not reached (NaN fails): a course's points add up the same way
         result.stopped = got["error"]
         result.metrics["trace"] = got.get("trace", "")
+        result.claims = [Claim(f"{exercise.name}:{kind}", f"{text} — not reached", math.nan, bound)
+                         for kind, (text, bound) in checks.claims.items()]
+        result.claims += [Claim(f"{exercise.name}:extra{i}", f"{text} — not reached", math.nan, bound, op)
+                          for i, (text, _, bound, op) in enumerate(checks.extra(refs, cases))]
         return result
     outputs = got["outputs"]
     diffs = [relative(o, r) for o, r in zip(outputs, refs, strict=True)]

@@ -1,0 +1,44 @@
+"""What courses read: JUnit XML (GitHub Classroom, CI) and Gradescope's autograder results.json, from check Results.
+
+Every check is worth one point: each claim (a passing claim scores 1), and a submission that stopped (a syntax error,
+an endless loop, an exception) scores 0 of the claims it would have had.
+"""
+
+from __future__ import annotations
+
+import json
+from xml.sax.saxutils import escape, quoteattr
+
+from gradlab.result import Result
+
+
+def points(result: Result) -> list[dict]:
+    """[{"name", "score", "max_score", "output"}] one per check, the diagnosis in the output of those that fail."""
+    why = result.stopped or result.metrics.get("diagnosis", "")
+    return [{"name": f"{result.metrics['exercise']}: {c.text}", "score": int(c.passed), "max_score": 1,
+             "output": f"measured {c.value:.6g}, bound {c.op} {c.bound:.6g}"
+                       + ("" if c.passed or not why else f"\n{'stopped' if result.stopped else 'diagnosis'}: {why}")}
+            for c in result.claims]
+
+
+def gradescope(results: list[Result]) -> str:
+    """Gradescope's results.json: {"score", "tests": [{"name", "score", "max_score", "output"}]}."""
+    tests = [t for r in results for t in points(r)]
+    return json.dumps({"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
+                       "output": "checked by gradlab check", "tests": tests}, indent=2, ensure_ascii=False) + "\n"
+
+
+def junit(results: list[Result]) -> str:
+    """JUnit XML: one testsuite per submission, one testcase per check, a <failure> with the diagnosis."""
+    suites = []
+    for r in results:
+        cases = []
+        for t in points(r):
+            failure = "" if t["score"] else f"<failure message={quoteattr(t['output'].splitlines()[-1])}>" \
+                                            f"{escape(t['output'])}</failure>"
+            cases.append(f'    <testcase classname={quoteattr(r.metrics["exercise"])} name={quoteattr(t["name"])}>'
+                         f"{failure}</testcase>")
+        failed = sum(1 for t in points(r) if not t["score"])
+        suites.append(f'  <testsuite name={quoteattr(str(r.config.get("file", r.metrics["exercise"])))} '
+                      f'tests="{len(cases)}" failures="{failed}">\n' + "\n".join(cases) + "\n  </testsuite>")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + "\n".join(suites) + "\n</testsuites>\n"
