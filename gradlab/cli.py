@@ -764,9 +764,9 @@ def check_cmd(path: str, exercise_name: str | None, json_path: str | None, junit
     for target, option in ((json_path, "--json"), (junit_path, "--junit"), (gradescope_path, "--gradescope")):
         check_writable(target, option)
     console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path))
-    import torch
-
     from concurrent.futures import ThreadPoolExecutor
+
+    import torch
 
     with ThreadPoolExecutor(2) as pool:  # a class's folder: two submissions at a time, each in its own process
         checked = list(pool.map(lambda item: run_check(*item), todo))

@@ -121,6 +121,19 @@ _ALL = [
 
         Shapes: critic maps states (N, 4) to values (N, 1); s, s2 (N, 4); r, done (N,). optimizer is the critic's
         torch.optim.RMSprop. Return nothing: the critic's parameters are updated in place."""),
+    Exercise(
+        "ddp.average_gradients", "ddp", "average_gradients", 3,
+        "the global gradient from uneven shards with torch.distributed.all_reduce, run on real gloo workers",
+        "def average_gradients(grads, n_local, n_total):",
+        """Called on every worker of a torch.distributed job (gloo, on this machine) at the same time. Each
+        worker holds ḡ_r, the mean gradient of its own shard of n_r samples; return g, the mean gradient of the
+        whole batch of B samples, on every worker:
+
+        g = Σ_r (n_r / B) · ḡ_r          dist.all_reduce(t, op=dist.ReduceOp.SUM) adds t over the workers
+
+        Shapes: grads, a list of tensors (this worker's ḡ_r); n_local = n_r; n_total = B. The shards may differ
+        (34, 33, 33). Return a list of tensors of the same shapes. TF-1 had no all-reduce of its own: Horovod
+        added one (hvd.allreduce, which averages with equal weights)."""),
 ]
 
 

@@ -723,7 +723,117 @@ CRITIC = Checks(
                        "of the parameters)", 1e-5)})
 
 
+# ------------------------------------------------------------------------------------------- ddp.average_gradients
+
+def _avg_reference(grads, n_local, n_total):
+    import torch.distributed as dist
+
+    out = [g * (n_local / n_total) for g in grads]  # (n_r / B) · ḡ_r, then the sum over the workers
+    for t in out:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return out
+
+
+def _avg_equal_weights(grads, n_local, n_total):
+    import torch.distributed as dist
+
+    out = [g.clone() for g in grads]
+    for t in out:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return [t / dist.get_world_size() for t in out]
+
+
+def _avg_local(grads, n_local, n_total):
+    return [g.clone() for g in grads]
+
+
+def _avg_summed(grads, n_local, n_total):
+    import torch.distributed as dist
+
+    out = [g.clone() for g in grads]
+    for t in out:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return out
+
+
+def _avg_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for label, sizes in (("3 workers, shards 34/33/33", [34, 33, 33]), ("2 workers, shards 90/10", [90, 10]),
+                         ("2 equal shards", [50, 50])):
+        out.append({"label": label, "kind": "average", "sizes": sizes,
+                    "grads": [[torch.randn(5, 3, generator=g, dtype=torch.float64),
+                               torch.randn(3, generator=g, dtype=torch.float64)] for _ in sizes]})
+    return out
+
+
+def _avg_worker(fn, case: dict, rank: int, port: int, results) -> None:
+    import datetime
+    import os
+
+    import torch.distributed as dist
+
+    try:
+        world = len(case["sizes"])
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=15))
+        try:
+            out = fn([t.clone() for t in case["grads"][rank]], case["sizes"][rank], sum(case["sizes"]))
+            results.put((rank, [t.detach().numpy().copy() for t in out]))  # by value: no shared-memory handles
+        finally:
+            dist.destroy_process_group()
+    except BaseException as e:
+        results.put((rank, f"{type(e).__name__}: {e}"))
+    finally:
+        results.close()
+        results.join_thread()  # what was put has left this process
+        os._exit(0)
+
+
+def _avg_harness(fn: Callable, case: dict) -> dict:
+    """FN on real gloo workers: one forked process per shard (fork: they inherit FN, the submission's function, as
+    it is), meeting on 127.0.0.1; every worker's result comes back."""
+    import multiprocessing
+
+    from gradlab.distributed import _loopback_only, free_port
+
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    port = free_port()
+    with _loopback_only():
+        procs = [ctx.Process(target=_avg_worker, args=(fn, case, r, port, results), daemon=True)
+                 for r in range(len(case["sizes"]))]
+        for p in procs:
+            p.start()
+    try:
+        got = dict(results.get(timeout=30) for _ in procs)
+    finally:
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+    errors = [v for v in got.values() if isinstance(v, str)]
+    if errors:
+        raise RuntimeError(f"a worker failed: {errors[0]}")
+    return {"ranks": [[torch.from_numpy(a) for a in got[r]] for r in range(len(procs))]}
+
+
+AVERAGE = Checks(
+    cases=_avg_cases, harness=_avg_harness, reference=_avg_reference,
+    mistakes=[
+        Mistake("equal weights", _avg_equal_weights, lambda s, r: "you averaged the shards with equal weights "
+                "(all_reduce, then / W): right for equal shards only. Weigh each worker's gradient by n_r / B "
+                "before the all-reduce"),
+        Mistake("no all-reduce", _avg_local, lambda s, r: "every worker returned its own gradient: call "
+                "dist.all_reduce so that all of them get the same, global one"),
+        Mistake("sum of means", _avg_summed, lambda s, r: "you added the workers' mean gradients without weights: "
+                "the result is about W times too large. Multiply each by n_r / B before the all-reduce"),
+    ],
+    claims={"average": ("on real gloo workers, every worker's result ≡ the whole batch's gradient Σ_r (n_r/B)·ḡ_r "
+                        "(max relative |Δ|)", 1e-12)})
+
+
 CHECKS: dict[str, Checks] = {"mnist.sgd_step": SGD, "mnist.softmax_grad": GRAD, "clip.clip_by_global_norm": CLIP,
                              "jacobian.jacobian_loop": JACOBIAN, "log1pexp.Log1pExp": LOG1PEXP,
                              "gaussian-policy.score": SCORE, "dqn.td_loss": TD, "actor-critic.critic_update": CRITIC,
-                             "ddp.accumulated_grad": ACCUMULATE}
+                             "ddp.accumulated_grad": ACCUMULATE, "ddp.average_gradients": AVERAGE}

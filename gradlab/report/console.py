@@ -249,7 +249,7 @@ def render(result: Result | dict[str, Any], console: Console) -> None:
     if failed:
         console.print(f"[bold red]{len(failed)} of {len(claims)} claims failed[/]")
     elif claims and not r.get("stopped"):
-        console.print(f"[bold green]all {len(claims)} claims hold[/]")
+        console.print(f"[bold green]all {len(claims)} claim{'s' * (len(claims) != 1)} hold{'s' * (len(claims) == 1)}[/]")
 
 
 def _claim_from_dict(d: dict[str, Any]) -> Claim:
