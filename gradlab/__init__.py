@@ -27,3 +27,19 @@ def options(lesson: str) -> dict:
     from gradlab.api import options as _options
 
     return _options(lesson)
+
+
+def exercises() -> list[dict]:
+    """Every exercise: {"name", "lesson", "function", "level", "what"} (as `gradlab exercises`)."""
+    from gradlab.practice import EXERCISES
+
+    return [{"name": e.name, "lesson": e.lesson, "function": e.function, "level": e.level, "what": e.what}
+            for e in EXERCISES.values()]
+
+
+def check(fn, exercise: str):
+    """Check FN (a function or class you wrote, e.g. in a notebook cell) against exercise EXERCISE, as `gradlab
+    check` does; return the Result, which Jupyter shows as the table of checks with the diagnosis."""
+    from gradlab.practice.check import check_function
+
+    return check_function(fn, exercise)

@@ -1,11 +1,13 @@
 """Execute the notebooks in notebooks/ on a real Jupyter kernel (nbclient + ipykernel).
 
-    python scripts/notebooks.py OUTDIR [--quick] [NAME ...]
+    python scripts/notebooks.py OUTDIR [--quick] [--answers] [NAME ...]
 
 Each notebook runs top to bottom in a fresh kernel from the notebooks/ folder; a cell that raises (a failed claim
 is an assert) stops it and the script exits 1 naming the notebook and the cell. The executed notebooks, outputs
 included, are written to OUTDIR (`make notebooks` uses build/notebooks, which git ignores). --quick sets
-GRADLAB_NOTEBOOK_QUICK=1: the small budgets the test suite uses.
+GRADLAB_NOTEBOOK_QUICK=1: the small budgets the test suite uses. --answers fills every "Your turn" exercise cell
+(metadata "gradlab-exercise") with its model answer (gradlab/practice/answers.py) and sets
+GRADLAB_NOTEBOOK_ANSWERS=1, under which the notebook asserts that the answer passes its check.
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 TIMEOUT_S = 600  # per cell
 
 
-def execute(path: Path, quick: bool):
+def execute(path: Path, quick: bool, answers: bool = False):
     """The executed notebook; raises nbclient's CellExecutionError when a cell fails."""
     import nbformat
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    if answers:
+        from gradlab.practice.answers import ANSWERS
+
+        for cell in nb.cells:
+            if "gradlab-exercise" in cell.metadata:
+                cell.source = ANSWERS[cell.metadata["gradlab-exercise"]].strip() + "\n"
     os.environ["GRADLAB_NOTEBOOK_QUICK"] = "1" if quick else "0"  # the kernel inherits this process's environment
+    os.environ["GRADLAB_NOTEBOOK_ANSWERS"] = "1" if answers else "0"
     NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     return nb
@@ -47,7 +56,7 @@ def main() -> None:
     for path in paths:
         start = time.perf_counter()
         try:
-            nb = execute(path, "--quick" in sys.argv)
+            nb = execute(path, "--quick" in sys.argv, "--answers" in sys.argv)
         except CellExecutionError as e:
             failed.append(path.name)
             print(f"FAILED {path.name}: {str(e).strip().splitlines()[-1]}", flush=True)

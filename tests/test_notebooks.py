@@ -65,6 +65,13 @@ def test_notebooks_are_stored_without_outputs_and_run_on_colab(path):
     assert "GRADLAB_NOTEBOOK_QUICK" in sources[1]
     assert any("gradlab.run(" in s for s in sources) and sum("## Now break it" in "".join(c["source"])
                                                              for c in nb["cells"]) == 1
+    # ends with "Your turn": every exercise of its lesson, a starter cell and its gradlab.check
+    lesson = path.stem.split("-", 1)[1]
+    from gradlab.practice import EXERCISES
+
+    exercises = [c["metadata"]["gradlab-exercise"] for c in code if "gradlab-exercise" in c["metadata"]]
+    assert exercises == [e.name for e in EXERCISES.values() if e.lesson == lesson]
+    assert all(f'gradlab.check({EXERCISES[n].function}, "{n}")' in "".join(sources) for n in exercises)
 
 
 def test_one_notebook_per_lesson_in_teaching_order():
@@ -79,7 +86,7 @@ def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(tmp_path):
 
     def execute(path):
         return subprocess.run([sys.executable, str(REPO / "scripts" / "notebooks.py"), str(tmp_path), "--quick",
-                               path.stem], capture_output=True, text=True, timeout=600)
+                               "--answers", path.stem], capture_output=True, text=True, timeout=600)
 
     with ThreadPoolExecutor(2) as pool:
         done = list(pool.map(execute, NOTEBOOKS))

@@ -49,6 +49,52 @@ def starter(exercise: Exercise) -> str:
             f'{exercise.signature}\n    """{doc.lstrip()}\n    """\n{body}')
 
 
+HEADER = "import math\n\nimport torch\nimport torch.nn.functional as F\n\n"
+
+
+def source_file(fn, exercise: Exercise, folder: str) -> str:
+    """FN's source (a function or class defined in a notebook cell or a module) as a checkable file in FOLDER."""
+    import inspect
+    import textwrap
+
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        source = _cell_of_class(fn)
+    if source is None:
+        raise GradlabError(f"cannot read the source of {fn!r}: define it in a notebook cell or a .py file")
+    name = getattr(fn, "__name__", exercise.function)
+    alias = "" if name == exercise.function else f"\n\n{exercise.function} = {name}\n"
+    path = Path(folder) / f"{exercise.function}.py"
+    path.write_text(f"{HEADER}# gradlab-exercise: {exercise.name}\n\n{source}{alias}", encoding="utf-8")
+    return str(path)
+
+
+def _cell_of_class(cls) -> str | None:
+    """A class defined in a notebook cell: inspect cannot find its source (its module is __main__, which has no
+    file), but its methods know their cell; the cell's whole text is the class (and whatever else the cell holds)."""
+    import linecache
+
+    if not isinstance(cls, type):
+        return None
+    for attr in vars(cls).values():
+        code = getattr(getattr(attr, "__func__", attr), "__code__", None)
+        if code is not None and linecache.getlines(code.co_filename):
+            return "".join(linecache.getlines(code.co_filename))
+    return None
+
+
+def check_function(fn, name: str) -> Result:
+    """gradlab.check(FN, NAME): FN, defined in a notebook cell, checked as `gradlab check` checks a file (in a
+    separate process; self-contained: torch, F and math are imported for it)."""
+    import tempfile
+
+    check(isinstance(name, str) and name in EXERCISES, f"unknown exercise {name!r}; gradlab.exercises() lists them")
+    check(callable(fn), f"gradlab.check: {fn!r} is not a function")
+    with tempfile.TemporaryDirectory(prefix="gradlab-check-") as folder:
+        return run_check(source_file(fn, EXERCISES[name], folder), EXERCISES[name])
+
+
 def run_check(path: str, exercise: Exercise, seed: int = 0) -> Result:
     from gradlab.practice import sandbox
 

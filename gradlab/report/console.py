@@ -249,7 +249,8 @@ def render(result: Result | dict[str, Any], console: Console) -> None:
     if failed:
         console.print(f"[bold red]{len(failed)} of {len(claims)} claims failed[/]")
     elif claims and not r.get("stopped"):
-        console.print(f"[bold green]all {len(claims)} claim{'s' * (len(claims) != 1)} hold{'s' * (len(claims) == 1)}[/]")
+        n = len(claims)
+        console.print("[bold green]the claim holds[/]" if n == 1 else f"[bold green]all {n} claims hold[/]")
 
 
 def _claim_from_dict(d: dict[str, Any]) -> Claim:

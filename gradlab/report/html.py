@@ -92,7 +92,8 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
         parts.append(f'<p class="meta">data: <b>{html.escape(d["name"])}</b> — train {d["train"]:,}, test '
                      f'{d["test"]:,} ({html.escape(str(d.get("source", "")))})</p>')
     parts += [f'<p class="note">note: {html.escape(n)}</p>' for n in r.get("notes", [])]
-    parts.append(explanation_html(doc, snippets))
+    if doc:
+        parts.append(explanation_html(doc, snippets))
     parts += [table_html(t) for t in r["tables"]]
     parts.append(claims_html(r["claims"]))
     if r.get("stopped"):
@@ -132,11 +133,12 @@ def scoped(style: str, scope: str = ".gradlab") -> str:
 def result_section(result, wall_s: float, data: dict[str, Any] | None = None) -> str:
     """RESULT's section of the page: its explanation read from the lesson's source, its tables and claims, its
     plot. DATA: result.to_json(), when the caller has it already."""
+    from gradlab.lessons import LESSONS
     from gradlab.report.explain import explanation
     from gradlab.report.files import plot_png
     from gradlab.runner import lesson_module
 
-    doc, snippets = explanation(lesson_module(result.lesson))
+    doc, snippets = explanation(lesson_module(result.lesson)) if result.lesson in LESSONS else ("", [])
     return lesson_html(data or result.to_json(), doc, snippets, plot_png(result), wall_s)
 
 
