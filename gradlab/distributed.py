@@ -279,12 +279,24 @@ def _children_ignore_ctrl_c() -> Iterator[None]:
     blocked: each child inherits the blocked signal from its first instruction, so a Ctrl-C during its start-up
     cannot print a traceback from it (its _worker then ignores SIGINT for good), and this process gets the Ctrl-C
     as soon as the block ends, as a KeyboardInterrupt: stopping the workers is its job (_reap). SIGTERM and SIGHUP,
-    sent to the group by a shell or a closing terminal, are handled the same way."""
+    sent to the group by a shell or a closing terminal, are handled the same way. The block binds this thread only,
+    and the kernel may hand a signal to another thread of the process (torch's, say), whose handler would then
+    interrupt a start half-way (the child would print an EOFError from its bootstrap): so while the workers start,
+    the handlers only note the signal, and it is raised again the moment they have started."""
+    pending: list[int] = []
+    main = threading.current_thread() is threading.main_thread()  # handlers can only be set in the main thread
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS} if main else {}
+    for s in previous:
+        signal.signal(s, lambda signum, frame: pending.append(signum))
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if pending:
+            signal.raise_signal(pending[0])  # to the handler just restored: Ctrl-C's, or gradlab's SIGTERM
 
 
 def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeout_s: float, device_type: str,

@@ -232,10 +232,10 @@ def test_a_worker_that_dies_or_hangs_fails_the_run_naming_its_rank_and_leaves_no
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the workers")
-@pytest.mark.parametrize("settle, seen", [(0, 1), (3, 2)], ids=["while-starting", "while-computing"])
-@pytest.mark.parametrize("signum, code, words", [(signal.SIGINT, 130, "interrupted"),
-                                                 (signal.SIGTERM, 143, "terminated (SIGTERM)")],
-                         ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("settle, seen, signum, code, words", [
+    (0, 1, signal.SIGINT, 130, "interrupted"), (3, 2, signal.SIGINT, 130, "interrupted"),
+    (0, 1, signal.SIGTERM, 143, "terminated (SIGTERM)"),  # while computing, SIGTERM takes Ctrl-C's path
+], ids=["ctrl-c-while-starting", "ctrl-c-while-computing", "sigterm-while-starting"])
 def test_ctrl_c_stops_gradlab_and_its_workers(settle, seen, signum, code, words):
     proc, kids = start_long_run(settle=settle, seen=seen)
     os.killpg(proc.pid, signum)  # what a terminal (or `kill -TERM -PGID`) does: the whole process group

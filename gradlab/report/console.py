@@ -243,6 +243,9 @@ def render(result: Result | dict[str, Any], console: Console) -> None:
     claims = [c if isinstance(c, Claim) else _claim_from_dict(c) for c in r.get("claims", [])]
     if claims:
         console.print(render_claims(claims))
+    diagnosis = (r.get("metrics") or {}).get("diagnosis")  # gradlab check: which mistake, and its fix
+    if isinstance(diagnosis, str):
+        console.print(f"[bold yellow]diagnosis:[/] {escape(diagnosis)}")
     if r.get("stopped"):
         console.print(f"[bold red]stopped:[/] {escape(r['stopped'])}")
     failed = [c for c in claims if not c.passed]

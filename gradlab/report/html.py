@@ -96,6 +96,8 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
         parts.append(explanation_html(doc, snippets))
     parts += [table_html(t) for t in r["tables"]]
     parts.append(claims_html(r["claims"]))
+    if isinstance(r.get("metrics", {}).get("diagnosis"), str):
+        parts.append(f'<p class="note"><b>diagnosis:</b> {html.escape(r["metrics"]["diagnosis"])}</p>')
     if r.get("stopped"):
         parts.append(f'<p class="fail">stopped: {html.escape(r["stopped"])}</p>')
     if png:

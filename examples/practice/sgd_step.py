@@ -1,0 +1,27 @@
+"""gradlab exercise mnist.sgd_step (level 1): one SGD step of softmax regression with torch.autograd.grad, then W -= lr·g.
+
+Write the body of sgd_step below, then check it:
+
+    gradlab check sgd_step.py
+
+(The README's worked wrong answer: `gradlab check examples/practice/sgd_step.py`.)
+"""
+
+# gradlab-exercise: mnist.sgd_step
+import torch
+import torch.nn.functional as F
+
+
+def sgd_step(W, b, x, y, lr):
+    """One gradient-descent step of softmax regression, by hand.
+
+    z = x W + b;  cost = mean_i(−Σ_k y_ik log softmax(z)_ik)   (the mean over the batch)
+    gW, gb = ∂cost/∂W, ∂cost/∂b                              with torch.autograd.grad
+    return W − lr·gW, b − lr·gb                               new tensors; W and b are not changed
+
+    Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot, lr a float. W and b arrive with
+    requires_grad=True. TF-1: grad_W, grad_b = tf.gradients(cost, [W, b]); W.assign(W - lr * grad_W).
+    """
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum()  # a student's answer, with a classic mistake in it
+    gW, gb = torch.autograd.grad(cost, [W, b])
+    return W - lr * gW, b - lr * gb
