@@ -36,6 +36,7 @@ lint: install
 # it quiet.
 bench: install
 	$(BIN)/python bench/bench_mnist.py
+	$(BIN)/python bench/bench_check.py
 	$(BIN)/python bench/bench_threads.py
 	$(BIN)/python bench/bench_seeds.py
 	$(BIN)/python bench/bench_seeds.py --lessons ddp --jobs 1

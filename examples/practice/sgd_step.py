@@ -1,4 +1,5 @@
-"""gradlab exercise mnist.sgd_step (level 1): one SGD step of softmax regression with torch.autograd.grad, then W -= lr·g.
+"""gradlab exercise mnist.sgd_step (level 1): one SGD step of softmax regression with torch.autograd.grad, then W
+-= lr·g.
 
 Write the body of sgd_step below, then check it:
 

@@ -41,7 +41,10 @@ def starter(exercise: Exercise) -> str:
                        f'"write {exercise.function}.{name}")\n' for name, arg in (("forward", "x"), ("backward", "dy")))
     else:
         body = f'    raise NotImplementedError("write {exercise.function}")\n'
-    return (f'"""gradlab exercise {exercise.name} (level {exercise.level}): {exercise.what}.\n\n'
+    import textwrap
+
+    head = textwrap.fill(f"gradlab exercise {exercise.name} (level {exercise.level}): {exercise.what}.", 110)
+    return (f'"""{head}\n\n'
             f"Write the body of {exercise.function} below, then check it:\n\n"
             f"    gradlab check {exercise.function}.py\n"
             f'"""\n\n# gradlab-exercise: {exercise.name}\n'
