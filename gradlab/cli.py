@@ -780,6 +780,7 @@ def check_cmd(path: str, exercise_name: str | None, json_path: str | None, junit
         if not folder:
             report.render(result, console)
             if result.metrics.get("trace"):
+                console.print("your traceback (the frames of your own file):", style="dim")
                 console.print(result.metrics["trace"], markup=False, highlight=False)
     if folder:
         from gradlab.result import Table
