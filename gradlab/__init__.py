@@ -31,10 +31,9 @@ def options(lesson: str) -> dict:
 
 def exercises() -> list[dict]:
     """Every exercise: {"name", "lesson", "function", "level", "what"} (as `gradlab exercises`)."""
-    from gradlab.practice import EXERCISES
+    from gradlab.practice import listing
 
-    return [{"name": e.name, "lesson": e.lesson, "function": e.function, "level": e.level, "what": e.what}
-            for e in EXERCISES.values()]
+    return listing()
 
 
 def check(fn, exercise: str):

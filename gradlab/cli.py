@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from gradlab import __version__
-from gradlab.errors import GradlabError, RunFailed
+from gradlab.errors import GradlabError, RunFailed, shorten
 
 DEVICES = ("auto", "cpu", "cuda", "mps")  # kept in step with gradlab.device.DEVICES (tested)
 DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # kept in step with gradlab.data.DATASETS (tested)
@@ -637,8 +637,7 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
             raise GradlabError(f"--out {out_dir}: folder {out.parent} does not exist; create it first")
         check_writable(str(out / "index.html") if out.is_dir() else out_dir, "--out")
     except OSError as e:  # a name too long for the file system, say
-        raise GradlabError(f"--out {out_dir[:80]}{'…' * (len(out_dir) > 80)}: {e.strerror or e}; choose another "
-                           f"folder") from None
+        raise GradlabError(f"--out {shorten(out_dir)}: {e.strerror or e}; choose another folder") from None
     names = _lesson_names(lessons)
     done = run_many(names, quick, report.make_console(quiet=quiet), threads)
     sections, files = [], {}
@@ -683,12 +682,11 @@ def exercises(json_path: str | None) -> int:
     """Every exercise: its lesson, its name, what to write, its level. `gradlab exercise NAME` writes a starter."""
     from rich.text import Text
 
-    from gradlab.practice import EXERCISES
+    from gradlab.practice import listing
     from gradlab.report.console import FittedTable, make_console
     from gradlab.report.files import check_writable, write_bytes
 
-    items = [{"name": e.name, "lesson": e.lesson, "function": e.function, "level": e.level, "what": e.what}
-             for e in EXERCISES.values()]
+    items = listing()
     if json_path:
         check_writable(json_path, "--json")
         write_bytes(json_path, (json.dumps(items, indent=2, ensure_ascii=False) + "\n").encode())
@@ -774,8 +772,8 @@ def check_cmd(path: str, exercise_name: str | None, json_path: str | None, junit
     for result in checked:
         result.torch, result.version, result.device = torch.__version__, __version__, "cpu"
         result.threads, result.threads_why = 1, "the submission runs on one thread"
-        result.metrics["points"] = {"score": sum(t["score"] for t in grading.points(result)),
-                                    "max_score": len(grading.points(result))}
+        checks = grading.points(result)
+        result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
         results.append(result)
         if not folder:
             report.render(result, console)

@@ -9,7 +9,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from gradlab.errors import GradlabError
+from gradlab.errors import GradlabError, shorten
 
 # Options that say where output goes or how to run; they make no sense inside a preset file.
 NOT_IN_FILE = {"config", "json_path", "plot_path", "quiet", "quick"}
@@ -102,9 +102,9 @@ def cast_value(ctx: click.Context, param: click.Parameter, value: Any, where: st
         raise GradlabError(f"{where}: {key} = {_short(shown)} is too large; e.g. {example(wanted)}") from None
 
 
-def _short(text: str, most: int = 40) -> str:
+def _short(text: str) -> str:
     """A value as shown in a message: a 400-digit number is cut to its first digits."""
-    return text if len(text) <= most else text[:most] + f"… ({len(text)} characters)"
+    return shorten(text, 40, count=True)
 
 
 _EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "true", "text": '"…"'}

@@ -5,6 +5,13 @@ class GradlabError(Exception):
     """Bad input (a number, a name, a file, a device): the message says what is wrong and how to fix it."""
 
 
+def shorten(text: str, most: int = 80, count: bool = False) -> str:
+    """TEXT as a one-line message shows it: cut after MOST characters (COUNT: saying how many there were)."""
+    if len(text) <= most:
+        return text
+    return text[:most] + "…" + (f" ({len(text)} characters)" if count else "")
+
+
 def check(condition: bool, message: str) -> None:
     """Raise GradlabError(message) unless condition holds: validation at the edge, with the fix in the text."""
     if not condition:

@@ -144,3 +144,9 @@ def _teaching_order(e: Exercise) -> tuple[int, int]:
 
 
 EXERCISES: dict[str, Exercise] = {e.name: e for e in sorted(_ALL, key=_teaching_order)}  # lesson by lesson
+
+
+def listing() -> list[dict]:
+    """Every exercise as {"name", "lesson", "function", "level", "what"}: `gradlab exercises` and the API."""
+    return [{"name": e.name, "lesson": e.lesson, "function": e.function, "level": e.level, "what": e.what}
+            for e in EXERCISES.values()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from pathlib import Path
 
 from gradlab.errors import GradlabError, check
@@ -41,8 +42,6 @@ def starter(exercise: Exercise) -> str:
                        f'"write {exercise.function}.{name}")\n' for name, arg in (("forward", "x"), ("backward", "dy")))
     else:
         body = f'    raise NotImplementedError("write {exercise.function}")\n'
-    import textwrap
-
     head = textwrap.fill(f"gradlab exercise {exercise.name} (level {exercise.level}): {exercise.what}.", 110)
     return (f'"""{head}\n\n'
             f"Write the body of {exercise.function} below, then check it:\n\n"
@@ -58,7 +57,6 @@ HEADER = "import math\n\nimport torch\nimport torch.nn.functional as F\n\n"
 def source_file(fn, exercise: Exercise, folder: str) -> str:
     """FN's source (a function or class defined in a notebook cell or a module) as a checkable file in FOLDER."""
     import inspect
-    import textwrap
 
     try:
         source = textwrap.dedent(inspect.getsource(fn))

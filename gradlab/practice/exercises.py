@@ -7,6 +7,7 @@ the checker compares them. A known mistake is data: a realistic wrong implementa
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from gradlab.training import global_norm, torch_clip
+from gradlab.training import cross_entropy, global_norm, torch_clip
 
 
 @dataclass
@@ -80,13 +81,13 @@ def _sgd_reference(W, b, x, y, lr):
     Wp, bp = torch.nn.Parameter(W.detach().clone()), torch.nn.Parameter(b.detach().clone())
     opt = torch.optim.SGD([Wp, bp], lr=lr)
     opt.zero_grad()
-    (-(y * F.log_softmax(x @ Wp + bp, dim=1)).sum(dim=1).mean()).backward()
+    cross_entropy(x @ Wp + bp, y).backward()
     opt.step()
     return Wp.detach(), bp.detach()
 
 
 def _sgd_uphill(W, b, x, y, lr):
-    gW, gb = torch.autograd.grad(-(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean(), [W, b])
+    gW, gb = torch.autograd.grad(cross_entropy(x @ W + b, y), [W, b])
     return (W + lr * gW).detach(), (b + lr * gb).detach()
 
 
@@ -96,7 +97,7 @@ def _sgd_summed(W, b, x, y, lr):
 
 
 def _sgd_b_forgotten(W, b, x, y, lr):
-    gW, _ = torch.autograd.grad(-(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean(), [W, b])
+    gW, _ = torch.autograd.grad(cross_entropy(x @ W + b, y), [W, b])
     return (W - lr * gW).detach(), b.detach().clone()
 
 
@@ -206,12 +207,17 @@ CLIP = Checks(
 
 # ------------------------------------------------------------------------------------------ ddp.accumulated_grad
 
-def _model(case: dict) -> torch.nn.Module:
-    model = torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10))
+def _loaded(net: torch.nn.Module, weights: list[torch.Tensor]) -> torch.nn.Module:
+    """NET with its parameters set to WEIGHTS (a case carries tensors, not modules)."""
     with torch.no_grad():
-        for p, w in zip(model.parameters(), case["weights"], strict=True):
+        for p, w in zip(net.parameters(), weights, strict=True):
             p.copy_(w)
-    return model
+    return net
+
+
+def _model(case: dict) -> torch.nn.Module:
+    return _loaded(torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)),
+                   case["weights"])
 
 
 def _acc_reference(model, x, y, sizes):
@@ -244,14 +250,14 @@ def _acc_no_zero_grad(model, x, y, sizes):
 
 def _acc_cases(seed: int) -> list[dict]:
     g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)  # PyTorch's default init, as a model of the lesson starts
+    weights = [p.detach().clone() for p in torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(),
+                                                               torch.nn.Linear(16, 10)).parameters()]
     out = []
     for label, kind, sizes in (("4 equal parts of 25", "equal", [25, 25, 25, 25]),
                                ("2 equal parts of 50", "equal", [50, 50]), ("one part", "equal", [100]),
                                ("unequal parts 64/32/4", "unequal", [64, 32, 4]),
                                ("unequal parts 1/99", "unequal", [1, 99])):
-        torch.manual_seed(seed)
-        base = torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10))
-        weights = [p.detach().clone() for p in base.parameters()]
         out.append({"label": label, "kind": kind, "sizes": sizes, "weights": weights,
                     "x": torch.rand(100, 784, generator=g), "y": torch.randint(0, 10, (100,), generator=g),
                     "stale": [torch.randn(w.shape, generator=g) for w in weights]})  # what .grad holds on entry
@@ -286,14 +292,10 @@ ACCUMULATE = Checks(
 
 # --------------------------------------------------------------------------------------------- mnist.softmax_grad
 
-def _cost(W, b, x, y):
-    return -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
-
-
 def _grad_reference(W, b, x, y):
     """autograd's gradient of the same cost: the lesson's claim is that the hand-derived one equals it."""
     Wg, bg = W.detach().clone().requires_grad_(True), b.detach().clone().requires_grad_(True)
-    return torch.autograd.grad(_cost(Wg, bg, x, y), [Wg, bg])
+    return torch.autograd.grad(cross_entropy(x @ Wg + bg, y), [Wg, bg])
 
 
 def _grad_no_b(W, b, x, y):
@@ -555,11 +557,7 @@ SCORE = Checks(
 # ------------------------------------------------------------------------------------------------------ dqn.td_loss
 
 def _qnet(weights: list[torch.Tensor]) -> torch.nn.Module:
-    net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
-    with torch.no_grad():
-        for p, w in zip(net.parameters(), weights, strict=True):
-            p.copy_(w)
-    return net
+    return _loaded(torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)), weights)
 
 
 def _td_target(target, r, s2, done, gamma):
@@ -643,47 +641,39 @@ TD = Checks(
 # -------------------------------------------------------------------------------------- actor-critic.critic_update
 
 def _critic(weights: list[torch.Tensor]) -> torch.nn.Module:
-    net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
-    with torch.no_grad():
-        for p, w in zip(net.parameters(), weights, strict=True):
-            p.copy_(w)
-    return net
+    return _loaded(torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1)), weights)
+
+
+def _critic_loss(critic, s, r, s2, done, gamma, cut: bool = True):
+    """mean (target − V(s))², the target r + γ(1 − done)V(s2) cut from the graph (CUT False: the residual gradient)."""
+    with torch.no_grad() if cut else contextlib.nullcontext():
+        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
+    return ((target - critic(s).squeeze(1)) ** 2).mean()
+
+
+def _critic_step(critic, optimizer, loss, put) -> None:
+    """The explicit-gradient update: autograd.grad, PUT(p, g) into .grad, then the optimizer's step."""
+    for p, g in zip(critic.parameters(), torch.autograd.grad(loss, list(critic.parameters())), strict=True):
+        put(p, g)
+    optimizer.step()
 
 
 def _critic_reference(critic, optimizer, s, r, s2, done, gamma):
-    with torch.no_grad():
-        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
-    loss = ((target - critic(s).squeeze(1)) ** 2).mean()
-    grads = torch.autograd.grad(loss, list(critic.parameters()))
-    for p, g in zip(critic.parameters(), grads, strict=True):
-        p.grad = g
-    optimizer.step()
+    _critic_step(critic, optimizer, _critic_loss(critic, s, r, s2, done, gamma), lambda p, g: setattr(p, "grad", g))
 
 
 def _critic_residual(critic, optimizer, s, r, s2, done, gamma):
-    target = r + gamma * (1 - done) * critic(s2).squeeze(1)
-    loss = ((target - critic(s).squeeze(1)) ** 2).mean()
-    for p, g in zip(critic.parameters(), torch.autograd.grad(loss, list(critic.parameters())), strict=True):
-        p.grad = g
-    optimizer.step()
+    _critic_step(critic, optimizer, _critic_loss(critic, s, r, s2, done, gamma, cut=False),
+                 lambda p, g: setattr(p, "grad", g))
 
 
 def _critic_added(critic, optimizer, s, r, s2, done, gamma):
-    with torch.no_grad():
-        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
-    loss = ((target - critic(s).squeeze(1)) ** 2).mean()
-    for p, g in zip(critic.parameters(), torch.autograd.grad(loss, list(critic.parameters())), strict=True):
-        p.grad = g if p.grad is None else p.grad + g
-    optimizer.step()
+    _critic_step(critic, optimizer, _critic_loss(critic, s, r, s2, done, gamma),
+                 lambda p, g: setattr(p, "grad", g if p.grad is None else p.grad + g))
 
 
 def _critic_uphill(critic, optimizer, s, r, s2, done, gamma):
-    with torch.no_grad():
-        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
-    loss = ((target - critic(s).squeeze(1)) ** 2).mean()
-    for p, g in zip(critic.parameters(), torch.autograd.grad(loss, list(critic.parameters())), strict=True):
-        p.grad = -g
-    optimizer.step()
+    _critic_step(critic, optimizer, _critic_loss(critic, s, r, s2, done, gamma), lambda p, g: setattr(p, "grad", -g))
 
 
 def _critic_cases(seed: int) -> list[dict]:

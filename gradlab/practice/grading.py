@@ -32,13 +32,13 @@ def junit(results: list[Result]) -> str:
     """JUnit XML: one testsuite per submission, one testcase per check, a <failure> with the diagnosis."""
     suites = []
     for r in results:
-        cases = []
-        for t in points(r):
+        cases, tests = [], points(r)
+        for t in tests:
             failure = "" if t["score"] else f"<failure message={quoteattr(t['output'].splitlines()[-1])}>" \
                                             f"{escape(t['output'])}</failure>"
             cases.append(f'    <testcase classname={quoteattr(r.metrics["exercise"])} name={quoteattr(t["name"])}>'
                          f"{failure}</testcase>")
-        failed = sum(1 for t in points(r) if not t["score"])
+        failed = sum(1 for t in tests if not t["score"])
         suites.append(f'  <testsuite name={quoteattr(str(r.config.get("file", r.metrics["exercise"])))} '
                       f'tests="{len(cases)}" failures="{failed}">\n' + "\n".join(cases) + "\n  </testsuite>")
     return '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + "\n".join(suites) + "\n</testsuites>\n"

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from gradlab.errors import GradlabError
+from gradlab.errors import GradlabError, shorten
 from gradlab.result import Curve, Result
 
 STDOUT = "-"  # as a file name: standard output
@@ -31,7 +31,7 @@ def check_writable(path: str | None, option: str) -> None:
     try:
         _check_writable(Path(path), option)
     except OSError as e:  # a name too long for the file system, a path through a file, a loop of links
-        raise GradlabError(f"{option} {_short(path)}: {e.strerror or e}; choose another path") from None
+        raise GradlabError(f"{option} {shorten(path)}: {e.strerror or e}; choose another path") from None
 
 
 def _check_writable(p: Path, option: str) -> None:
@@ -53,7 +53,7 @@ def _check_writable(p: Path, option: str) -> None:
     except OSError as e:
         raise GradlabError(f"{option} {path}: cannot write in {folder} ({e.strerror}); choose another path") from None
     if len(target.name.encode()) > 255:  # the temporary file fits, the final name would not
-        raise GradlabError(f"{option} {_short(path)}: the file name is longer than 255 bytes; choose a shorter one")
+        raise GradlabError(f"{option} {shorten(path)}: the file name is longer than 255 bytes; choose a shorter one")
 
 
 def same_file(a: str | None, b: str | None) -> bool:
@@ -63,10 +63,6 @@ def same_file(a: str | None, b: str | None) -> bool:
     if STDOUT in (a, b):
         return a == b
     return os.path.realpath(a) == os.path.realpath(b)
-
-
-def _short(text: str, most: int = 80) -> str:
-    return text if len(text) <= most else text[:most] + "…"
 
 
 @contextlib.contextmanager
