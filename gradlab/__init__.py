@@ -4,7 +4,12 @@ As a library (notebooks, Colab): `gradlab.lessons()`, `gradlab.run("mnist", epoc
 import is cheap: torch is imported when a lesson runs.
 """
 
-__version__ = "0.1.0"
+# The lesson index (torch-free). Loaded first because `gradlab.lessons` names two things: the function below and
+# the subpackage gradlab/lessons/. Importing a subpackage binds its name on the package, once, when it first loads:
+# loading it here, before the function is defined, leaves gradlab.lessons the function for good. Reach the
+# subpackage with `from gradlab.lessons import ...`.
+from gradlab.lessons import LESSONS as _LESSONS  # noqa: F401
+from gradlab.version import __version__  # noqa: F401
 
 
 def lessons() -> list[dict[str, str]]:

@@ -7,8 +7,9 @@
     r.exit_code, r.claims, r.curves["epoch cost"].x     # the same Result the command line renders
 
 The keyword arguments are the command line's options (`--batch-size 50` is batch_size=50; `--manual-grad` is
-variant="manual", the name the flag sets), checked the same way, and bad input raises GradlabError with the same
-one-line message. Nothing is printed; torch is imported when a lesson runs, not by `import gradlab`.
+variant="manual", the name the flag sets), declared once by the lesson (gradlab.settings), checked the same way, and
+bad input raises GradlabError with the same one-line message. Nothing is printed; torch is imported when a lesson
+runs, not by `import gradlab`.
 """
 
 from __future__ import annotations
@@ -16,34 +17,36 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from gradlab import settings as opts
 from gradlab.errors import GradlabError, check
-
-# Options about files and printing: a notebook has the Result itself (r.to_json(), gradlab.report.files).
-NOT_IN_API = {"config", "json_path", "plot_path", "quiet", "explain"}
-PY_EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "True", "text": '"…"'}
+from gradlab.lessons import LESSONS, index
 
 
 def lessons() -> list[dict[str, str]]:
     """Every lesson in teaching order: {"name", "idea", "options"} (the same index as `gradlab list`)."""
-    import gradlab.lessons
-
-    return gradlab.lessons()  # the index answers the call itself (see gradlab/lessons/__init__.py)
+    return index()
 
 
 def options(lesson: str) -> dict[str, Any]:
     """The keyword arguments run(LESSON, ...) accepts, with their defaults."""
-    command, ctx = _command(lesson)
-    return {p.name: ctx.params[p.name] for p in _api_options(command).values()}
+    from gradlab import runner
+
+    defaults = runner.defaults(_known(lesson))
+    return {s.name: defaults[s.name] for s in _api_specs(lesson)}
 
 
 def run(lesson: str, *, progress: bool = False, **kwargs: Any):
     """Run LESSON with KWARGS (the command line's options); return its Result. PROGRESS: show a progress bar."""
-    from gradlab import runner
-    from gradlab.config import cast_value
+    import click
 
-    command, ctx = _command(lesson)
-    params = dict(ctx.params)  # every option at the command line's default
-    known = _api_options(command)
+    from gradlab import runner
+    from gradlab.config import cast_value, example
+    from gradlab.report import html  # noqa: F401 — registers how Jupyter draws the Result
+
+    params = runner.defaults(_known(lesson))  # every option at the command line's default
+    known = {s.name: p for s in _api_specs(lesson)
+             for p in opts.click_params([s])[:1]}  # flags that share a name (variant) appear once
+    ctx = click.Context(click.Command(lesson))
     for key, value in kwargs.items():
         if key not in known:
             close = difflib.get_close_matches(key, known, 1)
@@ -55,11 +58,9 @@ def run(lesson: str, *, progress: bool = False, **kwargs: Any):
             params[key] = None
             continue
         params[key] = cast_value(ctx, param, value, f"gradlab.run({lesson!r})", key, repr(value),
-                                 lambda kind, key=key: f"{key}={PY_EXAMPLES[kind]}")
+                                 lambda kind, key=key: f"{key}={example(kind, python=True)}")
     if params.get("quick"):  # the quick budget replaces defaults only: keyword arguments given win
-        from gradlab.cli import quick_values
-
-        params.update({k: v for k, v in quick_values(lesson).items() if k not in kwargs})
+        params.update({k: v for k, v in runner.quick_values(lesson).items() if k not in kwargs})
     config = runner.make_config(lesson, params)  # the lesson's own checks, as on the command line
     if not progress:
         return runner.execute(lesson, params, None, config=config)
@@ -69,21 +70,11 @@ def run(lesson: str, *, progress: bool = False, **kwargs: Any):
         return runner.execute(lesson, params, None, bar, config)
 
 
-def _command(lesson: str):
-    from gradlab.cli import cli
-    from gradlab.lessons import LESSONS
-
+def _known(lesson: str) -> str:
     check(isinstance(lesson, str) and lesson in LESSONS,
           f"unknown lesson {lesson!r}: choose from {', '.join(LESSONS)} (gradlab.lessons() lists them)")
-    command = cli.commands[lesson]
-    return command, command.make_context(lesson, [])
+    return lesson
 
 
-def _api_options(command) -> dict:
-    import click
-
-    out = {}
-    for p in command.params:  # flags that share a name (--optimizer/--manual-grad: variant) appear once
-        if isinstance(p, click.Option) and p.name not in NOT_IN_API:
-            out.setdefault(p.name, p)
-    return out
+def _api_specs(lesson: str) -> list[opts.Spec]:
+    return [s for s in LESSONS[lesson].specs if s.opt.in_api]

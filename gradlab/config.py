@@ -11,9 +11,6 @@ from click.core import ParameterSource
 
 from gradlab.errors import GradlabError, shorten
 
-# Options that say where output goes or how to run; they make no sense inside a preset file.
-NOT_IN_FILE = {"config", "json_path", "plot_path", "quiet", "quick"}
-
 
 def resolve(path: str | Path) -> Path:
     """PATH as given, or, when no such file exists and PATH is a bare name, the preset of that name (`--config
@@ -67,7 +64,10 @@ def merge_config(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
     path = params.get("config")
     if not path:
         return params
-    by_key = {p.name: p for p in ctx.command.params if p.name not in NOT_IN_FILE}
+    from gradlab.lessons import LESSONS
+
+    in_file = {s.name for s in LESSONS[ctx.command.name].specs if s.opt.in_file}  # not where output goes
+    by_key = {p.name: p for p in ctx.command.params if p.name in in_file}
     merged = dict(params)
     for key, value in read_toml(path).items():
         name = key.replace("-", "_")
@@ -82,7 +82,7 @@ def merge_config(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
             raise GradlabError(f"config file {path}: {key} must be a single value, got {value!r}")
         shown = str(value).lower() if isinstance(value, bool) else repr(value)  # as TOML writes it
         merged[name] = cast_value(ctx, param, value, f"config file {path}", key, shown,
-                                  lambda kind, key=key: f"{key} = {_EXAMPLES[kind]}")
+                                  lambda kind, key=key: f"{key} = {example(kind)}")
     return merged
 
 
@@ -108,6 +108,11 @@ def _short(text: str) -> str:
 
 
 _EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "true", "text": '"…"'}
+
+
+def example(kind: str, python: bool = False) -> str:
+    """A value of KIND as a fix in a message: as TOML writes it, or (PYTHON) as a keyword argument would."""
+    return "True" if python and kind == "true or false" else _EXAMPLES[kind]
 
 
 def _toml_kind(param: click.Parameter) -> str:

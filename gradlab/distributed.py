@@ -1,6 +1,7 @@
 """Starting or joining a torch.distributed job: the process plumbing of `gradlab ddp`, kept out of the lesson.
 
-Three ways a job runs a per-rank function FN(rank, world, device, *args, report=...):
+A Job (frozen, handed once to every worker) names a per-rank function FN(rank, world, device, *args, report=...)
+and how the ranks meet. Three ways it runs:
   * torchrun started this process (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are set): join its job with
     init_method env://. torchrun owns the processes; its rendezvous endpoint decides which machines take part.
   * --workers 1: this process is the whole job (a group of one, on 127.0.0.1).
@@ -27,6 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gradlab.errors import GradlabError, RunFailed, check
@@ -41,6 +43,20 @@ PARENT_AT_START = os.getppid()
 # torch in W processes on a busy 2-core laptop takes a while).
 STARTUP_S = 60.0
 GRACE_S = 3.0  # after one worker fails, how long the others get to fail on their own before they are killed
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every rank runs and how the ranks meet: built once, passed whole to each worker."""
+
+    fn: Callable  # fn(rank, world, device, *args, report=...) -> this rank's result; importable (spawn pickles it)
+    args: tuple  # the same for every rank
+    workers: int  # processes gradlab starts itself (torchrun's count instead when torchrun started this one)
+    backend: str  # auto | gloo | nccl
+    port: int  # rendezvous port on 127.0.0.1; 0: a free one
+    timeout_s: float  # how long a collective may wait for the other ranks
+    device_type: str  # cpu | cuda | mps
+    threads: int  # torch threads per worker
 
 
 def torchrun_rank() -> tuple[int, int, int] | None:
@@ -138,13 +154,13 @@ def _loopback_only() -> Iterator[None]:
             os.environ.pop("GLOO_SOCKET_IFNAME", None)
 
 
-def _join_on_loopback(backend: str, port: int, rank: int, world: int, timeout_s: float) -> None:
-    """Join (or, as rank 0, host) the group of WORLD processes meeting at 127.0.0.1:PORT, gloo on loopback."""
+def _join_on_loopback(job: Job, rank: int, world: int) -> None:
+    """Join (or, as rank 0, host) the group of WORLD processes meeting at 127.0.0.1:job.port, gloo on loopback."""
     import torch.distributed as dist
 
     with _loopback_only():
-        dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=timeout_s))
+        dist.init_process_group(job.backend, init_method=f"tcp://127.0.0.1:{job.port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=job.timeout_s))
 
 
 def _device(device_type: str, local_rank: int):
@@ -157,12 +173,13 @@ def _device(device_type: str, local_rank: int):
     return torch.device(device_type)
 
 
-def _run_and_gather(fn: Callable, rank: int, world: int, device, args: tuple, report: Callable) -> list:
-    """FN on this rank, then every rank's result on every rank; the process group is destroyed in any case."""
+def _run_and_gather(job: Job, rank: int, world: int, device, report: Callable) -> list:
+    """The job's function on this rank, then every rank's result on every rank; the process group is destroyed in
+    any case."""
     import torch.distributed as dist
 
     try:
-        mine = fn(rank, world, device, *args, report=report)
+        mine = job.fn(rank, world, device, *job.args, report=report)
         everyone: list[Any] = [None] * world
         dist.all_gather_object(everyone, mine)
         return everyone
@@ -170,24 +187,23 @@ def _run_and_gather(fn: Callable, rank: int, world: int, device, args: tuple, re
         dist.destroy_process_group()
 
 
-def run(fn: Callable, args: tuple, *, workers: int, backend: str, port: int, timeout_s: float, device_type: str,
-        threads: int, progress: Callable = lambda *a: None,
-        meanwhile: Callable[[Callable[[], None]], Any] = lambda check: None) -> tuple[list, dict[str, Any], Any]:
-    """Run FN on every rank of a job (see the module docstring); return (every rank's result, how it ran, what
-    MEANWHILE returned). MEANWHILE(check) is this process's own work: with spawned workers it runs in a thread
+def run(job: Job, progress: Callable = lambda *a: None,
+        meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None) -> tuple[list, dict, Any]:
+    """Run JOB on every rank (see the module docstring); return (every rank's result, how it ran, what MEANWHILE
+    returned). MEANWHILE(stop_if_cancelled) is this process's own work: with spawned workers it runs in a thread
     while they start and run (importing torch takes them seconds), else before this rank's share. It must call
-    check() often: check raises Cancelled once the job has failed or been interrupted."""
+    stop_if_cancelled() often: it raises Cancelled once the job has failed or been interrupted."""
     import torch.distributed as dist
 
-    timeout = datetime.timedelta(seconds=timeout_s)
     launched = torchrun_rank()
     if launched is not None:  # torchrun killed (SIGKILL): this rank must not train on as an orphan
         _exit_with_parent(PARENT_AT_START)
-    if launched is None and workers > 1:
-        backend = choose_backend(backend, device_type, workers)
-        port = port or free_port()
-        results, mine = _spawn(fn, args, workers, backend, port, timeout_s, device_type, threads, progress, meanwhile)
-        return results, {"mode": "spawn", "world": workers, "backend": backend, "rendezvous": f"127.0.0.1:{port}"}, mine
+    if launched is None and job.workers > 1:
+        job = replace(job, backend=choose_backend(job.backend, job.device_type, job.workers),
+                      port=job.port or free_port())
+        results, mine = _spawn(job, progress, meanwhile)
+        return results, {"mode": "spawn", "world": job.workers, "backend": job.backend,
+                         "rendezvous": f"127.0.0.1:{job.port}"}, mine
     # from here on this process joins a group itself (torchrun's, or a group of one): there can be only one
     check(not (dist.is_available() and dist.is_initialized()),
           "this process already has a torch.distributed process group (initialized before gradlab ddp ran); run "
@@ -197,17 +213,19 @@ def run(fn: Callable, args: tuple, *, workers: int, backend: str, port: int, tim
     if launched is not None:
         rank, world, local = launched
         check_master_addr()
-        backend = choose_backend(backend, device_type, int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
-        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world, timeout=timeout)
-        results = _run_and_gather(fn, rank, world, _device(device_type, local), args,
+        job = replace(job, backend=choose_backend(job.backend, job.device_type,
+                                                  int(os.environ.get("LOCAL_WORLD_SIZE", 1))))
+        dist.init_process_group(job.backend, init_method="env://", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=job.timeout_s))
+        results = _run_and_gather(job, rank, world, _device(job.device_type, local),
                                   progress if rank == 0 else (lambda *a: None))
-        return results, {"mode": "torchrun", "world": world, "backend": backend,
+        return results, {"mode": "torchrun", "world": world, "backend": job.backend,
                          "rendezvous": f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"}, mine
-    backend = choose_backend(backend, device_type, 1)
-    port = port or free_port()
-    _join_on_loopback(backend, port, 0, 1, timeout_s)
-    results = _run_and_gather(fn, 0, 1, _device(device_type, 0), args, progress)
-    return results, {"mode": "in-process", "world": 1, "backend": backend, "rendezvous": f"127.0.0.1:{port}"}, mine
+    job = replace(job, backend=choose_backend(job.backend, job.device_type, 1), port=job.port or free_port())
+    _join_on_loopback(job, 0, 1)
+    results = _run_and_gather(job, 0, 1, _device(job.device_type, 0), progress)
+    return results, {"mode": "in-process", "world": 1, "backend": job.backend,
+                     "rendezvous": f"127.0.0.1:{job.port}"}, mine
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -224,8 +242,7 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _worker(rank: int, world: int, fn: Callable, args: tuple, backend: str, port: int, timeout_s: float,
-            device_type: str, threads: int, messages, parent: int) -> None:
+def _worker(rank: int, job: Job, messages, parent: int) -> None:
     """One spawned rank. It never prints: progress, the result (rank 0) and errors go to the parent's queue."""
     for signum in STOP_SIGNALS:  # Ctrl-C (or SIGTERM to the group) reaches every process: the parent decides
         signal.signal(signum, signal.SIG_IGN)
@@ -237,14 +254,14 @@ def _worker(rank: int, world: int, fn: Callable, args: tuple, backend: str, port
     try:
         import torch
 
-        torch.set_num_threads(threads)
-        _join_on_loopback(backend, port, rank, world, timeout_s)
+        torch.set_num_threads(job.threads)
+        _join_on_loopback(job, rank, job.workers)
 
         def report(text: str, done: int, total: int) -> None:
             messages.put(("progress", rank, text, done, total))
 
         report("started", 0, 0)
-        everyone = _run_and_gather(fn, rank, world, _device(device_type, rank), args, report)
+        everyone = _run_and_gather(job, rank, job.workers, _device(job.device_type, rank), report)
         if rank == 0:
             messages.put(("result", rank, everyone))
         code = 0
@@ -299,114 +316,121 @@ def _children_ignore_ctrl_c() -> Iterator[None]:
             signal.raise_signal(pending[0])  # to the handler just restored: Ctrl-C's, or gradlab's SIGTERM
 
 
-def _spawn(fn: Callable, args: tuple, world: int, backend: str, port: int, timeout_s: float, device_type: str,
-           threads: int, progress: Callable, meanwhile: Callable) -> tuple[list, Any]:
+def _spawn(job: Job, progress: Callable, meanwhile: Callable) -> tuple[list, Any]:
+    """Start the job's workers, run MEANWHILE in a thread beside them, watch both; stop and reap them in any case."""
     import torch.multiprocessing as mp
 
     ctx = mp.get_context("spawn")
     messages = ctx.Queue()
     procs = [ctx.Process(target=_worker, name=f"gradlab-ddp-rank-{r}", daemon=True,
-                         args=(r, world, fn, args, backend, port, timeout_s, device_type, threads, messages,
-                               os.getpid())) for r in range(world)]
-    errors: dict[int, str] = {}
-    result = None
+                         args=(r, job, messages, os.getpid())) for r in range(job.workers)]
     stop, mine = threading.Event(), {}
+    side = threading.Thread(target=_capture, args=(meanwhile, stop, mine), daemon=True)
     try:
         with _main_not_rerun(), _children_ignore_ctrl_c():
             for p in procs:
                 p.start()
-        side = threading.Thread(target=_capture, args=(meanwhile, stop, mine), daemon=True)
         side.start()
-        heard, silence = time.monotonic(), timeout_s + STARTUP_S
-        while True:
-            if "error" in mine:  # this process's own share failed: the job cannot be judged
-                raise mine["error"]
-            try:
-                kind, rank, *rest = messages.get(timeout=0.2)
-                heard = time.monotonic()
-                if kind == "progress" and rank == 0 and rest[2]:
-                    progress(*rest)
-                elif kind == "result":
-                    result = rest[0]
-                elif kind == "error":
-                    errors[rank] = rest[0]
-                    if rank == 0 and "EADDRINUSE" in rest[0]:  # another job took the port between check and bind
-                        raise GradlabError(f"--port {port}: 127.0.0.1:{port} is already in use (another gradlab ddp "
-                                           f"started at the same time?); choose another --port or leave it out (a "
-                                           f"free one is picked)")
-            except queue_module.Empty:
-                pass
-            codes = [p.exitcode for p in procs]
-            if result is None and all(c == 0 for c in codes):  # the result may still be on its way through the pipe
-                result = _last_result(messages)
-            if errors or any(c not in (None, 0) for c in codes) or (result is None and all(c == 0 for c in codes)):
-                _drain_until_settled(procs, messages, errors)
-                raise RunFailed(_failure(procs, errors, timeout_s))
-            if result is not None and all(c == 0 for c in codes) and not side.is_alive():
-                if "error" in mine:
-                    raise mine["error"]
-                return result, mine["value"]
-            if time.monotonic() - heard > silence:
-                alive = [r for r, p in enumerate(procs) if p.is_alive()]
-                raise RunFailed(f"no worker answered for {silence:.0f} s (rank{'s' * (len(alive) > 1)} "
-                                f"{', '.join(map(str, alive))} still running); stopped them all. Is the machine "
-                                f"overloaded? Try fewer --workers or a longer --timeout")
+        return _watch(job, procs, _Mailbox(messages, progress), side, mine)
     finally:
         stop.set()
         _reap(procs)
         messages.close()
         messages.cancel_join_thread()
-        if "side" in locals():
-            side.join()  # it stops at its next check()
+        if side.is_alive():
+            side.join()  # it stops at its next stop_if_cancelled()
+
+
+def _watch(job: Job, procs: list, mailbox: _Mailbox, side: threading.Thread, mine: dict) -> tuple[list, Any]:
+    """Read the workers' messages until the job is done (every worker exited 0 with the result sent, and this
+    process's own share finished), or failed: a worker's error, a worker gone, this process's share raising, or
+    silence for longer than the timeout allows."""
+    silence = job.timeout_s + STARTUP_S
+    while True:
+        if "error" in mine:  # this process's own share failed: the job cannot be judged
+            raise mine["error"]
+        mailbox.receive(0.2)
+        if "EADDRINUSE" in mailbox.errors.get(0, ""):  # another job took the port between check and bind
+            raise GradlabError(f"--port {job.port}: 127.0.0.1:{job.port} is already in use (another gradlab ddp "
+                               f"started at the same time?); choose another --port or leave it out (a free one is "
+                               f"picked)")
+        exited = [p.exitcode for p in procs]
+        all_done = all(code == 0 for code in exited)
+        if all_done and mailbox.result is None:  # the result may still be on its way through the pipe
+            mailbox.wait_until(lambda: mailbox.result is not None, GRACE_S)
+        if mailbox.errors or any(code not in (None, 0) for code in exited) or (all_done and mailbox.result is None):
+            # the other ranks get GRACE_S to fail on their own (a lost peer, a collective that timed out), so that
+            # the report can tell the cause from its consequences
+            mailbox.progress = lambda *a: None
+            mailbox.wait_until(lambda: not any(p.is_alive() for p in procs), GRACE_S)
+            mailbox.drain()
+            raise RunFailed(_failure(procs, mailbox.errors, job.timeout_s))
+        if all_done and not side.is_alive():
+            if "error" in mine:
+                raise mine["error"]
+            return mailbox.result, mine["value"]
+        if time.monotonic() - mailbox.heard > silence:
+            alive = [r for r, p in enumerate(procs) if p.is_alive()]
+            raise RunFailed(f"no worker answered for {silence:.0f} s (rank{'s' * (len(alive) > 1)} "
+                            f"{', '.join(map(str, alive))} still running); stopped them all. Is the machine "
+                            f"overloaded? Try fewer --workers or a longer --timeout")
+
+
+class _Mailbox:
+    """The workers' messages to this process, read in one place: ("progress", rank, text, done, total) moves the
+    progress bar (rank 0's), ("result", rank, every rank's result) and ("error", rank, text) are kept."""
+
+    def __init__(self, messages, progress: Callable) -> None:
+        self.messages, self.progress = messages, progress
+        self.result: list | None = None
+        self.errors: dict[int, str] = {}
+        self.heard = time.monotonic()  # when the last message came
+
+    def receive(self, timeout: float | None) -> bool:
+        """Take one message, waiting up to TIMEOUT seconds (None: only one already there); False if none came."""
+        try:
+            kind, rank, *payload = self.messages.get(timeout=timeout) if timeout else self.messages.get_nowait()
+        except (queue_module.Empty, OSError, ValueError):  # nothing, or the queue is already closed
+            return False
+        self.heard = time.monotonic()
+        if kind == "progress":
+            text, done, total = payload
+            if rank == 0 and total:
+                self.progress(text, done, total)
+        elif kind == "result":
+            (self.result,) = payload
+        elif kind == "error":
+            (self.errors[rank],) = payload
+        return True
+
+    def wait_until(self, done: Callable[[], bool], seconds: float) -> None:
+        """Receive until DONE() or SECONDS have passed."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not done():
+            self.receive(0.1)
+
+    def drain(self) -> None:
+        """Receive whatever is left, without waiting."""
+        while self.receive(None):
+            pass
 
 
 class Cancelled(Exception):
-    """Raised by check() in this process's own share of the work once the job has failed or been interrupted."""
+    """Raised by stop_if_cancelled() in this process's own share of the work once the job has failed or been
+    interrupted."""
 
 
 def _capture(meanwhile: Callable, stop: threading.Event, out: dict) -> None:
-    def check() -> None:
+    def stop_if_cancelled() -> None:
         if stop.is_set():
             raise Cancelled
 
     try:
-        out["value"] = meanwhile(check)
+        out["value"] = meanwhile(stop_if_cancelled)
     except Cancelled:
         pass
     except BaseException as e:  # handed to the main thread, which raises it
         out["error"] = e
-
-
-def _last_result(messages):
-    end = time.monotonic() + GRACE_S
-    while time.monotonic() < end:
-        try:
-            kind, _, *rest = messages.get(timeout=0.1)
-        except queue_module.Empty:
-            continue
-        if kind == "result":
-            return rest[0]
-    return None
-
-
-def _drain_until_settled(procs, messages, errors: dict[int, str]) -> None:
-    """After a first failure: give the other ranks GRACE_S to fail on their own (a lost peer or a collective that
-    timed out), collecting their errors, so that the report can tell the cause from its consequences."""
-    end = time.monotonic() + GRACE_S
-    while time.monotonic() < end and any(p.is_alive() for p in procs):
-        try:
-            kind, rank, *rest = messages.get(timeout=0.1)
-            if kind == "error":
-                errors[rank] = rest[0]
-        except queue_module.Empty:
-            pass
-    while True:
-        try:
-            kind, rank, *rest = messages.get_nowait()
-        except (queue_module.Empty, OSError, ValueError):
-            return
-        if kind == "error":
-            errors[rank] = rest[0]
 
 
 def _failure(procs, errors: dict[int, str], timeout_s: float) -> str:

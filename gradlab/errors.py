@@ -28,6 +28,8 @@ def check_positive(name: str, value, example: str, largest: float = FLOAT32_MAX)
           f"{name} must be a positive finite number, got {value!r} (at most {largest:.3g} here); try {name} {example}")
 
 
+MAX_ENV_STEPS = 100_000_000  # environment steps an RL run may ask for: about half a day on 2 cores
+
 # Adam's first step is lr / (1 − β1) = 10·lr: a larger lr overflows float32 inside the optimizer.
 ADAM_MAX_LR = FLOAT32_MAX * (1 - 0.9)
 

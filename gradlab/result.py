@@ -6,6 +6,7 @@ This module does not import torch, so the report layer (and `gradlab show`) can 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -68,11 +69,19 @@ class Curve:
     refs: dict[str, float] = field(default_factory=dict)  # reference lines across the panel: {label: y}
 
 
+_html_renderer: Callable[[Result], str] | None = None  # Result -> HTML: set by gradlab.report.html when it loads
+
+
+def register_html_renderer(render: Callable[[Result], str]) -> None:
+    """How Jupyter draws a Result (see Result._repr_html_): the report layer owns rendering and registers it here."""
+    global _html_renderer
+    _html_renderer = render
+
+
 @dataclass
 class Result:
     lesson: str
     title: str
-    config: dict[str, Any]
     seed: int
     metrics: dict[str, Any]
     claims: list[Claim]
@@ -81,7 +90,8 @@ class Result:
     data: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     stopped: str | None = None  # why training stopped early (e.g. the cost became NaN), else None
-    # Filled in by the runner, not the lesson:
+    # How the run went, which the lesson does not know: filled in by the runner (gradlab.runner.execute).
+    config: dict[str, Any] = field(default_factory=dict)  # the options it ran with
     device: str = "cpu"
     torch: str = ""
     threads: int = 0
@@ -89,11 +99,10 @@ class Result:
     version: str = ""
     wall_s: float = 0.0  # the lesson's run, from Config to Result (not data loading)
 
-    def _repr_html_(self) -> str:
-        """How Jupyter shows a Result: its section of `gradlab report`'s page (one renderer for both)."""
-        from gradlab.report.html import result_html
-
-        return result_html(self)
+    def _repr_html_(self) -> str | None:
+        """How Jupyter shows a Result: its section of `gradlab report`'s page, drawn by the renderer the report layer
+        registers when it loads (gradlab.run and gradlab.check load it); this module imports nothing from it."""
+        return _html_renderer(self) if _html_renderer else None
 
     @property
     def exit_code(self) -> int:

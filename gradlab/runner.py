@@ -1,42 +1,45 @@
-"""Run one lesson from parsed options: Config → device → data → run → Result. Shared by every command.
+"""Run one lesson from its options: Config → device → data → run → Result. Shared by the command line, `gradlab
+all`/`report` and gradlab.run.
 
 torch is imported here, never at start-up.
 """
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
-from gradlab import __version__
+from gradlab import settings
 from gradlab.errors import GradlabError
 from gradlab.lessons import LESSONS
-
-# Options that steer the run or its output; everything else is a field of the lesson's Config.
-RUN_OPTIONS = {"config", "json_path", "plot_path", "quiet", "explain", "device", "dataset", "data_dir", "offline",
-               "threads", "quick"}
+from gradlab.version import __version__
 
 
-def lesson_module(name: str):
-    # torch's own modules warn that torch.jit.script is deprecated when torch.func loads: not the user's concern
-    warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=FutureWarning)
-    return importlib.import_module(f"gradlab.lessons.{LESSONS[name].module}")
+def defaults(name: str) -> dict[str, Any]:
+    """Every option of lesson NAME at its default, as the command line gives it when no flag is typed."""
+    return settings.parse(LESSONS[name].specs, [])[0]
+
+
+def quick_values(name: str) -> dict[str, Any]:
+    """The option values lesson NAME's quick budget sets (LessonInfo.quick: the arguments `gradlab all --quick`
+    gives it), parsed by its own options."""
+    params, given = settings.parse(LESSONS[name].specs, LESSONS[name].quick)
+    return {k: params[k] for k in given}
 
 
 def make_config(name: str, params: dict[str, Any]):
-    """The lesson's Config from parsed options (its __post_init__ validates and raises GradlabError)."""
+    """The lesson's Config from parsed options (its __post_init__ validates and raises GradlabError), then what it
+    checks before anything runs."""
     from gradlab.threads import validate
 
-    validate(params.get("threads"))
-    module = lesson_module(name)
-    config = module.Config(**{k: v for k, v in params.items() if k not in RUN_OPTIONS})
-    if hasattr(module, "check_launch"):  # what a lesson can check before it runs: ports, GPUs, a launcher's variables
-        module.check_launch(config, params["device"])
-    if params.get("plot_path") and hasattr(module, "plot_unavailable") and module.plot_unavailable(config):
-        raise GradlabError(f"--plot: {module.plot_unavailable(config)}")
+    run, values = settings.split(params)
+    validate(run.threads)
+    config = LESSONS[name].config(**values)
+    config.check_launch(run.device)  # ports, GPUs, a launcher's variables
+    if run.plot_path and config.plot_unavailable():
+        raise GradlabError(f"--plot: {config.plot_unavailable()}")
     return config
 
 
@@ -50,20 +53,22 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
     from gradlab import threads
     from gradlab.device import resolve_device
 
+    info = LESSONS[name]
     config = config or make_config(name, params)
-    n_threads, threads_why = threads.choose(params.get("threads"))
+    run, _ = settings.split(params)
+    n_threads, threads_why = threads.choose(run.threads)
     threads.apply(n_threads)
-    module = lesson_module(name)
-    device, device_note = resolve_device(params["device"])
-    if device.type != "cpu" and hasattr(module, "CPU_ONLY"):
-        device, device_note = torch.device("cpu"), f"gradlab {name} runs on the CPU: {module.CPU_ONLY}"
+    lesson = info.load()
+    device, device_note = resolve_device(run.device)
+    if device.type != "cpu" and config.cpu_only:
+        device, device_note = torch.device("cpu"), f"gradlab {name} runs on the CPU: {config.cpu_only}"
     if device_note and console is not None:
         console.print(f"[yellow]note:[/] {escape(device_note)}")
     kwargs: dict[str, Any] = {"device": device}
-    if LESSONS[name].needs_data:
+    if info.needs_data:
         from gradlab import data as datasets
 
-        data, notes = datasets.load(params["dataset"], params["data_dir"], params["offline"])
+        data, notes = datasets.load(run.dataset, run.data_dir, run.offline)
         if console is not None:
             for note in notes:
                 console.print(f"[yellow]note:[/] {escape(note)}")
@@ -71,11 +76,11 @@ def execute(name: str, params: dict[str, Any], console=None, progress=lambda *a:
                           f"test images [dim]({escape(data.source)})[/]")
         kwargs["data"] = data
     start = time.perf_counter()
-    result = module.run(config, progress=progress, **kwargs)
-    result.wall_s = time.perf_counter() - start
-    result.config = {k: (str(v) if isinstance(v, Path) else v) for k, v in params.items()
-                     if k not in ("json_path", "plot_path", "quiet", "explain")}
-    result.device, result.torch = str(device), torch.__version__
-    result.threads, result.threads_why = torch.get_num_threads(), threads_why
-    result.version = __version__
-    return result
+    result = lesson.run(config, progress=progress, **kwargs)
+    wall_s = time.perf_counter() - start
+    recorded = {s.name for s in info.specs if s.opt.recorded}
+    # what the lesson computed, and how this run went (which the lesson does not know)
+    return dataclasses.replace(
+        result, wall_s=wall_s, version=__version__, device=str(device), torch=torch.__version__,
+        threads=torch.get_num_threads(), threads_why=threads_why,
+        config={k: (str(v) if isinstance(v, Path) else v) for k, v in params.items() if k in recorded})

@@ -12,7 +12,6 @@ from conftest import assert_one_line_error, invoke
 
 from gradlab.lessons import LESSONS, measured_runtimes
 from gradlab.report.explain import _as_markdown, explanation
-from gradlab.runner import lesson_module
 
 
 def test_list_shows_every_lesson_with_idea_options_and_measured_times():
@@ -43,13 +42,15 @@ def test_help_lists_every_lesson_in_teaching_order():
 
 @pytest.mark.parametrize("name", list(LESSONS))
 def test_every_lesson_explains_itself_from_its_own_source(name):
-    module = lesson_module(name)
+    module = LESSONS[name].load()
     doc, snippets = explanation(module)
     assert doc and snippets and all(s.code.lstrip().startswith(("def ", "class ")) for s in snippets)
     root = Path(module.__file__).resolve().parents[2]
     for s in snippets:  # the shown lines are the file's lines, at the stated line numbers
-        # the lesson's own file, or the plumbing it shares with other lessons (gradlab/training.py)
-        assert s.path in (f"gradlab/lessons/{LESSONS[name].module}.py", "gradlab/training.py")
+        # the lesson's own files (ddp has rooms: ddp_batches.py, ddp_single.py, ddp_ranks.py), or the plumbing it
+        # shares with other lessons (gradlab/training.py)
+        rooms = [f"gradlab/lessons/{LESSONS[name].module}{room}.py" for room in ("", "_batches", "_single", "_ranks")]
+        assert s.path in (*rooms, "gradlab/training.py")
         source = (root / s.path).read_text().splitlines()
         assert s.code.splitlines() == source[s.start - 1:s.start - 1 + len(s.code.splitlines())]
 
@@ -58,7 +59,7 @@ def test_explain_flag_prints_math_and_numbered_source():
     result = invoke("log1pexp", "--explain", "--x", "0")
     assert result.exit_code == 0
     assert "the math" in result.output and "StableLog1pExp — gradlab/lessons/log1pexp.py:" in result.output
-    line = next(i for i, t in enumerate(Path(lesson_module("log1pexp").__file__).read_text().splitlines(), 1)
+    line = next(i for i, t in enumerate(Path(LESSONS["log1pexp"].load().__file__).read_text().splitlines(), 1)
                 if "return dy * torch.where(x >= 0, 1 / (1 + z), z / (1 + z))" in t)
     assert re.search(rf"\b{line}\b.*return dy \* torch\.where", result.output)
 

@@ -11,7 +11,7 @@ from conftest import assert_one_line_error, invoke
 import gradlab
 from gradlab import data as datasets
 from gradlab import device as devices
-from gradlab.cli import DATASETS, DEVICES, cli
+from gradlab.cli import cli
 
 FAST = ["--dataset", "mnist-sample", "--epochs", "2", "--train-size", "2000", "--test-size", "500"]
 TIMING = ("wall_s", "samples_per_s")
@@ -43,7 +43,9 @@ def test_version_and_module_entry_point():
 
 
 def test_choices_match_the_modules():
-    assert DATASETS == datasets.DATASETS and DEVICES == devices.DEVICES
+    """--dataset and --device offer exactly what gradlab.data and gradlab.device accept (one list each)."""
+    choices = {p.name: tuple(p.type.choices) for p in cli.commands["mnist"].params if p.name in ("dataset", "device")}
+    assert choices["dataset"] == datasets.DATASETS and choices["device"] == devices.DEVICES
 
 
 def test_mnist_compare_writes_json_and_plot(tmp_path):
@@ -240,8 +242,8 @@ def test_cpu_only_lessons_say_so_when_cuda_is_asked_for(monkeypatch):
 
 
 def test_quick_on_every_lesson_is_the_budget_all_quick_uses_and_explicit_values_win(tmp_path):
-    from gradlab.cli import quick_values
     from gradlab.lessons import LESSONS
+    from gradlab.runner import quick_values
 
     for name in LESSONS:
         assert "--quick" in invoke(name, "--help").output

@@ -102,11 +102,11 @@ def test_show_explains_what_the_file_is_instead(tmp_path):
 
 def test_report_into_a_folder_it_cannot_write_fails_before_running(tmp_path, monkeypatch):
     """As a user without write permission (simulated: this suite may run as root, for whom chmod does not bind)."""
-    from gradlab import cli
+    from gradlab import classroom
     from gradlab.report import files
 
     ran = []
-    monkeypatch.setattr(cli, "run_many", lambda *a, **k: ran.append(1) or [])
+    monkeypatch.setattr(classroom, "run_many", lambda *a, **k: ran.append(1) or [])
 
     def denied(*a, **k):
         raise PermissionError(13, "Permission denied")

@@ -27,64 +27,24 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from gradlab import rl
-from gradlab.errors import check, check_positive
+from gradlab.lessons.actor_critic_config import (  # the settings, declared once (no torch: --help reads them)
+    Config,
+)
 from gradlab.result import Claim, Curve, Result, Table
 
-GRAD_MODES = ("explicit", "backward")
 CHECK_STEPS = 2_000  # environment steps of the second (other grad-mode) run behind the bitwise claim
 
 
-# This lesson computes on the CPU whatever --device says; the runner notes it, with this reason.
-CPU_ONLY = "two 64-unit networks fed 8 states per step: a GPU would only add transfer latency"
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("critic_update", "get_params", "set_params")
-
-
-@dataclass
-class Config:
-    """Settings of `gradlab actor-critic`."""
-
-    grad_mode: str = "explicit"  # explicit: autograd.grad → .grad → RMSprop.step(); backward: loss.backward()
-    total_steps: int = 150_000  # environment steps (summed over the parallel environments)
-    envs: int = 16  # CartPole environments stepped in lockstep; one update per lockstep (16: steadier than 8)
-    gamma: float = 0.99  # discount γ
-    critic_lr: float = 2e-3  # RMSprop learning rate of the critic (the tutorial's optimizer)
-    actor_lr: float = 2e-3  # RMSprop learning rate of the actor
-    entropy: float = 0.01  # β: entropy bonus weight, keeps the policy exploring
-    anneal_lr: bool = True  # decay both learning rates linearly to 0 over the run: steadies the final policy
-    hidden: int = 64  # units in each of the two hidden layers of both networks
-    eval_every: int = 10_000  # every N environment steps, play greedy episodes and keep the best actor so far ...
-    checkpoint_episodes: int = 5  # ... judged on this many episodes (rl-zoo's EvalCallback)
-    eval_episodes: int = 10  # fresh greedy episodes on which the chosen checkpoint (and the last actor) is reported
-    windows: int = 10  # windows of the training table
-    seed: int = 0  # seeds the environments and the networks
-
-    def __post_init__(self) -> None:
-        check(self.grad_mode in GRAD_MODES, f"unknown --grad-mode {self.grad_mode!r}: use explicit or backward")
-        check(0 <= self.gamma <= 1 and not math.isnan(self.gamma), f"--gamma must be in [0, 1], got {self.gamma}")
-        check(self.total_steps <= rl.MAX_STEPS, f"--total-steps must be at most {rl.MAX_STEPS:,}, got "
-                                                f"{self.total_steps}; try 150000")
-        check(self.total_steps >= self.envs, f"--total-steps must be at least --envs ({self.envs}), "
-                                             f"got {self.total_steps}")
-        for name, v in (("--critic-lr", self.critic_lr), ("--actor-lr", self.actor_lr)):
-            check_positive(name, v, "0.002")
-        check(0 <= self.entropy < math.inf, f"--entropy must be ≥ 0, got {self.entropy}")
-        for name, v in (("--envs", self.envs), ("--hidden", self.hidden), ("--eval-episodes", self.eval_episodes),
-                        ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
-                        ("--windows", self.windows)):
-            check(v >= 1, f"{name} must be at least 1, got {v}")
-        for name, v, most in (("--envs", self.envs, 1024), ("--hidden", self.hidden, 4096),
-                              ("--eval-episodes", self.eval_episodes, 10_000), ("--windows", self.windows, 1000),
-                              ("--checkpoint-episodes", self.checkpoint_episodes, 10_000)):
-            check(v <= most, f"{name} must be at most {most:,}, got {v:,}")
 
 
 def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:
@@ -249,7 +209,7 @@ def run(config: Config, device: torch.device | None = None,
     centers = [(lo + hi) / 2 for lo, hi in edges]
     return Result(
         lesson="actor-critic", title="a critic trained from explicit gradients with RMSProp (one-step actor-critic)",
-        config={}, seed=config.seed,
+        seed=config.seed,
         metrics={"window_mean_return": returns, "window_critic_loss": loss_w, "window_mean_abs_td": td_w,
                  "eval_returns": eval_returns, "eval_mean": mean_eval, "best_step": best.best_step,
                  "checkpoint_returns": [score for _, score in best.history],

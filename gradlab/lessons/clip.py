@@ -31,11 +31,12 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
-from gradlab.errors import check, check_positive
+from gradlab.lessons.clip_config import (  # the settings, declared once (no torch: --help reads them)
+    Config,
+)
 from gradlab.result import Claim, Curve, Result, Table
 from gradlab.training import (
     DIVERGED,
@@ -48,41 +49,11 @@ from gradlab.training import (
     torch_clip,
 )
 
-MODES = ("global-norm", "norm", "value", "none")
-MODELS = ("mlp", "softmax")
 EQUIVALENCE_STEPS = 50  # steps on which the three-step path is checked against backward(); step()
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("global_norm", "clip_by_global_norm", "three_step", "one_step")
-
-
-@dataclass
-class Config:
-    """Settings of `gradlab clip` (configs/clip-tutorial.toml has the tutorial's plain setting)."""
-
-    clip: str = "global-norm"  # global-norm | norm | value | none
-    clip_norm: float = 1.0  # the cap on the (global) norm, for global-norm and norm
-    clip_value: float = 0.05  # the cap on each element, for value
-    compare: bool = True  # also train without clipping, on the same batches and from the same init
-    model: str = "mlp"  # mlp: gradients explode at large lr; softmax: the tutorial's model
-    epochs: int = 3  # passes over the training images
-    lr: float = 2.0  # large on purpose: unclipped SGD on the mlp blows up at this rate
-    batch_size: int = 100  # images per step
-    train_size: int = 55000  # first N training images (all when fewer exist)
-    test_size: int = 3000  # first N test images for the accuracy
-    shuffle: bool = True  # reshuffle each epoch (seeded)
-    seed: int = 0  # seeds the batch order and the mlp's initial weights
-
-    def __post_init__(self) -> None:
-        check(self.clip in MODES, f"unknown --clip mode {self.clip!r}: use one of {', '.join(MODES)}")
-        check(self.model in MODELS, f"unknown --model {self.model!r}: use one of {', '.join(MODELS)}")
-        for name, v in (("--clip-norm", self.clip_norm), ("--clip-value", self.clip_value), ("--lr", self.lr)):
-            check_positive(name, v, "1.0")
-        check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}; try --epochs 3")
-        check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}")
-        check(self.train_size >= 1, f"--train-size must be at least 1, got {self.train_size}")
-        check(self.test_size >= 1, f"--test-size must be at least 1, got {self.test_size}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -305,7 +276,7 @@ def run(config: Config, data, device: torch.device | None = None,
     return Result(
         lesson="clip",
         title="compute → process → apply gradients, with clipping by global norm",
-        config={}, seed=config.seed, data=data.info(n_train, n_test), metrics=metrics, claims=claims,
+        seed=config.seed, data=data.info(n_train, n_test), metrics=metrics, claims=claims,
         tables=tables(results, metrics, config, first_norm),
         curves=curves(results, config),
         notes=notes,

@@ -31,17 +31,17 @@ import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from gradlab import rl
-from gradlab.errors import ADAM_MAX_LR, check, check_positive
+from gradlab.lessons.dqn_config import TARGET_MODES as TARGET_MODES
+from gradlab.lessons.dqn_config import Config  # the settings, declared once (no torch: --help reads them)
 from gradlab.result import Claim, Curve, Result, Table
 
-TARGET_MODES = ("stop-grad", "placeholder", "no-stop-grad")
 LEARNERS = ("stop-grad", "placeholder")  # the variants whose learning is claimed
 # The variants --compare trains: (name, target mode, separate target network?)
 COMPARE = [
@@ -53,69 +53,9 @@ COMPARE = [
 ]
 
 
-# This lesson computes on the CPU whatever --device says; the runner notes it, with this reason.
-CPU_ONLY = "a 4→128→128→2 network fed one transition per step: a GPU would only add transfer latency"
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("td_loss", "make_networks")
-
-
-@dataclass
-class Config:
-    """Settings of `gradlab dqn`.
-
-    Defaults follow rl-baselines3-zoo's tuned CartPole DQN (lr 2.3e-3, batch 64, one gradient step per two
-    environment steps, ε to 0.04 over the first 16%), with a smaller network, the learning rate annealed to 0,
-    bursts half as long and twice as often (64 gradient steps every 128 environment steps: zoo's 128 every 256
-    left a third of the seeds below 195), and, as zoo's EvalCallback, the best of the checkpoints taken every
-    1,000 steps reported on fresh episodes. `make bench` sweeps 20 seeds.
-    """
-
-    target: str = "stop-grad"  # stop-grad | placeholder | no-stop-grad: how the target y is kept out of the graph
-    target_net: bool = True  # False: y is computed by the online network itself
-    compare: bool = False  # train the main variants with the same seed, side by side
-    total_steps: int = 30_000  # environment steps per variant
-    gamma: float = 0.99  # discount γ in y = r + γ max q(s', ·)
-    lr: float = 2.3e-3  # Adam's learning rate (annealed linearly to 0 over the run, with anneal_lr)
-    anneal_lr: bool = True  # decay the learning rate linearly to 0: steadies the final policy
-    target_update: int = 10  # copy the online network into the target network every N environment steps
-    buffer_size: int = 100_000  # replay buffer capacity (transitions)
-    batch_size: int = 64  # transitions per gradient step
-    learning_starts: int = 1_000  # random-policy steps before the first update
-    train_every: int = 128  # environment steps between training rounds ...
-    gradient_steps: int = 64  # ... of this many gradient steps (the target net is fixed within a round)
-    eps_start: float = 1.0  # ε-greedy: start fully random ...
-    eps_end: float = 0.04  # ... end at this ε ...
-    eps_fraction: float = 0.16  # ... after this fraction of total_steps (linear schedule)
-    hidden: int = 128  # units in each of the two hidden layers
-    eval_every: int = 1_000  # every N environment steps, play greedy episodes and keep the best policy so far ...
-    checkpoint_episodes: int = 5  # ... judged on this many episodes (rl-zoo's EvalCallback)
-    eval_episodes: int = 10  # fresh greedy episodes on which the chosen checkpoint (and the last policy) is reported
-    windows: int = 10  # evaluation windows in the training table
-    seed: int = 0  # seeds the environment, the network, ε-greedy and replay sampling
-
-    def __post_init__(self) -> None:
-        check(self.target in TARGET_MODES, f"unknown target mode {self.target!r}: use {', '.join(TARGET_MODES)}")
-        check(0 <= self.gamma <= 1 and not math.isnan(self.gamma),
-              f"--gamma must be in [0, 1], got {self.gamma}; try --gamma 0.99")
-        check(1 <= self.total_steps <= rl.MAX_STEPS, f"--total-steps must be between 1 and {rl.MAX_STEPS:,}, got "
-                                                     f"{self.total_steps}; try 30000")
-        check_positive("--lr", self.lr, "0.001", ADAM_MAX_LR)
-        for name, v in (("--target-update", self.target_update), ("--buffer-size", self.buffer_size),
-                        ("--batch-size", self.batch_size), ("--eval-episodes", self.eval_episodes),
-                        ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
-                        ("--train-every", self.train_every), ("--gradient-steps", self.gradient_steps),
-                        ("--hidden", self.hidden), ("--windows", self.windows)):
-            check(v >= 1, f"{name} must be at least 1, got {v}")
-        for name, v, most in (("--buffer-size", self.buffer_size, rl.MAX_STEPS),
-                              ("--batch-size", self.batch_size, 65_536), ("--hidden", self.hidden, 4096),
-                              ("--gradient-steps", self.gradient_steps, 10_000),
-                              ("--eval-episodes", self.eval_episodes, 10_000), ("--windows", self.windows, 1000),
-                              ("--checkpoint-episodes", self.checkpoint_episodes, 10_000)):
-            check(v <= most, f"{name} must be at most {most:,}, got {v:,}")
-        check(self.batch_size <= self.buffer_size, f"--batch-size {self.batch_size} is larger than --buffer-size "
-                                                   f"{self.buffer_size}")
-        check(0 <= self.eps_end <= self.eps_start <= 1, "ε must satisfy 0 ≤ eps_end ≤ eps_start ≤ 1")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -381,7 +321,7 @@ def run(config: Config, device: torch.device | None = None,
     first = next(iter(runs.values()))["checkpoint"]
     return Result(
         lesson="dqn", title="stop_gradient on the DQN target, on CartPole-v1",
-        config={}, seed=config.seed, metrics=metrics, claims=claims,
+        seed=config.seed, metrics=metrics, claims=claims,
         tables=[
             Table("gradient anatomy: one fixed batch of 256 random-policy transitions, before training",
                   ["variant", "‖∇ online‖", "‖∇ target net‖", "max |Δ∇ online| vs stop-grad"], anatomy_rows,

@@ -29,67 +29,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
-from gradlab.errors import ADAM_MAX_LR, FLOAT32_MAX, GradlabError, check, check_positive
+from gradlab.lessons.gaussian_policy_config import (  # the settings, declared once (no torch: --help reads them)
+    Config,
+    parse_list,
+)
 from gradlab.result import Claim, Curve, Result, Table
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
-def parse_list(text: str, option: str) -> list[float]:
-    try:
-        values = [float(v) for v in text.split(",")]
-    except ValueError:
-        raise GradlabError(f"{option} {text!r}: use comma-separated numbers, one per action dimension") from None
-    check(all(math.isfinite(v) for v in values), f"{option} {text!r}: every number must be finite")
-    return values
-
-
-# This lesson computes on the CPU whatever --device says; the runner notes it, with this reason.
-CPU_ONLY = "a handful of numbers per step: a GPU would only add transfer latency"
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("GaussianLogProb", "score_closed_form", "reinforce")
 
 
-FLOAT32_TINY = 1.1754943508222875e-38  # float32's smallest normal number
-
-MAX_EPOCHS = 10_000_000  # REINFORCE updates a run may ask for
-MAX_SAMPLES = 1_000_000  # actions per update: 1e6 × a few dimensions is a few MB
-
-@dataclass
-class Config:
-    """Settings of `gradlab gaussian-policy`."""
-
-    mu: str = "0.3,-0.5"  # the policy mean μ, one number per action dimension
-    sigma: str = "0.7,1.2"  # the policy standard deviation σ > 0, one per dimension
-    action: str = ""  # the action a; empty: sample a ~ N(μ, σ²) with the seed
-    optimum: str = "1.5,-0.8"  # a*: the bandit's best action (reward −‖a − a*‖²), one per dimension
-    epochs: int = 300  # REINFORCE updates
-    samples: int = 64  # actions sampled per update
-    lr: float = 0.05  # Adam's learning rate for μ and ρ = ln σ
-    tolerance: float = 0.1  # the claim: learned μ within this distance of a*
-    seed: int = 0  # seeds the sampled actions
-
-    def __post_init__(self) -> None:
-        mu, sigma = parse_list(self.mu, "--mu"), parse_list(self.sigma, "--sigma")
-        opt = parse_list(self.optimum, "--optimum")
-        check(all(FLOAT32_TINY <= s <= FLOAT32_MAX for s in sigma),
-              f"--sigma {self.sigma!r}: σ must be between {FLOAT32_TINY:.3g} and {FLOAT32_MAX:.3g} in every dimension "
-              f"(float32's normal range: 1/σ² must be a number); try --sigma 0.7,1.2")
-        check(len(mu) == len(sigma) == len(opt), f"--mu, --sigma and --optimum need one number per action "
-                                                 f"dimension; got {len(mu)}, {len(sigma)} and {len(opt)}")
-        if self.action:
-            check(len(parse_list(self.action, "--action")) == len(mu),
-                  f"--action has {len(parse_list(self.action, '--action'))} numbers but --mu has {len(mu)}")
-        check(1 <= self.epochs <= MAX_EPOCHS, f"--epochs must be between 1 and {MAX_EPOCHS:,}, got {self.epochs}")
-        check(2 <= self.samples <= MAX_SAMPLES, f"--samples must be between 2 (the baseline needs a batch) and "
-                                                f"{MAX_SAMPLES:,}, got {self.samples}; try --samples 64")
-        check_positive("--lr", self.lr, "0.05", ADAM_MAX_LR)
-        check(0 < self.tolerance < math.inf, f"--tolerance must be positive, got {self.tolerance!r}")
 
 
 class GaussianLogProb(torch.autograd.Function):
@@ -212,7 +168,7 @@ def run(config: Config, device: torch.device | None = None,
     return Result(
         lesson="gaussian-policy",
         title="a custom-gradient layer for a Gaussian policy's score function, trained with REINFORCE",
-        config={}, seed=config.seed,
+        seed=config.seed,
         metrics={"action": a.tolist(), "closed_form": [t.tolist() for t in closed],
                  "normal_log_prob": [t.tolist() for t in by_normal], "layer": [t.tolist() for t in by_layer],
                  "gradcheck": bool(grad_ok), "gradgradcheck": bool(gradgrad_ok), "final_mu": history["mu"][-1],

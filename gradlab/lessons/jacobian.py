@@ -27,76 +27,23 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 from torch.func import hessian, jacfwd, jacrev, vjp, vmap
 
-from gradlab.errors import GradlabError, check
+from gradlab.lessons.jacobian_config import (  # the settings, declared once (no torch: --help reads them)
+    Config,
+    parse_matrix,
+    parse_vector,
+)
 from gradlab.result import Claim, Curve, Result, Table
 
 DEFAULT_MATRIX = "0.2,0.5,-0.3,0.1;0.4,-0.2,0.6,-0.5"
 DEFAULT_STATE = "1.0,0.5,-1.0,2.0"
 
 
-MAX_ENTRIES = 256  # numbers in X: the Hessian check by finite differences costs 2·(rows·columns)² evaluations
-
-
-def parse_matrix(text: str) -> list[list[float]]:
-    """"a,b,c,d;e,f,g,h" -> rows of numbers; ragged rows and non-numbers are errors."""
-    rows = [[_number(v, "--matrix") for v in row.split(",")] for row in text.strip().split(";")]
-    check(all(len(r) == len(rows[0]) for r in rows),
-          f"--matrix {text!r} has rows of different lengths {[len(r) for r in rows]}; give every row as many "
-          f"numbers, rows separated by ';'")
-    return rows
-
-
-def parse_vector(text: str, option: str) -> list[float]:
-    return [_number(v, option) for v in text.strip().split(",")]
-
-
-def _number(v: str, option: str) -> float:
-    try:
-        x = float(v)
-    except ValueError:
-        raise GradlabError(f"{option}: {v.strip()!r} is not a number; use comma-separated numbers like "
-                           f"'0.2,0.5,-0.3'") from None
-    check(math.isfinite(x), f"{option}: {v.strip()!r} is not a finite number")
-    return x
-
-
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("policy", "jacobian_loop", "jacobian_vmap_vjp", "hessian_fd")
-
-
-@dataclass
-class Config:
-    """Settings of `gradlab jacobian`."""
-
-    matrix: str = DEFAULT_MATRIX  # the policy matrix X, rows separated by ';'
-    state: str = DEFAULT_STATE  # the state y, one number per column of X
-    output: int = 0  # which output W_i the Hessian is taken of (0-based)
-    scaling: bool = False  # also time every Jacobian method on f(x) = tanh(Ax) for growing n
-    sizes: str = "16,64,256,512"  # the n for --scaling
-    repeats: int = 5  # timing repeats per method and n (the median is reported)
-    seed: int = 0  # seeds the random A of --scaling
-
-    def __post_init__(self) -> None:
-        X, y = parse_matrix(self.matrix), parse_vector(self.state, "--state")
-        check(len(X[0]) == len(y), f"--matrix has {len(X[0])} columns but --state has {len(y)} numbers; X y needs "
-                                   f"as many state numbers as X has columns")
-        check(0 <= self.output < len(X), f"--output {self.output} is out of range: X has {len(X)} rows, so use "
-                                         f"0..{len(X) - 1}")
-        check(len(X) >= 2, f"--matrix {self.matrix!r} has {len(X)} row: a policy needs at least 2 actions (rows), "
-                           f"or its softmax is the constant 1; add a row after ';'")
-        check(len(X) * len(X[0]) <= MAX_ENTRIES, f"--matrix has {len(X)}×{len(X[0])} = {len(X) * len(X[0])} "
-                                                 f"numbers; at most {MAX_ENTRIES} (the finite-difference Hessian "
-                                                 f"grows with their square)")
-        check(self.repeats >= 1, f"--repeats must be at least 1, got {self.repeats}")
-        numbers = [_number(s, "--sizes") for s in self.sizes.split(",")]
-        check(all(n.is_integer() for n in numbers), f"--sizes must be whole numbers, got {self.sizes!r}")
-        sizes = [int(n) for n in numbers]
-        check(all(1 <= n <= 4096 for n in sizes), f"--sizes must be between 1 and 4096, got {self.sizes!r}")
 
 
 def policy(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -244,12 +191,7 @@ def run(config: Config, device: torch.device | None = None,
             "n", "ms (median)", ns, {name: [metrics["scaling"][n][name] for n in ns] for name in METHODS}, logy=True)
     return Result(lesson="jacobian",
                   title="why gradients of non-scalar outputs sum, full Jacobians, and Hessians by nesting",
-                  config={}, seed=config.seed, metrics=metrics, claims=claims, tables=tables, curves=curves)
-
-
-def plot_unavailable(config: Config) -> str | None:
-    """Why --plot has nothing to draw for this config (checked before running), or None."""
-    return None if config.scaling else "gradlab jacobian draws curves only with --scaling; add --scaling or drop --plot"
+                  seed=config.seed, metrics=metrics, claims=claims, tables=tables, curves=curves)
 
 
 def _passes(name: str, k: int, m: int) -> str:

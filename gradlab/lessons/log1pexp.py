@@ -32,14 +32,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import mpmath
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gradlab.errors import GradlabError, check
+from gradlab.lessons.log1pexp_config import Config  # the settings, declared once (no torch: --help reads them)
 from gradlab.result import Claim, Result, Table
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -48,31 +47,9 @@ CLAIM_X = 100.0  # the tutorial's x: where float32's naive gradient is NaN
 ULP_BOUND = 4  # "within a few ulps"
 
 
-# This lesson computes on the CPU whatever --device says; the runner notes it, with this reason.
-CPU_ONLY = "the lesson is about CPU float32/float64 rounding at single points"
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("naive", "where_guard", "TutorialLog1pExp", "StableLog1pExp")
-
-
-@dataclass
-class Config:
-    """Settings of `gradlab log1pexp`."""
-
-    x: str = DEFAULT_X  # the points at which value and gradient are evaluated (comma-separated)
-    dtype: str = "both"  # float32 | float64 | both
-    seed: int = 0  # (nothing here is random; kept for the common options)
-
-    def __post_init__(self) -> None:
-        check(self.dtype in (*DTYPES, "both"), f"unknown --dtype {self.dtype!r}: use float32, float64 or both")
-        xs = []
-        for v in self.x.split(","):
-            try:
-                xs.append(float(v))
-            except ValueError:
-                raise GradlabError(f"--x: {v.strip()!r} is not a number; use comma-separated numbers like "
-                                   f"'-100,0,100'") from None
-        check(all(math.isfinite(v) for v in xs), f"--x must be finite numbers, got {self.x!r}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -177,11 +154,6 @@ def checks(fn: Callable) -> tuple[bool, bool]:
 
 
 
-def plot_unavailable(config: Config) -> str | None:
-    """Why --plot cannot apply (checked before the run): this lesson is a table of points, with no curves."""
-    return "gradlab log1pexp prints a table of points and has no curves to plot; drop --plot"
-
-
 def run(config: Config, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
     """The table of values and gradients, and the claims. Pure: no printing. (CPU: the point is float rounding.)"""
@@ -248,7 +220,7 @@ def run(config: Config, device: torch.device | None = None,
               "off by (max |Δ|)", tutorial_dd, 0.01, ">"),
     ]
     return Result(lesson="log1pexp", title="custom gradients: log(1 + exp(x)) without NaN",
-                  config={}, seed=config.seed, metrics=metrics, claims=claims, tables=tables,
+                  seed=config.seed, metrics=metrics, claims=claims, tables=tables,
                   notes=[*notes, "NaN and inf are shown in red; the stable Function's errors are measured in ulps "
                          "(spacing of the dtype's numbers at the exact answer)"])
 

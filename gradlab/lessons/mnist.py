@@ -44,18 +44,17 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from gradlab.errors import check, check_positive
+from gradlab.lessons.mnist_config import (  # the settings, declared once (no torch: --help reads them)
+    VARIANTS,
+    Config,
+)
 from gradlab.result import Claim, Curve, Result, Table
 from gradlab.training import DIVERGED, batches, prepare
 from gradlab.training import cross_entropy as cross_entropy  # the one-hot formula: --explain shows it
-
-VARIANTS = ("optimizer", "manual", "analytic")
-MODES = ("compare", *VARIANTS)
 
 # The tutorial's published run on full MNIST (TF-1, shuffled batches): epoch costs and accuracy.
 TUTORIAL_COSTS = [1.184285608, 0.665428013, 0.552858426, 0.498728328, 0.465593693,
@@ -65,28 +64,6 @@ TUTORIAL_ACCURACY = 0.873333
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("cross_entropy", "optimizer_step", "manual_step", "analytic_gradients", "analytic_step")
-
-
-@dataclass
-class Config:
-    """Settings of `gradlab mnist`; the defaults are the tutorial's (see configs/mnist-tutorial.toml)."""
-
-    variant: str = "compare"  # optimizer | manual | analytic | compare (all three on the same batches)
-    epochs: int = 10  # passes over the training images
-    lr: float = 0.01  # learning rate of the gradient step W ← W − lr·∂cost/∂W
-    batch_size: int = 100  # images per gradient step
-    train_size: int = 55000  # first N training images (the tutorial kept 5,000 back); all when fewer exist
-    test_size: int = 3000  # first N test images for the accuracy
-    shuffle: bool = True  # reshuffle the batches each epoch (seeded); False: file order
-    seed: int = 0  # seeds the batch order (the weights start at zero)
-
-    def __post_init__(self) -> None:
-        check(self.variant in MODES, f"unknown variant {self.variant!r}: use one of {', '.join(MODES)}")
-        check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}; try --epochs 10")
-        check_positive("--lr", self.lr, "0.01")
-        check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}; try --batch-size 100")
-        check(self.train_size >= 1, f"--train-size must be at least 1, got {self.train_size}; try --train-size 55000")
-        check(self.test_size >= 1, f"--test-size must be at least 1, got {self.test_size}; try --test-size 3000")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -260,7 +237,7 @@ def run(config: Config, data, device: torch.device | None = None,
     return Result(
         lesson="mnist",
         title="MNIST softmax regression: optimizer step vs hand-written gradient step vs analytic gradient",
-        config={},  # filled by the runner with every option
+         # filled by the runner with every option
         seed=config.seed,
         data=data.info(n_train, n_test),
         metrics=metrics,

@@ -10,6 +10,7 @@ from typing import Any
 
 from gradlab.report.console import _claim_from_dict, cell_text, claim_cells, threads_text
 from gradlab.report.explain import Snippet, _as_markdown
+from gradlab.result import register_html_renderer
 
 STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -138,12 +139,14 @@ def result_section(result, wall_s: float, data: dict[str, Any] | None = None) ->
     from gradlab.lessons import LESSONS
     from gradlab.report.explain import explanation
     from gradlab.report.files import plot_png
-    from gradlab.runner import lesson_module
 
-    doc, snippets = explanation(lesson_module(result.lesson)) if result.lesson in LESSONS else ("", [])
+    doc, snippets = explanation(LESSONS[result.lesson].load()) if result.lesson in LESSONS else ("", [])
     return lesson_html(data or result.to_json(), doc, snippets, plot_png(result), wall_s)
 
 
 def result_html(result) -> str:
     """One Result, as its section of the report page, styled for Jupyter (Result._repr_html_)."""
     return f'<div class="gradlab"><style>{scoped(STYLE)}</style>{result_section(result, result.wall_s)}</div>'
+
+
+register_html_renderer(result_html)  # Jupyter draws every Result with it from now on

@@ -1,0 +1,85 @@
+"""The settings of `gradlab ddp`, each declared once (gradlab.settings), and what can be checked before any process
+starts. No torch here: `gradlab ddp --help` reads this module."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gradlab import distributed
+from gradlab import settings as o
+from gradlab.errors import check, check_positive
+
+DTYPE_NAMES = ("float32", "float64")
+MAX_STEPS = 1_000_000
+MAX_BATCH = 10_000  # a global batch larger than the bundled sample's training images would repeat images
+
+
+@dataclass
+class Config(o.LessonConfig):
+    """Settings of `gradlab ddp`; the seed orders the batches and draws the mlp's initial weights."""
+
+    workers: int = o.option(2, "Processes gradlab starts on this machine (gloo on 127.0.0.1); torchrun's count when "
+                               "it started gradlab.", listed=True)
+    micro_batches: int = o.option(4, "K: accumulate the global batch in K parts (it must divide --batch-size unless "
+                                     "--uneven).", listed=True)
+    uneven: bool = o.option(False, "Micro-batches of unequal sizes (100 in 3: 64/32/4).", listed=True)
+    batch_size: int = o.batch_size(100, "B: samples in one global batch.")
+    steps: int = o.option(30, "Optimizer steps of every training run.")
+    lr: float = o.option(0.1, "SGD learning rate.")
+    clip_norm: float = o.option(0.1, "Global-norm cap for clip-then-reduce vs reduce-then-clip.")  # below the norms
+    dtype: str = o.option("float32", "float64 shows every equality at rounding level (bounds 1e-12 instead of 1e-6).",
+                          choices=DTYPE_NAMES, listed=True)
+    backend: str = o.option("auto", "auto: nccl when every worker has a CUDA GPU, else gloo.",
+                            choices=distributed.BACKENDS, listed=True)
+    port: int = o.option(0, "Rendezvous port on 127.0.0.1 (0: a free one). Ignored under torchrun.")
+    timeout: float = o.option(60.0, "Seconds a worker waits for the others in a collective before the job fails.")
+
+    def __post_init__(self) -> None:
+        check(self.dtype in DTYPE_NAMES, f"unknown --dtype {self.dtype!r}: use float32 or float64")
+        check(self.backend in distributed.BACKENDS,
+              f"unknown --backend {self.backend!r}: use one of {', '.join(distributed.BACKENDS)}")
+        check(1 <= self.batch_size <= MAX_BATCH, f"--batch-size must be between 1 and {MAX_BATCH:,} (the bundled "
+                                                 f"training images), got {self.batch_size}; try --batch-size 100")
+        check(self.workers >= 1, f"--workers must be at least 1, got {self.workers}; try --workers 2")
+        check(self.workers <= self.batch_size,
+              f"--workers {self.workers} is more than the {self.batch_size} samples of the global batch: a worker "
+              f"would have nothing to do; use fewer --workers or a larger --batch-size")
+        check(self.micro_batches >= 1, f"--micro-batches must be at least 1, got {self.micro_batches}; try 4")
+        check(self.micro_batches <= self.batch_size,
+              f"--micro-batches {self.micro_batches} is more than the {self.batch_size} samples of the batch; "
+              f"use at most --micro-batches {self.batch_size}")
+        check(self.uneven or self.batch_size % self.micro_batches == 0,
+              f"--micro-batches {self.micro_batches} does not divide --batch-size {self.batch_size}; use a divisor "
+              f"(e.g. {divisor_near(self.batch_size, self.micro_batches)}) or add --uneven")
+        check(not self.uneven or self.micro_batches >= 2, "--uneven needs --micro-batches 2 or more")
+        smallest = self.batch_size // self.workers
+        check(self.micro_batches <= smallest,
+              f"--micro-batches {self.micro_batches} is more than the {smallest} samples of the smallest worker's "
+              f"shard (--batch-size {self.batch_size} over {self.workers} workers); use fewer micro-batches")
+        check(1 <= self.steps <= MAX_STEPS, f"--steps must be between 1 and {MAX_STEPS:,}, got {self.steps}; "
+                                            f"try --steps 30")
+        check_positive("--lr", self.lr, "0.1")
+        check_positive("--clip-norm", self.clip_norm, "0.1")
+        check(isinstance(self.timeout, int | float) and 1 <= self.timeout <= 86400,
+              f"--timeout must be between 1 and 86400 seconds, got {self.timeout!r}; try --timeout 60")
+
+    def check_launch(self, device: str) -> None:
+        """The port, the backend against the GPUs, torchrun's variables: before anything runs."""
+        launched = distributed.torchrun_rank()
+        if launched is None:
+            distributed.check_port(self.port)
+        if self.backend == "nccl":
+            device_type = "cuda" if device in ("auto", "cuda") else device
+            distributed.choose_backend("nccl", device_type, 1 if launched else self.workers)
+
+    @classmethod
+    def reports_here(cls) -> bool:
+        """Under torchrun every rank computes and rank 0 alone prints and writes files."""
+        return distributed.is_rank_zero()
+
+
+def divisor_near(n: int, k: int) -> int:
+    """The divisor of N nearest to K (the smaller on a tie); divisors come in pairs d, n/d with d ≤ √n."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return min({*small, *(n // d for d in small)}, key=lambda d: (abs(d - k), d))

@@ -1,0 +1,57 @@
+"""The settings of `gradlab gaussian-policy`, each declared once (gradlab.settings). No torch here: `gradlab
+gaussian-policy --help` reads this module."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from gradlab import settings as o
+from gradlab.errors import ADAM_MAX_LR, FLOAT32_MAX, GradlabError, check, check_positive
+
+FLOAT32_TINY = 1.1754943508222875e-38  # float32's smallest normal number
+MAX_EPOCHS = 10_000_000  # REINFORCE updates a run may ask for
+MAX_SAMPLES = 1_000_000  # actions per update: 1e6 × a few dimensions is a few MB
+
+
+def parse_list(text: str, option: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise GradlabError(f"{option} {text!r}: use comma-separated numbers, one per action dimension") from None
+    check(all(math.isfinite(v) for v in values), f"{option} {text!r}: every number must be finite")
+    return values
+
+
+@dataclass
+class Config(o.LessonConfig):
+    """Settings of `gradlab gaussian-policy`; the seed draws the sampled actions."""
+
+    mu: str = o.option("0.3,-0.5", "Policy mean μ, one number per action dimension.", listed=True)
+    sigma: str = o.option("0.7,1.2", "Policy std σ > 0, one per dimension.", listed=True)
+    action: str = o.option("", "The action a (default: sampled from N(μ, σ²) with --seed).", listed=True)
+    optimum: str = o.option("1.5,-0.8", "The bandit's best action a*.", listed=True)  # reward −‖a − a*‖²
+    epochs: int = o.epochs(300, "REINFORCE updates.", listed=True)
+    samples: int = o.option(64, "Actions sampled per update.")
+    lr: float = o.adam_lr(0.05)  # for μ and ρ = ln σ
+    tolerance: float = o.option(0.1, "The claim: learned μ within this distance of a*.")
+
+    cpu_only: ClassVar[str | None] = "a handful of numbers per step: a GPU would only add transfer latency"
+
+    def __post_init__(self) -> None:
+        mu, sigma = parse_list(self.mu, "--mu"), parse_list(self.sigma, "--sigma")
+        opt = parse_list(self.optimum, "--optimum")
+        check(all(FLOAT32_TINY <= s <= FLOAT32_MAX for s in sigma),
+              f"--sigma {self.sigma!r}: σ must be between {FLOAT32_TINY:.3g} and {FLOAT32_MAX:.3g} in every dimension "
+              f"(float32's normal range: 1/σ² must be a number); try --sigma 0.7,1.2")
+        check(len(mu) == len(sigma) == len(opt), f"--mu, --sigma and --optimum need one number per action "
+                                                 f"dimension; got {len(mu)}, {len(sigma)} and {len(opt)}")
+        if self.action:
+            check(len(parse_list(self.action, "--action")) == len(mu),
+                  f"--action has {len(parse_list(self.action, '--action'))} numbers but --mu has {len(mu)}")
+        check(1 <= self.epochs <= MAX_EPOCHS, f"--epochs must be between 1 and {MAX_EPOCHS:,}, got {self.epochs}")
+        check(2 <= self.samples <= MAX_SAMPLES, f"--samples must be between 2 (the baseline needs a batch) and "
+                                                f"{MAX_SAMPLES:,}, got {self.samples}; try --samples 64")
+        check_positive("--lr", self.lr, "0.05", ADAM_MAX_LR)
+        check(0 < self.tolerance < math.inf, f"--tolerance must be positive, got {self.tolerance!r}")

@@ -1,0 +1,39 @@
+"""The settings of `gradlab log1pexp`, each declared once (gradlab.settings). No torch here: `gradlab log1pexp
+--help` reads this module."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from gradlab import settings as o
+from gradlab.errors import GradlabError, check
+
+DTYPE_NAMES = ("float32", "float64")
+
+
+@dataclass
+class Config(o.LessonConfig):
+    """Settings of `gradlab log1pexp` (nothing here is random: the seed is kept for the common options)."""
+
+    x: str = o.option("-100,-20,0,20,88,89,100,1000", "Points at which to evaluate value and gradient "
+                                                      "(comma-separated).", listed=True)
+    dtype: str = o.option("both", "Floating-point type(s) of the table.", choices=(*DTYPE_NAMES, "both"),
+                          listed="choices")
+
+    cpu_only: ClassVar[str | None] = "the lesson is about CPU float32/float64 rounding at single points"
+
+    def __post_init__(self) -> None:
+        check(self.dtype in (*DTYPE_NAMES, "both"), f"unknown --dtype {self.dtype!r}: use float32, float64 or both")
+        xs = []
+        for v in self.x.split(","):
+            try:
+                xs.append(float(v))
+            except ValueError:
+                raise GradlabError(f"--x: {v.strip()!r} is not a number; use comma-separated numbers like "
+                                   f"'-100,0,100'") from None
+        check(all(math.isfinite(v) for v in xs), f"--x must be finite numbers, got {self.x!r}")
+
+    def plot_unavailable(self) -> str | None:
+        return "gradlab log1pexp prints a table of points and has no curves to plot; drop --plot"

@@ -1,0 +1,73 @@
+"""What the process and its environment can do to a run, made into one line and an exit code: stop signals, a
+console that cannot show every character, a deleted current folder, bad thread variables, a closed pipe."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+class Interrupted(Exception):
+    """Ctrl-C (or SIGTERM, SIGHUP), carried past click (which would print a blank line and call it an abort)."""
+
+    def __init__(self, signum: int = 2) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where the program is, as Ctrl-C's KeyboardInterrupt is: every cleanup that Ctrl-C
+    runs (ddp's workers stopped and reaped, no half-written file) runs for them too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame) -> None:
+    raise Terminated(signum)
+
+
+SIGNAL_WORDS = {2: "interrupted", 15: "terminated (SIGTERM)", 1: "terminated (SIGHUP: the terminal closed)"}
+
+
+def handle_stop_signals() -> None:
+    """SIGTERM and SIGHUP like Ctrl-C: one line, exit 128 + the signal's number."""
+    import signal
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _terminate)
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def hostile_environment(error) -> None:
+    """What the environment can do to a run before it starts, made harmless or one line (ERROR(text), exit 2):
+    * a console whose encoding cannot show every character (a legacy Windows code page, PYTHONIOENCODING=ascii):
+      what it cannot show is replaced, never a UnicodeEncodeError (rich output is spelled in ASCII, see
+      report/console.py; this covers click's help and messages);
+    * a current folder that was deleted: one line;
+    * OMP_NUM_THREADS and friends that are not a positive whole number: dropped before torch loads (OpenMP would
+      print a warning of its own), since gradlab sets torch's thread count itself (--threads)."""
+    from gradlab.ascii import is_unicode
+
+    for stream in (sys.stdout, sys.stderr):
+        if not is_unicode(getattr(stream, "encoding", None) or "utf-8") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+    try:
+        os.getcwd()
+    except OSError:
+        error("the current folder no longer exists (it was deleted or moved); cd to a folder that exists and run "
+              "gradlab again")
+        sys.exit(2)
+    for name in THREAD_VARIABLES:
+        value = os.environ.get(name)
+        if value is not None and not (value.strip().isdigit() and int(value) >= 1):
+            del os.environ[name]
+
+
+def quiet_stdout() -> None:
+    """After a broken pipe, point standard output at /dev/null so that Python's exit flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

@@ -1,0 +1,166 @@
+"""Every option is declared once, as a field of a lesson's Config (or of RunOptions), and the command line, the
+API, --config files and `gradlab list` follow from it; every lesson keeps the one contract; imports run downward."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+import gradlab
+from gradlab import settings
+from gradlab.cli import cli, lesson_command
+from gradlab.lessons import LESSONS, Lesson, LessonInfo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", list(LESSONS))
+def test_every_lesson_keeps_the_contract(name):
+    info = LESSONS[name]
+    module = info.load()
+    assert isinstance(module, Lesson) and module.Config is info.config
+    assert issubclass(info.config, settings.LessonConfig) and dataclasses.is_dataclass(info.config)
+    params = inspect.signature(module.run).parameters
+    assert next(iter(params)) == "config" and {"device", "progress"} <= set(params)
+    assert ("data" in params) == info.needs_data
+    assert all(callable(getattr(module, n)) for n in module.EXPLAIN)
+
+
+@pytest.mark.parametrize("name", list(LESSONS))
+def test_each_option_is_a_field_and_the_flags_give_the_fields_defaults(name):
+    """What the command line gives when no flag is typed is what Config() holds, for every lesson (the defaults
+    live in one place, so they cannot drift apart)."""
+    info = LESSONS[name]
+    command = cli.commands[name]
+    fields = {f.name for f in dataclasses.fields(info.config)} | settings.RUN_NAMES
+    assert {p.name for p in command.params if isinstance(p, click.Option)} <= fields
+    params = command.make_context(name, []).params
+    _, values = settings.split(params)
+    assert info.config(**values) == info.config()
+    assert values.keys() == {s.name for s in info.specs} - settings.RUN_NAMES
+
+
+def test_no_option_is_spelled_twice_in_the_sources():
+    """Each flag's help text is one string in gradlab/'s code (its declaration), not also a copy kept by hand."""
+    strings = [node.value for p in (ROOT / "gradlab").rglob("*.py")
+               for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    for info in LESSONS.values():
+        for s in info.specs:
+            for text in [s.opt.help] if s.opt.help else [h for _, _, h in s.opt.flags]:
+                assert sum(text in t for t in strings) == 1, (info.name, s.name)
+
+
+def test_a_new_option_is_one_line_and_reaches_the_cli_the_api_and_config_files(tmp_path, monkeypatch):
+    from gradlab import api
+    from gradlab.config import merge_config
+
+    @dataclasses.dataclass
+    class Config(settings.LessonConfig):
+        width: int = settings.option(3, "Units in the hidden layer.")  # the one line
+
+    info = LessonInfo("demo", "demo", Config, "an idea", "A demo.", "A demo lesson.")
+    monkeypatch.setitem(LESSONS, "demo", info)
+    command = lesson_command(info)
+    out = CliRunner().invoke(command, ["--help"]).output
+    assert "--width INTEGER" in out and "Units in the hidden layer.  [default: 3]" in out
+    assert api.options("demo")["width"] == 3
+    toml = tmp_path / "demo.toml"
+    toml.write_text("width = 5\n")
+    ctx = command.make_context("demo", ["--config", str(toml)])
+    assert merge_config(ctx, ctx.params)["width"] == 5
+    toml.write_text("width = 1.5\n")
+    with pytest.raises(gradlab.errors.GradlabError, match=r"width must be a whole number, got 1\.5"):
+        merge_config(ctx, ctx.params)
+
+
+def test_the_settings_and_the_command_line_import_no_torch():
+    code = ("import sys, gradlab.cli, gradlab.api\n"
+            "from gradlab.lessons import LESSONS\n"
+            "[i.specs for i in LESSONS.values()]\n"
+            "gradlab.cli.cli.commands['ddp'].get_help(gradlab.cli.cli.make_context('gradlab', ['ddp']))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'rich', 'numpy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout.replace("'", '"')) == []
+
+
+def _imports() -> dict[str, set[str]]:
+    """gradlab's modules and the gradlab modules each imports, at the top or inside a function."""
+    mods = {}
+    for p in (ROOT / "gradlab").rglob("*.py"):
+        parts = p.relative_to(ROOT).with_suffix("").parts
+        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+
+    def module_of(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for m, p in mods.items():
+        found = set()
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {module_of(a.name) for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                subs = {module_of(f"{node.module}.{a.name}") for a in node.names}
+                found |= {s for s in subs if s != module_of(node.module)} or {module_of(node.module)}
+        graph[m] = {f for f in found if f and f.startswith("gradlab") and f != m}
+    return graph
+
+
+def test_imports_run_downward():
+    graph = _imports()
+    assert "gradlab.cli" not in graph["gradlab.api"]  # the library is not built on the command line
+    assert not {g for g in graph["gradlab.result"] if g.startswith("gradlab.report")}
+    # no circle: a depth-first walk never meets a module that is still open
+    state: dict[str, int] = {}
+
+    def walk(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for n in sorted(graph.get(m, ())):
+            assert state.get(n) != 1, " -> ".join([*path, m, n])
+            if n not in state:
+                walk(n, [*path, m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            walk(m, [])
+
+
+def test_gradlab_lessons_is_the_function_and_the_subpackage_is_still_reachable():
+    code = ("import gradlab\nfrom gradlab.lessons import mnist\nfrom gradlab.lessons import LESSONS\n"
+            "assert callable(gradlab.lessons) and gradlab.lessons()[0]['name'] == 'mnist'\n"
+            "assert type(sys.modules['gradlab.lessons']).__name__ == 'module'\nprint('ok')")
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_same_results_script_sees_a_changed_number(tmp_path):
+    """scripts/same_results.py (the refactoring guard): what is measured in seconds aside, any changed number is a
+    difference."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir(), after.mkdir()
+
+    def result(samples_per_s: float, wall_s: float, weight: float, port: int) -> str:
+        return json.dumps({"claims": [{"id": "a", "value": 1e-7}], "metrics": {"wall_s": wall_s, "pid": port},
+                           "tables": [{"title": f"rendezvous 127.0.0.1:{port}", "columns": ["run", "samples/s", "w"],
+                                       "rows": [["ddp", samples_per_s, weight]]}]})
+
+    (before / "x-quick.json").write_text(result(100.0, 1.0, 0.5, 5000))
+    (after / "x-quick.json").write_text(result(900.0, 2.0, 0.5, 6000))
+    script = [sys.executable, str(ROOT / "scripts" / "same_results.py"), "compare", str(before), str(after)]
+    assert subprocess.run(script, capture_output=True).returncode == 0  # only times, a pid and a port differ
+    (after / "x-quick.json").write_text(result(900.0, 2.0, 0.5000001, 6000))
+    out = subprocess.run(script, capture_output=True, text=True)
+    assert out.returncode == 1 and "/tables/0/rows/0/1: 0.5 became 0.5000001" in out.stdout
