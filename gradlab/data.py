@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from gradlab.errors import GradlabError
+from gradlab.settings import DATASETS  # the names --dataset offers, declared with the option
 
-DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")
 FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 DOWNLOAD_TIMEOUT_S = 20

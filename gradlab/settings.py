@@ -18,8 +18,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gradlab.data import DATASETS
 from gradlab.device import DEVICES
+
+DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # what --dataset offers; gradlab.data loads each
 
 
 @dataclass(frozen=True)

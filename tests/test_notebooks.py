@@ -36,6 +36,19 @@ def test_run_returns_the_result_the_cli_renders_and_shows_itself_in_jupyter(samp
     assert "```" not in page and "<pre><code>" in page  # the math is Markdown rendered to HTML, not raw text
 
 
+def test_a_check_alone_shows_itself_in_jupyter(tmp_path):
+    """gradlab.check, in a fresh process where no lesson ran: Jupyter draws its Result (the report layer registers
+    the renderer; gradlab.result imports nothing from it)."""
+    from gradlab.practice.answers import ANSWERS
+
+    (tmp_path / "answer.py").write_text("import torch\n" + ANSWERS["clip.clip_by_global_norm"], encoding="utf-8")
+    code = ("import gradlab, answer\n"
+            "r = gradlab.check(answer.clip_by_global_norm, 'clip.clip_by_global_norm')\n"
+            "print(r.exit_code, r._repr_html_()[:28])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.stdout.strip() == '0 <div class="gradlab"><style>', out.stderr
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"epochs": 1.5}, "epochs must be a whole number, got 1.5; e.g. epochs=10"),
     ({"epoch": 3}, "unknown option epoch=3; did you mean epochs=?"),

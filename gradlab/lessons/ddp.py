@@ -144,7 +144,7 @@ def run(config: Config, data, device: torch.device | None = None,
                           backend=config.backend, port=config.port, timeout_s=config.timeout,
                           device_type=device.type, threads=torch.get_num_threads())
     try:
-        ranks, how, acc = distributed.run(job, progress=progress, meanwhile=in_this_process)
+        ranks, launch, acc = distributed.run(job, progress=progress, meanwhile=in_this_process)
     except RuntimeError as e:  # a rendezvous that cannot start: the port was taken meanwhile, say
         text = " ".join(str(e).split())[:200]
         raise GradlabError(f"could not start the workers: {text}; try another --port") from None
@@ -158,9 +158,9 @@ def run(config: Config, data, device: torch.device | None = None,
         lesson="ddp",
         title="one big batch's gradient, split: gradient accumulation and data-parallel all-reduce",
         seed=config.seed, data=data.info(min(config.steps * config.batch_size, len(data.y_train)), 0),
-        metrics=metrics(config, acc, ranks, how),
+        metrics=metrics(config, acc, ranks, launch),
         claims=claims(config, acc, ranks),
-        tables=tables(config, acc, ranks, how),
+        tables=tables(config, acc, ranks, launch),
         curves=curves(config, acc, ranks),
         notes=notes,
     )

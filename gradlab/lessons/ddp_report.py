@@ -11,15 +11,15 @@ from gradlab.lessons.ddp_single import FORGOT_K, MEAN_K, SUM_B
 from gradlab.result import Curve, Table
 
 
-def metrics(config: Config, acc: dict, ranks: list[dict], how: dict) -> dict:
-    return {"job": how, "micro_batch_sizes": acc["sizes"], "shard_sizes": [r["shard"] for r in ranks],
+def metrics(config: Config, acc: dict, ranks: list[dict], launch: dict) -> dict:
+    return {"job": launch, "micro_batch_sizes": acc["sizes"], "shard_sizes": [r["shard"] for r in ranks],
             "accumulation": {"weights_vs_full": acc["weights_vs_full"],
                              "norm_ratio": acc["norm_ratio"], "forgot_k_vs_k_g": acc["forgot_k"],
                              "mean_of_means_vs_full": acc["mean_k"], "wall_s": acc["wall_s"]},
             "single_process_s": acc["single_s"], "ranks": ranks}
 
 
-def tables(config: Config, acc: dict, ranks: list[dict], how: dict) -> list[Table]:
+def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[Table]:
     K, B, N, W = len(acc["sizes"]), config.batch_size, config.steps, len(ranks)
     sizes = "/".join(map(str, acc["sizes"]))
     ratio = {recipe: f"{min(r):.6g} … {max(r):.6g}" if f"{min(r):.6g}" != f"{max(r):.6g}" else f"{r[0]:.6g}"
@@ -37,8 +37,8 @@ def tables(config: Config, acc: dict, ranks: list[dict], how: dict) -> list[Tabl
                                     "Free-running: each recipe trained on its own weights; in float32 a different "
                                     "summation order changes the last bits, and a ReLU input sitting at 0 can flip, "
                                     "so runs may drift apart far beyond rounding (not a claim)")
-    per_rank = Table(f"data parallel: {W} worker{'s' * (W > 1)} ({how['mode']}, {how['backend']}, rendezvous "
-                     f"{how['rendezvous']})",
+    per_rank = Table(f"data parallel: {W} worker{'s' * (W > 1)} ({launch['mode']}, {launch['backend']}, rendezvous "
+                     f"{launch['rendezvous']})",
                      ["rank", "shard", "‖ḡ_r‖ (local)", "‖g‖ after all-reduce", "all_reduce/W vs g",
                       "DDP gradient vs rank 0"],
                      [[r["rank"], r["shard"], r["shard_norm"], r["norm"], r["naive_vs_full"],

@@ -92,6 +92,8 @@ def check_function(fn, name: str) -> Result:
 
     check(isinstance(name, str) and name in EXERCISES, f"unknown exercise {name!r}; gradlab.exercises() lists them")
     check(callable(fn), f"gradlab.check: {fn!r} is not a function")
+    from gradlab.report import html  # noqa: F401 — registers how Jupyter draws the Result
+
     with tempfile.TemporaryDirectory(prefix="gradlab-check-") as folder:
         return run_check(source_file(fn, EXERCISES[name], folder), EXERCISES[name])
 
