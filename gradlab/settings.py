@@ -30,7 +30,7 @@ class Opt:
     help: str
     flag: str | None = None  # as click declares it: "--json", "--shuffle/--no-shuffle"; default --field-name
     choices: tuple[str, ...] = ()  # the values a text option may take
-    # several flags that set this one field to different values: {"--manual-grad": ("manual", help), ...}
+    # several flags that set this one field to different values: (("--manual-grad", "manual", help), ...)
     flags: tuple[tuple[str, Any, str], ...] = ()
     value: Any = None  # a lone flag that sets something other than True: --no-target-net sets target_net False
     path: str | None = None  # "file" or "folder": a path of that kind

@@ -9,6 +9,7 @@ To add a lesson: write the two modules and add a LessonInfo here.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,9 +53,9 @@ class LessonInfo:
     full: tuple[str, ...] = ()  # arguments for `gradlab all`
     list_note: str = ""  # said after its main options in `gradlab list`
 
-    @property
+    @functools.cached_property
     def specs(self) -> list[settings.Spec]:
-        """Every option of its command, in --help order."""
+        """Every option of its command, in --help order (read once from the Config's fields)."""
         return settings.lesson_specs(self.config, self.needs_data, self.dataset_default)
 
     @property
