@@ -188,8 +188,8 @@ def eval_episodes() -> Any:
 def lesson_specs(config: type, needs_data: bool, dataset_default: str = "auto") -> list[Spec]:
     """The lesson's own options, then the seed and the run options (the data ones only where it trains on images,
     with the lesson's default dataset)."""
-    own = [s for s in specs(config) if s.name not in {f.name for f in dataclasses.fields(LessonConfig)}]
     base = specs(LessonConfig)
+    own = [s for s in specs(config) if s not in base]
     run = [s for s in specs(RunOptions) if needs_data or not s.opt.data]
     run = [dataclasses.replace(s, default=dataset_default) if s.name == "dataset" else s for s in run]
     return [*own, *base, *run]
