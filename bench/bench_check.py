@@ -13,8 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from gradlab.practice import EXERCISES
-from gradlab.practice.answers import ANSWERS
+from gradlab.practice import EXERCISES, answer_source
 from gradlab.practice.check import HEADER, starter
 
 
@@ -31,7 +30,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name, ex in EXERCISES.items():
             answer, todo = Path(tmp, f"{ex.function}.py"), Path(tmp, f"{ex.function}_starter.py")
-            answer.write_text(f"{HEADER}# gradlab-exercise: {name}\n{ANSWERS[name]}")
+            answer.write_text(f"{HEADER}# gradlab-exercise: {name}\n{answer_source(EXERCISES[name])}")
             todo.write_text(starter(ex))
             (a, a_code), (s, s_code) = timed(answer), timed(todo)
             table.add_row(name, f"{a:.1f}", str(a_code), f"{s:.1f}", str(s_code), "✓" if max(a, s) <= 5 else "✗")

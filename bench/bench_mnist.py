@@ -26,7 +26,7 @@ from rich.table import Table
 from gradlab import data as datasets
 from gradlab import threads
 from gradlab.errors import GradlabError
-from gradlab.lessons import mnist as M
+from gradlab.lessons.mnist import lesson as M
 
 TARGETS = {"optimizer": 12, "manual": 12, "analytic": 15}
 TRAIN = 55_000

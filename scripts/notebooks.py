@@ -6,7 +6,7 @@ Each notebook runs top to bottom in a fresh kernel from the notebooks/ folder; a
 is an assert) stops it and the script exits 1 naming the notebook and the cell. The executed notebooks, outputs
 included, are written to OUTDIR (`make notebooks` uses build/notebooks, which git ignores). --quick sets
 GRADLAB_NOTEBOOK_QUICK=1: the small budgets the test suite uses. --answers fills every "Your turn" exercise cell
-(metadata "gradlab-exercise") with its model answer (gradlab/practice/answers.py) and sets
+(metadata "gradlab-exercise") with its model answer (its lesson's exercises/answers.py) and sets
 GRADLAB_NOTEBOOK_ANSWERS=1, under which the notebook asserts that the answer passes its check.
 """
 
@@ -28,11 +28,11 @@ def execute(path: Path, quick: bool, answers: bool = False):
 
     nb = nbformat.read(path, as_version=4)
     if answers:
-        from gradlab.practice.answers import ANSWERS
+        from gradlab.practice import EXERCISES, answer_source
 
         for cell in nb.cells:
             if "gradlab-exercise" in cell.metadata:
-                cell.source = ANSWERS[cell.metadata["gradlab-exercise"]].strip() + "\n"
+                cell.source = answer_source(EXERCISES[cell.metadata["gradlab-exercise"]]).strip() + "\n"
     os.environ["GRADLAB_NOTEBOOK_QUICK"] = "1" if quick else "0"  # the kernel inherits this process's environment
     os.environ["GRADLAB_NOTEBOOK_ANSWERS"] = "1" if answers else "0"
     NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",

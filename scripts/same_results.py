@@ -20,8 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-LESSONS = ("mnist", "clip", "jacobian", "log1pexp", "gaussian-policy", "dqn", "actor-critic", "ddp")
-NEEDS_DATA = {"mnist", "clip", "ddp"}
+from gradlab.lessons import LESSONS
+
+NEEDS_DATA = {name for name, info in LESSONS.items() if info.needs_data}
 BUDGETS = {"default": [], "quick": ["--quick"]}
 
 # What is measured in seconds (or names a process or port of this run) differs from run to run: keys ending in

@@ -8,7 +8,7 @@ import torch
 from conftest import assert_one_line_error, invoke
 
 from gradlab.errors import GradlabError
-from gradlab.lessons import actor_critic as A
+from gradlab.lessons.actor_critic import lesson as A
 
 TINY = A.Config(total_steps=800, envs=4, hidden=16, eval_episodes=1, windows=2)
 

@@ -45,11 +45,12 @@ def test_every_lesson_explains_itself_from_its_own_source(name):
     module = LESSONS[name].load()
     doc, snippets = explanation(module)
     assert doc and snippets and all(s.code.lstrip().startswith(("def ", "class ")) for s in snippets)
-    root = Path(module.__file__).resolve().parents[2]
+    root = Path(module.__file__).resolve().parents[3]
+    folder = Path(module.__file__).resolve().parent
     for s in snippets:  # the shown lines are the file's lines, at the stated line numbers
-        # the lesson's own files (ddp has rooms: ddp_batches.py, ddp_single.py, ddp_ranks.py), or the plumbing it
-        # shares with other lessons (gradlab/training.py)
-        rooms = [f"gradlab/lessons/{LESSONS[name].module}{room}.py" for room in ("", "_batches", "_single", "_ranks")]
+        # the lesson's own folder (ddp has rooms: batches.py, single.py, ranks.py), or the plumbing it shares with
+        # other lessons (gradlab/training.py)
+        rooms = [str((folder / p.name).relative_to(root)) for p in folder.glob("*.py")]
         assert s.path in (*rooms, "gradlab/training.py")
         source = (root / s.path).read_text().splitlines()
         assert s.code.splitlines() == source[s.start - 1:s.start - 1 + len(s.code.splitlines())]
@@ -58,7 +59,7 @@ def test_every_lesson_explains_itself_from_its_own_source(name):
 def test_explain_flag_prints_math_and_numbered_source():
     result = invoke("log1pexp", "--explain", "--x", "0")
     assert result.exit_code == 0
-    assert "the math" in result.output and "StableLog1pExp — gradlab/lessons/log1pexp.py:" in result.output
+    assert "the math" in result.output and "StableLog1pExp — gradlab/lessons/log1pexp/lesson.py:" in result.output
     line = next(i for i, t in enumerate(Path(LESSONS["log1pexp"].load().__file__).read_text().splitlines(), 1)
                 if "return dy * torch.where(x >= 0, 1 / (1 + z), z / (1 + z))" in t)
     assert re.search(rf"\b{line}\b.*return dy \* torch\.where", result.output)
@@ -73,7 +74,7 @@ def test_all_summary_and_exit_code(monkeypatch):
     result = invoke("all", "--quick", "--lessons", "jacobian,log1pexp", "--quiet")
     assert result.exit_code == 0, result.output
     assert "jacobian" in result.output and "all 14 claims hold in 2 lessons" in result.output
-    from gradlab.lessons import jacobian
+    from gradlab.lessons.jacobian import lesson as jacobian
 
     monkeypatch.setitem(jacobian.METHODS, "torch.func.jacfwd", lambda f, x: jacobian.jacfwd(f)(x) * 2)
     result = invoke("all", "--quick", "--lessons", "jacobian", "--quiet")

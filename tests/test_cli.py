@@ -107,7 +107,7 @@ def test_config_file_with_flag_override(tmp_path):
 def test_tutorial_preset_is_the_defaults():
     import tomllib
 
-    from gradlab.lessons.mnist import Config
+    from gradlab.lessons.mnist.settings import Config
 
     with open("configs/mnist-tutorial.toml", "rb") as f:
         preset = tomllib.load(f)

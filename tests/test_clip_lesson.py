@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gradlab.errors import GradlabError
-from gradlab.lessons import clip as C
+from gradlab.lessons.clip import lesson as C
 
 SMALL = {"epochs": 1, "train_size": 2000, "test_size": 500}
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gradlab.errors import GradlabError
-from gradlab.lessons import gaussian_policy as G
-from gradlab.lessons import log1pexp as L
+from gradlab.lessons.gaussian_policy import lesson as G
+from gradlab.lessons.log1pexp import lesson as L
 
 # --- log1pexp -------------------------------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from gradlab import distributed
 from gradlab.errors import GradlabError
-from gradlab.lessons import ddp as D
+from gradlab.lessons.ddp import lesson as D
 
 SMALL = {"steps": 4, "batch_size": 24, "micro_batches": 4}
 GRADLAB = [sys.executable, "-m", "gradlab"]

@@ -8,7 +8,7 @@ import torch
 from conftest import assert_one_line_error, invoke
 
 from gradlab.errors import GradlabError
-from gradlab.lessons import dqn as D
+from gradlab.lessons.dqn import lesson as D
 
 TINY = D.Config(hidden=8, total_steps=400, learning_starts=100, train_every=4, gradient_steps=2, batch_size=16,
                 buffer_size=1000, eval_episodes=2, windows=2)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gradlab.errors import GradlabError
-from gradlab.lessons import jacobian as J
+from gradlab.lessons.jacobian import lesson as J
 
 
 def test_default_run_holds_every_claim():

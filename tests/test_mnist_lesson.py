@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from gradlab import training as T
 from gradlab.errors import GradlabError
-from gradlab.lessons import mnist as M
+from gradlab.lessons.mnist import lesson as M
 
 SMALL = {"epochs": 2, "train_size": 2000, "test_size": 500}
 

@@ -39,9 +39,10 @@ def test_run_returns_the_result_the_cli_renders_and_shows_itself_in_jupyter(samp
 def test_a_check_alone_shows_itself_in_jupyter(tmp_path):
     """gradlab.check, in a fresh process where no lesson ran: Jupyter draws its Result (the report layer registers
     the renderer; gradlab.result imports nothing from it)."""
-    from gradlab.practice.answers import ANSWERS
+    from gradlab.practice import EXERCISES, answer_source
 
-    (tmp_path / "answer.py").write_text("import torch\n" + ANSWERS["clip.clip_by_global_norm"], encoding="utf-8")
+    source = answer_source(EXERCISES["clip.clip_by_global_norm"])
+    (tmp_path / "answer.py").write_text("import torch\n" + source, encoding="utf-8")
     code = ("import gradlab, answer\n"
             "r = gradlab.check(answer.clip_by_global_norm, 'clip.clip_by_global_norm')\n"
             "print(r.exit_code, r._repr_html_()[:28])")

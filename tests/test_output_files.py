@@ -152,7 +152,7 @@ def test_huge_numbers_print_in_scientific_notation():
 
 
 def test_a_blown_up_cost_counts_as_diverged(sample):
-    from gradlab.lessons import clip as C
+    from gradlab.lessons.clip import lesson as C
 
     result = C.run(C.Config(lr=20.0, epochs=1, train_size=2000, test_size=200), sample)
     assert result.metrics["none"]["diverged"] and "cost" in result.metrics["none"]["diverged"]
@@ -171,7 +171,7 @@ def test_claims_speak_only_about_points_in_the_table(tmp_path):
 
 
 def test_sigma_shrinks_is_judged_per_dimension():
-    from gradlab.lessons import gaussian_policy as G
+    from gradlab.lessons.gaussian_policy import lesson as G
 
     result = G.run(G.Config(lr=0.001))
     claim = {c.id: c for c in result.claims}["sigma-shrinks"]

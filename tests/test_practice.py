@@ -11,20 +11,20 @@ import pytest
 import torch
 from conftest import assert_one_line_error, invoke
 
-from gradlab.practice import EXERCISES
+from gradlab.practice import EXERCISES, checks_of
 from gradlab.practice import sandbox as sandbox_module
 from gradlab.practice.check import judge, run_check, starter
-from gradlab.practice.exercises import CHECKS
 
 NAMES = list(EXERCISES)
+CHECKS = {name: checks_of(e) for name, e in EXERCISES.items()}
 
 
 def judged(name: str, fn) -> "object":
     """The Result for FN as if it had run in the sandbox (its outputs through the exercise's harness)."""
     checks = CHECKS[name]
     cases = checks.cases(0)
-    refs = [checks.harness(checks.reference, c) for c in cases]
-    return judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [checks.harness(fn, c) for c in cases]})
+    refs = [checks.call(checks.reference, c) for c in cases]
+    return judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [checks.call(fn, c) for c in cases]})
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -52,7 +52,7 @@ def perturb(out, rel: float = 1e-3):
 def test_a_small_perturbation_of_the_reference_fails_and_shows_where(name):
     checks = CHECKS[name]
     cases = checks.cases(0)
-    refs = [checks.harness(checks.reference, c) for c in cases]
+    refs = [checks.call(checks.reference, c) for c in cases]
     r = judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [perturb(o) for o in refs]})
     assert r.exit_code == 1 and "first difference" in r.metrics["diagnosis"], r.metrics.get("diagnosis")
 

@@ -101,15 +101,15 @@ def check_function(fn, name: str) -> Result:
 def run_check(path: str, exercise: Exercise, seed: int = 0) -> Result:
     from gradlab.practice import sandbox
 
-    box = sandbox.Sandbox(path, exercise.name, seed)  # started first: it imports torch while we work
+    box = sandbox.Sandbox(path, exercise, seed)  # started first: it imports torch while we work
     from gradlab import threads
-    from gradlab.practice.exercises import CHECKS
+    from gradlab.practice import checks_of
 
     threads.apply(1)  # as the submission computes (OMP_NUM_THREADS=1): a known mistake then matches it to the bit
 
-    checks = CHECKS[exercise.name]
+    checks = checks_of(exercise)
     cases = checks.cases(seed)
-    refs = [checks.harness(checks.reference, c) for c in cases]  # computed here, never in the submission's process
+    refs = [checks.call(checks.reference, c) for c in cases]  # computed here, never in the submission's process
     result = judge(exercise, cases, refs, box.finish(), seed)
     result.config = {"file": path}
     return result
@@ -117,10 +117,10 @@ def run_check(path: str, exercise: Exercise, seed: int = 0) -> Result:
 
 def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, seed: int = 0) -> Result:
     """The Result of a submission whose sandbox returned GOT, against the references REFS on CASES."""
-    from gradlab.practice import sandbox
-    from gradlab.practice.exercises import CHECKS, relative
+    from gradlab.practice import checks_of, sandbox
+    from gradlab.practice.exercise import relative
 
-    checks = CHECKS[exercise.name]
+    checks = checks_of(exercise)
     notes = []
     if got.get("printed_bytes", 0) > sandbox.SHOWN:
         notes.append(f"your code printed {got['printed_bytes']:,} bytes; the first {sandbox.SHOWN:,} characters: "
@@ -155,10 +155,10 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
 def diagnose(checks, cases: list[dict], outputs: list[dict], refs: list[dict], diffs: list[float]) -> str:
     """A known mistake whose outputs the submission's match on every input, by name with its fix; else where the
     submission first differs from the reference."""
-    from gradlab.practice.exercises import same, tensors
+    from gradlab.practice.exercise import same, tensors
 
     for mistake in checks.mistakes:
-        theirs = [checks.harness(mistake.fn, c) for c in cases]
+        theirs = [checks.call(mistake.fn, c) for c in cases]
         if all(same(o, m, MATCHES) for o, m in zip(outputs, theirs, strict=True)):
             first = next(i for i, d in enumerate(diffs) if d > MATCHES) if any(d > MATCHES for d in diffs) else 0
             return f"{mistake.name}: {mistake.diagnosis(outputs[first], refs[first])}"

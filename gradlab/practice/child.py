@@ -1,10 +1,11 @@
 """The sandbox process: import the student's file, call their function through the exercise's harness on every case,
 save the outputs (tensors only) for the gradlab process to judge. gradlab itself never imports this module.
 
-    python -m gradlab.practice.child FILE EXERCISE SEED OUT.pt
+    python -m gradlab.practice.child FILE HARNESS FUNCTION SEED OUT.pt
 
-It makes the inputs itself from the seed (the gradlab process makes the same ones meanwhile, for the references),
-so the two processes start torch at the same time.
+HARNESS is the exercise's harness module (gradlab.lessons.<lesson>.exercises.harness): the only code of the exercise
+this process imports (no reference, no known mistake). It makes the inputs itself from the seed (the gradlab
+process makes the same ones meanwhile, for the references), so the two processes start torch at the same time.
 """
 
 from __future__ import annotations
@@ -26,15 +27,14 @@ def student_trace(error: BaseException, path: str) -> tuple[str, str]:
 
 
 def main() -> None:
-    path, name, seed, out_path = sys.argv[1:5]
+    path, harness_module, function, seed, out_path = sys.argv[1:6]
     path = os.path.abspath(path)
+    import importlib
+
     import torch
 
-    from gradlab.practice import EXERCISES
-    from gradlab.practice.exercises import CHECKS
-
-    function, checks = EXERCISES[name].function, CHECKS[name]
-    cases = checks.cases(int(seed))
+    harness = importlib.import_module(harness_module).HARNESSES[function]
+    cases = harness.cases(int(seed))
 
     def done(**result) -> None:
         torch.save(result, out_path)
@@ -53,7 +53,7 @@ def main() -> None:
     outputs = []
     for case in cases:
         try:
-            outputs.append(checks.harness(fn, case))
+            outputs.append(harness.call(fn, case))
         except NotImplementedError:
             return done(ok=False, kind="todo", error=f"{function} raises NotImplementedError: write its body",
                         trace="")

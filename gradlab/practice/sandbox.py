@@ -30,14 +30,17 @@ def _limits() -> None:  # in the child, before it runs anything
 class Sandbox:
     """The submission's process, started at once (it imports torch while gradlab computes the references)."""
 
-    def __init__(self, path: str, exercise: str, seed: int, timeout_s: float | None = None) -> None:
+    def __init__(self, path: str, exercise, seed: int, timeout_s: float | None = None) -> None:
+        from gradlab.practice import harness_module
+
         self.tmp = tempfile.TemporaryDirectory(prefix="gradlab-check-")
         self.out_path, self.log_path = Path(self.tmp.name, "out.pt"), Path(self.tmp.name, "printed.txt")
         self.timeout_s, self.started = timeout_s or TIMEOUT_S, time.monotonic()
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "gradlab.practice.child", os.path.abspath(path),
-                                          exercise, str(seed), str(self.out_path)], stdin=subprocess.DEVNULL,
+                                          harness_module(exercise), exercise.function, str(seed),
+                                          str(self.out_path)], stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.tmp.name,
                                          preexec_fn=_limits)
 

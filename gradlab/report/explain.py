@@ -11,14 +11,14 @@ from pathlib import Path
 @dataclass
 class Snippet:
     name: str
-    path: str  # relative to the package's parent folder, e.g. gradlab/lessons/mnist.py
+    path: str  # relative to the folder that holds the gradlab package, e.g. gradlab/lessons/mnist/lesson.py
     start: int  # first line number
     code: str
 
 
 def explanation(module) -> tuple[str, list[Snippet]]:
     """(the module docstring, the source of each name in module.EXPLAIN with its line numbers)."""
-    root = Path(inspect.getfile(module)).resolve().parents[2]
+    root = Path(__file__).resolve().parents[2]  # the folder that holds gradlab/ (this is gradlab/report/…)
     snippets = []
     for name in module.EXPLAIN:  # every lesson names them (gradlab.lessons.Lesson)
         obj = getattr(module, name)

@@ -1,0 +1,242 @@
+"""An actor-critic whose critic is trained from explicitly computed gradients with RMSProp.
+
+The tutorial's `CriticNetwork` (TF-1) did three things by hand:
+
+    td        = td_target − V(s)                       td_target fed in: r + γ V(s') (0 after a terminal s')
+    loss      = mean(td²)
+    grads     = tf.gradients(loss, params)             compute
+    optimizer = tf.train.RMSPropOptimizer(lr)
+    optimizer.apply_gradients(zip(grads, params))      apply
+
+and built placeholders and assign ops to get and set all network parameters, to copy weights between agents.
+
+In PyTorch: `grads = torch.autograd.grad(loss, critic.parameters())`, then `p.grad = g` for each parameter and
+`RMSprop.step()` applies them (`--grad-mode explicit`); `loss.backward(); step()` is the usual one call
+(`--grad-mode backward`), and the two must train identically, bit for bit. Parameters are got and set as one
+flat vector with `parameters_to_vector` / `vector_to_parameters` (the assign ops), or as a `state_dict`.
+
+The agent is a one-step actor-critic (A2C-style: several environments stepped in lockstep, one TD step each):
+
+    δ   = r + γ (1 − terminal) V(s') − V(s)              the TD error, also the advantage estimate
+    critic: minimise mean δ²                            (δ's target part is a constant, as the fed td_target)
+    actor:  minimise −mean(ln π(a|s) · δ) − β·entropy   (δ detached: the actor must not move the critic)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import torch
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from gradlab import rl
+from gradlab.lessons.actor_critic.settings import (  # the settings, declared once (no torch: --help reads them)
+    Config,
+)
+from gradlab.result import Claim, Curve, Result, Table
+
+CHECK_STEPS = 2_000  # environment steps of the second (other grad-mode) run behind the bitwise claim
+
+
+
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("critic_update", "get_params", "set_params")
+
+
+def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(inputs, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, hidden),
+                               torch.nn.Tanh(), torch.nn.Linear(hidden, outputs))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The critic, the tutorial's way: compute, write .grad, apply
+# ---------------------------------------------------------------------------------------------------------------
+
+def critic_update(critic, optimizer, s, td_target, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One RMSprop step on mean (td_target − V(s))²; returns (loss, td). MODE: explicit or backward."""
+    td = td_target - critic(s).squeeze(1)  # td = td_target − V(s)
+    loss = td.pow(2).mean()
+    if mode == "explicit":
+        params = list(critic.parameters())
+        grads = torch.autograd.grad(loss, params)  # grads = tf.gradients(loss, params)
+        for p, g in zip(params, grads, strict=True):
+            p.grad = g  # what apply_gradients(zip(grads, params)) hands the optimizer
+        optimizer.step()
+    else:
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return loss.detach(), td.detach()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Get and set parameters: the tutorial's placeholders and assign ops
+# ---------------------------------------------------------------------------------------------------------------
+
+def get_params(net: torch.nn.Module) -> torch.Tensor:
+    """All parameters as one flat vector (a copy)."""
+    return parameters_to_vector(net.parameters()).detach().clone()
+
+
+def set_params(net: torch.nn.Module, flat: torch.Tensor) -> None:
+    """Write a flat vector back into the parameters, in the same order (the assign ops)."""
+    with torch.no_grad():
+        vector_to_parameters(flat, net.parameters())
+
+
+def copy_checks(critic: torch.nn.Module, hidden: int, seed: int) -> tuple[float, float, int]:
+    """Copy CRITIC into fresh networks via the flat vector and via state_dict; max |ΔV| on random states."""
+    states = torch.randn(256, 4, generator=torch.Generator().manual_seed(seed + 7))
+    fresh_a, fresh_b = mlp(4, 1, hidden), mlp(4, 1, hidden)
+    set_params(fresh_a, get_params(critic))
+    fresh_b.load_state_dict(critic.state_dict())
+    with torch.no_grad():
+        v = critic(states)
+        return float((fresh_a(states) - v).abs().max()), float((fresh_b(states) - v).abs().max()), \
+            get_params(critic).numel()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------------
+
+def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> dict:
+    torch.manual_seed(config.seed)
+    actor, critic = mlp(4, 2, config.hidden), mlp(4, 1, config.hidden)
+    actor_opt = torch.optim.RMSprop(actor.parameters(), lr=config.actor_lr, alpha=0.99, eps=1e-5)
+    critic_opt = torch.optim.RMSprop(critic.parameters(), lr=config.critic_lr, alpha=0.99, eps=1e-5)
+    envs = [rl.make_env() for _ in range(config.envs)]
+    checkpoint = rl.BestCheckpoint(config.eval_every, config.checkpoint_episodes, config.seed)
+    last_step = config.total_steps - config.total_steps % config.envs
+    s = np.stack([env.reset(seed=config.seed + i)[0] for i, env in enumerate(envs)])
+    g = torch.Generator().manual_seed(config.seed)
+    ep_returns = np.zeros(config.envs)
+    episodes, losses, abs_td = [], [], []
+    step, last_return, stopped, start = 0, 0.0, None, time.perf_counter()
+    while step + config.envs <= config.total_steps:
+        st = torch.from_numpy(s)
+        logits = actor(st)
+        if not bool(torch.isfinite(logits).all()):  # the learning rates blew the networks up: stop, say where
+            stopped = (f"the actor's outputs became non-finite after {step:,} environment steps; training stopped. "
+                       f"The learning rates (--critic-lr {config.critic_lr}, --actor-lr {config.actor_lr}) are too "
+                       f"large: try the defaults")
+            break
+        dist = torch.distributions.Categorical(logits=logits)
+        a = torch.multinomial(dist.probs.detach(), 1, generator=g).squeeze(1)  # seeded sampling
+        s2, r, terminal = np.empty_like(s), np.empty(config.envs, np.float32), np.empty(config.envs, np.float32)
+        next_s = np.empty_like(s)
+        for i, env in enumerate(envs):
+            s2[i], r[i], term, trunc, _ = env.step(int(a[i]))
+            terminal[i] = float(term)
+            ep_returns[i] += r[i]
+            next_s[i] = s2[i]
+            if term or trunc:
+                episodes.append((step + i + 1, float(ep_returns[i])))
+                last_return, ep_returns[i] = float(ep_returns[i]), 0.0
+                next_s[i] = env.reset()[0]
+        step += config.envs
+        if config.anneal_lr:
+            for opt, lr in ((actor_opt, config.actor_lr), (critic_opt, config.critic_lr)):
+                for group in opt.param_groups:
+                    group["lr"] = lr * (1 - step / config.total_steps)
+        with torch.no_grad():  # the fed td_target: a constant, as in the tutorial
+            td_target = torch.from_numpy(r) + config.gamma * (1 - torch.from_numpy(terminal)) * \
+                critic(torch.from_numpy(s2)).squeeze(1)  # bootstraps from s' even when truncated
+        loss, td = critic_update(critic, critic_opt, st, td_target, config.grad_mode)
+        # the actor follows the advantage estimate δ, detached so the actor does not train the critic
+        actor_loss = -(dist.log_prob(a) * td).mean() - config.entropy * dist.entropy().mean()
+        actor_opt.zero_grad()
+        actor_loss.backward()
+        actor_opt.step()
+        losses.append(loss)
+        abs_td.append(td.abs().mean())
+        s = next_s
+        if checkpoint.due(step, last_step, config.envs):
+            checkpoint.offer(step, actor)  # greedy: the argmax of the actor's logits
+        if step % (config.envs * 250) == 0:
+            progress(step, last_return)
+    wall = time.perf_counter() - start
+    for env in envs:
+        env.close()
+    return {"actor": actor, "critic": critic, "checkpoint": checkpoint, "episodes": episodes, "stopped": stopped,
+            "loss": torch.stack(losses) if losses else torch.zeros(0),
+            "abs_td": torch.stack(abs_td) if abs_td else torch.zeros(0), "steps": step, "wall_s": wall,
+            "steps_per_s": step / wall}
+
+
+def run(config: Config, device: torch.device | None = None,
+        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
+    """Train, evaluate greedily, check explicit ≡ backward and the parameter copies. Pure: no printing."""
+    out = train(config, lambda step, ret: progress(f"{config.grad_mode} step {step}/{config.total_steps}  "
+                                                   f"return {ret:.0f}", step, config.total_steps))
+    best = out["checkpoint"]
+    eval_returns, last_returns = best.fresh_returns(out["actor"], config.eval_episodes, bool(out["stopped"]))
+
+    # Bitwise: the same seed with the other grad mode, over the first CHECK_STEPS steps, against a fresh run.
+    short = replace(config, total_steps=min(CHECK_STEPS, config.total_steps))
+    other = "backward" if config.grad_mode == "explicit" else "explicit"
+    a, b = train(short), train(replace(short, grad_mode=other))
+    weight_diff = max(float(torch.where(p.isnan() & q.isnan(), 0.0, p - q).detach().abs().max()) for p, q in
+                      zip([*a["critic"].parameters(), *a["actor"].parameters()],
+                          [*b["critic"].parameters(), *b["actor"].parameters()], strict=True))
+    same = a["episodes"] == b["episodes"] and torch.equal(a["loss"], b["loss"])
+    flat_diff, state_diff, n_params = copy_checks(out["critic"], config.hidden, config.seed)
+
+    n = config.windows
+    edges = rl.window_edges(out["steps"], n)
+    returns = rl.window_means(out["episodes"], out["steps"], n)
+    per_update = np.array_split(np.arange(len(out["loss"])), n)
+    loss_w = [float(out["loss"][idx].mean()) for idx in per_update]
+    td_w = [float(out["abs_td"][idx].mean()) for idx in per_update]
+    rows = [[rl.window_label(lo, hi), ret, lw, tw] for (lo, hi), ret, lw, tw in
+            zip(edges, returns, loss_w, td_w, strict=True)]
+    mean_eval = float(np.mean(eval_returns))
+    claims = [
+        Claim("explicit-equals-backward", f"critic via autograd.grad → .grad → RMSprop ≡ loss.backward(), same seed, "
+              f"first {short.total_steps:,} steps (max |Δweight|; returns and losses identical too)",
+              weight_diff if same else math.inf, 0.0),
+        Claim("copy-flat-vector", f"critic copied through parameters_to_vector / vector_to_parameters ({n_params} "
+              f"numbers): max |ΔV| on 256 states", flat_diff, 0.0),
+        Claim("copy-state-dict", "critic copied through state_dict: max |ΔV| on 256 states", state_diff, 0.0),
+        Claim("learns", f"the actor learns: its best checkpoint (step {best.best_step:,} of {out['steps']:,}, chosen "
+              f"on {config.checkpoint_episodes} greedy episodes) scores ≥ {rl.SOLVED:.0f} on {config.eval_episodes} "
+              f"fresh greedy episodes (mean; the last actor is in the table)", mean_eval, rl.SOLVED, ">="),
+    ]
+    centers = [(lo + hi) / 2 for lo, hi in edges]
+    return Result(
+        lesson="actor-critic", title="a critic trained from explicit gradients with RMSProp (one-step actor-critic)",
+        seed=config.seed,
+        metrics={"window_mean_return": returns, "window_critic_loss": loss_w, "window_mean_abs_td": td_w,
+                 "eval_returns": eval_returns, "eval_mean": mean_eval, "best_step": best.best_step,
+                 "checkpoint_returns": [score for _, score in best.history],
+                 "eval_last_mean": float(np.mean(last_returns)), "episodes": len(out["episodes"]),
+                 "steps_per_s": out["steps_per_s"], "wall_s": out["wall_s"], "critic_parameters": n_params},
+        claims=claims,
+        tables=[
+            Table(f"training ({config.grad_mode} critic gradients, {config.envs} environments in lockstep)",
+                  ["env steps", "mean episodic return", "critic loss", "mean |td|"], rows,
+                  [None, ".1f", ".4f", ".4f"]),
+            Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes",
+                  ["best checkpoint (step)", "its mean return", "its min", "last actor's mean", "last vs best",
+                   "training episodes", "env steps/s", "wall s"],
+                  [[best.best_step, mean_eval, min(eval_returns), float(np.mean(last_returns)),
+                    rl.after_best(mean_eval, float(np.mean(last_returns))), len(out["episodes"]),
+                    out["steps_per_s"], out["wall_s"]]], [",", ".1f", ".0f", ".1f", None, None, ",.0f", ".1f"],
+                  note=best.note("actor")),
+        ],
+        curves={"training": Curve("environment step", "mean episodic return in the window", centers,
+                                  {"return": returns}, refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED}),
+                "critic": Curve("environment step", "critic loss, mean |td|", centers,
+                                {"critic loss": loss_w, "mean |td|": td_w}, logy=True),
+                "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
+                                     [step for step, _ in best.history],
+                                     {"actor": [score for _, score in best.history]},
+                                     refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED})},
+        notes=[rl.env_note(), *([] if out["stopped"] else rl.collapse_note(
+            "the actor", best.best_step, mean_eval, float(np.mean(last_returns)), out["steps"]))],
+        stopped=out["stopped"],
+    )

@@ -1,0 +1,56 @@
+"""The settings of `gradlab actor-critic`, each declared once (gradlab.settings). No torch here: `gradlab
+actor-critic --help` reads this module."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from gradlab import settings as o
+from gradlab.errors import MAX_ENV_STEPS, check, check_positive
+
+GRAD_MODES = ("explicit", "backward")
+
+
+@dataclass
+class Config(o.LessonConfig):
+    """Settings of `gradlab actor-critic`; the seed drives the environments and the networks. The networks' width
+    and the table's windows have no option (gradlab.lessons.actor_critic.settings.Config(...) takes them)."""
+
+    grad_mode: str = o.option("explicit", "explicit: autograd.grad → .grad → RMSprop.step() (the tutorial); backward: "
+                                          "loss.backward().", choices=GRAD_MODES, listed="choices")
+    total_steps: int = o.option(150_000, "Environment steps, summed over the environments.", listed=True)
+    envs: int = o.option(16, "CartPole environments stepped in lockstep.", listed=True)  # one update per lockstep
+    gamma: float = o.gamma()
+    critic_lr: float = o.option(2e-3, "RMSprop learning rate, critic.")  # the tutorial's optimizer
+    actor_lr: float = o.option(2e-3, "RMSprop learning rate, actor.")
+    entropy: float = o.option(0.01, "Entropy bonus weight β.")  # keeps the policy exploring
+    anneal_lr: bool = o.anneal_lr("Decay both learning rates linearly to 0 over the run.")
+    hidden: int = 64  # units in each of the two hidden layers of both networks
+    eval_every: int = o.eval_every(10_000)  # play greedy episodes and keep the best actor so far ...
+    checkpoint_episodes: int = o.checkpoint_episodes()  # ... judged on this many episodes (rl-zoo's EvalCallback)
+    eval_episodes: int = o.eval_episodes()  # the chosen checkpoint (and the last actor) reported on fresh episodes
+    windows: int = 10  # windows of the training table
+
+    cpu_only: ClassVar[str | None] = "two 64-unit networks fed 8 states per step: a GPU would only add transfer " \
+                                     "latency"
+
+    def __post_init__(self) -> None:
+        check(self.grad_mode in GRAD_MODES, f"unknown --grad-mode {self.grad_mode!r}: use explicit or backward")
+        check(0 <= self.gamma <= 1 and not math.isnan(self.gamma), f"--gamma must be in [0, 1], got {self.gamma}")
+        check(self.total_steps <= MAX_ENV_STEPS, f"--total-steps must be at most {MAX_ENV_STEPS:,}, got "
+                                                 f"{self.total_steps}; try 150000")
+        check(self.total_steps >= self.envs, f"--total-steps must be at least --envs ({self.envs}), "
+                                             f"got {self.total_steps}")
+        for name, v in (("--critic-lr", self.critic_lr), ("--actor-lr", self.actor_lr)):
+            check_positive(name, v, "0.002")
+        check(0 <= self.entropy < math.inf, f"--entropy must be ≥ 0, got {self.entropy}")
+        for name, v in (("--envs", self.envs), ("--hidden", self.hidden), ("--eval-episodes", self.eval_episodes),
+                        ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
+                        ("--windows", self.windows)):
+            check(v >= 1, f"{name} must be at least 1, got {v}")
+        for name, v, most in (("--envs", self.envs, 1024), ("--hidden", self.hidden, 4096),
+                              ("--eval-episodes", self.eval_episodes, 10_000), ("--windows", self.windows, 1000),
+                              ("--checkpoint-episodes", self.checkpoint_episodes, 10_000)):
+            check(v <= most, f"{name} must be at most {most:,}, got {v:,}")

@@ -1,0 +1,23 @@
+"""`gradlab clip`: compute → process → apply gradients, with clipping by global norm.
+
+This folder is the lesson: settings.py (its options), lesson.py (the math and the run), exercises/ (what students
+write). This file is its entry in the registry (gradlab.lessons), read without torch.
+"""
+
+from gradlab.lessons.clip.settings import Config
+from gradlab.lessons.info import LessonInfo
+
+INFO = LessonInfo(
+    name="clip",
+    config=Config,
+    idea="compute_gradients → clip_by_global_norm → apply_gradients",
+    short_help="Compute → process → apply gradients: clipping by global norm tames exploding gradients.",
+    help="""Train with compute_gradients → clip_by_global_norm → apply_gradients, and without, side by side.
+
+    Shows that the three explicit steps equal backward(); step(), that our global-norm formula equals
+    torch.nn.utils.clip_grad_norm_, and what clipping does to a network whose gradients explode.
+    The tutorial's plain setting: --config configs/clip-tutorial.toml.
+    """,
+    needs_data=True,
+    quick=("--dataset", "mnist-sample", "--offline", "--epochs", "2"),
+)

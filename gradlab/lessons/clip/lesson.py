@@ -1,0 +1,322 @@
+"""Gradient processing between compute and apply: clipping by global norm.
+
+TF-1's `optimizer.minimize(loss)` is two calls, and the tutorial put work between them:
+
+    grads_and_vars = optimizer.compute_gradients(loss)                 # 1. compute
+    grads, _ = tf.clip_by_global_norm([g for g, v in grads_and_vars], clip_norm)   # 2. process
+    optimizer.apply_gradients(zip(grads, [v for g, v in grads_and_vars]))        # 3. apply
+
+Clipping by global norm treats all gradients as one long vector:
+
+    global_norm = sqrt(Σ_i ‖g_i‖²)
+    g_i ← g_i · clip_norm / max(global_norm, clip_norm)
+
+so the direction is kept and only the length is capped at clip_norm; a step can never be longer than
+lr · clip_norm, which tames exploding gradients. Other processing: `norm` clips each tensor by its own norm
+(`tf.clip_by_norm`), `value` clamps every element to [−v, v] (`tf.clip_by_value`), which changes the direction.
+
+In PyTorch the three steps are `torch.autograd.grad` (compute), any tensor code (process), and writing the
+results into `p.grad` before `optimizer.step()` (apply). `torch.nn.utils.clip_grad_norm_` does step 2 in place
+on `.grad`; it adds 1e-6 to the norm before dividing, so its clipped gradients differ from the formula above by
+about 1e-6/global_norm, relatively.
+
+Models: `softmax` is the tutorial's (784→10, zero init, as in `gradlab mnist`); its gradients are small and
+bounded, so clipping barely matters. `mlp` (784→256→256→10, ReLU, PyTorch's default init) with a large
+learning rate is where gradients explode: unclipped SGD kills the network or overflows; clipped SGD trains.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable
+
+import torch
+
+from gradlab.lessons.clip.settings import (  # the settings, declared once (no torch: --help reads them)
+    Config,
+)
+from gradlab.result import Claim, Curve, Result, Table
+from gradlab.training import (
+    DIVERGED,
+    batches,
+    clip_by_global_norm,
+    cross_entropy,
+    global_norm,
+    make_model,
+    prepare,
+    torch_clip,
+)
+
+EQUIVALENCE_STEPS = 50  # steps on which the three-step path is checked against backward(); step()
+
+
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("global_norm", "clip_by_global_norm", "three_step", "one_step")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Processing: each function takes the list of gradients and returns the processed list (and never mutates).
+# ---------------------------------------------------------------------------------------------------------------
+
+def clip_by_norm(grads: list[torch.Tensor], clip_norm: float) -> list[torch.Tensor]:
+    """Each tensor by its own norm: g · clip_norm / max(‖g‖, clip_norm), as tf.clip_by_norm."""
+    out = []
+    for g in grads:
+        norm = torch.linalg.vector_norm(g, dtype=torch.float64)
+        out.append(g * (norm.new_tensor(clip_norm) / torch.clamp(norm, min=clip_norm)))
+    return out
+
+
+def clip_by_value(grads: list[torch.Tensor], clip_value: float) -> list[torch.Tensor]:
+    """Every element into [−v, v], as tf.clip_by_value: the direction changes."""
+    return [g.clamp(-clip_value, clip_value) for g in grads]
+
+
+def processor(mode: str, config: Config) -> Callable[[list[torch.Tensor]], list[torch.Tensor]]:
+    return {
+        "global-norm": lambda gs: clip_by_global_norm(gs, config.clip_norm),
+        "norm": lambda gs: clip_by_norm(gs, config.clip_norm),
+        "value": lambda gs: clip_by_value(gs, config.clip_value),
+        "none": lambda gs: gs,
+    }[mode]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The model, and one step in the three explicit phases.
+# ---------------------------------------------------------------------------------------------------------------
+
+def three_step(model, optimizer, process, x, y):
+    """compute → process → apply. Returns (cost, global norm before, global norm after, per-tensor grads after)."""
+    params = list(model.parameters())
+    cost = cross_entropy(model(x), y)
+    grads = torch.autograd.grad(cost, params)  # 1. compute_gradients: (gradient, parameter) pairs
+    processed = process(list(grads))  # 2. process, e.g. clip_by_global_norm
+    for p, g in zip(params, processed, strict=True):  # 3. apply_gradients: the optimizer reads .grad
+        p.grad = g
+    optimizer.step()
+    # The norms are measured in float64 so that the bound claims test the clipping, not the measurement.
+    return (cost.detach(), global_norm([g.double() for g in grads]), global_norm([g.double() for g in processed]),
+            processed)
+
+
+def one_step(model, optimizer, x, y):
+    """The usual single call: loss.backward(); optimizer.step() (TF: minimize)."""
+    optimizer.zero_grad()
+    cost = cross_entropy(model(x), y)
+    cost.backward()
+    optimizer.step()
+    return cost.detach()
+
+
+def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c: None) -> dict:
+    """Train with processing MODE. Divergence (a non-finite cost) ends the run and is reported, not raised."""
+    model = make_model(config.model, config.seed, device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
+    process = processor(mode, config)
+    out = {"epoch_cost": [], "norm_mean": [], "norm_max": [], "clipped_fraction": [], "diverged": None,
+           "step_norm_before": [], "step_norm_after": [], "max_tensor_norm_after": 0.0, "max_abs_after": 0.0}
+    start = time.perf_counter()
+    for epoch, order in enumerate(orders, start=1):
+        costs, before, after = [], [], []
+        for xb, yb in batches(x, y, order, config.batch_size):
+            c, n_before, n_after, processed = three_step(model, optimizer, process, xb, yb)
+            costs.append(c)
+            before.append(n_before)
+            after.append(n_after)
+            if mode == "norm":
+                out["max_tensor_norm_after"] = max(out["max_tensor_norm_after"],
+                                                   max(float(g.double().norm()) for g in processed))
+            if mode == "value":
+                out["max_abs_after"] = max(out["max_abs_after"], max(float(g.abs().max()) for g in processed))
+        c, nb, na = torch.stack(costs).double(), torch.stack(before).double(), torch.stack(after).double()
+        out["step_norm_before"] += nb.tolist()
+        out["step_norm_after"] += na.tolist()
+        bad = (~torch.isfinite(c) | (c > DIVERGED)).nonzero()
+        if len(bad):
+            s = int(bad[0])
+            out["diverged"] = f"cost {float(c[s]):.4g} at epoch {epoch}, step {s + 1}"
+            out["epoch_cost"].append(float(c[:s].mean()) if s else float("nan"))
+            out["norm_mean"].append(float(nb[:s + 1].mean()))
+            out["norm_max"].append(float(nb[:s + 1].max()))
+            out["clipped_fraction"].append(float((nb[:s + 1] > na[:s + 1] + 1e-12).double().mean()))
+            break
+        out["epoch_cost"].append(float(c.mean()))
+        out["norm_mean"].append(float(nb.mean()))
+        out["norm_max"].append(float(nb.max()))
+        out["clipped_fraction"].append(float((nb > na + 1e-12).double().mean()))  # steps where processing acted
+        on_epoch(epoch, out["epoch_cost"][-1])
+    out["wall_s"] = time.perf_counter() - start
+    out["model"] = model
+    return out
+
+
+WARM_UP_STEPS = 5
+
+
+def warm_up(modes: list[str], config: Config, x, y, order, device) -> None:
+    """A few untimed steps of every run on a throwaway model before any timing, so that torch's first-call costs
+    are not billed to whichever run comes first."""
+    for mode in modes:
+        model = make_model(config.model, config.seed, device)
+        optimizer, process = torch.optim.SGD(model.parameters(), lr=config.lr), processor(mode, config)
+        for xb, yb in itertools.islice(batches(x, y, order, config.batch_size), WARM_UP_STEPS):
+            three_step(model, optimizer, process, xb, yb)
+
+
+def accuracy(model, x, labels) -> float:
+    with torch.no_grad():
+        return float((model(x).argmax(dim=1) == labels).double().mean())
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checks behind the claims.
+# ---------------------------------------------------------------------------------------------------------------
+
+def equivalence_check(config: Config, x, y, order, device) -> float:
+    """Max |Δparam| between compute → (no processing) → apply and backward(); step(), over the first steps."""
+    a, b = make_model(config.model, config.seed, device), make_model(config.model, config.seed, device)
+    opt_a, opt_b = torch.optim.SGD(a.parameters(), lr=config.lr), torch.optim.SGD(b.parameters(), lr=config.lr)
+    for xb, yb in itertools.islice(batches(x, y, order, config.batch_size), EQUIVALENCE_STEPS):
+        three_step(a, opt_a, processor("none", config), xb, yb)
+        one_step(b, opt_b, xb, yb)
+    with torch.no_grad():
+            return max(float((p - q).abs().max()) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
+def torch_agreement(config: Config, x, y, order, device) -> tuple[float, float]:
+    """Our global norm and clipping vs clip_grad_norm_, in float64, on the real gradients of the first steps.
+
+    Returns (max relative difference of the norms, max relative difference of the clipped gradients).
+    """
+    model = make_model(config.model, config.seed, device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
+    params = list(model.parameters())
+    worst_norm = worst_grad = 0.0
+    for xb, yb in itertools.islice(batches(x, y, order, config.batch_size), EQUIVALENCE_STEPS):
+        grads = [g.double() for g in torch.autograd.grad(cross_entropy(model(xb), yb), params)]
+        theirs_norm, theirs = torch_clip(grads, config.clip_norm)
+        mine = global_norm(grads)
+        worst_norm = max(worst_norm, float((mine - theirs_norm).abs() / mine))
+        ours = clip_by_global_norm(grads, config.clip_norm)
+        scale = max(float(global_norm(ours)), 1e-30)
+        worst_grad = max(worst_grad, max(float((o - t).abs().max()) for o, t in zip(ours, theirs, strict=True)) / scale)
+        for p, g in zip(params, ours, strict=True):
+            p.grad = g.to(p.dtype)
+        optimizer.step()  # move on along the clipped trajectory
+    return worst_norm, worst_grad
+
+
+def first_batch_norm_by_hand(x, y) -> float:
+    """At W = b = 0 every class has p = 1/10: ‖xᵀ(p − y)/B‖² + ‖mean(p − y)‖², square-rooted."""
+    d = (torch.full_like(y, 0.1) - y) / len(x)
+    return float(torch.sqrt((x.T @ d).pow(2).sum() + d.sum(0).pow(2).sum()))
+
+
+def run(config: Config, data, device: torch.device | None = None,
+        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
+    """Train with the chosen processing (and without, with --compare); check the claims. Pure: no printing."""
+    device = device or torch.device("cpu")
+    x, y, x_test, labels_test, orders, notes = prepare(config, data, device)
+    n_train, n_test = len(x), len(x_test)
+    runs = [config.clip] + (["none"] if config.compare and config.clip != "none" else [])
+    warm_up(runs, config, x, y, orders[0], device)
+    results = {}
+    for i, mode in enumerate(runs):
+        def on_epoch(e, c, i=i, mode=mode):
+            progress(f"{mode:11s} epoch {e}/{config.epochs}  cost {c:.4f}", i * config.epochs + e,
+                     len(runs) * config.epochs)
+
+        results[mode] = train(mode, config, x, y, orders, device, on_epoch)
+
+    # The very first batch's gradient norm: at this model's initial weights, and for the tutorial's softmax
+    # at zero init (which the tutorial printed, whatever --model says).
+    first_x, first_y = next(batches(x, y, orders[0], config.batch_size))
+
+    def first_norm_of(model_name: str) -> float:
+        model = make_model(model_name, config.seed, device)
+        return float(global_norm(list(torch.autograd.grad(cross_entropy(model(first_x), first_y),
+                                                          list(model.parameters())))))
+
+    first_norm = {"model_init": first_norm_of(config.model), "softmax_zero_init": first_norm_of("softmax")}
+
+    claims = [Claim("three-step-equals-one-step",
+                    f"compute → apply with no processing ≡ loss.backward(); optimizer.step(): max |Δparam| after "
+                    f"{EQUIVALENCE_STEPS} steps", equivalence_check(config, x, y, orders[0], device), 0.0)]
+    norm_diff, grad_diff = torch_agreement(config, x, y, orders[0], device)
+    claims.append(Claim("global-norm-equals-torch", f"our sqrt(Σ‖g_i‖²) ≡ clip_grad_norm_'s total norm (float64, "
+                                                    f"first {EQUIVALENCE_STEPS} steps, relative)", norm_diff, 1e-7))
+    # torch divides by (norm + 1e-6), so its scale differs from ours by at most 1e-6/clip_norm, relatively.
+    claims.append(Claim("clipped-equals-torch", "our clipped gradients ≡ clip_grad_norm_'s (relative; torch divides "
+                                                "by norm + 1e-6)", grad_diff, 1e-6 / config.clip_norm + 1e-12))
+    main = results[config.clip]
+    if config.clip == "global-norm":
+        claims.append(Claim("norm-bounded", "after clipping, the global norm ≤ clip_norm at every step "
+                                            "(max over steps)", max(main["step_norm_after"]), config.clip_norm + 1e-6))
+    elif config.clip == "norm":
+        claims.append(Claim("norm-bounded", "after clipping, every tensor's norm ≤ clip_norm at every step",
+                            main["max_tensor_norm_after"], config.clip_norm + 1e-6))
+    elif config.clip == "value":
+        claims.append(Claim("value-bounded", "after clipping, every |g| ≤ clip_value at every step",
+                            main["max_abs_after"], config.clip_value + 1e-6))  # + float32 rounding of clip_value
+    by_hand = first_batch_norm_by_hand(first_x, first_y)
+    claims.append(Claim("first-norm-by-hand", "the tutorial's softmax: first batch's global norm at zero init ≡ the "
+                                              "formula with p = 1/10 (relative difference)",
+                        abs(first_norm["softmax_zero_init"] - by_hand) / by_hand, 1e-6))
+
+    metrics = {}
+    for mode, r in results.items():
+        metrics[mode] = {k: r[k] for k in ("epoch_cost", "norm_mean", "norm_max", "clipped_fraction", "diverged",
+                                           "wall_s")}
+        metrics[mode]["test_accuracy"] = accuracy(r["model"], x_test, labels_test) if not r["diverged"] else math.nan
+    metrics["first_batch_global_norm"] = first_norm
+    if any(r["diverged"] for r in results.values()):
+        notes += [f"{m} diverged: {r['diverged']}" for m, r in results.items() if r["diverged"]]
+    return Result(
+        lesson="clip",
+        title="compute → process → apply gradients, with clipping by global norm",
+        seed=config.seed, data=data.info(n_train, n_test), metrics=metrics, claims=claims,
+        tables=tables(results, metrics, config, first_norm),
+        curves=curves(results, config),
+        notes=notes,
+    )
+
+
+def tables(results: dict, metrics: dict, config: Config, first_norm: dict[str, float]) -> list[Table]:
+    rows = []
+    for e in range(config.epochs):
+        for m, r in results.items():
+            if e < len(r["epoch_cost"]):
+                rows.append([e + 1, m, r["epoch_cost"][e], r["norm_mean"][e], r["norm_max"][e],
+                             r["clipped_fraction"][e]])
+    per_epoch = Table("per epoch: cost, and the global norm of the gradient before processing",
+                      ["epoch", "run", "cost", "norm mean", "norm max", "steps clipped"], rows,
+                      [None, None, ".4f", ".3g", ".3g", ".0%"])
+    summary = Table("after training", ["run", "test accuracy", "diverged", "wall s"],
+                    [[m, metrics[m]["test_accuracy"], metrics[m]["diverged"] or "no", metrics[m]["wall_s"]]
+                     for m in results], [None, ".4f", None, ".2f"],
+                    note=f"wall s: the training loop alone, after {WARM_UP_STEPS} untimed warm-up steps of every run; "
+                         f"global norm of the very first batch's gradient: {first_norm['model_init']:.6f} at the "
+                         f"{config.model}'s initial weights"
+                         + ("" if config.model == "softmax" else
+                            f"; {first_norm['softmax_zero_init']:.6f} for the tutorial's softmax at zero init")
+                         + (" (zero init)" if config.model == "softmax" else ""))
+    return [per_epoch, summary]
+
+
+def curves(results: dict, config: Config) -> dict[str, Curve]:
+    n = max(len(r["step_norm_before"]) for r in results.values())
+    series = {}
+    for m, r in results.items():
+        series[f"{m}: before"] = r["step_norm_before"]
+        if m != "none":
+            series[f"{m}: after"] = r["step_norm_after"]
+    refs = {"global-norm": {f"clip norm c = {config.clip_norm:g}": config.clip_norm},
+            "norm": {f"clip norm c = {config.clip_norm:g} (per tensor)": config.clip_norm}}.get(config.clip, {})
+    return {
+        "gradient global norm per step": Curve("step", "global norm", list(range(1, n + 1)), series, logy=True,
+                                               refs=refs),
+        "epoch cost": Curve("epoch", "cost", list(range(1, config.epochs + 1)),
+                            {m: r["epoch_cost"] for m, r in results.items()}),
+    }

@@ -1,0 +1,112 @@
+"""The exercises of `gradlab ddp`, beside the submission: each exercise's inputs (CASES(seed)) and how a function is
+called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
+gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from gradlab.practice.harness import Harness, loaded
+
+# ---------------------------------------------------------------------------------------------- accumulated_grad
+
+def _model(case: dict) -> torch.nn.Module:
+    return loaded(torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)),
+                   case["weights"])
+
+
+def _acc_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)  # PyTorch's default init, as a model of the lesson starts
+    weights = [p.detach().clone() for p in torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(),
+                                                               torch.nn.Linear(16, 10)).parameters()]
+    out = []
+    for label, kind, sizes in (("4 equal parts of 25", "equal", [25, 25, 25, 25]),
+                               ("2 equal parts of 50", "equal", [50, 50]), ("one part", "equal", [100]),
+                               ("unequal parts 64/32/4", "unequal", [64, 32, 4]),
+                               ("unequal parts 1/99", "unequal", [1, 99])):
+        out.append({"label": label, "kind": kind, "sizes": sizes, "weights": weights,
+                    "x": torch.rand(100, 784, generator=g), "y": torch.randint(0, 10, (100,), generator=g),
+                    "stale": [torch.randn(w.shape, generator=g) for w in weights]})  # what .grad holds on entry
+    return out
+
+
+def _acc_harness(fn: Callable, case: dict) -> dict:
+    model = _model(case)
+    for p, stale in zip(model.parameters(), case["stale"], strict=True):
+        p.grad = stale.clone()
+    grads = fn(model, case["x"], case["y"], list(case["sizes"]))
+    return {"grads": [t.detach().clone() for t in grads]}
+
+
+
+# --------------------------------------------------------------------------------------------- average_gradients
+
+def _avg_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for label, sizes in (("3 workers, shards 34/33/33", [34, 33, 33]), ("2 workers, shards 90/10", [90, 10]),
+                         ("2 equal shards", [50, 50])):
+        out.append({"label": label, "kind": "average", "sizes": sizes,
+                    "grads": [[torch.randn(5, 3, generator=g, dtype=torch.float64),
+                               torch.randn(3, generator=g, dtype=torch.float64)] for _ in sizes]})
+    return out
+
+
+def _avg_worker(fn, case: dict, rank: int, port: int, results) -> None:
+    import datetime
+    import os
+
+    import torch.distributed as dist
+
+    try:
+        world = len(case["sizes"])
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=15))
+        try:
+            out = fn([t.clone() for t in case["grads"][rank]], case["sizes"][rank], sum(case["sizes"]))
+            results.put((rank, [t.detach().numpy().copy() for t in out]))  # by value: no shared-memory handles
+        finally:
+            dist.destroy_process_group()
+    except BaseException as e:
+        results.put((rank, f"{type(e).__name__}: {e}"))
+    finally:
+        results.close()
+        results.join_thread()  # what was put has left this process
+        os._exit(0)
+
+
+def _avg_harness(fn: Callable, case: dict) -> dict:
+    """FN on real gloo workers: one forked process per shard (fork: they inherit FN, the submission's function, as
+    it is), meeting on 127.0.0.1; every worker's result comes back."""
+    import multiprocessing
+
+    from gradlab.distributed import _loopback_only, free_port
+
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    port = free_port()
+    with _loopback_only():
+        procs = [ctx.Process(target=_avg_worker, args=(fn, case, r, port, results), daemon=True)
+                 for r in range(len(case["sizes"]))]
+        for p in procs:
+            p.start()
+    try:
+        got = dict(results.get(timeout=30) for _ in procs)
+    finally:
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+    errors = [v for v in got.values() if isinstance(v, str)]
+    if errors:
+        raise RuntimeError(f"a worker failed: {errors[0]}")
+    return {"ranks": [[torch.from_numpy(a) for a in got[r]] for r in range(len(procs))]}
+
+
+HARNESSES: dict[str, Harness] = {
+    "accumulated_grad": Harness(cases=_acc_cases, call=_acc_harness),
+    "average_gradients": Harness(cases=_avg_cases, call=_avg_harness),
+}

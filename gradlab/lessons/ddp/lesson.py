@@ -1,0 +1,256 @@
+"""One big batch's gradient, split: gradient accumulation and data-parallel all-reduce on torch.distributed.
+
+The gradient of the mean loss over a global batch of B samples is
+
+    g = (1/B) · Σ_i ∇ℓ_i
+
+Split the batch into parts of n_1 … n_K samples (micro-batches one after another, or shards on W workers at once)
+and call ḡ_k = (1/n_k) · Σ_{i in part k} ∇ℓ_i a part's mean gradient. Then, for any sizes,
+
+    g = Σ_k (n_k / B) · ḡ_k
+
+Accumulation, one process: `.backward()` adds into `.grad`, so K backward calls add K gradients.
+
+    loss_k / K, equal parts          Σ_k ḡ_k / K = g                  (n_k / B = 1/K)
+    loss_k, the /K forgotten         Σ_k ḡ_k     = K · g              (a K× larger step)
+    loss_k / K, unequal parts        Σ_k ḡ_k / K ≠ g                  (4 samples weigh as much as 64)
+    Σ_i ℓ_i / B, any parts           Σ_k Σ_{i in k} ∇ℓ_i / B = g      (sum, then divide by the global count)
+
+The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
+instead of by the number of samples in the whole batch.
+
+Data parallel, W workers, shard r holds n_r samples. `all_reduce(t, SUM)` adds t over the workers and leaves the
+sum on every one of them:
+
+    all_reduce(SUM, ḡ_r) / W         = g   when the shards are equal
+    all_reduce(SUM, (n_r / B) · ḡ_r) = g   for any shards
+
+`DistributedDataParallel` does this inside `backward()`: it divides each gradient by W and all-reduces buckets of
+them while backward still runs. So W workers take exactly the steps one process takes with the whole batch.
+
+Clipping must see the global gradient: clip(all_reduce(ḡ_r)) = clip(g), but all_reduce(clip(ḡ_r)) ≠ clip(g).
+After the all-reduce every worker holds the same g, hence the same ‖g‖: there is nothing left to reduce. Reducing
+the norm again (right when each worker holds only a slice of the parameters, as in FSDP; wrong here) adds W equal
+squares:
+
+    sqrt(Σ_r ‖g‖²) = √W · ‖g‖
+
+`no_sync()`: with DDP, accumulating K micro-batches all-reduces after each of them. Inside `with ddp.no_sync():`
+backward only adds locally; the K-th backward all-reduces the sum: the same gradient, K times fewer bytes sent.
+
+Every equality is checked where it lives: at each training step, from the same weights. Left to train on their
+own, two float32 runs that add the same numbers in a different order drift apart: the last bits differ, and sooner
+or later a ReLU input sitting at 0 flips sign (after 30 steps: 1 seed in 20 for loss_k/K accumulation, 6 in 20
+counting the data-parallel runs, by up to 7e-4; none in float64). The accumulation table shows that free-running
+difference; it is not a claim. Even a single step can do it: a forward pass over 12 samples and one over 100 run
+different matrix kernels, and a ReLU input within rounding of 0 may land on opposite sides. Such a step is
+detected (ReluSigns: the sign of every ReLU input of every sample, in both computations), left out of the
+equality claims, and counted.
+
+gradlab starts the W workers itself (torch.multiprocessing, gloo on 127.0.0.1), or joins the job when torchrun
+started it (`OMP_NUM_THREADS=1 torchrun --standalone --nproc-per-node 2 -m gradlab ddp`), on one machine or several.
+
+Words the output uses:
+  * micro-batch: one of the K parts a global batch is cut into, to fit memory; their gradients are accumulated.
+  * worker, rank, world size W: each worker is a separate process with its own copy of the model; its rank is
+    its number (0 … W−1); rank 0 alone prints and writes files.
+  * shard: the slice of each global batch one worker computes on (n_r samples on rank r).
+  * all-reduce: a collective call every worker makes at the same time; each sends its tensor and all receive the
+    sum. Collectives must be called by every rank in the same order, or the job waits forever (--timeout).
+  * backend: the library that moves the tensors, gloo (CPU, TCP sockets) or nccl (between NVIDIA GPUs).
+  * rendezvous: how the workers find each other before the first collective: an address and port (here
+    127.0.0.1 and a free port) where rank 0 listens and the others connect.
+  * DDP (DistributedDataParallel): the PyTorch wrapper that all-reduces the gradients inside backward().
+  * bucket: DDP packs gradients into buckets of about 25 MB and all-reduces each one as soon as backward has
+    filled it, overlapping communication with computation.
+  * no_sync(): a DDP context manager in which backward only accumulates locally, without all-reducing.
+  * ReLU flip: a ReLU input so close to 0 that the two computations put it on opposite sides; that step's
+    gradients then differ by more than rounding, so it is left out of the equality claims and counted.
+  * comm: the time a step spends in communication (all-reduce), as opposed to computing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+
+import torch
+
+from gradlab import distributed
+from gradlab.errors import GradlabError, check
+from gradlab.lessons.ddp.batches import (  # noqa: F401 — the names --explain shows and the tests use, in one place
+    full_batch_grads,
+    global_batches,
+    micro_batch_sizes,
+    new_model,
+    relative,
+    shard_sizes,
+)
+from gradlab.lessons.ddp.ranks import (  # noqa: F401
+    all_reduce_sum,
+    counting_hook,
+    ddp_step,
+    manual_step,
+    norm_reduced_twice,
+    rank_work,
+)
+from gradlab.lessons.ddp.report import curves, metrics, tables
+from gradlab.lessons.ddp.settings import Config  # the settings, declared once (no torch: --help reads them)
+from gradlab.lessons.ddp.single import accumulate, accumulation, single_process_seconds  # noqa: F401 (accumulate)
+from gradlab.result import Claim, Result
+
+# The lesson's rooms, by where their code runs: ddp_config (the settings), ddp_batches (what every process shares),
+# ddp_single (this process: accumulation and the one-process reference), ddp_ranks (every worker, in lockstep),
+# ddp_report (tables and curves). This module runs them and states the claims.
+
+# An equivalence holds to rounding: relative to the largest number compared. A "≠" claim needs a difference far
+# above rounding in either dtype.
+TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
+DIFFERS = 1e-4
+
+# The code `--explain` shows beside the math, read from the lesson's files at run time.
+EXPLAIN = ("micro_batch_sizes", "accumulate", "all_reduce_sum", "manual_step", "ddp_step", "counting_hook",
+           "norm_reduced_twice")
+
+
+def run(config: Config, data, device: torch.device | None = None,
+        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
+    """Accumulate in this process, then run the workers (spawned, or this rank of a torchrun job), check the claims.
+    Pure: no printing (the workers never print either)."""
+    device = device or torch.device("cpu")
+    launched = distributed.torchrun_rank()
+    world = launched[1] if launched else config.workers
+    check(world <= config.batch_size, f"the torchrun job has {world} workers, more than the {config.batch_size} "
+                                      f"samples of the global batch; use a larger --batch-size")
+    check(config.micro_batches <= config.batch_size // world,
+          f"--micro-batches {config.micro_batches} is more than the {config.batch_size // world} samples of the "
+          f"smallest of {world} shards; use fewer micro-batches")
+    batches = global_batches(config, data, device)
+
+    def in_this_process(stop_if_cancelled: Callable[[], None]) -> dict:  # while the workers run
+        acc = accumulation(config, batches, device, stop_if_cancelled)
+        acc["single_s"] = single_process_seconds(config, batches, device, stop_if_cancelled)
+        return acc
+
+    job = distributed.Job(rank_work, (config, batches.to(torch.device("cpu"))), workers=config.workers,
+                          backend=config.backend, port=config.port, timeout_s=config.timeout,
+                          device_type=device.type, threads=torch.get_num_threads())
+    try:
+        ranks, launch, acc = distributed.run(job, progress=progress, meanwhile=in_this_process)
+    except RuntimeError as e:  # a rendezvous that cannot start: the port was taken meanwhile, say
+        text = " ".join(str(e).split())[:200]
+        raise GradlabError(f"could not start the workers: {text}; try another --port") from None
+    notes = []
+    if launched is None and config.workers > (os.cpu_count() or 1):
+        notes.append(f"{config.workers} workers on {os.cpu_count()} CPU cores: oversubscribed, so the speed table "
+                     f"measures waiting more than computing")
+    if launched and config.workers != world and config.workers != Config.workers:
+        notes.append(f"--workers {config.workers} ignored: torchrun started {world} workers")
+    return Result(
+        lesson="ddp",
+        title="one big batch's gradient, split: gradient accumulation and data-parallel all-reduce",
+        seed=config.seed, data=data.info(min(config.steps * config.batch_size, len(data.y_train)), 0),
+        metrics=metrics(config, acc, ranks, launch),
+        claims=claims(config, acc, ranks),
+        tables=tables(config, acc, ranks, launch),
+        curves=curves(config, acc, ranks),
+        notes=notes,
+    )
+
+
+def kept(values: list[float], flipped: list[bool]) -> float:
+    """The largest of VALUES over the steps where no ReLU flipped (NaN, a failed claim, if there is none)."""
+    rest = [v for v, f in zip(values, flipped, strict=True) if not f]
+    return max(rest) if rest else math.nan
+
+
+def worst(values) -> float:
+    """The largest value, or NaN (a failed claim) when any is NaN."""
+    values = list(values)
+    return math.nan if any(math.isnan(v) for v in values) else max(values)
+
+
+def left_out(flips: int) -> str:
+    return f"; {flips} step{'s' * (flips > 1)} where a ReLU flipped left out" if flips else ""
+
+
+def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
+    tol, K, W = TOLERANCE[config.dtype], len(acc["sizes"]), len(ranks)
+    sizes = "/".join(map(str, acc["sizes"]))
+    flipped, N = acc["flipped"], config.steps
+    out = []
+    if not config.uneven:
+        out.append(Claim("accumulate-mean-over-k", f"{K} micro-batches, loss_k/K accumulated ≡ one backward over the "
+                                                   f"whole batch, at each of {N} steps from the same weights (max "
+                                                   f"relative{left_out(sum(flipped))})",
+                         kept(acc["mean_k"], flipped), tol))
+        ratio = acc["norm_ratio"]["mean"][0]
+        out.append(Claim("accumulate-without-k", f"without /K the accumulated gradient is K × the full one "
+                                                 f"(‖Σ‖/‖g‖ = {ratio:.6g}, K = {K}): max relative |Σ − K·g| over "
+                                                 f"the steps{left_out(sum(flipped))}", kept(acc["forgot_k"], flipped),
+                         tol))
+    else:
+        out.append(Claim("mean-of-means-differs", f"micro-batches {sizes}: the mean of per-micro-batch means ≠ the "
+                                                  f"full-batch gradient (smallest relative difference over the "
+                                                  f"steps)", min(acc["mean_k"]), DIFFERS, ">="))
+    out.append(Claim("sum-over-global-count", f"micro-batches {sizes}: Σ ℓ_i / B accumulated ≡ one backward over the "
+                                              f"whole batch, at each of {N} steps (max relative"
+                                              f"{left_out(sum(flipped))})", kept(acc["sum_b"], flipped), tol))
+    shards = shard_sizes(config.batch_size, W)
+    if len(set(shards)) == 1:
+        out.append(Claim("allreduce-mean-equals-full", f"{W} worker{'s' * (W > 1)}: all_reduce(SUM)/W of the shard "
+                                                       f"gradients ≡ the full-batch gradient (max relative, any rank)",
+                         max(r["naive_vs_full"] for r in ranks), tol))
+    else:
+        split = "/".join(map(str, shards))
+        out.append(Claim("allreduce-mean-differs", f"unequal shards {split}: all_reduce(SUM)/W of the shard means ≠ "
+                                                   f"the full-batch gradient (relative)",
+                         min(r["naive_vs_full"] for r in ranks), DIFFERS, ">="))
+        out.append(Claim("allreduce-weighted-equals-full", f"shards {split}: all_reduce(SUM) of (n_r/B)·shard "
+                                                           f"gradient ≡ the full-batch gradient (max relative)",
+                         max(r["weighted_vs_full"] for r in ranks), tol))
+
+    def worst_rank(way: str, key: str = "vs_single") -> float:
+        return worst(r["runs"][way][key] for r in ranks)
+
+    def flips(*ways: str) -> str:
+        return left_out(max(ranks[0]["runs"][w]["flips"] for w in ways))
+
+    out.append(Claim("manual-allreduce-equals-single", f"a hand-written all_reduce's gradient ≡ one process's on the "
+                                                       f"whole batch, at each of {N} steps from the same weights (max "
+                                                       f"relative{flips('manual')})", worst_rank("manual"), tol))
+    out.append(Claim("ddp-equals-single", f"DistributedDataParallel's gradient ≡ one process's on the whole batch, at "
+                                          f"each of {N} steps (max relative{flips('ddp')})", worst_rank("ddp"), tol))
+    out.append(Claim("replicas-identical", "DDP leaves the same gradient on every worker as on rank 0, so the "
+                                           "replicas stay identical (max relative)", worst_rank("ddp", "vs_rank0"),
+                     tol))
+    if W > 1:
+        out.append(Claim("clip-then-reduce-differs", f"clip each worker's gradient, then all-reduce ≠ all-reduce, "
+                                                     f"then clip (relative; --clip-norm {config.clip_norm:g})",
+                         min(r["clip_order"] for r in ranks), DIFFERS, ">="))
+    else:
+        out.append(Claim("clip-order-one-worker", "one worker: nothing to reduce, so clip-then-reduce ≡ "
+                                                  "reduce-then-clip (run --workers 2 to see them differ)",
+                         max(r["clip_order"] for r in ranks), tol))
+    out.append(Claim("reduce-then-clip-equals-single", f"all-reduce, then clip_grad_norm_ ≡ one process's "
+                                                       f"clip_grad_norm_, at each of {N} steps (max relative"
+                                                       f"{flips('manual+clip')})",
+                     worst([*(r["reduce_then_clip_vs_single"] for r in ranks), worst_rank("manual+clip")]), tol))
+    norms = [r["norm"] for r in ranks]
+    out.append(Claim("norm-same-on-every-rank", f"after the all-reduce the global norm ‖g‖ = {norms[0]:.6g} on every "
+                                                f"rank (max − min, relative)", (max(norms) - min(norms)) / norms[0],
+                     tol))
+    twice = ranks[0]["norm_twice"] / ranks[0]["norm"]
+    out.append(Claim("norm-reduced-twice", f"reducing that norm again gives √W times it: {twice:.6g} × ‖g‖, √{W} = "
+                                           f"{math.sqrt(W):.6g} (relative difference)",
+                     abs(twice - math.sqrt(W)) / math.sqrt(W), tol))
+    out.append(Claim("no-sync-equals-sync", f"DDP accumulating {K} micro-batches: no_sync() ≡ syncing every "
+                                            f"micro-batch ≡ one process, at each of {N} steps (max relative"
+                                            f"{flips('ddp no_sync', 'ddp sync every micro-batch')})",
+                     worst([worst_rank("ddp no_sync"), worst_rank("ddp sync every micro-batch")]), tol))
+    every, quiet = ranks[0]["runs"]["ddp sync every micro-batch"], ranks[0]["runs"]["ddp no_sync"]
+    out.append(Claim("no-sync-sends-k-times-less", f"bytes all-reduced, syncing every micro-batch ÷ with no_sync() "
+                                                   f"({every['calls']} vs {quiet['calls']} all-reduce calls) = K",
+                     every["bytes"] / max(quiet["bytes"], 1), K, "=="))
+    return out

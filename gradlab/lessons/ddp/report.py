@@ -1,0 +1,92 @@
+"""gradlab ddp, the report: the tables, curves and metrics of a run, built from what this process (ddp_single) and
+the ranks (ddp_ranks) measured. Nothing here computes a gradient."""
+
+from __future__ import annotations
+
+import os
+
+from gradlab.lessons.ddp.ranks import WAYS
+from gradlab.lessons.ddp.settings import Config
+from gradlab.lessons.ddp.single import FORGOT_K, MEAN_K, SUM_B
+from gradlab.result import Curve, Table
+
+
+def metrics(config: Config, acc: dict, ranks: list[dict], launch: dict) -> dict:
+    return {"job": launch, "micro_batch_sizes": acc["sizes"], "shard_sizes": [r["shard"] for r in ranks],
+            "accumulation": {"weights_vs_full": acc["weights_vs_full"],
+                             "norm_ratio": acc["norm_ratio"], "forgot_k_vs_k_g": acc["forgot_k"],
+                             "mean_of_means_vs_full": acc["mean_k"], "wall_s": acc["wall_s"]},
+            "single_process_s": acc["single_s"], "ranks": ranks}
+
+
+def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[Table]:
+    K, B, N, W = len(acc["sizes"]), config.batch_size, config.steps, len(ranks)
+    sizes = "/".join(map(str, acc["sizes"]))
+    ratio = {recipe: f"{min(r):.6g} … {max(r):.6g}" if f"{min(r):.6g}" != f"{max(r):.6g}" else f"{r[0]:.6g}"
+             for recipe, r in acc["norm_ratio"].items()}
+    rows = [["one backward over the whole batch", "g (the reference)", "1", 0.0, 0.0],
+            ["loss_k / K", "Σ ḡ_k / K", ratio[MEAN_K], max(acc["mean_k"]), acc["weights_vs_full"][MEAN_K]],
+            ["loss_k (the /K forgotten)", "Σ ḡ_k", ratio[FORGOT_K], None, None],
+            ["Σ ℓ_i / B", "Σ_k Σ_i ∇ℓ_i / B", ratio[SUM_B], max(acc["sum_b"]), acc["weights_vs_full"][SUM_B]]]
+    accumulation_table = Table(f"accumulation, one process: batch {B} in {K} micro-batches ({sizes})",
+                               ["each micro-batch's loss", "accumulated gradient", "‖accumulated‖ / ‖g‖",
+                                "vs g (max rel)", f"free-running: weights after {N} steps vs full"], rows,
+                               [None, None, None, ".3g", ".3g"],
+                               note="relative: max |a − b| / max |b|. Every recipe's gradient is computed at the "
+                                    "full-batch run's weights at every step (‖·‖ ratio: range over the steps). "
+                                    "Free-running: each recipe trained on its own weights; in float32 a different "
+                                    "summation order changes the last bits, and a ReLU input sitting at 0 can flip, "
+                                    "so runs may drift apart far beyond rounding (not a claim)")
+    per_rank = Table(f"data parallel: {W} worker{'s' * (W > 1)} ({launch['mode']}, {launch['backend']}, rendezvous "
+                     f"{launch['rendezvous']})",
+                     ["rank", "shard", "‖ḡ_r‖ (local)", "‖g‖ after all-reduce", "all_reduce/W vs g",
+                      "DDP gradient vs rank 0"],
+                     [[r["rank"], r["shard"], r["shard_norm"], r["norm"], r["naive_vs_full"],
+                       r["runs"]["ddp"]["vs_rank0"]] for r in ranks], [None, None, ".6g", ".9g", ".3g", ".3g"],
+                     note=f"--clip-norm {config.clip_norm:g}: below the local norms, so clipping acts before and "
+                          f"after the reduction" if min(r["shard_norm"] for r in ranks) > config.clip_norm else "")
+    speed_rows = [["1 process", 1, N * B / acc["single_s"], None, None, None, None]]
+    for way in WAYS:
+        rs = [r["runs"][way.key] for r in ranks]
+        wall = max(r["wall_s"] for r in rs)
+        comm = sum(r["comm_s"] for r in rs) / W
+        speed_rows.append([way.label.replace("K", str(K)), W, N * B / wall, 1000 * comm / N, comm / wall,
+                           rs[0]["calls"], rs[0]["bytes"] / 1e6, rs[0]["flips"]])
+    speed_rows[0].append(sum(acc["flipped"]))
+    speed = Table("speed: samples/s and time in communication (measured, not claimed)",
+                  ["run", "W", "samples/s", "comm ms/step", "comm %", "all-reduces", "MB", "ReLU flips"],
+                  speed_rows, [None, None, ",.0f", ".2f", ".0%", None, ".2f", None],
+                  note=f"samples/s: global-batch samples per second of each run's training steps ({N} steps of {B} "
+                       f"samples). {os.cpu_count()} CPU cores here, shared by {W} worker{'s' * (W > 1)} and this "
+                       f"process (which runs the one-process reference beside them): on a model this small the work "
+                       f"per step is tiny, so W processes on the same cores mostly add waiting (for a core, and for "
+                       f"every all-reduce through the loopback sockets) and come out slower than one process. Data "
+                       f"parallelism pays when each worker has a GPU or machine of its own and computing a step "
+                       f"costs far more than sending its gradient. comm: time inside all_reduce "
+                       f"(manual) or from a bucket's all-reduce call to its completion (DDP, overlapping backward), "
+                       f"mean over workers; all-reduces and MB sent: per worker (DDP: counted by a comm hook). "
+                       f"The runs copy the reference's weights before each step: that copy is not timed. ReLU "
+                       f"flips: steps on which a ReLU input's sign differed from the whole batch's forward pass "
+                       f"(1 process: any accumulation recipe)")
+    return [accumulation_table, per_rank, speed]
+
+
+def curves(config: Config, acc: dict, ranks: list[dict]) -> dict[str, Curve]:
+    """The loss of the runs that agree (on top of each other, by design), and the splits that do not: the gradient
+    each accumulation recipe gives, measured against the whole batch's at every step."""
+    x = list(range(1, config.steps + 1))
+    W, K = len(ranks), len(acc["sizes"])
+    series = {"1 process, whole batch": acc["loss"]["full"],
+              f"accumulated, {'Σ ℓ / B' if config.uneven else 'loss_k / K'}":
+                  acc["loss"][SUM_B if config.uneven else MEAN_K],
+              f"{W} worker{'s' * (W > 1)}, manual all_reduce": ranks[0]["runs"]["manual"]["loss"],
+              f"{W} worker{'s' * (W > 1)}, DDP": ranks[0]["runs"]["ddp"]["loss"]}
+    if config.uneven:
+        series["accumulated, mean of means (wrong)"] = acc["loss"][MEAN_K]
+    mean_k = "loss_k / K, unequal parts: the mean of means (wrong)" if config.uneven else "loss_k / K"
+    ratios = {f"loss_k, the /K forgotten (K = {K})": acc["norm_ratio"][FORGOT_K], mean_k: acc["norm_ratio"][MEAN_K],
+              "Σ ℓ_i / B": acc["norm_ratio"][SUM_B]}
+    return {"training loss per step": Curve("step", "loss on the global batch", x, series),
+            "accumulated gradient vs the whole batch's": Curve(
+                "step", "‖accumulated gradient‖ / ‖g‖", x, ratios,
+                refs={"= ‖g‖ (right)": 1.0, f"= K·‖g‖ (the /K forgotten), K = {K}": float(K)})}

@@ -1,0 +1,102 @@
+"""gradlab ddp, in this process: gradient accumulation over micro-batches, against one backward over the whole
+batch (the reference every claim is measured against). It runs in gradlab's own process, beside the workers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+from gradlab.lessons.ddp.batches import (
+    Batches,
+    ReluSigns,
+    flat,
+    micro_batch_sizes,
+    new_model,
+    relative,
+    same_signs,
+    summed_cross_entropy,
+)
+from gradlab.lessons.ddp.settings import Config
+from gradlab.training import cross_entropy, global_norm
+
+# What each micro-batch's loss is before backward() adds its gradient into .grad (the keys the result uses).
+MEAN_K = "mean/K"  # loss_k / K: the usual recipe
+FORGOT_K = "mean"  # loss_k: the /K forgotten
+SUM_B = "sum/B"  # Σ_i ℓ_i / B: right for any sizes
+RECIPES = (FORGOT_K, MEAN_K, SUM_B)
+
+
+def accumulate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, sizes: list[int], recipe: str) -> None:
+    """K backward() calls, one per micro-batch: .grad adds them up. RECIPE says what each micro-batch's loss is."""
+    model.zero_grad()
+    batch, parts = len(x), len(sizes)
+    for xk, yk in zip(x.split(sizes), y.split(sizes), strict=True):
+        if recipe == MEAN_K:
+            loss = cross_entropy(model(xk), yk) / parts  # loss_k / K: the usual recipe
+        elif recipe == FORGOT_K:
+            loss = cross_entropy(model(xk), yk)  # the /K forgotten
+        else:  # SUM_B
+            loss = summed_cross_entropy(model(xk), yk) / batch  # Σ_i ℓ_i / B: right for any sizes
+        loss.backward()  # .grad += ∂loss/∂θ
+
+
+def accumulation(config: Config, batches: Batches, device,
+                 stop_if_cancelled: Callable[[], None] = lambda: None) -> dict:
+    """The full-batch run (the reference for everything), the accumulated runs, and at every step of the reference
+    the gradients of every recipe at the same weights. STOP_IF_CANCELLED() raises once the workers' job failed."""
+    sizes = micro_batch_sizes(config.batch_size, config.micro_batches, config.uneven)
+    K = len(sizes)
+    ref = new_model(config, device)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=config.lr)
+    trained = {recipe: new_model(config, device) for recipe in (MEAN_K, SUM_B)}  # each on its own weights
+    trained_opt = {recipe: torch.optim.SGD(m.parameters(), lr=config.lr) for recipe, m in trained.items()}
+    out = {"sizes": sizes, "loss": {"full": [], MEAN_K: [], SUM_B: []}, "forgot_k": [], "mean_k": [],
+           "sum_b": [], "norm_ratio": {recipe: [] for recipe in RECIPES}, "flipped": []}
+    signs = ReluSigns(ref)
+    start = time.perf_counter()
+    for x, y in batches:
+        loss = cross_entropy(ref(x), y)  # the reference: one backward over the whole batch
+        g = torch.autograd.grad(loss, list(ref.parameters()))
+        g_norm = global_norm(g)
+        whole = signs.take()
+        flipped = False
+        for recipe in RECIPES:  # every recipe's gradient at the reference's weights
+            accumulate(ref, x, y, sizes, recipe)
+            flipped |= not same_signs(signs.take(), whole)  # a ReLU flipped between the two: not rounding
+            got = [p.grad.clone() for p in ref.parameters()]
+            out["norm_ratio"][recipe].append(float(global_norm(got) / g_norm))
+            if recipe == FORGOT_K:
+                out["forgot_k"].append(relative(got, [K * t for t in g]))  # against K·g
+            else:
+                out["mean_k" if recipe == MEAN_K else "sum_b"].append(relative(got, g))
+        out["flipped"].append(flipped)
+        for p, gp in zip(ref.parameters(), g, strict=True):  # the reference steps with its own gradient
+            p.grad = gp
+        ref_opt.step()
+        out["loss"]["full"].append(float(loss.detach()))
+        for recipe, model in trained.items():  # the accumulated runs, each on its own weights
+            accumulate(model, x, y, sizes, recipe)
+            with torch.no_grad():
+                out["loss"][recipe].append(float(cross_entropy(model(x), y)))
+            trained_opt[recipe].step()
+        stop_if_cancelled()
+    out["wall_s"] = time.perf_counter() - start
+    out["final"] = {"full": flat(ref), **{recipe: flat(m) for recipe, m in trained.items()}}
+    out["weights_vs_full"] = {recipe: relative(out["final"][recipe], out["final"]["full"]) for recipe in trained}
+    return out
+
+
+def single_process_seconds(config: Config, batches: Batches, device, stop_if_cancelled: Callable[[], None]) -> float:
+    """How long one process takes for the whole run, one backward over the whole batch per step (for the speed
+    table)."""
+    model = new_model(config, device)
+    opt = torch.optim.SGD(model.parameters(), lr=config.lr)
+    start = time.perf_counter()
+    for x, y in batches:
+        opt.zero_grad()
+        cross_entropy(model(x), y).backward()
+        opt.step()
+        stop_if_cancelled()
+    return time.perf_counter() - start

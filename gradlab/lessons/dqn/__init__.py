@@ -1,0 +1,21 @@
+"""`gradlab dqn`: stop_gradient on the DQN target, on CartPole.
+
+This folder is the lesson: settings.py (its options), lesson.py (the math and the agent), exercises/ (what students
+write). This file is its entry in the registry (gradlab.lessons), read without torch.
+"""
+
+from gradlab.lessons.dqn.settings import Config
+from gradlab.lessons.info import LessonInfo
+
+INFO = LessonInfo(
+    name="dqn",
+    config=Config,
+    idea="stop_gradient on the DQN target ≡ feeding it as a constant; what leaks without it",
+    short_help="stop_gradient on the DQN target (CartPole): detach ≡ placeholder; without it, gradients leak.",
+    help="""A small DQN on CartPole-v1: gradient anatomy of the target on one fixed batch, then training.
+
+    Claims: placeholder ≡ stop-grad (bitwise, in the anatomy and over a whole training run); without
+    stop-grad the gradient reaches the target network, and with no target network the update changes.
+    """,
+    full=("--compare",),
+)

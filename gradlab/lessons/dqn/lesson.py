@@ -1,0 +1,350 @@
+"""stop_gradient on the DQN target, on CartPole.
+
+DQN fits q(s, a) to the Bellman target and minimises, over a batch of transitions (s, a, r, s', done),
+
+    y    = r + γ · (1 − done) · max_a' q_target(s', a')
+    loss = mean Huber(q(s, a) − y)
+
+with respect to the *online* network only: y is a number to move towards, not something to move. Two ways to
+keep the gradient out of y, which must be exactly equivalent:
+
+    stop-grad    compute y inside the graph and cut it: y.detach()              (TF: tf.stop_gradient(y))
+    placeholder  compute y in a separate pass, then feed it in as a constant:   (TF: a placeholder + feed_dict)
+                 with torch.no_grad(): y = ...
+
+Without either (`--no-stop-grad`), backpropagation also flows through y:
+  * with a separate target network, into the target network's parameters. TF-1's `minimize(loss)` updates
+    every trainable variable by default, so the tutorial's warning is that the target network gets dragged
+    along by the loss; here the optimizer is given the target network's parameters too, to show it.
+  * with the target computed by the online network itself (`--no-target-net`), the update becomes the
+    "residual gradient" ∇(q(s,a) − γ max q(s',·))², a different rule (Baird's residual algorithm): it
+    follows the true gradient of the squared TD error, and whether it learns faster or slower than the
+    semi-gradient depends on the run: `--compare` shows both on the same seed, and no claim ranks them.
+
+The agent reads top to bottom: Q-network, replay buffer, ε-greedy with a linear schedule, a target network
+synced every N steps, Huber loss, Adam. No RL framework.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from gradlab import rl
+from gradlab.lessons.dqn.settings import TARGET_MODES as TARGET_MODES
+from gradlab.lessons.dqn.settings import Config  # the settings, declared once (no torch: --help reads them)
+from gradlab.result import Claim, Curve, Result, Table
+
+LEARNERS = ("stop-grad", "placeholder")  # the variants whose learning is claimed
+# The variants --compare trains: (name, target mode, separate target network?)
+COMPARE = [
+    ("stop-grad", "stop-grad", True),
+    ("placeholder", "placeholder", True),
+    ("no-stop-grad", "no-stop-grad", True),
+    ("stop-grad, no target net", "stop-grad", False),
+    ("residual (no-stop-grad, no target net)", "no-stop-grad", False),
+]
+
+
+
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("td_loss", "make_networks")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Q-network and replay buffer
+# ---------------------------------------------------------------------------------------------------------------
+
+def q_network(obs_dim: int, n_actions: int, hidden: int) -> torch.nn.Module:
+    return torch.nn.Sequential(torch.nn.Linear(obs_dim, hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+                               torch.nn.Linear(hidden, n_actions))
+
+
+class ReplayBuffer:
+    """A ring buffer of transitions in preallocated arrays; batches are sampled uniformly (seeded)."""
+
+    def __init__(self, capacity: int, obs_dim: int, seed: int):
+        self.s = np.zeros((capacity, obs_dim), np.float32)
+        self.a = np.zeros(capacity, np.int64)
+        self.r = np.zeros(capacity, np.float32)
+        self.s2 = np.zeros((capacity, obs_dim), np.float32)
+        self.done = np.zeros(capacity, np.float32)
+        self.capacity, self.size, self.pos = capacity, 0, 0
+        self.rng = np.random.default_rng(seed)
+
+    def add(self, s, a, r, s2, done) -> None:
+        i = self.pos
+        self.s[i], self.a[i], self.r[i], self.s2[i], self.done[i] = s, a, r, s2, done
+        self.pos = (i + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+
+    def sample(self, n: int):
+        idx = self.rng.integers(0, self.size, n)
+        return (torch.from_numpy(self.s[idx]), torch.from_numpy(self.a[idx]), torch.from_numpy(self.r[idx]),
+                torch.from_numpy(self.s2[idx]), torch.from_numpy(self.done[idx]))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The loss, three ways of treating the target
+# ---------------------------------------------------------------------------------------------------------------
+
+def td_loss(online, target_net, batch, gamma: float, mode: str) -> torch.Tensor:
+    """Huber(q(s, a) − y), y = r + γ(1 − done) max_a' q_target(s', a'); MODE says how y is kept constant."""
+    s, a, r, s2, done = batch
+    q = online(s).gather(1, a[:, None]).squeeze(1)  # q(s, a)
+    if mode == "placeholder":
+        with torch.no_grad():  # a separate pass whose result is a plain constant: the fed placeholder
+            y = r + gamma * (1 - done) * target_net(s2).max(dim=1).values
+    else:
+        y = r + gamma * (1 - done) * target_net(s2).max(dim=1).values
+        if mode == "stop-grad":
+            y = y.detach()  # tf.stop_gradient(y)
+        # no-stop-grad: y stays in the graph; the gradient flows into whatever computed it
+    return F.smooth_l1_loss(q, y)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------------------------------------------
+
+def make_networks(config: Config, obs_dim: int, n_actions: int):
+    torch.manual_seed(config.seed)
+    online = q_network(obs_dim, n_actions, config.hidden)
+    # With --no-target-net the "target network" *is* the online network.
+    target_net = copy.deepcopy(online) if config.target_net else online
+    params = list(online.parameters())
+    if config.target_net and config.target == "no-stop-grad":
+        params += list(target_net.parameters())  # TF-1's minimize() trains every trainable variable
+    # fused: one kernel for the whole update instead of a dozen small ones per tensor (20% of the run, measured)
+    return online, target_net, torch.optim.Adam(params, lr=config.lr, fused=True)
+
+
+def epsilon(config: Config, step: int) -> float:
+    """Linear schedule from eps_start to eps_end over eps_fraction · total_steps, then flat."""
+    span = max(1, int(config.eps_fraction * config.total_steps))
+    return config.eps_end + (config.eps_start - config.eps_end) * max(0.0, 1 - step / span)
+
+
+def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> dict:
+    """Run DQN for total_steps; return episode returns, the last and the best network, steps/s and the mean loss.
+
+    The best network is chosen by greedy evaluations every eval_every steps (rl.BestCheckpoint); they use their own
+    environment and no random numbers, so the training run is the same with or without them."""
+    env = rl.make_env()
+    obs_dim, n_actions = env.observation_space.shape[0], env.action_space.n
+    online, target_net, optimizer = make_networks(config, obs_dim, n_actions)
+    # a run never stores more than total_steps transitions: a larger capacity would only allocate memory
+    buffer = ReplayBuffer(min(config.buffer_size, config.total_steps), obs_dim, config.seed)
+    checkpoint = rl.BestCheckpoint(config.eval_every, config.checkpoint_episodes, config.seed)
+    rng = np.random.default_rng(config.seed + 1)  # ε-greedy draws
+    episodes: list[tuple[int, float]] = []  # (step at which the episode ended, its return)
+    s, _ = env.reset(seed=config.seed)
+    ep_return, last_return, losses = 0.0, 0.0, []
+    trained = False  # has a gradient step changed the networks since the last target sync?
+    stopped = None
+    start = time.perf_counter()
+    for step in range(1, config.total_steps + 1):
+        if rng.random() < epsilon(config, step):
+            a = int(rng.integers(n_actions))
+        else:
+            with torch.no_grad():
+                a = int(online(torch.from_numpy(s)).argmax())
+        s2, r, terminated, truncated, _ = env.step(a)
+        buffer.add(s, a, r, s2, float(terminated))  # bootstrap through time-limit truncation, not termination
+        ep_return += r
+        s = s2
+        if terminated or truncated:
+            episodes.append((step, ep_return))
+            last_return, ep_return = ep_return, 0.0
+            s, _ = env.reset()
+        if step > config.learning_starts and step % config.train_every == 0:
+            if config.anneal_lr:
+                for group in optimizer.param_groups:
+                    group["lr"] = config.lr * (1 - step / config.total_steps)
+            for _ in range(config.gradient_steps):
+                loss = td_loss(online, target_net, buffer.sample(config.batch_size), config.gamma, config.target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.detach())
+            trained = True
+            if not bool(torch.isfinite(loss)):  # the learning rate blew the network up: stop, say where
+                stopped = (f"the TD loss became {loss.item()} after {step:,} environment steps; training stopped. "
+                           f"The learning rate {config.lr} is too large: try --lr 0.0023")
+                break
+        if config.target_net and step % config.target_update == 0 and trained:
+            # hard sync of the target network (skipped while no step has changed the networks: the copy would be
+            # identical, so the run is the same as syncing every target_update steps)
+            target_net.load_state_dict(online.state_dict())
+            trained = False
+        if checkpoint.due(step, config.total_steps):
+            checkpoint.offer(step, online)
+        if step % 1000 == 0:
+            progress(step, last_return)
+    wall = time.perf_counter() - start
+    env.close()
+    return {"episodes": episodes, "online": online, "checkpoint": checkpoint, "stopped": stopped, "wall_s": wall,
+            "steps_per_s": config.total_steps / wall,
+            "loss": float(torch.stack(losses).mean()) if losses else math.nan}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Gradient anatomy: one fixed batch, every variant, before any training
+# ---------------------------------------------------------------------------------------------------------------
+
+def anatomy_batch(config: Config, n: int = 256):
+    """N transitions from a random policy, seeded: the fixed batch every variant is differentiated on."""
+    env = rl.make_env()
+    rng = np.random.default_rng(config.seed + 2)
+    buffer = ReplayBuffer(n, env.observation_space.shape[0], config.seed)
+    s, _ = env.reset(seed=config.seed + 2)
+    for _ in range(n):
+        a = int(rng.integers(env.action_space.n))
+        s2, r, terminated, truncated, _ = env.step(a)
+        buffer.add(s, a, r, s2, float(terminated))
+        s = s2 if not (terminated or truncated) else env.reset()[0]
+    env.close()
+    return tuple(torch.from_numpy(x) for x in (buffer.s, buffer.a, buffer.r, buffer.s2, buffer.done))
+
+
+def anatomy(config: Config, variants=COMPARE) -> dict[str, dict]:
+    """For each variant: the loss gradient w.r.t. the online and the target network's parameters."""
+    batch = anatomy_batch(config)
+    out = {}
+    for name, mode, separate in variants:
+        c = replace(config, target=mode, target_net=separate)
+        online, target_net, _ = make_networks(c, 4, 2)
+        if separate:  # a target network that lags: perturb it so that it differs from the online one
+            with torch.no_grad():
+                g = torch.Generator().manual_seed(config.seed + 3)
+                for p in target_net.parameters():
+                    p.add_(0.05 * torch.randn(p.shape, generator=g))
+        loss = td_loss(online, target_net, batch, c.gamma, mode)
+        params = list(online.parameters()) + (list(target_net.parameters()) if separate else [])
+        grads = torch.autograd.grad(loss, params, allow_unused=True)
+        n_online = len(list(online.parameters()))
+        flat = [g if g is not None else torch.zeros_like(p) for g, p in zip(grads, params, strict=True)]
+        out[name] = {"online": torch.cat([g.flatten() for g in flat[:n_online]]),
+                     "target": torch.cat([g.flatten() for g in flat[n_online:]]) if separate else None,
+                     "loss": float(loss.detach())}
+    return out
+
+
+def run(config: Config, device: torch.device | None = None,
+        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
+    """Gradient anatomy, then training of the chosen variant (or all with --compare). Pure: no printing.
+
+    The agent runs on the CPU: at this size (a 4→128→128→2 network, one transition per step) a GPU only adds
+    transfer latency.
+    """
+    grads = anatomy(config)
+    ref = grads["stop-grad"]["online"]
+    anatomy_rows = [[name, float(g["online"].norm()), None if g["target"] is None else float(g["target"].norm()),
+                     float((g["online"] - ref).abs().max())] for name, g in grads.items()]
+    claims = [
+        Claim("anatomy-placeholder-equals-stop-grad", "gradient anatomy: placeholder ≡ stop-grad (bitwise, max |Δ|)",
+              float((grads["placeholder"]["online"] - ref).abs().max()), 0.0),
+        Claim("anatomy-stop-grad-target-zero", "stop-grad: gradient reaching the target network (norm)",
+              float(grads["stop-grad"]["target"].norm()), 0.0),
+        Claim("anatomy-no-stop-grad-reaches-target", "no-stop-grad: gradient reaching the target network (norm)",
+              float(grads["no-stop-grad"]["target"].norm()), 0.0, ">"),
+        Claim("anatomy-residual-differs", "no target net: no-stop-grad (residual) differs from stop-grad (max |Δ|)",
+              float((grads["residual (no-stop-grad, no target net)"]["online"]
+                     - grads["stop-grad, no target net"]["online"]).abs().max()), 0.0, ">"),
+    ]
+
+    if config.compare:
+        variants = COMPARE
+    else:
+        label = config.target + ("" if config.target_net else ", no target net")
+        if label == "no-stop-grad, no target net":
+            label = "residual (no-stop-grad, no target net)"
+        variants = [(label, config.target, config.target_net)]
+    runs = {}
+    for i, (name, mode, separate) in enumerate(variants):
+        c = replace(config, target=mode, target_net=separate)
+
+        def report(step, ret, i=i, name=name):
+            progress(f"{name[:24]:24s} step {step}/{config.total_steps}  return {ret:.0f}",
+                     i * config.total_steps + step, len(variants) * config.total_steps)
+
+        out = train(c, report)
+        out["eval"], out["eval_last"] = out["checkpoint"].fresh_returns(out["online"], config.eval_episodes,
+                                                                        bool(out["stopped"]))
+        runs[name] = out
+
+    if "placeholder" in runs and "stop-grad" in runs:
+        a, b = runs["placeholder"], runs["stop-grad"]
+        same_returns = [r for _, r in a["episodes"]] == [r for _, r in b["episodes"]]
+        weight_diff = max(float((p - q).detach().abs().max()) for p, q in
+                          zip(a["online"].parameters(), b["online"].parameters(), strict=True))
+        claims.append(Claim("training-placeholder-equals-stop-grad", "training: placeholder ≡ stop-grad, same seed "
+                            "(max |Δweight|; returns identical too)", weight_diff if same_returns else math.inf, 0.0))
+    for name in LEARNERS:
+        if name in runs:
+            best = runs[name]["checkpoint"]
+            claims.append(Claim(f"{name}-learns", f"{name} learns: its best checkpoint (step {best.best_step:,} of "
+                                f"{config.total_steps:,}, chosen on {config.checkpoint_episodes} greedy episodes) "
+                                f"scores ≥ {rl.SOLVED:.0f} on {config.eval_episodes} fresh greedy episodes (mean; the "
+                                f"last policy is in the table)",
+                                float(np.mean(runs[name]["eval"])), rl.SOLVED, ">="))
+            break
+
+    windows = {name: rl.window_means(r["episodes"], config.total_steps, config.windows) for name, r in runs.items()}
+    edges = rl.window_edges(config.total_steps, config.windows)
+    window_rows = [[rl.window_label(lo, hi), *[windows[n][w] for n in runs]] for w, (lo, hi) in enumerate(edges)]
+    summary_rows = [[name, r["checkpoint"].best_step, float(np.mean(r["eval"])), min(r["eval"]),
+                     float(np.mean(r["eval_last"])),
+                     rl.after_best(float(np.mean(r["eval"])), float(np.mean(r["eval_last"]))),
+                     len(r["episodes"]), r["loss"], r["steps_per_s"], r["wall_s"]]
+                    for name, r in runs.items()]
+    collapsed = [note for name, r in runs.items() if not r["stopped"]
+                 for note in rl.collapse_note(name, r["checkpoint"].best_step, float(np.mean(r["eval"])),
+                                              float(np.mean(r["eval_last"])), config.total_steps)]
+    metrics = {name: {"window_mean_return": windows[name], "eval_returns": r["eval"],
+                      "eval_mean": float(np.mean(r["eval"])), "best_step": r["checkpoint"].best_step,
+                      "checkpoint_returns": [score for _, score in r["checkpoint"].history],
+                      "eval_last_mean": float(np.mean(r["eval_last"])), "episodes": len(r["episodes"]),
+                      "mean_loss": r["loss"], "steps_per_s": r["steps_per_s"], "wall_s": r["wall_s"]}
+               for name, r in runs.items()}
+    metrics["anatomy"] = {row[0]: {"online_grad_norm": row[1], "target_grad_norm": row[2],
+                                   "max_diff_from_stop_grad": row[3]} for row in anatomy_rows}
+    centers = [(lo + hi) / 2 for lo, hi in edges]
+    first = next(iter(runs.values()))["checkpoint"]
+    return Result(
+        lesson="dqn", title="stop_gradient on the DQN target, on CartPole-v1",
+        seed=config.seed, metrics=metrics, claims=claims,
+        tables=[
+            Table("gradient anatomy: one fixed batch of 256 random-policy transitions, before training",
+                  ["variant", "‖∇ online‖", "‖∇ target net‖", "max |Δ∇ online| vs stop-grad"], anatomy_rows,
+                  [None, ".6g", ".6g", ".3g"],
+                  note="the target network is perturbed from the online one, as it is between syncs"),
+            Table(f"mean episodic return per window of {config.total_steps // config.windows:,} steps (training, "
+                  f"with ε-greedy)", ["steps", *runs], window_rows, [None] + [".1f"] * len(runs)),
+            Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes, of the best checkpoint "
+                  f"and of the last policy",
+                  ["variant", "best at step", "best: mean", "min", "last: mean", "last vs best", "episodes",
+                   "mean loss", "steps/s", "wall s"],
+                  summary_rows, [None, ",", ".1f", ".0f", ".1f", None, None, ".4g", ",.0f", ".1f"],
+                  note=first.note("policy")),
+        ],
+        curves={"training return": Curve("environment step", "mean episodic return in the window", centers,
+                                         windows, refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED}),
+                "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
+                                     [step for step, _ in first.history],
+                                     {name: [score for _, score in r["checkpoint"].history]
+                                      for name, r in runs.items()}, refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED})},
+        # In --compare, a diverging variant without stop-grad or a target net is part of the lesson, not a failure
+        notes=[rl.env_note()] + [f"{name} diverged: {r['stopped']}" for name, r in runs.items()
+                                 if r["stopped"] and config.compare and name not in LEARNERS] + collapsed,
+        stopped="; ".join(f"{name}: {r['stopped']}" for name, r in runs.items()
+                          if r["stopped"] and (name in LEARNERS or not config.compare)) or None,
+    )

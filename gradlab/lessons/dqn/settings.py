@@ -1,0 +1,81 @@
+"""The settings of `gradlab dqn`, each declared once (gradlab.settings). No torch here: `gradlab dqn --help` reads
+this module."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from gradlab import settings as o
+from gradlab.errors import ADAM_MAX_LR, MAX_ENV_STEPS, check, check_positive
+
+TARGET_MODES = ("stop-grad", "placeholder", "no-stop-grad")
+
+
+@dataclass
+class Config(o.LessonConfig):
+    """Settings of `gradlab dqn`; the seed drives the environment, the network, ε-greedy and replay sampling.
+
+    Defaults follow rl-baselines3-zoo's tuned CartPole DQN (lr 2.3e-3, batch 64, one gradient step per two
+    environment steps, ε to 0.04 over the first 16%), with a smaller network, the learning rate annealed to 0,
+    bursts half as long and twice as often (64 gradient steps every 128 environment steps: zoo's 128 every 256
+    left a third of the seeds below 195), and, as zoo's EvalCallback, the best of the checkpoints taken every
+    1,000 steps reported on fresh episodes. `make bench` sweeps 20 seeds. Fields without an option (ε, the network's
+    width, the table's windows) are fixed by the lesson; gradlab.lessons.dqn.settings.Config(...) still takes them.
+    """
+
+    target: str = o.flag_group(  # how the target y is kept out of the graph
+        "stop-grad",
+        ("--stop-grad", "stop-grad", "Cut the target with .detach() (TF: tf.stop_gradient). The default."),
+        ("--placeholder", "placeholder",
+         "Compute the target in a torch.no_grad() pass and use it as a constant (TF: feed_dict)."),
+        ("--no-stop-grad", "no-stop-grad", "Leave the target in the graph: gradients flow into whatever computed it."),
+        listed=True)
+    target_net: bool = o.option(True, "Compute the target with the online network itself (combines with the flags "
+                                      "above).", flag="--no-target-net", value=False, listed=True)
+    compare: bool = o.option(False, "Train the main variants with the same seed, side by side.", listed=True)
+    total_steps: int = o.option(30_000, "Environment steps per variant.", listed=True)
+    gamma: float = o.gamma()  # y = r + γ max q(s', ·)
+    lr: float = o.adam_lr(2.3e-3)  # annealed linearly to 0 over the run, with anneal_lr
+    anneal_lr: bool = o.anneal_lr("Decay the learning rate linearly to 0 over the run.")  # steadies the final policy
+    target_update: int = o.option(10, "Sync the target network every N environment steps.")
+    buffer_size: int = o.option(100_000, "Replay buffer capacity.")  # transitions
+    batch_size: int = o.batch_size(64, "Transitions per gradient step.")
+    learning_starts: int = o.option(1000, "Random steps before learning.")
+    train_every: int = o.option(128, "Environment steps between training rounds.")
+    gradient_steps: int = o.option(64, "Gradient steps per round.")  # the target net is fixed within a round
+    eps_start: float = 1.0  # ε-greedy: start fully random ...
+    eps_end: float = 0.04  # ... end at this ε ...
+    eps_fraction: float = 0.16  # ... after this fraction of total_steps (linear schedule)
+    hidden: int = 128  # units in each of the two hidden layers
+    eval_every: int = o.eval_every(1_000)  # play greedy episodes and keep the best policy so far ...
+    checkpoint_episodes: int = o.checkpoint_episodes()  # ... judged on this many episodes (rl-zoo's EvalCallback)
+    eval_episodes: int = o.eval_episodes()  # the chosen checkpoint (and the last policy) reported on fresh episodes
+    windows: int = 10  # evaluation windows in the training table
+
+    cpu_only: ClassVar[str | None] = "a 4→128→128→2 network fed one transition per step: a GPU would only add " \
+                                     "transfer latency"
+
+    def __post_init__(self) -> None:
+        check(self.target in TARGET_MODES, f"unknown target mode {self.target!r}: use {', '.join(TARGET_MODES)}")
+        check(0 <= self.gamma <= 1 and not math.isnan(self.gamma),
+              f"--gamma must be in [0, 1], got {self.gamma}; try --gamma 0.99")
+        check(1 <= self.total_steps <= MAX_ENV_STEPS, f"--total-steps must be between 1 and {MAX_ENV_STEPS:,}, got "
+                                                      f"{self.total_steps}; try 30000")
+        check_positive("--lr", self.lr, "0.001", ADAM_MAX_LR)
+        for name, v in (("--target-update", self.target_update), ("--buffer-size", self.buffer_size),
+                        ("--batch-size", self.batch_size), ("--eval-episodes", self.eval_episodes),
+                        ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
+                        ("--train-every", self.train_every), ("--gradient-steps", self.gradient_steps),
+                        ("--hidden", self.hidden), ("--windows", self.windows)):
+            check(v >= 1, f"{name} must be at least 1, got {v}")
+        for name, v, most in (("--buffer-size", self.buffer_size, MAX_ENV_STEPS),
+                              ("--batch-size", self.batch_size, 65_536), ("--hidden", self.hidden, 4096),
+                              ("--gradient-steps", self.gradient_steps, 10_000),
+                              ("--eval-episodes", self.eval_episodes, 10_000), ("--windows", self.windows, 1000),
+                              ("--checkpoint-episodes", self.checkpoint_episodes, 10_000)):
+            check(v <= most, f"{name} must be at most {most:,}, got {v:,}")
+        check(self.batch_size <= self.buffer_size, f"--batch-size {self.batch_size} is larger than --buffer-size "
+                                                   f"{self.buffer_size}")
+        check(0 <= self.eps_end <= self.eps_start <= 1, "ε must satisfy 0 ≤ eps_end ≤ eps_start ≤ 1")

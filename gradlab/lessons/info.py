@@ -1,0 +1,78 @@
+"""What a lesson is, for the registry: its entry (LessonInfo, named fields) and the contract its lesson module keeps
+(Lesson). Torch-free: `gradlab --help`, `gradlab list` and every lesson's `--help` read it.
+
+A lesson is a folder, gradlab/lessons/<package>/:
+
+    __init__.py     INFO = LessonInfo(name=..., config=Config, idea=..., ...): its entry in the registry
+    settings.py     Config: its settings, each field an option (gradlab.settings), checked in __post_init__;
+                    torch-free, since --help reads it
+    lesson.py       the lesson: the math in its docstring, run(config, ...) -> Result (pure: no printing), the
+                    claims, EXPLAIN (what --explain shows); it may have rooms beside it (ddp does)
+    exercises/      what students write: __init__.py (the exercises' texts, torch-free), harness.py (how their
+                    function is called: the only code of the lesson that runs beside a submission), checks.py (the
+                    references, the known mistakes, what each check claims), answers.py (model answers)
+
+and one line naming its folder in gradlab/lessons/__init__.py (ORDER, the teaching order).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from gradlab import settings
+
+
+@runtime_checkable
+class Lesson(Protocol):
+    """What a lesson module provides (checked for every lesson by tests/test_settings.py)."""
+
+    Config: type[settings.LessonConfig]  # its settings (from its settings.py)
+    EXPLAIN: tuple[str, ...]  # the functions and classes whose source `--explain` prints next to the math
+    run: Callable[..., Any]  # run(config, [data,] device=, progress=) -> Result; pure: no printing
+
+
+@dataclass(frozen=True, kw_only=True)
+class LessonInfo:
+    """A lesson's entry in the registry: its name, its settings, and what the command line says about it."""
+
+    name: str  # the subcommand
+    config: type[settings.LessonConfig]  # its settings: the options of its command
+    idea: str  # the TF-1 tutorial idea it reproduces
+    short_help: str  # its line in `gradlab --help`
+    help: str  # its `--help` text
+    needs_data: bool = False  # trains on MNIST-like images: --dataset --data-dir --offline
+    dataset_default: str = "auto"
+    # arguments for `gradlab all --quick` (and `--quick`): small budgets that still hold every claim. dqn keeps its
+    # default 30,000 steps: its learning claim failed on 1 of 10 seeds at 20,000 steps (bench/bench_seeds.py --extra)
+    quick: tuple[str, ...] = ()
+    full: tuple[str, ...] = ()  # arguments for `gradlab all`
+    list_note: str = ""  # said after its main options in `gradlab list`
+
+    @property
+    def package(self) -> str:
+        """The lesson's folder as a package: gradlab.lessons.<name with _ for ->."""
+        return f"gradlab.lessons.{self.name.replace('-', '_')}"
+
+    @functools.cached_property
+    def specs(self) -> list[settings.Spec]:
+        """Every option of its command, in --help order (read once from the Config's fields)."""
+        return settings.lesson_specs(self.config, self.needs_data, self.dataset_default)
+
+    @property
+    def options(self) -> str:
+        """Its main options, as `gradlab list` shows them."""
+        return settings.listed(self.specs) + (f"; {self.list_note}" if self.list_note else "")
+
+    def load(self) -> Lesson:
+        """The lesson module, <package>.lesson (imports torch)."""
+        import warnings
+
+        # torch's own modules warn that torch.jit.script is deprecated when torch.func loads: not the user's concern
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.* is deprecated", category=FutureWarning)
+        module = importlib.import_module(f"{self.package}.lesson")
+        assert isinstance(module, Lesson) and module.Config is self.config, f"{self.package} is not a lesson"
+        return module

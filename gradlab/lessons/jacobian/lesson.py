@@ -1,0 +1,231 @@
+"""Jacobians and Hessians: why the gradient of a non-scalar output is a sum, and how to get the full matrix.
+
+The tutorial's question: a policy matrix X (2×4), a state y (4), and
+
+    z = X y            (2 numbers)
+    W = log softmax(z) (2 numbers: log-probabilities of two actions)
+
+The asker wanted dW₁/dX, but `tf.gradients(W, X)` returned a single 2×4 matrix. Gradients of a non-scalar
+output are vector-Jacobian products: autograd computes vᵀJ for a vector v of your choice, and TF used v = ones,
+so the answer was Σ_i ∂W_i/∂X. PyTorch refuses to guess: `W.backward()` on a non-scalar raises, and
+`torch.autograd.grad(W, X, grad_outputs=v)` asks for v explicitly.
+
+Closed form. With p = softmax(z):  ∂ log p_i/∂z_k = δ_ik − p_k,  and  ∂z_k/∂X_kj = y_j,  so
+
+    ∂W_i/∂X = (e_i − p) yᵀ         (a 2×4 matrix for each output i)
+    Σ_i ∂W_i/∂X = (1 − 2p) yᵀ      (what tf.gradients(W, X) returned, here with 2 outputs)
+
+The full Jacobian (2×2×4) needs one backward pass per output (the tutorial's `tf.while_loop` over outputs),
+or one batched pass: `vmap` over the basis vectors e_i of a vector-Jacobian product (`torch.func.jacrev`), or
+forward mode, one pass per input (`torch.func.jacfwd`). The Hessian of W_i is the Jacobian of its gradient:
+`jacfwd(jacrev(f))`, which failed in TF-1 (a while_loop inside a while_loop) and is one line here.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+from torch.func import hessian, jacfwd, jacrev, vjp, vmap
+
+from gradlab.lessons.jacobian.settings import (  # the settings, declared once (no torch: --help reads them)
+    Config,
+    parse_matrix,
+    parse_vector,
+)
+from gradlab.result import Claim, Curve, Result, Table
+
+DEFAULT_MATRIX = "0.2,0.5,-0.3,0.1;0.4,-0.2,0.6,-0.5"
+DEFAULT_STATE = "1.0,0.5,-1.0,2.0"
+
+
+# The code `--explain` shows beside the math, read from this file at run time.
+EXPLAIN = ("policy", "jacobian_loop", "jacobian_vmap_vjp", "hessian_fd")
+
+
+def policy(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """W = log softmax(X y): the tutorial's log-probabilities."""
+    return torch.log_softmax(X @ y, dim=0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Five ways to the full Jacobian J[i] = ∂W_i/∂X.
+# ---------------------------------------------------------------------------------------------------------------
+
+def jacobian_loop(f: Callable, x: torch.Tensor) -> torch.Tensor:
+    """One backward pass per output: the tutorial's tf.while_loop over outputs."""
+    x = x.detach().requires_grad_(True)
+    out = f(x)
+    rows = [torch.autograd.grad(out[i], x, retain_graph=True)[0] for i in range(len(out))]
+    return torch.stack(rows)
+
+
+def jacobian_vmap_vjp(f: Callable, x: torch.Tensor) -> torch.Tensor:
+    """vᵀJ for every basis vector v = e_i at once: vmap over the rows of the identity."""
+    out, pullback = vjp(f, x)
+    (rows,) = vmap(pullback)(torch.eye(len(out), dtype=out.dtype, device=out.device))
+    return rows
+
+
+METHODS: dict[str, Callable] = {
+    "loop over outputs": jacobian_loop,
+    "autograd.functional.jacobian": lambda f, x: torch.autograd.functional.jacobian(f, x),
+    "torch.func.jacrev": lambda f, x: jacrev(f)(x),
+    "torch.func.jacfwd": lambda f, x: jacfwd(f)(x),
+    "vmap of vjp": jacobian_vmap_vjp,
+}
+
+
+def hessian_fd(f: Callable, x: torch.Tensor, h: float = 1e-4) -> torch.Tensor:
+    """Central second differences: (f(x+hei+hej) − f(x+hei−hej) − f(x−hei+hej) + f(x−hei−hej)) / 4h²."""
+    n = x.numel()
+    flat = x.reshape(-1)
+    H = torch.empty(n, n, dtype=x.dtype, device=x.device)
+    basis = torch.eye(n, dtype=x.dtype, device=x.device) * h
+    for i in range(n):
+        for j in range(n):
+            def g(d):
+                return f((flat + d).reshape(x.shape))
+            H[i, j] = (g(basis[i] + basis[j]) - g(basis[i] - basis[j]) - g(-basis[i] + basis[j])
+                       + g(-basis[i] - basis[j])) / (4 * h * h)
+    return H.reshape(*x.shape, *x.shape)
+
+
+def run(config: Config, device: torch.device | None = None,
+        progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
+    """Reproduce the question, compute the Jacobian five ways and the Hessian three ways. Pure: no printing."""
+    device = device or torch.device("cpu")
+    X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64, device=device)
+    y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64, device=device)
+    k, m = X.shape
+
+    def f(X_):
+        return policy(X_, y)
+
+    Xg = X.clone().requires_grad_(True)
+    W = f(Xg)
+    # What TF returned: the gradient with grad_outputs = ones, i.e. Σ_i ∂W_i/∂X.
+    (summed,) = torch.autograd.grad(W, Xg, grad_outputs=torch.ones_like(W), retain_graph=True)
+    try:  # what PyTorch says without grad_outputs
+        torch.autograd.grad(W, Xg, retain_graph=True)
+        error = "(no error)"
+    except RuntimeError as e:
+        error = str(e)
+
+    p = torch.softmax(X @ y, dim=0)
+    closed = torch.stack([torch.outer(torch.eye(k, dtype=X.dtype, device=device)[i] - p, y) for i in range(k)])
+    jacobians, timings = {}, {}
+    for i, (name, method) in enumerate(METHODS.items()):
+        method(f, X)  # warm-up: torch.func traces on its first call
+        start = time.perf_counter()
+        jacobians[name] = method(f, X).detach()
+        timings[name] = time.perf_counter() - start
+        progress(f"Jacobian: {name}", i + 1, len(METHODS))
+    ref = jacobians["loop over outputs"]
+
+    def fi(X_):
+        return f(X_)[config.output]
+
+    hessians = {
+        "jacfwd(jacrev(f))": jacfwd(jacrev(fi))(X),
+        "torch.func.hessian": hessian(fi)(X),
+        "autograd.functional.hessian": torch.autograd.functional.hessian(fi, X),
+    }
+    fd = hessian_fd(fi, X)
+    H = hessians["jacfwd(jacrev(f))"]
+
+    def diff(a, b):
+        return float((a - b).abs().max())
+
+    claims = [
+        Claim.yes_no("non-scalar-needs-grad-outputs", "autograd.grad of a non-scalar W without grad_outputs raises",
+                     "scalar outputs" in error),
+        Claim("methods-agree", "all five Jacobian methods agree (max |Δ| from the loop)",
+              max(diff(J, ref) for J in jacobians.values()), 1e-6),
+        Claim("summed-is-jacobian-sum", "the summed gradient (grad_outputs = ones) ≡ Σ_i ∂W_i/∂X",
+              diff(summed, ref.sum(0)), 1e-6),
+        Claim("closed-form", "∂W_i/∂X ≡ (e_i − p) yᵀ (max |Δ| over the Jacobian)", diff(ref, closed), 1e-6),
+        Claim("hessians-agree", f"Hessian of W_{config.output}: the three methods agree",
+              max(diff(h, H) for h in hessians.values()), 1e-6),
+        Claim("hessian-finite-differences", "Hessian ≡ central finite differences (float64, h = 1e-4)",
+              diff(H, fd), 1e-6),
+        Claim("hessian-symmetric", "Hessian is symmetric: max |H − Hᵀ|",
+              diff(H.reshape(k * m, k * m), H.reshape(k * m, k * m).T), 1e-12),
+    ]
+
+    tables = [
+        Table("the question: W = log softmax(X y)", ["", *[f"{i}" for i in range(k)]],
+              [["W", *W.detach().tolist()], ["p = softmax(X y)", *p.tolist()]], [None] + [".6f"] * k),
+        _matrix_table(f"torch.autograd.grad(W, X, grad_outputs=ones): one {k}×{m} matrix, Σ_i ∂W_i/∂X", summed,
+                      note=f"without grad_outputs PyTorch says: {error}"),
+    ]
+    for i in range(k):
+        tables.append(_matrix_table(f"∂W_{i}/∂X (Jacobian slice {i}) = (e_{i} − p) yᵀ", ref[i]))
+    tables.append(Table("the full Jacobian five ways", ["method", "passes", "max |Δ| from loop", "ms"],
+                        [[name, _passes(name, k, m), diff(J, ref), 1000 * timings[name]]
+                         for name, J in jacobians.items()], [None, None, ".2e", ".3f"]))
+    tables.append(Table(f"Hessian of W_{config.output} with respect to X ({k}×{m}×{k}×{m})",
+                        ["method", "max |Δ| from jacfwd(jacrev)"],
+                        [[name, diff(h, H)] for name, h in hessians.items()] + [["finite differences", diff(fd, H)]],
+                        [None, ".2e"]))
+    tables.append(_matrix_table(f"Hessian of W_{config.output}, flattened to {k * m}×{k * m} (row-major X)",
+                                H.reshape(k * m, k * m)))
+    metrics = {"W": W.detach().tolist(), "summed_gradient": summed.tolist(), "jacobian": ref.tolist(),
+               "hessian": H.reshape(k * m, k * m).tolist(), "method_ms": {n: 1000 * t for n, t in timings.items()}}
+    if config.scaling:
+        rows, metrics["scaling"] = scaling(config, device, progress)
+        tables.append(Table(f"--scaling: Jacobian of f(x) = tanh(A x), A n×n, median of {config.repeats} "
+                            f"(ms, {torch.get_num_threads()} threads)",
+                            ["n", *METHODS, "loop / vmap of vjp"], rows,
+                            [None] + [".3f"] * len(METHODS) + [".1f"],
+                            note="cost model: the loop makes n backward passes; jacrev / vmap of vjp one batched "
+                                 "backward pass; jacfwd one batched forward pass over n tangents. Timings are "
+                                 "not claims: they depend on the machine."))
+    curves = {}
+    if config.scaling:
+        ns = list(metrics["scaling"])
+        curves["Jacobian of tanh(Ax): time per method"] = Curve(
+            "n", "ms (median)", ns, {name: [metrics["scaling"][n][name] for n in ns] for name in METHODS}, logy=True)
+    return Result(lesson="jacobian",
+                  title="why gradients of non-scalar outputs sum, full Jacobians, and Hessians by nesting",
+                  seed=config.seed, metrics=metrics, claims=claims, tables=tables, curves=curves)
+
+
+def _passes(name: str, k: int, m: int) -> str:
+    return {"loop over outputs": f"{k} backward", "torch.func.jacfwd": f"{k * m} tangents, batched",
+            "autograd.functional.jacobian": f"{k} backward"}.get(name, f"{k} cotangents, batched")
+
+
+def _matrix_table(title: str, M: torch.Tensor, note: str = "") -> Table:
+    rows = [[f"row {r}", *M[r].tolist()] for r in range(M.shape[0])]
+    return Table(title, ["", *[f"col {c}" for c in range(M.shape[1])]], rows, [None] + [".6f"] * M.shape[1], note)
+
+
+def scaling(config: Config, device, progress) -> tuple[list[list], dict]:
+    """Median time of each method on f(x) = tanh(Ax) for every n in --sizes."""
+    sizes = [int(float(s)) for s in config.sizes.split(",")]
+    g = torch.Generator().manual_seed(config.seed)
+    rows, raw = [], {}
+    for i, n in enumerate(sizes):
+        A = (torch.randn(n, n, generator=g) / math.sqrt(n)).to(device)
+        x = torch.randn(n, generator=g).to(device)
+
+        def f(v, A=A):
+            return torch.tanh(A @ v)
+
+        ms = {}
+        for name, method in METHODS.items():
+            method(f, x)  # warm-up
+            times = []
+            for _ in range(config.repeats):
+                start = time.perf_counter()
+                method(f, x)
+                times.append(1000 * (time.perf_counter() - start))
+            ms[name] = statistics.median(times)
+        raw[n] = ms
+        rows.append([n, *ms.values(), ms["loop over outputs"] / ms["vmap of vjp"]])
+        progress(f"--scaling n = {n}", i + 1, len(sizes))
+    return rows, raw

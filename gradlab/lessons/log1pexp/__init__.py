@@ -1,0 +1,18 @@
+"""`gradlab log1pexp`: custom gradients, and the NaN gradient of log(1 + exp(x)) at x = 100 in float32.
+
+This folder is the lesson: settings.py (its options), lesson.py (the math and the run), exercises/ (what students
+write). This file is its entry in the registry (gradlab.lessons), read without torch.
+"""
+
+from gradlab.lessons.info import LessonInfo
+from gradlab.lessons.log1pexp.settings import Config
+
+INFO = LessonInfo(
+    name="log1pexp",
+    config=Config,
+    idea="@tf.custom_gradient: log(1 + exp(x)) has a NaN gradient at x = 100 in float32",
+    short_help="Custom gradients: log(1+exp(x)) has a NaN gradient at x=100 in float32; fix it right.",
+    help="""log(1 + eˣ) five ways: naive, a torch.where guard, the tutorial's custom gradient, a stable
+    torch.autograd.Function, and F.softplus, beside the exact answer; gradcheck and gradgradcheck.
+    """,
+)
