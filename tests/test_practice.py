@@ -223,3 +223,17 @@ def test_a_folder_gets_one_summary_table(tmp_path):
     assert out.exit_code == 1 and "1 of 2 submissions pass" in text and "NotImplementedError" in text
     data = json.loads((tmp_path / "all.json").read_text())
     assert [d["points"] for d in data] == [{"score": 3, "max_score": 3}, {"score": 0, "max_score": 3}]
+
+
+def test_each_harness_imports_first_in_a_fresh_process():
+    """The sandbox's child imports an exercise's harness before anything else of gradlab: no import circle may hide
+    behind gradlab's own import order."""
+    import subprocess
+    import sys
+
+    from gradlab.practice import harness_module
+
+    for exercise in EXERCISES.values():
+        code = f"import {harness_module(exercise)} as h; print(sorted(h.HARNESSES))"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.returncode == 0 and exercise.function in out.stdout, out.stderr

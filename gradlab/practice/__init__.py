@@ -12,13 +12,18 @@ gradlab.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import inspect
+from typing import TYPE_CHECKING
 
 from gradlab.lessons import LESSONS
-from gradlab.practice.exercise import Exercise
+
+if TYPE_CHECKING:
+    from gradlab.practice.exercise import Exercise
 
 
+@functools.cache
 def _collect() -> dict[str, Exercise]:
     """Every lesson's exercises, lesson by lesson in teaching order, by level within a lesson."""
     found = []
@@ -28,7 +33,12 @@ def _collect() -> dict[str, Exercise]:
     return {e.name: e for e in found}
 
 
-EXERCISES: dict[str, Exercise] = _collect()
+def __getattr__(name: str):
+    """EXERCISES, collected on first use: a lesson's exercises/ imports this package's vocabulary
+    (gradlab.practice.exercise), so collecting them while this package loads would be an import circle."""
+    if name == "EXERCISES":
+        return _collect()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _module(exercise: Exercise, part: str):
@@ -58,4 +68,4 @@ def answer_source(exercise: Exercise) -> str:
 def listing() -> list[dict]:
     """Every exercise as {"name", "lesson", "function", "level", "what"}: `gradlab exercises` and the API."""
     return [{"name": e.name, "lesson": e.lesson, "function": e.function, "level": e.level, "what": e.what}
-            for e in EXERCISES.values()]
+            for e in _collect().values()]

@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 
 from gradlab.errors import GradlabError, check
-from gradlab.practice import EXERCISES, Exercise
+from gradlab.practice import EXERCISES
+from gradlab.practice.exercise import Exercise
 from gradlab.result import Claim, Result, Table
 
 MARKER = re.compile(r"^# gradlab-exercise: (\S+)\s*$", re.M)
