@@ -17,16 +17,17 @@ measures every link with `torch.autograd.grad` on the intermediates. TF-1 gives 
 The classic trap: guarding the formula with `torch.where(x < 20, log(1 + exp(x)), x)` fixes the value but not the
 gradient. `where`'s backward sends the unused branch exactly 0, and that 0 flows into the branch's own backward:
 1/u = 0 again, then exp's backward makes 0 · inf = NaN, which is added to the 1 from the x branch. The NaN is made
-inside the unused branch (0 · inf), not multiplied in from outside. (girving in tensorflow/tensorflow#2540, about
-`tf.select`: "tf.gradients correctly computes dy/dw = 0. It then computes dy/dx = w * dy/dw = nan".) The fix is to
-guard the branch's *input* too, the "double where", so that the unused branch computes something finite:
+inside the unused branch (0 · inf), not multiplied in from outside (TF-1 did the same: tensorflow/tensorflow#2540,
+about `tf.select`, where girving writes with w = tf.exp(x): "tf.gradients correctly computes dy/dw = 0. It then
+computes dy/dx = w * dy/dw", that is inf · 0). The fix is to guard the branch's *input* too, the "double where", so
+that the unused branch computes something finite:
 
     xs = where(x < 20, x, 0)                 the unused branch now sees exp(0) = 1
     y  = where(x < 20, log(1 + exp(xs)), x)  its backward is 0 · 1 = 0: dy/dx = 1 at x = 100
 
-(the workaround TensorFlow's `tf.where` documentation gives: "use an inner tf.where to ensure the function has no
-asymptote"; the JAX FAQ, "Gradients contain NaN where using where", calls it a where inside the partially-defined
-function).
+(the workaround in TensorFlow's `tf.where` documentation from r2.4 on: "use an inner tf.where to ensure the
+function has no asymptote"; the JAX FAQ, "Gradients contain NaN where using where": put a where "inside the
+partially-defined function").
 
 The tutorial's fix, a custom gradient. Seed 003 is cut off right after `def grad(dy):` (its line 31 is blank and
 line 32 is another article's code); the example it copies is the `tf.custom_gradient` docstring's, from TF 1.7
