@@ -107,7 +107,7 @@ def test_second_derivatives_of_the_ports():
     for r in L.SECOND_ROUTES:
         assert stable[r] < 1e-12 and faithful[r] < 1e-12, r  # includes x = 0, where |x| is not smooth
     port = L.second_derivatives(L.PortEOnCtx.apply)
-    assert port["f'': autograd.grad twice of Σ f(x)"] == 'raises "does not require grad"'
+    assert port["f'': grad twice of Σ f"] == 'raises "does not require grad"'
     f2 = torch.sigmoid(L.SECOND_X) * (1 - torch.sigmoid(L.SECOND_X))
     missing = float((2 * torch.log1p(torch.exp(L.SECOND_X)) * f2).abs().max())  # max |2f·f''| = 0.516
     for r in L.SECOND_ROUTES[1:]:
@@ -124,9 +124,9 @@ def test_once_differentiable_raises_on_backward_but_not_everywhere():
     """What @once_differentiable does, measured (facts-26 §11): .backward() raises its message, autograd.grad says x
     was not used, autograd.functional.hessian returns zeros without a word."""
     once = L.second_derivatives(L.PortEOnCtxOnce.apply)
-    assert once["Σ f(x)²: .backward() on the gradient"] == 'raises "trying to differentiate twice"'
-    assert "marked with @once_differentiable" in once["Σ f(x)²: .backward() on the gradient (message)"]
-    assert once["Σ f(x)²: autograd.grad twice"] == 'raises "appears to not have been used in the graph"'
+    assert once["Σ f²: .backward() on the grad"] == 'raises "trying to differentiate twice"'
+    assert "marked with @once_differentiable" in once["Σ f²: .backward() on the grad (message)"]
+    assert once["Σ f²: grad twice"] == 'raises "appears to not have been used in the graph"'
     assert L.hessian_is_zero(L.PortEOnCtxOnce.apply) and not L.hessian_is_zero(L.FaithfulPort.apply)
 
 

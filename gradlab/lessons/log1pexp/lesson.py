@@ -191,9 +191,9 @@ METHODS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 # The custom Functions whose second derivatives the lesson compares.
 FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "port: e on ctx": PortEOnCtx.apply,
-    "faithful port: e from x in backward": FaithfulPort.apply,
-    "e on ctx + @once_differentiable": PortEOnCtxOnce.apply,
+    "e on ctx": PortEOnCtx.apply,
+    "faithful: e from x": FaithfulPort.apply,
+    "e on ctx, once_differentiable": PortEOnCtxOnce.apply,
     "stable Function": StableLog1pExp.apply,
 }
 
@@ -311,16 +311,16 @@ def second_derivatives(fn: Callable) -> dict[str, float | str]:
     def squares(x):
         return (fn(x) ** 2).sum()
 
-    attempt("f'': autograd.grad twice of Σ f(x)", lambda: grad_twice(lambda x: fn(x).sum()), f2)
-    attempt("Σ f(x)²: autograd.grad twice", lambda: grad_twice(squares), sq2)
-    attempt("Σ f(x)²: .backward() on the gradient", lambda: backward_twice(squares), sq2)
-    attempt("Σ f(x)²: autograd.functional.hessian",
+    attempt("f'': grad twice of Σ f", lambda: grad_twice(lambda x: fn(x).sum()), f2)
+    attempt("Σ f²: grad twice", lambda: grad_twice(squares), sq2)
+    attempt("Σ f²: .backward() on the grad", lambda: backward_twice(squares), sq2)
+    attempt("Σ f²: functional.hessian",
             lambda: torch.autograd.functional.hessian(squares, SECOND_X.clone()).diagonal(), sq2)
     return out
 
 
-SECOND_ROUTES = ("f'': autograd.grad twice of Σ f(x)", "Σ f(x)²: autograd.grad twice",
-                 "Σ f(x)²: .backward() on the gradient", "Σ f(x)²: autograd.functional.hessian")
+SECOND_ROUTES = ("f'': grad twice of Σ f", "Σ f²: grad twice",
+                 "Σ f²: .backward() on the grad", "Σ f²: functional.hessian")
 
 
 def checks(fn: Callable) -> tuple[bool, bool]:
@@ -413,8 +413,9 @@ def run(config: Config, device: torch.device | None = None,
     metrics["second_derivatives"] = seconds
     metrics["checks"] = {name: {"gradcheck": c[0], "gradgradcheck": c[1]} for name, c in gchecks.items()}
     metrics["stored_e_has_grad_fn"] = not no_graph
-    tables.append(Table("the second derivative of each custom Function, asked four ways (float64, x = −5..5): "
-                        "max |Δ| from the exact f'' = sigmoid'(x) or d²/dx² f² = 2f'² + 2f·f'', or what it raised",
+    tables.append(Table("the second derivative of each custom Function, asked four ways with torch.autograd "
+                        "(float64, x = −5..5): max |Δ| from the exact f'' = sigmoid'(x) or d²/dx² f² = 2f'² + "
+                        "2f·f'', or what it raised",
                         ["Function", "gradcheck", "gradgradcheck", *SECOND_ROUTES],
                         [[name, _ok(gchecks[name][0]), _ok(gchecks[name][1]),
                           *[seconds[name][r] for r in SECOND_ROUTES]] for name in FUNCTIONS],
@@ -424,8 +425,8 @@ def run(config: Config, device: torch.device | None = None,
                              f"@once_differentiable port returned all zeros: {'yes' if once_zeros else 'no'}"))
     progress("second derivatives", 1, 1)
 
-    once = seconds["e on ctx + @once_differentiable"]
-    faithful = seconds["faithful port: e from x in backward"]
+    once = seconds["e on ctx, once_differentiable"]
+    faithful = seconds["faithful: e from x"]
     claims = [
         Claim.yes_no("naive-nan-at-100", "naive gradient at x = 100 in float32 is NaN", math.isnan(naive_c["dy/dx"])),
         Claim.yes_no("naive-nan-is-0-times-inf", "naive, x = 100: log's backward gives dy/du = 1/inf = 0, and the "
@@ -452,10 +453,10 @@ def run(config: Config, device: torch.device | None = None,
         Claim("port-e-on-ctx-second-wrong", "port keeping e on ctx: d²/dx² Σ f(x)² by autograd.grad twice comes "
               "out 2f'², silently missing the 2f·f'' term (max |Δ| from 2f'²)", missing, 1e-12),
         Claim("faithful-port-second-right", "faithful port (e rebuilt from the saved x in backward, as TF-1's graph "
-              "did): f'' ≡ sigmoid'(x) (max |Δ|)", _number(faithful["f'': autograd.grad twice of Σ f(x)"]), 1e-12),
+              "did): f'' ≡ sigmoid'(x) (max |Δ|)", _number(faithful["f'': grad twice of Σ f"]), 1e-12),
         Claim.yes_no("once-differentiable-raises", "@once_differentiable: .backward() through the gradient raises "
                      "instead of giving a wrong number",
-                     once["Σ f(x)²: .backward() on the gradient"] == 'raises "trying to differentiate twice"'),
+                     once["Σ f²: .backward() on the grad"] == 'raises "trying to differentiate twice"'),
     ]
     return Result(lesson="log1pexp", title="custom gradients: log(1 + exp(x)) without NaN",
                   seed=config.seed, metrics=metrics, claims=claims, tables=tables,
