@@ -211,7 +211,84 @@ def test_a_wrong_backward_fails_the_claims(monkeypatch):
 
     monkeypatch.setattr(G.GaussianLogProb, "backward", staticmethod(wrong_backward))
     claims = {c.id: c for c in G.run(G.Config(epochs=5)).claims}
-    assert not claims["layer-equals-closed-form"].passed and not claims["gradcheck"].passed
+    assert not claims["layer-equals-normal"].passed and not claims["gradcheck"].passed
+
+
+def test_the_seeds_layer_as_written():
+    """Issue #26, 3: seed 000's layer, ported line by line: Normal(0, 0) samples 0, so a = μ; the forward returns the
+    scores (0, 0, −1/σ₀, −1/σ₁), not ln π; the backward sends y (its input) back, not the score."""
+    y = torch.tensor([[0.3, -0.5, 0.7, 1.2]])
+    action, out, grads = G.seed_layer(y)
+    assert torch.equal(action, y[:, :2])
+    assert torch.allclose(out, torch.tensor([[0.0, 0.0, -1 / 0.7, -1 / 1.2]]), rtol=0, atol=1e-6)
+    assert torch.equal(grads, y)
+    # an [n] sample against an [n, 2] sigma: n = 2 pairs sample j with column j, n = 3 does not broadcast
+    sample, sigma = torch.tensor([1.0, 2.0]), torch.ones(2, 2)
+    assert (sample * sigma).tolist() == [[1.0, 2.0], [1.0, 2.0]]  # noise varies along the action axis, not the batch
+    assert "must match the size of tensor b (2)" in G.seed_broadcast_error(3)
+    assert G.seed_broadcast_error(1) == "(no error)"
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10**6))
+def test_through_the_sample_autograd_gives_0_and_minus_1_over_sigma_not_the_score(seed):
+    g = torch.Generator().manual_seed(seed)
+    mu = torch.randn(3, generator=g, dtype=torch.float64)
+    sigma = torch.rand(3, generator=g, dtype=torch.float64) + 0.2
+    a = mu + sigma * torch.randn(3, generator=g, dtype=torch.float64)
+    d_mu, d_sigma = G.score_through_sample(mu, sigma, a)
+    assert torch.allclose(d_mu, torch.zeros(3, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(d_sigma, -1 / sigma, rtol=1e-12)
+    closed = G.score_closed_form(mu, sigma, a)  # detached: autograd gives the score
+    assert all(torch.allclose(u, v, rtol=1e-12) for u, v in
+               zip(G.score_autograd(mu, sigma, a, G.normal_log_prob), closed, strict=True))
+
+
+def test_through_sample_claim_can_fail():
+    """At a = μ (ε = 0) the pathwise gradient (0, −1/σ) is the score: the claim then fails, as it should."""
+    claims = {c.id: c for c in G.run(G.Config(action="0.3,-0.5", epochs=2)).claims}
+    assert not claims["through-sample-differs"].passed
+
+
+def test_leave_one_out_baseline_is_unbiased_and_the_batch_mean_shrinks_by_n_minus_1_over_n():
+    """facts-26 §14: r_k − mean(r) = (N − 1)/N · (r_k − b_k) batch by batch, and over many batches of N = 2 the
+    leave-one-out estimate averages to ∇E[r] = (−2(μ − a*), −2σ) while the batch mean gives half of it."""
+    g = torch.Generator().manual_seed(0)
+    r = torch.randn(64, generator=g, dtype=torch.float64)
+    assert torch.allclose(r - r.mean(), 63 / 64 * (r - G.leave_one_out(r)), rtol=0, atol=1e-14)
+    mu, sigma = torch.tensor([0.3, -0.5], dtype=torch.float64), torch.tensor([0.7, 1.2], dtype=torch.float64)
+    optimum = torch.tensor([1.5, -0.8], dtype=torch.float64)
+    exact = torch.cat([-2 * (mu - optimum), -2 * sigma])  # ∇_(μ, σ) E[−‖a − a*‖²]
+    M, N = 200_000, 2
+    a = mu + sigma * torch.randn(M, N, 2, generator=g, dtype=torch.float64)
+    r = -((a - optimum) ** 2).sum(-1)  # (M, N)
+    score = torch.cat(G.score_closed_form(mu, sigma, a), dim=-1)  # (M, N, 4)
+    loo = (r - (r.sum(1, keepdim=True) - r) / (N - 1))
+    for baseline, expected in ((loo, exact), (r - r.mean(1, keepdim=True), exact * (N - 1) / N)):
+        per_batch = (baseline.unsqueeze(-1) * score).mean(1)  # (M, 4): one gradient estimate per batch
+        mean, se = per_batch.mean(0), per_batch.std(0) / M**0.5
+        assert ((mean - expected).abs() < 5 * se).all(), (mean, expected, se)
+    assert ((mean - exact).abs() > 10 * se).any()  # the batch mean's bias is visible at N = 2
+
+
+def test_with_adam_the_baselines_give_the_same_run(monkeypatch):
+    """Adam's step m̂/(√v̂ + ε) ignores a constant factor on the gradient: the batch mean's (N − 1)/N changes the run
+    only by rounding."""
+    loo = G.reinforce(G.Config(epochs=60), lambda *a: None)
+    monkeypatch.setattr(G, "leave_one_out", lambda r: r.mean().expand_as(r))
+    mean = G.reinforce(G.Config(epochs=60), lambda *a: None)
+    assert max(abs(u - v) for p, q in zip(loo["mu"], mean["mu"], strict=True) for u, v in zip(p, q, strict=True)) < 1e-5
+
+
+def test_twenty_updates_fall_short_even_with_the_exact_gradient():
+    """Notebook 05: Adam moves each coordinate by about lr per update, so 20 × 0.05 cannot carry μ₀ = 0.3 to
+    a*₀ = 1.5; the exact gradient falls short too."""
+    result = G.run(G.Config(epochs=20))
+    m = result.metrics
+    assert m["exact_final_distance"] > 0.1 and m["final_distance"] > 0.1
+    assert m["max_mu_step"] <= 0.05 * 1.001 and m["exact_max_mu_step"] <= 0.05 * 1.001
+    assert not {c.id: c for c in result.claims}["reinforce-reaches-optimum"].passed
+    assert G.run(G.Config(epochs=30)).metrics["exact_final_distance"] < 0.1  # 1.2/0.05 = 24 updates: 30 suffice
 
 
 def test_given_action_and_cli(tmp_path):
