@@ -252,7 +252,7 @@ def run(config: Config, device: torch.device | None = None,
 
     tables = [Table(f"the score function four ways (a {a_note})",
                     ["dim", "", "μ", "σ", "a", "closed form", "Normal.log_prob + autograd", "custom layer",
-                     "through the sample (a = μ + σε not detached)"], rows,
+                     "autograd through a = μ + σε"], rows,
                     [None, None, ".4f", ".4f", ".4f", ".7f", ".7f", ".7f", ".7f"],
                     note="the custom layer's backward is the closed form, so those two columns agree by construction "
                          "(a measured fact, not a claim); the claims compare it with Normal.log_prob + autograd")]
