@@ -72,8 +72,8 @@ The fully right version computes the forward stably and writes the backward with
     backward:  dy · sigmoid(x)                  (torch records it, so the second derivative is right too)
 
 For x ≪ 0 the naive form and the tutorial's lose everything too: 1 + e rounds to 1 and log(1) = 0, where the
-answer is eˣ (log1p avoids that). `F.softplus` switches to x above its threshold 20 ("For numerical stability the
-implementation reverts to the linear function when input × β > threshold": torch/nn/functional.py).
+answer is eˣ (log1p avoids that). `F.softplus` switches to x above its threshold 20 (torch/nn/functional.py: "For
+numerical stability the implementation reverts to the linear function when" input · beta > threshold).
 """
 
 from __future__ import annotations
