@@ -17,10 +17,10 @@ measures every link with `torch.autograd.grad` on the intermediates. TF-1 gives 
 The classic trap: guarding the formula with `torch.where(x < 20, log(1 + exp(x)), x)` fixes the value but not the
 gradient. `where`'s backward sends the unused branch exactly 0, and that 0 flows into the branch's own backward:
 1/u = 0 again, then exp's backward makes 0 · inf = NaN, which is added to the 1 from the x branch. The NaN is made
-inside the unused branch (0 · inf), not multiplied in from outside (TF-1 did the same: tensorflow/tensorflow#2540,
-about `tf.select`, where girving writes with w = tf.exp(x): "tf.gradients correctly computes dy/dw = 0. It then
-computes dy/dx = w * dy/dw", that is inf · 0). The fix is to guard the branch's *input* too, the "double where", so
-that the unused branch computes something finite:
+inside the unused branch (0 · inf), not multiplied in from outside (TensorFlow does the same: in 2016, in
+tensorflow/tensorflow#2540 about `tf.select`, girving writes with w = tf.exp(x): "tf.gradients correctly
+computes dy/dw = 0. It then computes dy/dx = w * dy/dw", that is inf · 0). The fix is to guard the branch's
+*input* too, the "double where", so that the unused branch computes something finite:
 
     xs = where(x < 20, x, 0)                 the unused branch now sees exp(0) = 1
     y  = where(x < 20, log(1 + exp(xs)), x)  its backward is 0 · 1 = 0: dy/dx = 1 at x = 100
@@ -54,8 +54,9 @@ the same mechanism: max |f'' − sigmoid'| = 1.3e-16 on −5..5; no TF 1.x wheel
 The porting trap. A PyTorch port that computes e in `forward` and keeps it on ctx (`ctx.e = e`) has the same
 values and first derivative, but autograd records nothing inside `forward` (the lesson measures that the stored e
 has no grad_fn), so the backward's e is a constant: the gradient it returns does not depend on x, and asking for
-a second derivative either raises or, worse, silently leaves out the f'' term (d²/dx² Σ f(x)² comes out 2f'²
-instead of 2f'² + 2f·f''; `autograd.functional.hessian` returns zeros). What survives a second backward is what
+a second derivative either raises or, worse, silently leaves out the f'' term: d²/dx² Σ f(x)² comes out 2f'²
+instead of 2f'² + 2f·f'' by `autograd.grad`, `.backward()` and `autograd.functional.hessian` alike, while f''
+itself by `autograd.grad` twice raises "does not require grad". What survives a second backward is what
 `backward` computes with torch ops from the tensors it was given: the saved inputs (or outputs) and dy. PyTorch's
 documentation says so (`FunctionCtx.save_for_backward`, torch/autograd/function.py in torch 2.14, lines 53-62:
 intermediaries saved for backward may not support double backward; "recompute intermediaries based on the inputs
