@@ -269,6 +269,8 @@ def test_leave_one_out_baseline_is_unbiased_and_the_batch_mean_shrinks_by_n_minu
         mean, se = per_batch.mean(0), per_batch.std(0) / M**0.5
         assert ((mean - expected).abs() < 5 * se).all(), (mean, expected, se)
     assert ((mean - exact).abs() > 10 * se).any()  # the batch mean's bias is visible at N = 2
+    spread = {name: (b.unsqueeze(-1) * score).mean(1).std(0) for name, b in (("loo", loo), ("none", r))}
+    assert (spread["loo"] < spread["none"]).all()  # and the baseline cuts the variance (no baseline: b = 0)
 
 
 def test_with_adam_the_baselines_give_the_same_run(monkeypatch):
