@@ -94,3 +94,28 @@ def test_cli_bad_inputs(args, fragment):
 def test_config_validation():
     with pytest.raises(GradlabError, match="--repeats must be at least 1"):
         J.Config(repeats=0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(k=st.integers(2, 4), m=st.integers(1, 4), seed=st.integers(0, 10**6))
+def test_tf_hessians_way_matches_jacfwd_of_jacrev(k, m, seed):
+    """Issue #26, 8: TF-1 had tf.hessians (the gradient once, then a loop differentiating each of its entries); its
+    way, written with autograd, gives the Hessian jacfwd(jacrev(f)) gives."""
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(k, m, generator=g, dtype=torch.float64)
+    y = torch.randn(m, generator=g, dtype=torch.float64)
+
+    def f(X_):
+        return J.policy(X_, y)[0]
+
+    H = J.hessian_loop(f, X)
+    assert H.shape == (k, m, k, m)
+    assert torch.allclose(H, J.jacfwd(J.jacrev(f))(X), atol=1e-12)
+    assert torch.allclose(H.reshape(k * m, k * m), J.hessian_fd(f, X).reshape(k * m, k * m), atol=1e-6)
+
+
+def test_a_wrong_hessian_fails_its_claim(monkeypatch):
+    monkeypatch.setitem(J.HESSIANS, "tf.hessians' way: a loop over the gradient",
+                        lambda f, x: J.hessian_loop(f, x) * 1.001)
+    claims = {c.id: c for c in J.run(J.Config()).claims}
+    assert not claims["hessians-agree"].passed and claims["hessian-finite-differences"].passed

@@ -13,6 +13,8 @@ INFO = LessonInfo(
     idea="a custom-gradient layer for a Gaussian policy's score function, trained with REINFORCE",
     short_help="A custom-gradient layer for a Gaussian policy's score, trained with REINFORCE.",
     help="""∂ln π/∂μ = (a−μ)/σ², ∂ln π/∂σ = ((a−μ)²−σ²)/σ³ as a custom backward, checked against
-    torch.distributions.Normal and gradcheck, then REINFORCE on a one-step bandit with a known optimum.
+    torch.distributions.Normal and gradcheck, beside the tutorial's layer run as written and autograd through an
+    undetached sample; then REINFORCE (leave-one-out baseline) on a one-step bandit with a known optimum, beside
+    Adam on the exact gradient.
     """,
 )

@@ -16,7 +16,8 @@ INFO = LessonInfo(
 
     Compares a Python loop over outputs, torch.autograd.functional.jacobian, torch.func.jacrev/jacfwd and
     vmap of a vector-Jacobian product against the closed form (e_i − p) yᵀ; the Hessian by jacfwd(jacrev),
-    torch.func.hessian and autograd.functional.hessian against finite differences.
+    torch.func.hessian, autograd.functional.hessian and tf.hessians' loop over the gradient, against finite
+    differences.
     """,
     full=("--scaling",),
 )

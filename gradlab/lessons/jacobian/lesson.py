@@ -5,20 +5,32 @@ The tutorial's question: a policy matrix X (2×4), a state y (4), and
     z = X y            (2 numbers)
     W = log softmax(z) (2 numbers: log-probabilities of two actions)
 
-The asker wanted dW₁/dX, but `tf.gradients(W, X)` returned a single 2×4 matrix. Gradients of a non-scalar
-output are vector-Jacobian products: autograd computes vᵀJ for a vector v of your choice, and TF used v = ones,
-so the answer was Σ_i ∂W_i/∂X. PyTorch refuses to guess: `W.backward()` on a non-scalar raises, and
-`torch.autograd.grad(W, X, grad_outputs=v)` asks for v explicitly.
+The asker wanted dW₁/dX, but `tf.gradients(W, X)` returned a single 2×4 matrix (seed 004, lines 53-59). Gradients
+of a non-scalar output are vector-Jacobian products: autograd computes vᵀJ for a vector v of your choice, and TF
+used v = ones, so the answer was Σ_i ∂W_i/∂X (tensorflow/python/ops/gradients_impl.py at v1.15.0, lines 59-69:
+"each tensor is the `sum(dy/dx)` for y in `ys`" … "When `grad_ys` is None, we fill in a tensor of '1's"). PyTorch
+refuses to guess: `W.backward()` on a non-scalar raises, and `torch.autograd.grad(W, X, grad_outputs=v)` asks for
+v explicitly.
 
 Closed form. With p = softmax(z):  ∂ log p_i/∂z_k = δ_ik − p_k,  and  ∂z_k/∂X_kj = y_j,  so
 
     ∂W_i/∂X = (e_i − p) yᵀ         (a 2×4 matrix for each output i)
     Σ_i ∂W_i/∂X = (1 − 2p) yᵀ      (what tf.gradients(W, X) returned, here with 2 outputs)
 
-The full Jacobian (2×2×4) needs one backward pass per output (the tutorial's `tf.while_loop` over outputs),
-or one batched pass: `vmap` over the basis vectors e_i of a vector-Jacobian product (`torch.func.jacrev`), or
-forward mode, one pass per input (`torch.func.jacfwd`). The Hessian of W_i is the Jacobian of its gradient:
-`jacfwd(jacrev(f))`, which failed in TF-1 (a while_loop inside a while_loop) and is one line here.
+The full Jacobian (2×2×4) needs one backward pass per output (the tutorial's answer: a `tf.while_loop` of
+`tf.gradients`, one per output, seed 004 lines 67-103), or one batched pass: `vmap` over the basis vectors e_i of
+a vector-Jacobian product (`torch.func.jacrev`), or forward mode, one pass per input (`torch.func.jacfwd`).
+
+The Hessian of W_i is the Jacobian of its gradient. The tutorial's answer says that nesting its Jacobian,
+`jacobian(jacobian(...))`, gives "some weird errors" (seed 004, lines 105-106, "tracked as Issue 675":
+tensorflow/tensorflow#675, "Gradients of non-scalars (higher rank Jacobians)", a feature request, where a user
+reports in 2018 that such Jacobians "do not work when nested (testing in tensorflow 1.5.0)"). Nesting builds a
+while_loop of `tf.gradients` inside another and differentiates through the inner one (the post does not show
+the error). TF-1 did compute Hessians: `tf.hessians` (from TF 0.12; gradients_impl.py at v1.15.0, lines 332-390)
+takes the gradient once, then differentiates each of its entries
+again, in one while_loop (a Python loop up to v1.2). Here the Hessian is computed four ways: `jacfwd(jacrev(f))`,
+`torch.func.hessian`, `torch.autograd.functional.hessian`, and tf.hessians' own way (the gradient with
+create_graph=True, then one more backward pass per entry).
 """
 
 from __future__ import annotations
@@ -43,7 +55,7 @@ DEFAULT_STATE = "1.0,0.5,-1.0,2.0"
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("policy", "jacobian_loop", "jacobian_vmap_vjp", "hessian_fd")
+EXPLAIN = ("policy", "jacobian_loop", "jacobian_vmap_vjp", "hessian_loop", "hessian_fd")
 
 
 def policy(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -76,6 +88,29 @@ METHODS: dict[str, Callable] = {
     "torch.func.jacrev": lambda f, x: jacrev(f)(x),
     "torch.func.jacfwd": lambda f, x: jacfwd(f)(x),
     "vmap of vjp": jacobian_vmap_vjp,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Four ways to the Hessian of a scalar f.
+# ---------------------------------------------------------------------------------------------------------------
+
+def hessian_loop(f: Callable, x: torch.Tensor) -> torch.Tensor:
+    """tf.hessians' way (TF 1.3-1.15): the gradient once, recorded (create_graph), then one backward pass per entry
+    of it: H[j] = ∂(∂f/∂x_j)/∂x."""
+    x = x.detach().requires_grad_(True)
+    (g,) = torch.autograd.grad(f(x), x, create_graph=True)  # _gradients = gradients(ys, xs)
+    g = g.reshape(-1)
+    rows = [torch.autograd.grad(g[j], x, retain_graph=True)[0].reshape(-1)  # gradients(gradient[j], x)
+            for j in range(g.numel())]
+    return torch.stack(rows).reshape(*x.shape, *x.shape)
+
+
+HESSIANS: dict[str, Callable] = {
+    "jacfwd(jacrev(f))": lambda f, x: jacfwd(jacrev(f))(x),
+    "torch.func.hessian": lambda f, x: hessian(f)(x),
+    "autograd.functional.hessian": lambda f, x: torch.autograd.functional.hessian(f, x),
+    "tf.hessians' way: a loop over the gradient": hessian_loop,
 }
 
 
@@ -119,7 +154,7 @@ def run(config: Config, device: torch.device | None = None,
     closed = torch.stack([torch.outer(torch.eye(k, dtype=X.dtype, device=device)[i] - p, y) for i in range(k)])
     jacobians, timings = {}, {}
     for i, (name, method) in enumerate(METHODS.items()):
-        method(f, X)  # warm-up: torch.func traces on its first call
+        method(f, X)  # warm-up: time a second call, not the first (one-time setup)
         start = time.perf_counter()
         jacobians[name] = method(f, X).detach()
         timings[name] = time.perf_counter() - start
@@ -129,11 +164,7 @@ def run(config: Config, device: torch.device | None = None,
     def fi(X_):
         return f(X_)[config.output]
 
-    hessians = {
-        "jacfwd(jacrev(f))": jacfwd(jacrev(fi))(X),
-        "torch.func.hessian": hessian(fi)(X),
-        "autograd.functional.hessian": torch.autograd.functional.hessian(fi, X),
-    }
+    hessians = {name: method(fi, X).detach() for name, method in HESSIANS.items()}
     fd = hessian_fd(fi, X)
     H = hessians["jacfwd(jacrev(f))"]
 
@@ -148,7 +179,7 @@ def run(config: Config, device: torch.device | None = None,
         Claim("summed-is-jacobian-sum", "the summed gradient (grad_outputs = ones) ≡ Σ_i ∂W_i/∂X",
               diff(summed, ref.sum(0)), 1e-6),
         Claim("closed-form", "∂W_i/∂X ≡ (e_i − p) yᵀ (max |Δ| over the Jacobian)", diff(ref, closed), 1e-6),
-        Claim("hessians-agree", f"Hessian of W_{config.output}: the three methods agree",
+        Claim("hessians-agree", f"Hessian of W_{config.output}: the {len(HESSIANS)} methods agree (max |Δ|)",
               max(diff(h, H) for h in hessians.values()), 1e-6),
         Claim("hessian-finite-differences", "Hessian ≡ central finite differences (float64, h = 1e-4)",
               diff(H, fd), 1e-6),

@@ -12,7 +12,8 @@ INFO = LessonInfo(
     config=Config,
     idea="@tf.custom_gradient: log(1 + exp(x)) has a NaN gradient at x = 100 in float32",
     short_help="Custom gradients: log(1+exp(x)) has a NaN gradient at x=100 in float32; fix it right.",
-    help="""log(1 + eˣ) five ways: naive, a torch.where guard, the tutorial's custom gradient, a stable
-    torch.autograd.Function, and F.softplus, beside the exact answer; gradcheck and gradgradcheck.
+    help="""log(1 + eˣ) six ways: naive, a torch.where guard, a double where, the tutorial's custom gradient
+    (ported), a stable torch.autograd.Function and F.softplus, beside the exact answer; the NaN's backward pass
+    link by link; second derivatives of the ports (e kept on ctx, e rebuilt from x, @once_differentiable).
     """,
 )

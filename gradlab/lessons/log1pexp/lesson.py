@@ -1,31 +1,80 @@
 """Custom gradients: log(1 + exp(x)) and its NaN gradient at x = 100 in float32.
 
 f(x) = log(1 + eˣ) (softplus) has the derivative f'(x) = eˣ/(1 + eˣ) = sigmoid(x), which is always in [0, 1].
-Computed naively, autograd differentiates the formula as written: d/dx log(1 + e) = e/(1 + e) with e = eˣ.
-In float32, eˣ overflows to inf from x ≈ 88.72, so at x = 100 the gradient is inf/inf = NaN (and the value is inf).
 
-The tutorial's fix, a custom gradient (TF-1 `@tf.custom_gradient`):
+Where the NaN comes from. Autograd never forms eˣ/(1 + eˣ): it runs the chain rule backwards through the ops as
+written, e = exp(x), u = 1 + e, y = log(u), one op at a time:
 
-    e = exp(x)
-    forward:   log(1 + e)
-    backward:  dy · (1 − 1/(1 + e))          finite at x = 100: 1 − 1/inf = 1
+    dy/du = 1/u          log's backward       x = 100, float32: u = inf, so 1/inf = 0
+    dy/de = dy/du        add's backward       0
+    dy/dx = dy/de · e    exp's backward       0 · inf = NaN
 
-Its two flaws, which this lesson measures:
-  * the *value* is still log(1 + inf) = inf in float32;
-  * the backward is built from the saved number e, which autograd sees as a constant, so differentiating the
-    gradient again (the second derivative, `gradgradcheck`) gives 0 instead of sigmoid'(x): wrong Hessians.
+eˣ overflows float32 from x ≈ 88.72 (exp(88) = 1.65e38, exp(89) = inf). The table "the backward pass link by link"
+measures every link with `torch.autograd.grad` on the intermediates. TF-1 gives the same NaN: the
+`tf.custom_gradient` docstring says "the gradient this function evaluated at x=100 is NaN"
+(tensorflow/python/ops/custom_gradient.py, v1.7.0 to v1.15.0), and seed 003 prints `[nan]` (lines 10-23).
+
+The classic trap: guarding the formula with `torch.where(x < 20, log(1 + exp(x)), x)` fixes the value but not the
+gradient. `where`'s backward sends the unused branch exactly 0, and that 0 flows into the branch's own backward:
+1/u = 0 again, then exp's backward makes 0 · inf = NaN, which is added to the 1 from the x branch. The NaN is made
+inside the unused branch (0 · inf), not multiplied in from outside (TensorFlow does the same: in 2016, in
+tensorflow/tensorflow#2540 about `tf.select`, girving writes with w = tf.exp(x): "tf.gradients correctly
+computes dy/dw = 0. It then computes dy/dx = w * dy/dw", that is inf · 0). The fix is to guard the branch's
+*input* too, the "double where", so that the unused branch computes something finite:
+
+    xs = where(x < 20, x, 0)                 the unused branch now sees exp(0) = 1
+    y  = where(x < 20, log(1 + exp(xs)), x)  its backward is 0 · 1 = 0: dy/dx = 1 at x = 100
+
+(the workaround in TensorFlow's `tf.where` documentation from r2.4 on: "use an inner tf.where to ensure the
+function has no asymptote"; the JAX FAQ, "Gradients contain NaN where using where": put a where "inside the
+partially-defined function").
+
+The tutorial's fix, a custom gradient. Seed 003 is cut off right after `def grad(dy):` (its line 31 is blank and
+line 32 is another article's code); the example it copies is the `tf.custom_gradient` docstring's, from TF 1.7
+on (tensorflow/python/ops/custom_gradient.py at v1.12.0, lines 65-73; seed 003 says "v1.12" and
+"tf.custom_gradients", but the decorator is `tf.custom_gradient` and first shipped in 1.7):
+
+    @tf.custom_gradient
+    def log1pexp(x):
+      e = tf.exp(x)
+      def grad(dy):
+        return dy * (1 - 1 / (1 + e))
+      return tf.log(1 + e), grad
+
+The gradient at x = 100 is 1 − 1/inf = 1. The value is still log(1 + inf) = inf in float32 (measured below).
+
+Its second derivative is right in TF-1. In graph mode `tf.custom_gradient` registers `grad` as the gradient of an
+IdentityN op (custom_gradient.py at v1.15.0, lines 292-298: `@ops.RegisterGradient(name)` …
+`gradient_override_map({"IdentityN": name})`), so `tf.gradients` calls `grad` while it adds the backward ops to
+the graph, and `e` is the graph tensor Exp(x): `dy * (1 - 1 / (1 + e))` is made of graph ops that a second
+`tf.gradients` (or `tf.hessians`, which differentiates the output of `gradients`: gradients_impl.py at v1.15.0,
+lines 372 and 388) differentiates again, giving sigmoid'(x). (Checked with TF 2.21's `tf.compat.v1` graph mode,
+the same mechanism: max |f'' − sigmoid'| = 1.3e-16 on −5..5; no TF 1.x wheel runs on Python 3.11.)
+
+The porting trap. A PyTorch port that computes e in `forward` and keeps it on ctx (`ctx.e = e`) has the same
+values and first derivative, but autograd records nothing inside `forward` (the lesson measures that the stored e
+has no grad_fn), so the backward's e is a constant: the gradient it returns does not depend on x, and asking for
+a second derivative either raises or, worse, silently leaves out the f'' term: d²/dx² Σ f(x)² comes out 2f'²
+instead of 2f'² + 2f·f'' by `autograd.grad`, `.backward()` and `autograd.functional.hessian` alike, while f''
+itself by `autograd.grad` twice raises "does not require grad". What survives a second backward is what
+`backward` computes with torch ops from the tensors it was given: the saved inputs (or outputs) and dy. PyTorch's
+documentation says so (`FunctionCtx.save_for_backward`, torch/autograd/function.py in torch 2.14, lines 53-62:
+intermediaries saved for backward may not support double backward; "recompute intermediaries based on the inputs
+during backward", or mark the backward `@once_differentiable` "so that performing double backward raises an
+error"). So the faithful port saves x and recomputes e = exp(x) inside `backward`, which is what TF-1's graph
+did, and its second derivative is right. `@once_differentiable` does not make every route raise (measured): a
+`.backward()` through the gradient raises "trying to differentiate twice a function that was marked with
+@once_differentiable", `autograd.grad` raises that x "appears to not have been used in the graph", and
+`autograd.functional.hessian` returns zeros without a word.
 
 The fully right version computes the forward stably and writes the backward with differentiable ops on x:
 
     forward:   max(x, 0) + log1p(exp(−|x|))    (never overflows: exp of a non-positive number)
     backward:  dy · sigmoid(x)                  (torch records it, so the second derivative is right too)
 
-For x ≪ 0 the naive and the tutorial's forms lose everything too: 1 + e rounds to 1 and log(1) = 0, where the
-answer is e^x (log1p avoids that).
-
-The classic trap: guarding the naive formula with `torch.where(x < 20, log(1 + exp(x)), x)` fixes the value
-but not the gradient. Autograd differentiates *both* branches and multiplies the unused one by 0; its
-gradient is NaN at x = 100, and 0 · NaN = NaN.
+For x ≪ 0 the naive form and the tutorial's lose everything too: 1 + e rounds to 1 and log(1) = 0, where the
+answer is eˣ (log1p avoids that). `F.softplus` switches to x above its threshold 20 (torch/nn/functional.py: "For
+numerical stability the implementation reverts to the linear function when" input · beta > threshold).
 """
 
 from __future__ import annotations
@@ -37,6 +86,7 @@ import mpmath
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
 
 from gradlab.lessons.log1pexp.settings import Config  # the settings, declared once (no torch: --help reads them)
 from gradlab.result import Claim, Result, Table
@@ -45,39 +95,70 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 DEFAULT_X = "-100,-20,0,20,88,89,100,1000"
 CLAIM_X = 100.0  # the tutorial's x: where float32's naive gradient is NaN
 ULP_BOUND = 4  # "within a few ulps"
-
+GUARD = 20.0  # the where guards switch to y = x from here on (log(1 + e²⁰) = 20 + 2e-9)
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("naive", "where_guard", "TutorialLog1pExp", "StableLog1pExp")
+EXPLAIN = ("naive", "where_guard", "double_where", "PortEOnCtx", "FaithfulPort", "StableLog1pExp")
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Five ways to compute log(1 + eˣ) and its gradient.
+# Ways to compute log(1 + eˣ) and its gradient.
 # ---------------------------------------------------------------------------------------------------------------
 
 def naive(x: torch.Tensor) -> torch.Tensor:
-    """log(1 + eˣ) as written; autograd gives e/(1 + e), inf/inf = NaN once eˣ overflows."""
+    """log(1 + eˣ) as written; once eˣ overflows, log's backward gives 1/inf = 0 and exp's 0 · inf = NaN."""
     return torch.log(1 + torch.exp(x))
 
 
 def where_guard(x: torch.Tensor) -> torch.Tensor:
-    """The trap: the value is fixed, but the unused branch's NaN gradient is multiplied by 0, and 0·NaN = NaN."""
-    return torch.where(x < 20, torch.log(1 + torch.exp(x)), x)
+    """The trap: the value is fixed, but the unused branch still runs its backward on the 0 it receives: 0 · inf."""
+    return torch.where(x < GUARD, torch.log(1 + torch.exp(x)), x)
 
 
-class TutorialLog1pExp(torch.autograd.Function):
-    """The tutorial's @tf.custom_gradient: backward dy · (1 − 1/(1 + e)) from the saved e = eˣ."""
+def double_where(x: torch.Tensor) -> torch.Tensor:
+    """The fix for where: guard the branch's input too, so the unused branch computes exp(0) and its backward 0 · 1."""
+    xs = torch.where(x < GUARD, x, torch.zeros_like(x))  # the unused branch never sees a large x
+    return torch.where(x < GUARD, torch.log(1 + torch.exp(xs)), x)
+
+
+class PortEOnCtx(torch.autograd.Function):
+    """A PyTorch port of the tutorial's custom gradient that keeps e = eˣ from forward on ctx: the porting trap."""
 
     @staticmethod
     def forward(ctx, x):
-        e = torch.exp(x)
-        ctx.e = e  # a plain number to autograd: the backward below is not differentiable in x
-        return torch.log(1 + e)  # still inf in float32 at x = 100
+        e = torch.exp(x)  # autograd records nothing inside forward: e has no grad_fn, no link to x
+        ctx.e = e
+        return torch.log(1 + e)  # tf.log(1 + e): still inf in float32 at x = 100
 
     @staticmethod
     def backward(ctx, dy):
-        return dy * (1 - 1 / (1 + ctx.e))  # d/dx log(1 + eˣ) = 1 − 1/(1 + eˣ)
+        return dy * (1 - 1 / (1 + ctx.e))  # d/dx log(1 + eˣ) = 1 − 1/(1 + eˣ); ctx.e is a constant here
+
+
+class FaithfulPort(torch.autograd.Function):
+    """The tutorial's custom gradient as TF-1's graph computed it: save x, rebuild e = exp(x) inside backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.log(1 + torch.exp(x))  # the same value as the tutorial's: inf at x = 100 in float32
+
+    @staticmethod
+    def backward(ctx, dy):
+        (x,) = ctx.saved_tensors
+        e = torch.exp(x)  # recorded when create_graph=True, like TF's graph tensor Exp(x)
+        return dy * (1 - 1 / (1 + e))
+
+
+class PortEOnCtxOnce(PortEOnCtx):
+    """The e-on-ctx port marked @once_differentiable, as PyTorch's docs advise for a backward that cannot be
+    differentiated: some ways of asking for a second derivative now raise (not all: see the table)."""
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, dy):
+        return dy * (1 - 1 / (1 + ctx.e))
 
 
 class StableLog1pExp(torch.autograd.Function):
@@ -103,9 +184,18 @@ class StableLog1pExp(torch.autograd.Function):
 METHODS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "naive log(1+exp(x))": naive,
     "torch.where guard": where_guard,
-    "tutorial custom gradient": TutorialLog1pExp.apply,
+    "double where": double_where,
+    "tutorial's custom gradient (ported)": FaithfulPort.apply,  # PortEOnCtx gives the same values and gradients
     "stable Function": StableLog1pExp.apply,
     "F.softplus": F.softplus,
+}
+
+# The custom Functions whose second derivatives the lesson compares.
+FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "e on ctx": PortEOnCtx.apply,
+    "faithful: e from x": FaithfulPort.apply,
+    "e on ctx, once_differentiable": PortEOnCtxOnce.apply,
+    "stable Function": StableLog1pExp.apply,
 }
 
 
@@ -133,16 +223,105 @@ def ulps(value: float, reference: float, dtype: torch.dtype) -> float:
     return abs(value - float(ref)) / spacing
 
 
-def second_derivative_error(fn: Callable) -> float:
-    """max |f''(x) − sigmoid'(x)| over a few float64 points, by differentiating the gradient again."""
-    x = torch.linspace(-5, 5, 11, dtype=torch.float64, requires_grad=True)
-    (g,) = torch.autograd.grad(fn(x).sum(), x, create_graph=True)
-    if not g.requires_grad:  # the backward was not recorded at all
-        s = torch.sigmoid(x.detach())
-        return float((s * (1 - s)).abs().max())
-    (h,) = torch.autograd.grad(g.sum(), x)
-    s = torch.sigmoid(x.detach())
-    return float((h - s * (1 - s)).abs().max())
+# ---------------------------------------------------------------------------------------------------------------
+# The backward pass link by link: autograd.grad of y with respect to each intermediate.
+# ---------------------------------------------------------------------------------------------------------------
+
+CHAIN_GUARDS = ("naive", "torch.where guard", "double where")
+
+
+def chain(guard: str, x: float, dtype: torch.dtype = torch.float32) -> dict[str, float]:
+    """Every intermediate of log(1 + exp(t)) and the gradient autograd sends to it, for one of CHAIN_GUARDS.
+
+    t is exp's input: a copy of x (naive, where guard) or where(x < 20, x, 0) (double where), so dy/dt is what
+    exp's backward returned, before the x branch of where adds its 1 to dy/dx."""
+    xt = torch.tensor(x, dtype=dtype, requires_grad=True)
+    t = torch.where(xt < GUARD, xt, torch.zeros_like(xt)) if guard == "double where" else xt.clone()
+    e = torch.exp(t)
+    u = 1 + e
+    branch = torch.log(u)
+    y = branch if guard == "naive" else torch.where(xt < GUARD, branch, xt)
+    grads = torch.autograd.grad(y, [branch, u, e, t, xt])
+    values = {"t": t, "e": e, "u": u, "branch": branch, "y": y}
+    return {**{k: float(v.detach()) for k, v in values.items()},
+            **{f"dy/d{k}": float(g) for k, g in zip(("branch", "u", "e", "t", "x"), grads, strict=True)}}
+
+
+def chain_table(x: float, chains: dict[str, dict[str, float]]) -> Table:
+    links = [("t", "exp's input: x, or where(x < 20, x, 0)"), ("e", "e = exp(t)"), ("u", "u = 1 + e"),
+             ("branch", "log(u)"), ("y", "the output"),
+             ("dy/dbranch", "where's backward: 0 to the unused branch (naive: 1)"),
+             ("dy/du", "log's backward: dy/dbranch · 1/u"), ("dy/de", "add's backward: passes dy/du on"),
+             ("dy/dt", "exp's backward: dy/de · e"), ("dy/dx", "dy/dt, + 1 from where's x branch")]
+    return Table(f"the backward pass link by link at x = {x:g} (float32): torch.autograd.grad of y on each "
+                 f"intermediate", ["", "what autograd computes", *CHAIN_GUARDS],
+                 [[k, what, *[chains[g][k] for g in CHAIN_GUARDS]] for k, what in links],
+                 [None, None, ".9g", ".9g", ".9g"],
+                 note="0 · inf = NaN is made in exp's backward; the 0 arriving there is exact in all three columns")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Second derivatives: four ways to ask, four custom Functions.
+# ---------------------------------------------------------------------------------------------------------------
+
+SECOND_X = torch.linspace(-5, 5, 11, dtype=torch.float64)
+
+
+def _exact_second() -> tuple[torch.Tensor, torch.Tensor]:
+    """f''(x) = sigmoid'(x) and d²/dx² f(x)² = 2f'² + 2f·f'' at SECOND_X (float64; nothing overflows on −5..5)."""
+    s = torch.sigmoid(SECOND_X)
+    f, d2 = torch.log1p(torch.exp(SECOND_X)), s * (1 - s)
+    return d2, 2 * s**2 + 2 * f * d2
+
+
+def _raised(err: Exception) -> str:
+    """The words of PyTorch's error that say what happened (the whole message is in the metrics)."""
+    msg = str(err)
+    for words in ("trying to differentiate twice", "appears to not have been used in the graph",
+                  "does not require grad"):
+        if words in msg:
+            return f'raises "{words}"'
+    return f"raises {type(err).__name__}"
+
+
+def second_derivatives(fn: Callable) -> dict[str, float | str]:
+    """Each way of asking for a second derivative: max |Δ| from the exact value (float64, x = −5..5), or what it
+    raised. The routes are what a user would write; none of them is told what the Function is."""
+    f2, sq2 = _exact_second()
+    out: dict[str, float | str] = {}
+
+    def attempt(name, compute, exact):
+        try:
+            out[name] = float((compute() - exact).abs().max())
+        except RuntimeError as err:
+            out[name] = _raised(err)
+            out[name + " (message)"] = str(err).splitlines()[0]
+
+    def grad_twice(loss):
+        x = SECOND_X.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(loss(x), x, create_graph=True)
+        (h,) = torch.autograd.grad(g.sum(), x)
+        return h
+
+    def backward_twice(loss):
+        x = SECOND_X.clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(loss(x), x, create_graph=True)
+        g.sum().backward()
+        return x.grad
+
+    def squares(x):
+        return (fn(x) ** 2).sum()
+
+    attempt("f'': grad twice of Σ f", lambda: grad_twice(lambda x: fn(x).sum()), f2)
+    attempt("Σ f²: grad twice", lambda: grad_twice(squares), sq2)
+    attempt("Σ f²: .backward() on the grad", lambda: backward_twice(squares), sq2)
+    attempt("Σ f²: functional.hessian",
+            lambda: torch.autograd.functional.hessian(squares, SECOND_X.clone()).diagonal(), sq2)
+    return out
+
+
+SECOND_ROUTES = ("f'': grad twice of Σ f", "Σ f²: grad twice",
+                 "Σ f²: .backward() on the grad", "Σ f²: functional.hessian")
 
 
 def checks(fn: Callable) -> tuple[bool, bool]:
@@ -153,10 +332,36 @@ def checks(fn: Callable) -> tuple[bool, bool]:
     return bool(ok1), bool(ok2)
 
 
+def port_without_f2_term() -> float:
+    """max |d²/dx² Σ f(x)² − 2f'²| for the e-on-ctx port by autograd.grad twice: 0 when exactly the 2f·f'' term is
+    missing (the exact value is 2f'² + 2f·f''), NaN if it raised."""
+    x = SECOND_X.clone().requires_grad_(True)
+    try:
+        (g,) = torch.autograd.grad((PortEOnCtx.apply(x) ** 2).sum(), x, create_graph=True)
+        (h,) = torch.autograd.grad(g.sum(), x)
+    except RuntimeError:
+        return math.nan
+    s = torch.sigmoid(SECOND_X)
+    return float((h - 2 * s**2).abs().max())
+
+
+def hessian_is_zero(fn: Callable) -> bool:
+    """Does autograd.functional.hessian of Σ f(x)² return all zeros (where the exact diagonal is 2f'² + 2f·f'' > 0)?"""
+    return bool((torch.autograd.functional.hessian(lambda x: (fn(x) ** 2).sum(), SECOND_X.clone()) == 0).all())
+
+
+def stored_e_has_no_graph() -> bool:
+    """The e the port keeps on ctx, computed from an x that requires grad: does it lack a grad_fn? (It does.)"""
+    x = torch.linspace(-1, 1, 3, dtype=torch.float64, requires_grad=True)
+    y = PortEOnCtx.apply(x)
+    e = getattr(y.grad_fn, "e", None)  # a custom Function's grad_fn is its ctx
+    return e is not None and e.grad_fn is None
+
 
 def run(config: Config, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
-    """The table of values and gradients, and the claims. Pure: no printing. (CPU: the point is float rounding.)"""
+    """The table of values and gradients, the chain, the second derivatives, and the claims. Pure: no printing.
+    (CPU: the point is float rounding.)"""
     xs = [float(v) for v in config.x.split(",")]
     notes = []
     if CLAIM_X not in xs:  # the claims are about the tutorial's point: it must be in the table they refer to
@@ -165,6 +370,7 @@ def run(config: Config, device: torch.device | None = None,
     dtypes = list(DTYPES) if config.dtype == "both" else [config.dtype]
     tables, metrics = [], {}
     worst_value_ulps = worst_grad_ulps = 0.0
+    double_where_errors = []
     for name in dtypes:
         dtype = DTYPES[name]
         rows, per_x = [], []
@@ -181,48 +387,87 @@ def run(config: Config, device: torch.device | None = None,
             stable = results["stable Function"]
             u_v, u_g = ulps(stable["value"], v_exact, dtype), ulps(stable["grad"], g_exact, dtype)
             worst_value_ulps, worst_grad_ulps = max(worst_value_ulps, u_v), max(worst_grad_ulps, u_g)
+            g_dw = results["double where"]["grad"]
+            double_where_errors.append(abs(g_dw - g_exact) if math.isfinite(g_dw) else math.nan)
             per_x.append({"x": x, "exact": {"value": v_exact, "grad": g_exact}, **results,
                           "stable_ulps": {"value": u_v, "grad": u_g}})
         metrics[name] = per_x
-        tables.append(Table(f"{name}: log(1 + eˣ) and d/dx, five ways, beside the exact answer (50 digits)",
+        tables.append(Table(f"{name}: log(1 + eˣ) and d/dx, {len(METHODS)} ways, beside the exact answer (50 digits)",
                             ["x", "", *METHODS, "exact"], rows, [".6g", None] + [".9g"] * (len(METHODS) + 1)))
         progress(f"{name} table", dtypes.index(name) + 1, len(dtypes))
 
-    naive_100 = value_and_grad(naive, CLAIM_X, torch.float32)[1]
-    where_100 = value_and_grad(where_guard, CLAIM_X, torch.float32)[1]
-    tutorial_100 = value_and_grad(TutorialLog1pExp.apply, CLAIM_X, torch.float32)
-    stable_checks = checks(StableLog1pExp.apply)
-    tutorial_checks = checks(TutorialLog1pExp.apply)
-    tutorial_dd = second_derivative_error(TutorialLog1pExp.apply)
-    stable_dd = second_derivative_error(StableLog1pExp.apply)
-    metrics["checks"] = {"stable": {"gradcheck": stable_checks[0], "gradgradcheck": stable_checks[1],
-                                    "second_derivative_error": stable_dd},
-                         "tutorial": {"gradcheck": tutorial_checks[0], "gradgradcheck": tutorial_checks[1],
-                                      "second_derivative_error": tutorial_dd}}
-    tables.append(Table("gradcheck and gradgradcheck (float64, x in −4..4) and the second derivative",
-                        ["Function", "gradcheck", "gradgradcheck", "max |f'' − sigmoid'| on −5..5"],
-                        [["stable Function", _ok(stable_checks[0]), _ok(stable_checks[1]), stable_dd],
-                         ["tutorial custom gradient", _ok(tutorial_checks[0]), _ok(tutorial_checks[1]), tutorial_dd]],
-                        [None, None, None, ".3g"]))
+    # The NaN, link by link, at the tutorial's point in float32.
+    chains = {g: chain(g, CLAIM_X) for g in CHAIN_GUARDS}
+    metrics["chain"] = chains
+    tables.append(chain_table(CLAIM_X, chains))
+    naive_c, where_c = chains["naive"], chains["torch.where guard"]
+
+    port_100 = value_and_grad(PortEOnCtx.apply, CLAIM_X, torch.float32)
+    # Second derivatives, every Function, every route.
+    seconds = {name: second_derivatives(fn) for name, fn in FUNCTIONS.items()}
+    gchecks = {name: checks(fn) for name, fn in FUNCTIONS.items()}
+    no_graph = stored_e_has_no_graph()
+    once_zeros = hessian_is_zero(PortEOnCtxOnce.apply)
+    missing = port_without_f2_term()
+    metrics["once_differentiable_hessian_all_zero"] = once_zeros
+    metrics["port_second_minus_2f1sq"] = missing
+    metrics["second_derivatives"] = seconds
+    metrics["checks"] = {name: {"gradcheck": c[0], "gradgradcheck": c[1]} for name, c in gchecks.items()}
+    metrics["stored_e_has_grad_fn"] = not no_graph
+    tables.append(Table("the second derivative of each custom Function, asked four ways with torch.autograd "
+                        "(float64, x = −5..5): max |Δ| from the exact f'' = sigmoid'(x) or d²/dx² f² = 2f'² + "
+                        "2f·f'', or what it raised",
+                        ["Function", "gradcheck", "gradgradcheck", *SECOND_ROUTES],
+                        [[name, _ok(gchecks[name][0]), _ok(gchecks[name][1]),
+                          *[seconds[name][r] for r in SECOND_ROUTES]] for name in FUNCTIONS],
+                        [None, None, None] + [".3g"] * len(SECOND_ROUTES),
+                        note=f"measured: the e the port keeps on ctx has a grad_fn: {'no' if no_graph else 'yes'} "
+                             f"(autograd records nothing inside forward); autograd.functional.hessian of the "
+                             f"@once_differentiable port returned all zeros: {'yes' if once_zeros else 'no'}"))
+    progress("second derivatives", 1, 1)
+
+    once = seconds["e on ctx, once_differentiable"]
+    faithful = seconds["faithful: e from x"]
     claims = [
-        Claim.yes_no("naive-nan-at-100", "naive gradient at x = 100 in float32 is NaN", math.isnan(naive_100)),
+        Claim.yes_no("naive-nan-at-100", "naive gradient at x = 100 in float32 is NaN", math.isnan(naive_c["dy/dx"])),
+        Claim.yes_no("naive-nan-is-0-times-inf", "naive, x = 100: log's backward gives dy/du = 1/inf = 0, and the "
+                     "NaN appears in exp's backward, 0 · e with e = inf (dy/du = dy/de = 0, e = inf, dy/dt NaN)",
+                     naive_c["dy/du"] == 0 and naive_c["dy/de"] == 0 and math.isinf(naive_c["e"])
+                     and math.isnan(naive_c["dy/dt"])),
         Claim.yes_no("where-guard-nan-at-100", "torch.where guard: the gradient at x = 100 in float32 is still NaN",
-                     math.isnan(where_100)),
-        Claim.yes_no("tutorial-value-inf", "tutorial's custom gradient: gradient at x = 100 (float32) is 1, but the "
-                     "value is inf", tutorial_100[1] == 1.0 and math.isinf(tutorial_100[0])),
+                     math.isnan(where_c["dy/dx"])),
+        Claim.yes_no("where-guard-0-times-inf", "torch.where guard, x = 100: the unused branch receives exactly 0 "
+                     "(not NaN), and its own backward makes the NaN: 0 · inf in exp's backward",
+                     where_c["dy/dbranch"] == 0 and where_c["dy/de"] == 0 and math.isinf(where_c["e"])
+                     and math.isnan(where_c["dy/dt"])),
+        Claim("double-where-grad", f"double where (the branch's input guarded too): gradient ≡ sigmoid(x) at every x "
+              f"({', '.join(dtypes)}; max |Δ|, NaN if one is not finite)",
+              max(double_where_errors) if not any(math.isnan(v) for v in double_where_errors) else math.nan, 1e-6),
+        Claim.yes_no("port-value-inf", "tutorial's custom gradient (ported): gradient at x = 100 (float32) is 1, but "
+                     "the value is inf", port_100[1] == 1.0 and math.isinf(port_100[0])),
         Claim("stable-value-ulps", f"stable Function: value within a few ulps of exact at every x "
               f"({', '.join(dtypes)})", worst_value_ulps, ULP_BOUND),
         Claim("stable-grad-ulps", f"stable Function: gradient within a few ulps of exact at every x "
               f"({', '.join(dtypes)})", worst_grad_ulps, ULP_BOUND),
         Claim.yes_no("stable-gradcheck", "stable Function passes gradcheck and gradgradcheck",
-                     all(stable_checks)),
-        Claim("tutorial-gradgradcheck-fails", "tutorial's version fails gradgradcheck: its second derivative is "
-              "off by (max |Δ|)", tutorial_dd, 0.01, ">"),
+                     all(gchecks["stable Function"])),
+        Claim("port-e-on-ctx-second-wrong", "port keeping e on ctx: d²/dx² Σ f(x)² by autograd.grad twice comes "
+              "out 2f'², silently missing the 2f·f'' term (max |Δ| from 2f'²)", missing, 1e-12),
+        Claim("faithful-port-second-right", "faithful port (e rebuilt from the saved x in backward, as TF-1's graph "
+              "did): f'' ≡ sigmoid'(x) (max |Δ|)", _number(faithful["f'': grad twice of Σ f"]), 1e-12),
+        Claim.yes_no("once-differentiable-raises", "@once_differentiable: .backward() through the gradient raises "
+                     "instead of giving a wrong number",
+                     once["Σ f²: .backward() on the grad"] == 'raises "trying to differentiate twice"'),
     ]
     return Result(lesson="log1pexp", title="custom gradients: log(1 + exp(x)) without NaN",
                   seed=config.seed, metrics=metrics, claims=claims, tables=tables,
                   notes=[*notes, "NaN and inf are shown in red; the stable Function's errors are measured in ulps "
                          "(spacing of the dtype's numbers at the exact answer)"])
+
+
+def _number(v: float | str) -> float:
+    """A route's max |Δ|, or NaN when it raised (a claim on a number that does not exist fails)."""
+    return v if isinstance(v, float) else math.nan
 
 
 def _ok(flag: bool) -> str:

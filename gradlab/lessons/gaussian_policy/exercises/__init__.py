@@ -14,5 +14,6 @@ EXERCISES = [
         ∂ln π/∂μ = (a − μ)/σ²,   ∂ln π/∂σ = ((a − μ)² − σ²)/σ³
 
         Shapes: a, mu, sigma of the same shape (one number per action dimension, or a batch); sigma > 0. Return
-        (d_mu, d_sigma). TF-1: the tutorial's custom-gradient layer returned these as the backward of ln π."""),
+        (d_mu, d_sigma). TF-1: the tutorial's @tf.custom_gradient layer computed these in its forward and sent
+        `_y * dy` (its input) back as the gradient; here they are the backward of ln π."""),
 ]

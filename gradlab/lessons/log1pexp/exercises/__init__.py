@@ -13,6 +13,7 @@ EXERCISES = [
         backward(ctx, dy) = dy · sigmoid(x), written with differentiable torch ops on the saved x, so that the
         second derivative (sigmoid'(x)) is right too.
 
-        Shapes: x any shape, float32 or float64. TF-1: @tf.custom_gradient, whose backward used the saved e = eˣ
-        (a constant to autograd: its second derivative came out 0)."""),
+        Shapes: x any shape, float32 or float64. TF-1: @tf.custom_gradient, whose backward dy · (1 − 1/(1 + e))
+        was built from the graph tensor e = tf.exp(x), so a second tf.gradients differentiated it. Keeping e from
+        forward on ctx instead makes it a constant to autograd: the second derivative comes out 0."""),
 ]
