@@ -18,5 +18,5 @@ INFO = LessonInfo(
     vmap of a vector-Jacobian product against the closed form (e_i − p) yᵀ; the Hessian by jacfwd(jacrev),
     torch.func.hessian and autograd.functional.hessian against finite differences.
     """,
-    full=("--scaling",),
+    full={"scaling": True},
 )
