@@ -89,6 +89,9 @@ def test_notebooks_are_stored_without_outputs_and_run_on_colab(path):
 
 
 def test_one_notebook_per_lesson_in_teaching_order():
+    missing = [n for n in LESSONS if n not in [p.stem.split("-", 1)[1] for p in NOTEBOOKS]]
+    assert not missing, (f"no notebook for {', '.join(missing)}: each lesson has notebooks/NN-<lesson>.ipynb, NN its "
+                         f"place in the teaching order (copy one of a lesson like it)")
     assert [p.stem.split("-", 1)[1] for p in NOTEBOOKS] == list(LESSONS)
 
 

@@ -8,15 +8,18 @@ from conftest import invoke
 from rich.console import Console
 
 import gradlab
+from gradlab.lessons import LESSONS
 from gradlab.report import console as report
 from gradlab.result import Table
 
-# Small budgets; the tables have the same columns as the full runs (dqn --compare and jacobian --scaling: the widest)
-RUNS = {"mnist": dict(epochs=1, dataset="mnist-sample", train_size=2000),
-        "clip": dict(epochs=1, dataset="mnist-sample", train_size=2000),
-        "jacobian": dict(scaling=True, sizes="4,8", repeats=1), "log1pexp": {}, "gaussian-policy": dict(epochs=20),
-        "dqn": dict(compare=True, total_steps=1500, eval_every=500),
-        "actor-critic": dict(total_steps=4000, eval_every=2000), "ddp": dict(workers=1, steps=2)}
+# Small budgets; the tables have the same columns as the full runs (dqn --compare and jacobian --scaling: the widest).
+# A lesson not named here runs its quick budget.
+SMALL = {"mnist": dict(epochs=1, dataset="mnist-sample", train_size=2000),
+         "clip": dict(epochs=1, dataset="mnist-sample", train_size=2000),
+         "jacobian": dict(scaling=True, sizes="4,8", repeats=1), "log1pexp": {}, "gaussian-policy": dict(epochs=20),
+         "dqn": dict(compare=True, total_steps=1500, eval_every=500),
+         "actor-critic": dict(total_steps=4000, eval_every=2000), "ddp": dict(workers=1, steps=2)}
+RUNS = {name: SMALL.get(name, {"quick": True}) for name in LESSONS}
 WIDTHS = (60, 80, 120)
 
 
