@@ -105,6 +105,7 @@ def quick_report(tmp_path_factory):
     return out
 
 
+@pytest.mark.xdist_group("quick_report")  # one process makes the report for both
 def test_report_files(quick_report):
     names = sorted(p.name for p in quick_report.iterdir())
     assert names == sorted(["index.html", *[f"{n}.json" for n in REPORTED]])
@@ -122,6 +123,7 @@ def find_browser() -> str | None:
     return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 
 
+@pytest.mark.xdist_group("quick_report")
 def test_report_in_a_real_browser(quick_report, tmp_path):
     browser = find_browser()
     if browser is None:

@@ -49,6 +49,34 @@ def test_each_option_is_a_field_and_the_flags_give_the_fields_defaults(name):
     assert values.keys() == {s.name for s in info.specs} - option_fields.RUN_NAMES
 
 
+@pytest.mark.parametrize("name", list(LESSONS))
+def test_budgets_are_values_and_the_command_lines_shown_for_them_give_them_back(name):
+    """A lesson's quick and full budgets are option values (LessonInfo.quick / full); the command line shown for one
+    (runtimes.json's quick_cmd, LessonInfo.command) parses back to exactly those values."""
+    from click.core import ParameterSource
+
+    from gradlab.runner import budget_values
+
+    info = LESSONS[name]
+    for budget in ("quick", "full"):
+        values = budget_values(info, budget)
+        assert values == getattr(info, budget)
+        args = info.args(values)
+        assert args[0] == name and info.command(values) == " ".join(["gradlab", *args])
+        ctx = cli.commands[name].make_context(name, args[1:])
+        assert {k: ctx.params[k] for k in values} == values
+        assert all(ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE for k in values)
+
+
+def test_values_are_spelled_with_the_flags_that_set_them():
+    mnist, dqn = LESSONS["mnist"].specs, LESSONS["dqn"].specs
+    assert option_fields.as_args(mnist, {"shuffle": False, "variant": "manual", "lr": 0.1, "offline": True}) == \
+        ["--no-shuffle", "--manual-grad", "--lr", "0.1", "--offline"]
+    assert option_fields.as_args(dqn, {"target_net": False, "compare": True}) == ["--no-target-net", "--compare"]
+    with pytest.raises(ValueError, match="no flag sets offline=False"):
+        option_fields.as_args(mnist, {"offline": False})
+
+
 def test_no_option_is_spelled_twice_in_the_sources():
     """Each flag's help text is one string in gradlab/'s code (its declaration), not also a copy kept by hand."""
     strings = [node.value for p in (ROOT / "gradlab").rglob("*.py")

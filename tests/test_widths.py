@@ -21,6 +21,7 @@ SMALL = {"mnist": dict(epochs=1, dataset="mnist-sample", train_size=2000),
          "actor-critic": dict(total_steps=4000, eval_every=2000), "ddp": dict(workers=1, steps=2)}
 RUNS = {name: SMALL.get(name, {"quick": True}) for name in LESSONS}
 WIDTHS = (60, 80, 120)
+pytestmark = pytest.mark.xdist_group("widths")  # one process runs the lessons once for every width
 
 
 @pytest.fixture(scope="module")
