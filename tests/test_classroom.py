@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, invoke
+from conftest import assert_one_line_error, invoke, once
 
 from gradlab.lessons import LESSONS, measured_runtimes
 from gradlab.report.explain import _as_markdown, explanation
@@ -96,16 +96,17 @@ def test_all_rejects_unknown_lesson():
 REPORTED = [n for n in LESSONS if n not in ("dqn", "actor-critic")]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def quick_report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("report") / "site"
-    result = invoke("report", "--out", str(out), "--quick", "--quiet", "--lessons", ",".join(REPORTED))
-    assert result.exit_code == 0, result.output
-    assert "claims hold in" in result.output  # the verdict is printed, not only written
-    return out
+    """The quick report, made once for the session however many processes run the tests (conftest.once)."""
+    def make(folder):
+        result = invoke("report", "--out", str(folder / "site"), "--quick", "--quiet", "--lessons", ",".join(REPORTED))
+        assert result.exit_code == 0, result.output
+        assert "claims hold in" in result.output  # the verdict is printed, not only written
+
+    return once(tmp_path_factory, "quick-report", make) / "site"
 
 
-@pytest.mark.xdist_group("quick_report")  # one process makes the report for both
 def test_report_files(quick_report):
     names = sorted(p.name for p in quick_report.iterdir())
     assert names == sorted(["index.html", *[f"{n}.json" for n in REPORTED]])
@@ -123,7 +124,6 @@ def find_browser() -> str | None:
     return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 
 
-@pytest.mark.xdist_group("quick_report")
 def test_report_in_a_real_browser(quick_report, tmp_path):
     browser = find_browser()
     if browser is None:
