@@ -115,7 +115,7 @@ def lesson_command(info: LessonInfo) -> LessonCommand:
     """The subcommand of a lesson: its options are its Config's fields and the run options (gradlab.option_fields)."""
     from gradlab.cli_options import click_params
 
-    def callback(**params: Any) -> int:
+    def callback(**_: Any) -> int:  # the values are read from the context, with where each came from
         return run_lesson(click.get_current_context(), info.name)
 
     return LessonCommand(info.name, params=click_params(info.specs), callback=callback, help=info.help,

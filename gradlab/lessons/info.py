@@ -5,8 +5,7 @@ A lesson is a folder, gradlab/lessons/<package>/:
 
     __init__.py     INFO = LessonInfo(name=..., config=Config, idea=..., ...): its entry in the registry
     settings.py     Config: its settings, each field an option (gradlab.option_fields), checked in
-                    __post_init__;
-                    torch-free, since --help reads it
+                    __post_init__; torch-free, since --help reads it
     lesson.py       the lesson: the math in its docstring, run(config, ...) -> Result (pure: no printing), the
                     claims, EXPLAIN (what --explain shows); it may have rooms beside it (ddp does)
     exercises/      what students write: __init__.py (the exercises' texts, torch-free), harness.py (how their
