@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml constraints.txt Makefile | $(BIN)/python
 demo: install
 	$(BIN)/gradlab mnist --dataset mnist-sample --offline
 
+# pytest runs on every core (pytest-xdist, `-n auto` in pyproject.toml); add `-n 0` to run it in one process.
 test: install
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q

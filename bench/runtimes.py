@@ -21,7 +21,7 @@ from gradlab.lessons import LESSONS
 
 OUT = Path(__file__).resolve().parent.parent / "gradlab" / "runtimes.json"
 GRADLAB = [sys.executable, "-m", "gradlab"]
-OFFLINE_SAMPLE = ("--dataset", "mnist-sample", "--offline")
+OFFLINE_SAMPLE = {"dataset": "mnist-sample", "offline": True}  # the default run, on the bundled data
 
 
 def timed(args: list[str]) -> float:
@@ -37,10 +37,9 @@ def main() -> None:
     load = round(os.getloadavg()[0], 2)
     lessons = {}
     for name, info in LESSONS.items():
-        default = [name, *(OFFLINE_SAMPLE if info.needs_data else ()), "--quiet"]
-        quick = [name, *info.quick, "--quiet"]
-        lessons[name] = {"default_s": timed(default), "default_cmd": "gradlab " + " ".join(default[:-1]),
-                         "quick_s": timed(quick), "quick_cmd": "gradlab " + " ".join(quick[:-1])}
+        default, quick = (OFFLINE_SAMPLE if info.needs_data else {}), info.quick
+        lessons[name] = {"default_s": timed([*info.args(default), "--quiet"]), "default_cmd": info.command(default),
+                         "quick_s": timed([*info.args(quick), "--quiet"]), "quick_cmd": info.command(quick)}
         print(f"{name:16s} default {lessons[name]['default_s']:6.1f} s   quick {lessons[name]['quick_s']:6.1f} s")
     all_quick = timed(["all", "--quick", "--quiet"])
     print(f"gradlab all --quick: {all_quick:.1f} s")

@@ -55,23 +55,20 @@ def _lesson_names(text: str | None) -> list[str]:
 
 
 def run_many(names: list[str], quick: bool, console, threads: int | None = None) -> list[tuple[str, Any, float]]:
-    """Run each lesson with its quick or full arguments, rendering each result; return (name, result, wall s)."""
+    """Run each lesson with its quick or full budget, rendering each result; return (name, result, wall s)."""
     import time
 
-    from gradlab import runner, settings
-    from gradlab.lessons import LESSONS
+    from gradlab import runner
     from gradlab.report import console as report
     from gradlab.threads import validate
 
     validate(threads)
     done = []
     for name in names:
-        info = LESSONS[name]
-        args = list(info.quick if quick else info.full) + (["--threads", str(threads)] if threads else [])
-        params = settings.parse(info.specs, args)[0]
+        run, config = runner.resolve(name, {"threads": threads} if threads else {}, budget="quick" if quick else "full")
         start = time.perf_counter()
         with report.progress_bar(console) as progress:
-            result = runner.execute(name, params, console, progress)
+            result = runner.execute(name, run, config, console, progress)
         done.append((name, result, time.perf_counter() - start))
         report.render(result, console)
     return done

@@ -1,8 +1,9 @@
 """The `gradlab` command: a click group with one subcommand per lesson, built from the lesson's declared options.
 
 Only click and the lessons' settings are imported at start-up: torch, rich and the lessons themselves are imported
-when a lesson runs, so `gradlab --help` stays fast. A lesson's command parses its options (gradlab.settings: declared
-once, as its Config's fields), merges a --config file, builds the Config, runs the lesson (gradlab.runner) and hands
+when a lesson runs, so `gradlab --help` stays fast. A lesson's command parses its options (declared once, as its
+Config's fields: gradlab.option_fields; made click options by gradlab.cli_options), hands the ones the user typed to
+gradlab.runner.resolve (the one path from options to a run, with --quick and --config), runs the lesson and hands
 the Result to the report layer. The classroom and practice commands live in gradlab.classroom and
 gradlab.practice.commands.
 """
@@ -111,11 +112,11 @@ def cli() -> None:
 
 
 def lesson_command(info: LessonInfo) -> LessonCommand:
-    """The subcommand of a lesson: its options are its Config's fields and the run options (gradlab.settings)."""
-    from gradlab.settings import click_params
+    """The subcommand of a lesson: its options are its Config's fields and the run options (gradlab.option_fields)."""
+    from gradlab.cli_options import click_params
 
-    def callback(**params: Any) -> int:
-        return run_lesson(click.get_current_context(), info.name, params)
+    def callback(**_: Any) -> int:  # the values are read from the context, with where each came from
+        return run_lesson(click.get_current_context(), info.name)
 
     return LessonCommand(info.name, params=click_params(info.specs), callback=callback, help=info.help,
                          short_help=info.short_help)
@@ -125,54 +126,39 @@ for _info in LESSONS.values():
     cli.add_command(lesson_command(_info))
 
 
-def run_lesson(ctx: click.Context, name: str, params: dict[str, Any]) -> int:
-    """Parse → Config → data → run → render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
-    from gradlab.config import merge_config
-    from gradlab.report.files import STDOUT, check_writable, same_file
-
-    if params.get("quick"):  # the quick budget replaces defaults only: flags on the command line win
-        from click.core import ParameterSource
-
-        from gradlab.runner import quick_values
-
-        params = {**params, **{k: v for k, v in quick_values(name).items()
-                               if ctx.get_parameter_source(k) == ParameterSource.DEFAULT}}
-    params = merge_config(ctx, params)
-    if not LESSONS[name].config.reports_here():  # e.g. a torchrun rank but 0: it computes, rank 0 prints and writes
-        from gradlab.settings import silenced
-
-        params = silenced(params)
-    check_writable(params.get("json_path"), "--json")
-    check_writable(params.get("plot_path"), "--plot")
-    if same_file(params.get("json_path"), params.get("plot_path")):
-        raise GradlabError(f"--json {params['json_path']} and --plot {params['plot_path']} name the same file; give "
-                           f"them different files")
+def run_lesson(ctx: click.Context, name: str) -> int:
+    """Typed options → run options and Config (bad values fail there, before anything is printed or run) → run →
+    render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
+    from click.core import ParameterSource
 
     from gradlab import runner
     from gradlab.report import console as report
+    from gradlab.report.files import STDOUT
 
-    config = runner.make_config(name, params)  # bad values fail here, before anything is printed or run
-    to_stdout = STDOUT in (params.get("json_path"), params.get("plot_path"))
-    console = report.make_console(quiet=params["quiet"], stderr=to_stdout)  # stdout then carries the file alone
-    if params.get("explain"):
+    typed = {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
+    run, config = runner.resolve(name, typed)
+    to_stdout = STDOUT in (run.json_path, run.plot_path)
+    console = report.make_console(quiet=run.quiet, stderr=to_stdout)  # stdout then carries the file alone
+    if run.explain:
         from gradlab.report.explain import print_explanation
 
         print_explanation(LESSONS[name].load(), console)
     with report.progress_bar(console) as progress:
-        result = runner.execute(name, params, console, progress, config)
+        result = runner.execute(name, run, config, console, progress)
     report.render(result, console)
-    write_outputs(result, params, console)
+    write_outputs(result, run, console)
     return result.exit_code
 
 
-def write_outputs(result, params: dict[str, Any], console) -> None:
+def write_outputs(result, run, console) -> None:
+    """--json and --plot (RUN, the run options), each said in a line unless it went to standard output."""
     from gradlab.report.files import STDOUT, write_json, write_plot
 
-    for key, write in (("json_path", write_json), ("plot_path", write_plot)):
-        if params.get(key):
-            write(params[key], result)
-            if params[key] != STDOUT:
-                console.print(f"wrote {params[key]}", markup=False)
+    for path, write in ((run.json_path, write_json), (run.plot_path, write_plot)):
+        if path:
+            write(path, result)
+            if path != STDOUT:
+                console.print(f"wrote {path}", markup=False)
 
 
 def _add_other_commands() -> None:

@@ -18,10 +18,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from gradlab.errors import MAX_ENV_STEPS
-
 ENV_ID = "CartPole-v1"
-MAX_STEPS = MAX_ENV_STEPS  # environment steps a run may ask for (gradlab.errors)
 SOLVED = 195.0  # CartPole-v0's "solved" mark; v1's episodes are cut at 500 steps
 FINAL_SEEDS = 10_000  # episode k of the reported evaluation starts from seed + FINAL_SEEDS + k ...
 CHECKPOINT_SEEDS = 20_000  # ... and of a checkpoint evaluation from seed + CHECKPOINT_SEEDS + k: never the same

@@ -1,6 +1,8 @@
 import gzip
+import os
 import shutil
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,25 @@ from gradlab import data as datasets
 from gradlab.cli import cli
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder MAKE(folder) fills once for the whole test session, however many processes pytest-xdist runs: the
+    first test to ask makes it while holding a lock, the others wait for it and reuse it. Use it for a costly
+    fixture that several tests share (a test that changes the folder must copy it first)."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the workers' basetemps share a parent
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (root / f"{name}.done").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # what a failed attempt left
+            folder.mkdir()
+            make(folder)
+            (root / f"{name}.done").touch()
+    return folder
 
 
 @pytest.fixture(scope="session")

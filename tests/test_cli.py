@@ -243,11 +243,11 @@ def test_cpu_only_lessons_say_so_when_cuda_is_asked_for(monkeypatch):
 
 def test_quick_on_every_lesson_is_the_budget_all_quick_uses_and_explicit_values_win(tmp_path):
     from gradlab.lessons import LESSONS
-    from gradlab.runner import quick_values
+    from gradlab.runner import budget_values
 
     for name in LESSONS:
         assert "--quick" in invoke(name, "--help").output
-    assert quick_values("mnist") == {"dataset": "mnist-sample", "offline": True, "epochs": 3}
+    assert budget_values(LESSONS["mnist"], "quick") == {"dataset": "mnist-sample", "offline": True, "epochs": 3}
     out = invoke("mnist", "--quick", "--epochs", "1", "--train-size", "500", "--json", "-", "--quiet")
     config = json.loads(out.stdout)["config"]
     assert out.exit_code == 0 and config["epochs"] == 1 and config["dataset"] == "mnist-sample" and config["quick"]

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from gradlab.cli import cli
 from gradlab.lessons import LESSONS
 
-# Small budgets, so that every value the fuzzer does not touch keeps a run under a second or two.
-BASE = {
+# Small budgets, so that every value the fuzzer does not touch keeps a run under a second or two (a lesson not named
+# here runs its --quick budget).
+SMALL = {
     "mnist": ["--dataset", "mnist-sample", "--offline", "--epochs", "1", "--train-size", "500", "--test-size", "100"],
     "clip": ["--dataset", "mnist-sample", "--offline", "--epochs", "1", "--train-size", "500", "--test-size", "100"],
     "jacobian": [],
@@ -32,6 +33,7 @@ BASE = {
                      "--checkpoint-episodes", "1"],
     "ddp": ["--workers", "1", "--steps", "2", "--batch-size", "20", "--micro-batches", "2"],
 }
+BASE = {name: SMALL.get(name, ["--quick"]) for name in LESSONS}
 # Options about where output goes or where data lives: fuzzed by their own tests (test_output_files.py).
 SKIP = {"json_path", "plot_path", "config", "data_dir", "quiet", "explain", "device", "dataset", "offline"}
 # Budgets: a huge valid value would only make the run long, so they get invalid or small values.

@@ -26,7 +26,7 @@ def test_notebooks_are_copied_out_never_over_a_students_work(tmp_path):
     first = invoke("notebooks", str(out))
     assert first.exit_code == 0 and "jupyter lab" in first.output
     assert [p.name for p in sorted(out.glob("*.ipynb"))] == [p.name for p in assets.notebooks()]
-    assert len(assets.notebooks()) == len(LESSONS)
+    assert len(assets.notebooks()) == len(LESSONS), "one notebook per lesson: notebooks/NN-<lesson>.ipynb"
     assert_one_line_error(invoke("notebooks", str(out)), "already has 01-mnist.ipynb", "--force")
     wheel = "https://example.org/gradlab-0.1.0-py3-none-any.whl"
     assert invoke("notebooks", str(out), "--force", "--source", wheel).exit_code == 0

@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import REPO
@@ -89,29 +88,29 @@ def test_notebooks_are_stored_without_outputs_and_run_on_colab(path):
 
 
 def test_one_notebook_per_lesson_in_teaching_order():
+    missing = [n for n in LESSONS if n not in [p.stem.split("-", 1)[1] for p in NOTEBOOKS]]
+    assert not missing, (f"no notebook for {', '.join(missing)}: each lesson has notebooks/NN-<lesson>.ipynb, NN its "
+                         f"place in the teaching order (copy one of a lesson like it)")
     assert [p.stem.split("-", 1)[1] for p in NOTEBOOKS] == list(LESSONS)
 
 
-def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(tmp_path):
-    """Two at a time (each lesson computes on one thread), quick budgets; a failed claim is a failed assert."""
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(path, tmp_path):
+    """Each on its own kernel (pytest-xdist runs them beside the other tests), quick budgets; a failed claim is a
+    failed assert."""
     if not os.environ.get("GRADLAB_REQUIRE_JUPYTER"):
         pytest.importorskip("nbclient")
         pytest.importorskip("ipykernel")
 
-    def execute(path):
-        return subprocess.run([sys.executable, str(REPO / "scripts" / "notebooks.py"), str(tmp_path), "--quick",
-                               "--answers", path.stem], capture_output=True, text=True, timeout=600)
-
-    with ThreadPoolExecutor(2) as pool:
-        done = list(pool.map(execute, NOTEBOOKS))
-    for path, proc in zip(NOTEBOOKS, done, strict=True):
-        assert proc.returncode == 0, f"{path.name}: {proc.stdout[-1500:]}{proc.stderr[-1500:]}"
-        executed = json.loads((tmp_path / path.name).read_text(encoding="utf-8"))
-        outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
-        assert not [o for o in outputs if o["output_type"] == "error"]
-        assert any("text/html" in o.get("data", {}) for o in outputs), "the Result displayed itself"
-        # the student's own plot, drawn after a Result was shown, appears (showing a Result changes no backend)
-        own = next(i for i, c in enumerate(executed["cells"]) if "## Your own plot" in "".join(c["source"]))
-        cell = executed["cells"][own + 1]
-        if "plt.show()" in "".join(cell["source"]):  # jacobian's default run has no curves: it lists them instead
-            assert any("image/png" in o.get("data", {}) for o in cell["outputs"]), path.name
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "notebooks.py"), str(tmp_path), "--quick",
+                           "--answers", path.stem], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{path.name}: {proc.stdout[-1500:]}{proc.stderr[-1500:]}"
+    executed = json.loads((tmp_path / path.name).read_text(encoding="utf-8"))
+    outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert not [o for o in outputs if o["output_type"] == "error"]
+    assert any("text/html" in o.get("data", {}) for o in outputs), "the Result displayed itself"
+    # the student's own plot, drawn after a Result was shown, appears (showing a Result changes no backend)
+    own = next(i for i, c in enumerate(executed["cells"]) if "## Your own plot" in "".join(c["source"]))
+    cell = executed["cells"][own + 1]
+    if "plt.show()" in "".join(cell["source"]):  # jacobian's default run has no curves: it lists them instead
+        assert any("image/png" in o.get("data", {}) for o in cell["outputs"]), path.name

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import gradlab
-from gradlab import settings
+from gradlab import option_fields
 from gradlab.cli import cli, lesson_command
 from gradlab.lessons import LESSONS, Lesson, LessonInfo
 
@@ -28,7 +28,7 @@ def test_every_lesson_keeps_the_contract(name):
     info = LESSONS[name]
     module = info.load()
     assert isinstance(module, Lesson) and module.Config is info.config
-    assert issubclass(info.config, settings.LessonConfig) and dataclasses.is_dataclass(info.config)
+    assert issubclass(info.config, option_fields.LessonConfig) and dataclasses.is_dataclass(info.config)
     params = inspect.signature(module.run).parameters
     assert next(iter(params)) == "config" and {"device", "progress"} <= set(params)
     assert ("data" in params) == info.needs_data
@@ -41,12 +41,40 @@ def test_each_option_is_a_field_and_the_flags_give_the_fields_defaults(name):
     live in one place, so they cannot drift apart)."""
     info = LESSONS[name]
     command = cli.commands[name]
-    fields = {f.name for f in dataclasses.fields(info.config)} | settings.RUN_NAMES
+    fields = {f.name for f in dataclasses.fields(info.config)} | option_fields.RUN_NAMES
     assert {p.name for p in command.params if isinstance(p, click.Option)} <= fields
     params = command.make_context(name, []).params
-    _, values = settings.split(params)
+    _, values = option_fields.split(params)
     assert info.config(**values) == info.config()
-    assert values.keys() == {s.name for s in info.specs} - settings.RUN_NAMES
+    assert values.keys() == {s.name for s in info.specs} - option_fields.RUN_NAMES
+
+
+@pytest.mark.parametrize("name", list(LESSONS))
+def test_budgets_are_values_and_the_command_lines_shown_for_them_give_them_back(name):
+    """A lesson's quick and full budgets are option values (LessonInfo.quick / full); the command line shown for one
+    (runtimes.json's quick_cmd, LessonInfo.command) parses back to exactly those values."""
+    from click.core import ParameterSource
+
+    from gradlab.runner import budget_values
+
+    info = LESSONS[name]
+    for budget in ("quick", "full"):
+        values = budget_values(info, budget)
+        assert values == getattr(info, budget)
+        args = info.args(values)
+        assert args[0] == name and info.command(values) == " ".join(["gradlab", *args])
+        ctx = cli.commands[name].make_context(name, args[1:])
+        assert {k: ctx.params[k] for k in values} == values
+        assert all(ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE for k in values)
+
+
+def test_values_are_spelled_with_the_flags_that_set_them():
+    mnist, dqn = LESSONS["mnist"].specs, LESSONS["dqn"].specs
+    assert option_fields.as_args(mnist, {"shuffle": False, "variant": "manual", "lr": 0.1, "offline": True}) == \
+        ["--no-shuffle", "--manual-grad", "--lr", "0.1", "--offline"]
+    assert option_fields.as_args(dqn, {"target_net": False, "compare": True}) == ["--no-target-net", "--compare"]
+    with pytest.raises(ValueError, match="no flag sets offline=False"):
+        option_fields.as_args(mnist, {"offline": False})
 
 
 def test_no_option_is_spelled_twice_in_the_sources():
@@ -61,12 +89,11 @@ def test_no_option_is_spelled_twice_in_the_sources():
 
 
 def test_a_new_option_is_one_line_and_reaches_the_cli_the_api_and_config_files(tmp_path, monkeypatch):
-    from gradlab import api
-    from gradlab.config import merge_config
+    from gradlab import api, runner
 
     @dataclasses.dataclass
-    class Config(settings.LessonConfig):
-        width: int = settings.option(3, "Units in the hidden layer.")  # the one line
+    class Config(option_fields.LessonConfig):
+        width: int = option_fields.option(3, "Units in the hidden layer.")  # the one line
 
     info = LessonInfo(name="demo", config=Config, idea="an idea", short_help="A demo.", help="A demo lesson.")
     monkeypatch.setitem(LESSONS, "demo", info)
@@ -77,10 +104,10 @@ def test_a_new_option_is_one_line_and_reaches_the_cli_the_api_and_config_files(t
     toml = tmp_path / "demo.toml"
     toml.write_text("width = 5\n")
     ctx = command.make_context("demo", ["--config", str(toml)])
-    assert merge_config(ctx, ctx.params)["width"] == 5
+    assert runner.resolve("demo", {"preset": ctx.params["preset"]})[1].width == 5
     toml.write_text("width = 1.5\n")
     with pytest.raises(gradlab.errors.GradlabError, match=r"width must be a whole number, got 1\.5"):
-        merge_config(ctx, ctx.params)
+        runner.resolve("demo", {"preset": ctx.params["preset"]})
 
 
 def test_the_settings_and_the_command_line_import_no_torch():

@@ -4,8 +4,8 @@
 A lesson is a folder, gradlab/lessons/<package>/:
 
     __init__.py     INFO = LessonInfo(name=..., config=Config, idea=..., ...): its entry in the registry
-    settings.py     Config: its settings, each field an option (gradlab.settings), checked in __post_init__;
-                    torch-free, since --help reads it
+    settings.py     Config: its settings, each field an option (gradlab.option_fields), checked in
+                    __post_init__; torch-free, since --help reads it
     lesson.py       the lesson: the math in its docstring, run(config, ...) -> Result (pure: no printing), the
                     claims, EXPLAIN (what --explain shows); it may have rooms beside it (ddp does)
     exercises/      what students write: __init__.py (the exercises' texts, torch-free), harness.py (how their
@@ -20,17 +20,17 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from gradlab import settings
+from gradlab import option_fields
 
 
 @runtime_checkable
 class Lesson(Protocol):
     """What a lesson module provides (checked for every lesson by tests/test_settings.py)."""
 
-    Config: type[settings.LessonConfig]  # its settings (from its settings.py)
+    Config: type[option_fields.LessonConfig]  # its settings (from its settings.py)
     EXPLAIN: tuple[str, ...]  # the functions and classes whose source `--explain` prints next to the math
     run: Callable[..., Any]  # run(config, [data,] device=, progress=) -> Result; pure: no printing
 
@@ -40,16 +40,17 @@ class LessonInfo:
     """A lesson's entry in the registry: its name, its settings, and what the command line says about it."""
 
     name: str  # the subcommand
-    config: type[settings.LessonConfig]  # its settings: the options of its command
+    config: type[option_fields.LessonConfig]  # its settings: the options of its command
     idea: str  # the TF-1 tutorial idea it reproduces
     short_help: str  # its line in `gradlab --help`
     help: str  # its `--help` text
     needs_data: bool = False  # trains on MNIST-like images: --dataset --data-dir --offline
     dataset_default: str = "auto"
-    # arguments for `gradlab all --quick` (and `--quick`): small budgets that still hold every claim. dqn keeps its
-    # default 30,000 steps: its learning claim failed on 1 of 10 seeds at 20,000 steps (bench/bench_seeds.py --extra)
-    quick: tuple[str, ...] = ()
-    full: tuple[str, ...] = ()  # arguments for `gradlab all`
+    # option values for `gradlab all --quick` (and `--quick`): small budgets that still hold every claim. dqn keeps
+    # its default 30,000 steps: its learning claim failed on 1 of 10 seeds at 20,000 steps (bench/bench_seeds.py
+    # --extra)
+    quick: dict[str, Any] = field(default_factory=dict)
+    full: dict[str, Any] = field(default_factory=dict)  # option values for `gradlab all`
     list_note: str = ""  # said after its main options in `gradlab list`
 
     @property
@@ -58,14 +59,25 @@ class LessonInfo:
         return f"gradlab.lessons.{self.name.replace('-', '_')}"
 
     @functools.cached_property
-    def specs(self) -> list[settings.Spec]:
+    def specs(self) -> list[option_fields.Spec]:
         """Every option of its command, in --help order (read once from the Config's fields)."""
-        return settings.lesson_specs(self.config, self.needs_data, self.dataset_default)
+        return option_fields.lesson_specs(self.config, self.needs_data, self.dataset_default)
 
     @property
     def options(self) -> str:
         """Its main options, as `gradlab list` shows them."""
-        return settings.listed(self.specs) + (f"; {self.list_note}" if self.list_note else "")
+        return option_fields.listed(self.specs) + (f"; {self.list_note}" if self.list_note else "")
+
+    def args(self, values: dict[str, Any]) -> list[str]:
+        """The arguments of `gradlab` that run this lesson with option VALUES (e.g. its quick budget):
+        ["mnist", "--dataset", "mnist-sample", "--offline", "--epochs", "3"]."""
+        return [self.name, *option_fields.as_args(self.specs, values)]
+
+    def command(self, values: dict[str, Any]) -> str:
+        """The same as a command line to show: `gradlab mnist --dataset mnist-sample --offline --epochs 3`."""
+        import shlex
+
+        return shlex.join(["gradlab", *self.args(values)])
 
     def load(self) -> Lesson:
         """The lesson module, <package>.lesson (imports torch)."""

@@ -17,5 +17,5 @@ INFO = LessonInfo(
     backward (bitwise), and a critic copied through a flat parameter vector or a state_dict gives identical
     outputs.
     """,
-    quick=("--total-steps", "60000"),
+    quick={"total_steps": 60_000},
 )

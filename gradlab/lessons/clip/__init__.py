@@ -19,5 +19,5 @@ INFO = LessonInfo(
     The tutorial's plain setting: --config configs/clip-tutorial.toml.
     """,
     needs_data=True,
-    quick=("--dataset", "mnist-sample", "--offline", "--epochs", "2"),
+    quick={"dataset": "mnist-sample", "offline": True, "epochs": 2},
 )

@@ -1,12 +1,13 @@
-"""The settings of `gradlab clip`, each declared once (gradlab.settings); configs/clip-tutorial.toml has the
+"""The settings of `gradlab clip`, each declared once (gradlab.option_fields); configs/clip-tutorial.toml has the
 tutorial's plain setting. No torch here: `gradlab clip --help` reads this module."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradlab import settings as o
-from gradlab.errors import check, check_positive
+from gradlab import option_fields as o
+from gradlab.errors import check
+from gradlab.option_fields import check_positive
 
 MODES = ("global-norm", "norm", "value", "none")
 MODELS = ("mlp", "softmax")

@@ -22,6 +22,6 @@ INFO = LessonInfo(
     """,
     needs_data=True,
     dataset_default="mnist-sample",
-    quick=("--steps", "10"),
+    quick={"steps": 10},
     list_note="torchrun -m gradlab ddp",
 )

@@ -1,4 +1,4 @@
-"""The settings of `gradlab ddp`, each declared once (gradlab.settings), and what can be checked before any process
+"""The settings of `gradlab ddp`, each declared once (gradlab.option_fields), and what can be checked before any process
 starts. No torch here: `gradlab ddp --help` reads this module."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import math
 from dataclasses import dataclass
 
 from gradlab import distributed
-from gradlab import settings as o
-from gradlab.errors import check, check_positive
+from gradlab import option_fields as o
+from gradlab.errors import check
+from gradlab.option_fields import check_positive
 
 DTYPE_NAMES = ("float32", "float64")
 MAX_STEPS = 1_000_000

@@ -17,5 +17,5 @@ INFO = LessonInfo(
     Claims: placeholder ≡ stop-grad (bitwise, in the anatomy and over a whole training run); without
     stop-grad the gradient reaches the target network, and with no target network the update changes.
     """,
-    full=("--compare",),
+    full={"compare": True},
 )

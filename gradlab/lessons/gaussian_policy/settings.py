@@ -1,4 +1,4 @@
-"""The settings of `gradlab gaussian-policy`, each declared once (gradlab.settings). No torch here: `gradlab
+"""The settings of `gradlab gaussian-policy`, each declared once (gradlab.option_fields). No torch here: `gradlab
 gaussian-policy --help` reads this module."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab import settings as o
-from gradlab.errors import ADAM_MAX_LR, FLOAT32_MAX, GradlabError, check, check_positive
+from gradlab import option_fields as o
+from gradlab.errors import GradlabError, check
+from gradlab.option_fields import ADAM_MAX_LR, FLOAT32_MAX, check_positive
 
 FLOAT32_TINY = 1.1754943508222875e-38  # float32's smallest normal number
 MAX_EPOCHS = 10_000_000  # REINFORCE updates a run may ask for

@@ -19,5 +19,5 @@ INFO = LessonInfo(
     torch.func.hessian, autograd.functional.hessian and tf.hessians' loop over the gradient, against finite
     differences.
     """,
-    full=("--scaling",),
+    full={"scaling": True},
 )

@@ -1,4 +1,4 @@
-"""The settings of `gradlab jacobian`, each declared once (gradlab.settings), and the parsing of its matrix and
+"""The settings of `gradlab jacobian`, each declared once (gradlab.option_fields), and the parsing of its matrix and
 state. No torch here: `gradlab jacobian --help` reads this module."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradlab import settings as o
+from gradlab import option_fields as o
 from gradlab.errors import GradlabError, check
 
 MAX_ENTRIES = 256  # numbers in X: the Hessian check by finite differences costs 2·(rows·columns)² evaluations

@@ -1,4 +1,4 @@
-"""The settings of `gradlab log1pexp`, each declared once (gradlab.settings). No torch here: `gradlab log1pexp
+"""The settings of `gradlab log1pexp`, each declared once (gradlab.option_fields). No torch here: `gradlab log1pexp
 --help` reads this module."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab import settings as o
+from gradlab import option_fields as o
 from gradlab.errors import GradlabError, check
 
 DTYPE_NAMES = ("float32", "float64")

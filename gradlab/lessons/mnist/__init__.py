@@ -18,5 +18,5 @@ INFO = LessonInfo(
     `W.assign(W - lr * grad)`. Defaults are the tutorial's (configs/mnist-tutorial.toml).
     """,
     needs_data=True,
-    quick=("--dataset", "mnist-sample", "--offline", "--epochs", "3"),
+    quick={"dataset": "mnist-sample", "offline": True, "epochs": 3},
 )

@@ -1,6 +1,7 @@
 """The exercises of `gradlab ddp`, beside the submission: each exercise's inputs (CASES(seed)) and how a function is
-called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
-gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py)."""
+called on them (the harness). The only code of the lesson that runs in the sandbox: torch, gradlab.practice.harness
+and, for average_gradients, the lesson's worker launcher (gradlab.distributed, importable beside a submission);
+nothing else (no reference, no known mistake: those are in checks.py)."""
 
 from __future__ import annotations
 
@@ -55,55 +56,23 @@ def _avg_cases(seed: int) -> list[dict]:
     return out
 
 
-def _avg_worker(fn, case: dict, rank: int, port: int, results) -> None:
-    import datetime
-    import os
-
-    import torch.distributed as dist
-
-    try:
-        world = len(case["sizes"])
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=15))
-        try:
-            out = fn([t.clone() for t in case["grads"][rank]], case["sizes"][rank], sum(case["sizes"]))
-            results.put((rank, [t.detach().numpy().copy() for t in out]))  # by value: no shared-memory handles
-        finally:
-            dist.destroy_process_group()
-    except BaseException as e:
-        results.put((rank, f"{type(e).__name__}: {e}"))
-    finally:
-        results.close()
-        results.join_thread()  # what was put has left this process
-        os._exit(0)
+def _avg_rank(rank: int, world: int, device, fn: Callable, case: dict, report=None) -> list:
+    """One worker's share: FN on this rank's gradients, inside the job's process group; by value (numpy), so no
+    shared-memory handle crosses to the parent."""
+    out = fn([t.clone() for t in case["grads"][rank]], case["sizes"][rank], sum(case["sizes"]))
+    return [t.detach().numpy().copy() for t in out]
 
 
 def _avg_harness(fn: Callable, case: dict) -> dict:
-    """FN on real gloo workers: one forked process per shard (fork: they inherit FN, the submission's function, as
-    it is), meeting on 127.0.0.1; every worker's result comes back."""
-    import multiprocessing
+    """FN on real gloo workers, one per shard, meeting on 127.0.0.1: the lesson's own launcher
+    (gradlab.distributed.start_workers), forking them so they inherit FN, the submission's function, as it is;
+    every worker's result comes back. What the workers print is the submission's to see."""
+    from gradlab.distributed import Job, start_workers
 
-    from gradlab.distributed import _loopback_only, free_port
-
-    ctx = multiprocessing.get_context("fork")
-    results = ctx.Queue()
-    port = free_port()
-    with _loopback_only():
-        procs = [ctx.Process(target=_avg_worker, args=(fn, case, r, port, results), daemon=True)
-                 for r in range(len(case["sizes"]))]
-        for p in procs:
-            p.start()
-    try:
-        got = dict(results.get(timeout=30) for _ in procs)
-    finally:
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-    errors = [v for v in got.values() if isinstance(v, str)]
-    if errors:
-        raise RuntimeError(f"a worker failed: {errors[0]}")
-    return {"ranks": [[torch.from_numpy(a) for a in got[r]] for r in range(len(procs))]}
+    job = Job(_avg_rank, (fn, case), workers=len(case["sizes"]), backend="gloo", port=0, timeout_s=15,
+              device_type="cpu", threads=1, start="fork")
+    ranks, _ = start_workers(job, mute=False)
+    return {"ranks": [[torch.from_numpy(a) for a in mine] for mine in ranks]}
 
 
 HARNESSES: dict[str, Harness] = {

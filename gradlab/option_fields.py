@@ -1,14 +1,16 @@
-"""Settings, declared once: a lesson's settings are the fields of its Config, each with its help text and how it is
-spelled on the command line; the options every lesson shares are the fields of RunOptions. From these
-declarations come the click command of each lesson (cli.py), the keyword arguments of `gradlab.run` (api.py), the
-keys a `--config` TOML file may hold (config.py) and the options column of `gradlab list`.
+"""Option fields: the vocabulary in which every setting is declared once. A lesson's settings are the fields of its
+Config (a LessonConfig), each with its help text and how it is spelled on the command line; the options every lesson
+shares are the fields of RunOptions. From these declarations come the click command of each lesson
+(gradlab.cli_options builds it), the keyword arguments of `gradlab.run`, the keys a `--config` preset may hold and
+the options column of `gradlab list`; gradlab.runner.resolve is the one path from what a user gave to a run.
 
     hidden: int = option(64, "Units in each hidden layer.")
 
 is one option: `--hidden INTEGER` with that help and default, `hidden=` in gradlab.run, `hidden = 64` in a preset.
-What a value must satisfy beyond its type is checked once, in the Config's __post_init__.
+What a value must satisfy beyond its type is checked once, in the Config's __post_init__; the limits several lessons
+share (check_positive's float32 bound, ADAM_MAX_LR, MAX_ENV_STEPS) sit next to the options they limit.
 
-This module imports neither torch nor click at start-up: `gradlab --help` reads it.
+This module imports neither torch nor click: `gradlab --help` reads it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gradlab.device import DEVICES
+from gradlab.errors import check
 
 DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # what --dataset offers; gradlab.data loads each
 
@@ -40,7 +43,7 @@ class Opt:
     data: bool = False  # only on the lessons that train on images (--dataset, --data-dir, --offline)
     in_file: bool = True  # may be a key of a --config TOML file
     in_api: bool = True  # may be a keyword argument of gradlab.run
-    recorded: bool = True  # written to the result's "config"
+    recorded: bool | str = True  # written to the result's "config" (under this key, when a string)
 
 
 def option(default: Any, help: str, **how: Any) -> Any:
@@ -79,6 +82,20 @@ def specs(cls: type) -> list[Spec]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# What a number may be: the lessons compute in float32.
+# ---------------------------------------------------------------------------------------------------------------
+
+FLOAT32_MAX = 3.4028234663852886e38  # the lessons compute in float32: a larger number cannot even be stored
+
+
+def check_positive(name: str, value, example: str, largest: float = FLOAT32_MAX) -> None:
+    """VALUE must be a positive number no larger than LARGEST, by default the largest float32 (so no inf, NaN or
+    1e39); EXAMPLE is a sensible one."""
+    check(isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= largest,
+          f"{name} must be a positive finite number, got {value!r} (at most {largest:.3g} here); try {name} {example}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # What every lesson shares.
 # ---------------------------------------------------------------------------------------------------------------
 
@@ -112,9 +129,10 @@ class RunOptions:
                          choices=DEVICES)
     threads: int | None = option(None, "CPU threads for torch (default: 1; more only help large tensors on an idle "
                                        "machine).")
-    config: str | None = option(None, "TOML file of option values, or a preset's name (e.g. mnist-quick; `gradlab "
+    # --config: a preset (gradlab.presets), by its name or a TOML file's path; the result records it as "config"
+    preset: str | None = option(None, "TOML file of option values, or a preset's name (e.g. mnist-quick; `gradlab "
                                       "list` names them); flags given here override it.",
-                                path="file", in_file=False, in_api=False)
+                                flag="--config", path="file", in_file=False, in_api=False, recorded="config")
     json_path: str | None = option(None, "Write the machine-readable result to this file (- for standard output).",
                                    flag="--json", path="file", in_file=False, in_api=False, recorded=False)
     plot_path: str | None = option(None, "Write a PNG of the curves to this file (- for standard output).",
@@ -157,11 +175,20 @@ def shuffle() -> Any:
                   flag="--shuffle/--no-shuffle")
 
 
+# environment steps an RL run may ask for (its --total-steps, dqn's --buffer-size): about half a day on 2 cores
+MAX_ENV_STEPS = 100_000_000
+
+
 def gamma() -> Any:
     return option(0.99, "Discount factor γ in [0, 1].")
 
 
+# Adam's first step is lr / (1 − β1) = 10·lr: a larger lr overflows float32 inside the optimizer.
+ADAM_MAX_LR = FLOAT32_MAX * (1 - 0.9)
+
+
 def adam_lr(default: float) -> Any:
+    """Adam's learning rate; the Config checks it with check_positive(..., ADAM_MAX_LR)."""
     return option(default, "Adam's learning rate.")
 
 
@@ -204,13 +231,6 @@ def split(params: dict[str, Any]) -> tuple[RunOptions, dict[str, Any]]:
     return run, {k: v for k, v in params.items() if k not in RUN_NAMES}
 
 
-def silenced(params: dict[str, Any]) -> dict[str, Any]:
-    """PARAMS for a process that computes but neither prints nor writes (a torchrun rank other than 0): every
-    option about output (those not recorded in the result: --json, --plot, --explain) off, and --quiet."""
-    off = {s.name: s.default for s in specs(RunOptions) if not s.opt.recorded}
-    return {**params, **off, "quiet": True}
-
-
 def listed(all_specs: list[Spec]) -> str:
     """The main options as `gradlab list` shows them: --epochs --lr, a choice as --clip a|b|c."""
     words = []
@@ -226,53 +246,21 @@ def listed(all_specs: list[Spec]) -> str:
     return " ".join(words)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# click, built from the specs (imported only when a command is built).
-# ---------------------------------------------------------------------------------------------------------------
-
-def parse(all_specs: list[Spec], args: list[str] | tuple[str, ...]) -> tuple[dict[str, Any], set[str]]:
-    """ARGS as the command of SPECS parses them: (every option's value, the names that ARGS gave)."""
-    import click
-    from click.core import ParameterSource
-
-    ctx = click.Command("gradlab", params=click_params(all_specs)).make_context("gradlab", list(args))
-    return ctx.params, {k for k in ctx.params if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
-
-
-def click_params(all_specs: list[Spec]) -> list:
-    """The click options of SPECS, in order; a flag group gives one option per flag."""
-    import click
-
-    params = []
-    for s in all_specs:
-        o = s.opt
-        if o.flags:
-            for flag, value, text in o.flags:
-                extra = {"default": True} if value == s.default else {}
-                params.append(click.Option([flag, s.name], flag_value=value, help=text, **extra))
-            continue
-        decl = [o.flag or "--" + s.name.replace("_", "-"), s.name]
-        if s.type is bool:
-            if "/" in decl[0]:
-                params.append(click.Option(decl, default=s.default, show_default=True, help=o.help))
-            elif o.value is not None:
-                params.append(click.Option(decl, flag_value=o.value, default=s.default, help=o.help))
-            else:
-                params.append(click.Option(decl, is_flag=True, help=o.help))
-            continue
-        params.append(click.Option(decl, type=_click_type(s), default=s.default, envvar=o.envvar,
-                                   show_default=s.default not in (None, ""), help=o.help))
-    return params
-
-
-def _click_type(s: Spec):
-    import click
-
-    if s.opt.choices:
-        return click.Choice(s.opt.choices)
-    if s.opt.path:
-        return click.Path(dir_okay=False) if s.opt.path == "file" else click.Path(file_okay=False)
-    if s.opt.range:
-        return click.IntRange(*s.opt.range)
-    base = next((t for t in typing.get_args(s.type) if t is not type(None)), s.type)  # int | None → int
-    return {int: click.INT, float: click.FLOAT}.get(base, click.STRING)
+def as_args(all_specs: list[Spec], values: dict[str, Any]) -> list[str]:
+    """VALUES (option → value, e.g. a lesson's quick budget) as the command line spells them:
+    {"dataset": "mnist-sample", "offline": True, "epochs": 3} → --dataset mnist-sample --offline --epochs 3."""
+    by_name = {s.name: s for s in all_specs}
+    args: list[str] = []
+    for name, value in values.items():
+        s = by_name[name]
+        if s.opt.flags:  # the flag that sets this value
+            args.append(next(f for f, v, _ in s.opt.flags if v == value))
+        elif s.type is bool:  # --x/--no-x; a lone --x sets True (or opt.value: --no-target-net sets False)
+            spelled = dict(zip((True, False), s.flag_names, strict=False)) if "/" in (s.opt.flag or "") else \
+                {True if s.opt.value is None else s.opt.value: s.flag_names[0]}
+            if value not in spelled:
+                raise ValueError(f"no flag sets {name}={value!r}")
+            args.append(spelled[value])
+        else:
+            args += [s.flag_names[0], str(value)]
+    return args
