@@ -407,7 +407,8 @@ def run(config: Config, device: torch.device | None = None,
                       "mean_loss": r["loss"], "steps_per_s": r["steps_per_s"], "wall_s": r["wall_s"]}
                for name, r in runs.items()}
     metrics["anatomy"] = {row[0]: {"online_grad_norm": row[1], "target_grad_norm": row[2],
-                                   "max_diff_from_stop_grad": row[3]} for row in anatomy_rows}
+                                   "max_diff_from_stop_grad": row[3], "by_hand_max_relative": row[4]}
+                          for row in anatomy_rows}
     centers = [(lo + hi) / 2 for lo, hi in edges]
     first = next(iter(runs.values()))["checkpoint"]
     return Result(
