@@ -150,8 +150,8 @@ class ReplayBuffer:
 # ---------------------------------------------------------------------------------------------------------------
 
 def td_loss(online, target_net, batch, gamma: float, mode: str) -> torch.Tensor:
-    """mean_i Huber(q(s_i, a_i) − y_i), y = r + γ(1 − done) max_a' q_target(s', a'), done = 1 on termination only
-    (never on a time-limit truncation); MODE says how y is kept constant."""
+    """mean_i Huber(q(s_i, a_i) − y_i), y = r + γ(1 − done) max_a' q_target(s', a'), done = 1 on
+    termination only (never on a time-limit truncation); MODE says how y is kept constant."""
     s, a, r, s2, done = batch
     q = online(s).gather(1, a[:, None]).squeeze(1)  # q(s, a)
     if mode == "placeholder":
@@ -166,13 +166,14 @@ def td_loss(online, target_net, batch, gamma: float, mode: str) -> torch.Tensor:
 
 
 def td_gradients_by_hand(online, target_net, batch, gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """The two terms of the TD loss's gradient from the chain rule written out, not by backpropagating td_loss:
+    """The two terms of the TD loss's gradient from the chain rule written out, not by backpropagating
+    td_loss:
 
-        semi       Σ_i h_i · ∇q(s_i, a_i)                            over online's parameters (the y-cut gradient)
-        bootstrap  −Σ_i h_i · γ(1 − done_i) · ∇max_a' q_target(s'_i, a')   over target_net's (what flows through y)
+        semi       Σ_i h_i · ∇q(s_i, a_i)                       online's parameters (the y-cut gradient)
+        bootstrap  −Σ_i h_i · γ(1 − done_i) · ∇max q_target(s'_i, ·)   target_net's (what flows through y)
 
-    with h_i = Huber′(δ_i)/N = clamp(δ_i, −1, 1)/N computed from the numbers, no graph. Autograd only supplies the
-    networks' own vector-Jacobian products (Σ_i w_i ∇f(x_i) for fixed weights w)."""
+    with h_i = Huber′(δ_i)/N = clamp(δ_i, −1, 1)/N computed from the numbers, no graph. Autograd only
+    supplies the networks' own vector-Jacobian products (Σ_i w_i ∇f(x_i) for fixed weights w)."""
     s, a, r, s2, done = batch
     with torch.no_grad():
         y = r + gamma * (1 - done) * target_net(s2).max(dim=1).values
