@@ -52,15 +52,16 @@ def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[T
                           f"same reduction over 1/W slices gives ‖g‖ (the sharded-norm claim)")
     optimizer_rows = [[o["optimizer"], o["lr"], o["first_step_ratio"], o["apart"], o["loss_right"], o["loss_forgot"]]
                       for o in acc["optimizers"]]
-    optimizers = Table(f"the /K forgotten (a gradient {K}× too large), by optimizer: two runs of {N} steps from the "
-                       f"same weights, loss_k/K and loss_k (measured, not claimed)",
+    steps = acc["optimizers"][0]["steps"]
+    optimizers = Table(f"the /K forgotten (a gradient {K}× too large), by optimizer: two runs of {steps} steps from "
+                       f"the same weights, loss_k/K and loss_k (measured, not claimed)",
                        ["optimizer", "lr", "first step: ‖Δθ‖ ÷ right", "runs apart (÷ distance travelled)",
-                        f"loss after {N}: right", "/K forgotten"], optimizer_rows,
+                        f"loss after {steps}: right", "/K forgotten"], optimizer_rows,
                        [None, "g", ".6g", ".3g", ".4f", ".4f"],
                        note="SGD's step is lr·g: K× the gradient, K× the step. Adam (lr·m̂/(√v̂ + ε)) and torch's "
                             "RMSprop (lr·g/(√v + ε), v from 0) divide by a running RMS of the gradient, which grows "
                             "K× too: their step barely changes (but for ε), which is why the bug hides. Runs apart: "
-                            "‖θ_forgot − θ_right‖ ÷ ‖θ_right − θ₀‖ after the last step")
+                            "‖θ_forgot − θ_right‖ ÷ ‖θ_right − θ₀‖ after the last step; loss: on the last batch")
     speed_rows = [["1 process", 1, N * B / acc["single_s"], None, None, None, None]]
     for way in WAYS:
         rs = [r["runs"][way.key] for r in ranks]
