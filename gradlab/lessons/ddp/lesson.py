@@ -18,7 +18,7 @@ Accumulation, one process: `.backward()` adds into `.grad`, so K backward calls 
 
 The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
 instead of by the number of samples in the whole batch. Hugging Face's transformers Trainer had it until October
-2024 (https://huggingface.co/blog/gradient_accumulation: "Gradient accumulation is *supposed* to be mathematically
+2024 (huggingface.co/blog/gradient_accumulation, 2024-10-16: "Gradient accumulation is *supposed* to be mathematically
 equivalent to full batch training; however, losses did not match between training runs where the setting was
 toggled on and off."), and torchtune fixed the same in its recipes (meta-pytorch/torchtune pull request #1875,
 "Normalize CE loss by total number of (non-padding) tokens").

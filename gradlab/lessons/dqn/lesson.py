@@ -57,7 +57,7 @@ h_i = Huber′(δ_i)/N:
 
 Sources, honestly: neither the book nor Baird's 1995 paper was at hand as a primary copy. The section number, its
 title and the quoted name come from study notes of the book; Baird's three methods and φ from a CMU glossary of his
-terms (http://www.cs.cmu.edu/afs/cs.cmu.edu/project/learn-43/lib/idauction2/.g/web/glossary/residual.html: "The
+terms (www.cs.cmu.edu/afs/cs.cmu.edu/project/learn-43/lib/idauction2/.g/web/glossary/residual.html: "The
 residual method: Make the weight change recommended by the direct method times (1-phi), plus the weight change
 recommended by the residual gradient method, times phi. Phi is a constant between 0 and 1.").
 
