@@ -75,6 +75,13 @@ def sweep(lesson: str, seeds: list[int], extra: list[str], jobs: int, console: C
     console.print(f"[bold]{lesson}: every claim held on {passed} of {len(results)} seeds[/]; "
                   f"{total:.0f} s for the sweep ({jobs} at a time), per run median {walls[len(walls) // 2]:.1f} s, "
                   f"max {walls[-1]:.1f} s")
+    learned = [c["value"] for r in results for c in r["claims"] if c["id"].endswith("learns")]
+    if learned:  # the "learns" mark is CartPole-v0's 195 (gradlab.rl.LEARNED); how many reach v1's own threshold?
+        import gymnasium
+
+        v1 = gymnasium.spec("CartPole-v1").reward_threshold
+        console.print(f"{lesson}: {sum(v >= v1 for v in learned)} of {len(learned)} reach CartPole-v1's registered "
+                      f"'solved' threshold {v1:g} (the claim's mark is v0's 195); lowest {min(learned):.1f}")
     return passed, len(results)
 
 

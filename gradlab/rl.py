@@ -19,7 +19,13 @@ import numpy as np
 import torch
 
 ENV_ID = "CartPole-v1"
-SOLVED = 195.0  # CartPole-v0's "solved" mark; v1's episodes are cut at 500 steps
+# The mark the "learns" claims hold a policy to: a mean greedy return of 195. It is CartPole-v0's registered "solved"
+# threshold (gymnasium/envs/__init__.py: id="CartPole-v0", max_episode_steps=200, reward_threshold=195.0), used here
+# as a bar for *learning* within a run's budget on CartPole-v1, whose own registered threshold is 475.0 (500-step
+# episodes: id="CartPole-v1", max_episode_steps=500, reward_threshold=475.0). env_note() reads both from gymnasium's
+# registry and says so beside every table; bench/bench_seeds.py counts how many seeds reach each.
+LEARNED = 195.0
+SOLVED = LEARNED  # the older name of the same mark (195: v0's "solved", not v1's), kept for the lessons that read it
 FINAL_SEEDS = 10_000  # episode k of the reported evaluation starts from seed + FINAL_SEEDS + k ...
 CHECKPOINT_SEEDS = 20_000  # ... and of a checkpoint evaluation from seed + CHECKPOINT_SEEDS + k: never the same
 
@@ -28,10 +34,20 @@ def make_env() -> gym.Env:
     return gym.make(ENV_ID)
 
 
-def env_note() -> str:
-    return (f"{ENV_ID} (gymnasium {gym.__version__}): episodes end at 500 steps; {SOLVED:.0f} is the classic "
-            "'solved' mark")
+def registered(env_id: str = ENV_ID) -> tuple[int, float]:
+    """(max_episode_steps, reward_threshold) of ENV_ID as gymnasium registers it: 500 and 475.0 for CartPole-v1,
+    200 and 195.0 for CartPole-v0."""
+    spec = gym.spec(env_id)
+    return spec.max_episode_steps, spec.reward_threshold
 
+
+def env_note() -> str:
+    """What the runs are judged against, read from gymnasium's registry: the learning mark is v0's, not v1's."""
+    steps, solved = registered(ENV_ID)
+    v0_steps, v0_solved = registered("CartPole-v0")
+    return (f"{ENV_ID} (gymnasium {gym.__version__}): episodes are cut at {steps} steps, and gymnasium registers "
+            f"its 'solved' threshold as {solved:.0f}. The 'learns' claims use CartPole-v0's, {v0_solved:.0f} (for "
+            f"{v0_steps}-step episodes), as a bar for learning within the run's budget")
 
 def evaluate(policy: torch.nn.Module, episodes: int, seed: int) -> list[float]:
     """Greedy returns (the argmax of POLICY's outputs, no exploration) of EPISODES episodes; episode k starts from

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import assert_one_line_error, invoke
 
 from gradlab.errors import GradlabError
@@ -21,9 +22,36 @@ def test_anatomy_on_a_tiny_network():
     assert float(stop["target"].norm()) == 0.0 and float(place["target"].norm()) == 0.0
     assert float(grads["no-stop-grad"]["target"].norm()) > 0  # the loss reaches the target network
     assert torch.equal(grads["no-stop-grad"]["online"], stop["online"])  # ... but not the online gradient
-    residual = grads["residual (no-stop-grad, no target net)"]["online"]
+    residual = grads[D.RESIDUAL]["online"]
     semi = grads["stop-grad, no target net"]["online"]
     assert float((residual - semi).abs().max()) > 1e-4  # the residual gradient is a different rule
+    assert all(g["by_hand"] <= D.BY_HAND for g in grads.values())  # every variant = its chain rule written out
+
+
+def wrong_td_loss(how: str):
+    """td_loss with one realistic mistake, for the anatomy to catch."""
+    def td_loss(online, target_net, batch, gamma, mode):
+        s, a, r, s2, done = batch
+        q = online(s).gather(1, a[:, None]).squeeze(1)
+        bootstrap = target_net(s2).max(dim=1).values
+        y = r + gamma * bootstrap if how == "no (1 - done)" else r + gamma * (1 - done) * bootstrap
+        if mode != "no-stop-grad":
+            y = y.detach()
+        if how == "squared":
+            return F.mse_loss(q, y)
+        return F.smooth_l1_loss(q, y * (2 if how == "target doubled" else 1))
+    return td_loss
+
+
+@pytest.mark.parametrize("how", ["no (1 - done)", "squared", "target doubled"])
+def test_the_by_hand_claims_catch_a_wrong_loss(monkeypatch, how):
+    """The anatomy's "by hand" claims compare autograd with the formula, not with itself: a loss that drops
+    (1 − done), squares instead of Huber, or scales the target, misses it."""
+    batch = D.anatomy_batch(D.Config())
+    assert 0 < float(batch[4].sum()) < len(batch[4])  # the fixed batch has terminal and non-terminal transitions
+    monkeypatch.setattr(D, "td_loss", wrong_td_loss(how))
+    grads = D.anatomy(D.Config())
+    assert grads["no-stop-grad"]["by_hand"] > 1e-3 and grads[D.RESIDUAL]["by_hand"] > 1e-3
 
 
 def test_td_loss_modes_agree_in_value_and_differ_in_graph():
@@ -71,7 +99,7 @@ def test_checkpoint_evaluations_leave_the_training_run_unchanged():
 @pytest.mark.parametrize(("flags", "variant"), [
     (["--stop-grad"], "stop-grad"), (["--placeholder"], "placeholder"), (["--no-stop-grad"], "no-stop-grad"),
     (["--no-target-net"], "stop-grad, no target net"),
-    (["--no-stop-grad", "--no-target-net"], "residual (no-stop-grad, no target net)"),
+    (["--no-stop-grad", "--no-target-net"], D.RESIDUAL),
 ])
 def test_cli_smoke_each_variant(tmp_path, flags, variant):
     out = tmp_path / "r.json"

@@ -76,3 +76,32 @@ def test_a_collapse_after_the_best_checkpoint_is_named_in_the_table_and_a_note()
     note = rl.collapse_note("stop-grad", 2000, 332.3, 70.2, 3000)
     assert len(note) == 1 and "last policy (step 3,000) scores 70.2" in note[0] and "best (step 2,000)" in note[0]
     assert rl.collapse_note("stop-grad", 2000, 332.3, 300.0, 3000) == []
+
+
+def test_the_learning_mark_is_cartpole_v0s_solved_threshold_and_the_note_names_v1s():
+    """195 is v0's registered threshold (200-step episodes), not v1's (475, 500 steps): the note says both."""
+    assert rl.registered("CartPole-v0") == (200, 195.0) and rl.registered(rl.ENV_ID) == (500, 475.0)
+    assert rl.LEARNED == rl.SOLVED == rl.registered("CartPole-v0")[1]
+    note = rl.env_note()
+    assert "cut at 500 steps, and gymnasium registers its 'solved' threshold as 475" in note
+    assert "claims use CartPole-v0's, 195 (for 200-step episodes)" in note
+
+
+def test_cartpole_transitions_are_deterministic():
+    """The same state and action give the same next state and reward, whatever the environment's seed: only reset()
+    draws random numbers. (dqn's docstring rests on it: the squared TD error's expectation is then the squared
+    Bellman error.)"""
+    a, b = rl.make_env(), rl.make_env()
+    a.reset(seed=1)
+    b.reset(seed=2)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        action = int(rng.integers(2))
+        b.unwrapped.state = a.unwrapped.state.copy()
+        out_a, out_b = a.step(action), b.step(action)
+        assert np.array_equal(out_a[0], out_b[0]) and out_a[1:3] == out_b[1:3]
+        if out_a[2] or out_a[3]:
+            a.reset(seed=3)
+            b.reset(seed=4)
+    a.close()
+    b.close()

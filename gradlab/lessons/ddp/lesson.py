@@ -12,12 +12,26 @@ and call ḡ_k = (1/n_k) · Σ_{i in part k} ∇ℓ_i a part's mean gradient. Th
 Accumulation, one process: `.backward()` adds into `.grad`, so K backward calls add K gradients.
 
     loss_k / K, equal parts          Σ_k ḡ_k / K = g                  (n_k / B = 1/K)
-    loss_k, the /K forgotten         Σ_k ḡ_k     = K · g              (a K× larger step)
+    loss_k, the /K forgotten         Σ_k ḡ_k     = K · g              (K× the gradient; see below for the step)
     loss_k / K, unequal parts        Σ_k ḡ_k / K ≠ g                  (4 samples weigh as much as 64)
     Σ_i ℓ_i / B, any parts           Σ_k Σ_{i in k} ∇ℓ_i / B = g      (sum, then divide by the global count)
 
 The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
-instead of by the number of samples in the whole batch.
+instead of by the number of samples in the whole batch. Hugging Face's transformers Trainer had it until October
+2024 (huggingface.co/blog/gradient_accumulation, 2024-10-16: "Gradient accumulation is *supposed* to be mathematically
+equivalent to full batch training; however, losses did not match between training runs where the setting was
+toggled on and off."), and torchtune fixed the same in its recipes (meta-pytorch/torchtune pull request #1875,
+"Normalize CE loss by total number of (non-padding) tokens").
+
+What K× the gradient does to a step depends on the optimizer (forgotten_k_by_optimizer trains each twice, with
+and without the /K, and a table shows them):
+
+    SGD       Δθ = −lr·g                                    a K× longer step
+    Adam      Δθ = −lr·m̂/(√v̂ + ε)                          m̂ and √v̂ both grow K×: the same step, but for ε
+    RMSprop   Δθ = −lr·g/(√v + ε), v ← αv + (1 − α)g²      (torch's, v from 0) the same, but for ε
+
+so with Adam or RMSprop the bug barely shows, which is why it hides (TF-1's RMSPropOptimizer starts v at ones,
+not 0, and takes steps of about lr·g while v ≈ 1: see single.py).
 
 Data parallel, W workers, shard r holds n_r samples. `all_reduce(t, SUM)` adds t over the workers and leaves the
 sum on every one of them:
@@ -25,18 +39,41 @@ sum on every one of them:
     all_reduce(SUM, ḡ_r) / W         = g   when the shards are equal
     all_reduce(SUM, (n_r / B) · ḡ_r) = g   for any shards
 
-`DistributedDataParallel` does this inside `backward()`: it divides each gradient by W and all-reduces buckets of
-them while backward still runs. So W workers take exactly the steps one process takes with the whole batch.
+`DistributedDataParallel` does the first inside `backward()`: its default comm hook divides each gradient by W,
+then all-reduces it (torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py: `tensor.div_(
+group_to_use.size())`, then `dist.all_reduce`), bucket by bucket while backward still runs. So W workers whose
+loss is the mean over their own shard compute the whole batch's gradient g only:
+  * with equal shards. 100 samples over 3 workers are 34/33/33, and the mean of the shard means then weighs a
+    sample of a 33-sample shard more than one of the 34. ddp_step makes each worker's loss Σ_{i in r} ℓ_i · W / B
+    instead, so that DDP's /W leaves Σ_r Σ_i ∇ℓ_i / B = g for any shards (PyTorch's DDP documentation makes the
+    same point about a summed loss: "the gradient will be M times smaller when compared to the same model trained
+    on a single node with batch=M*N if the loss is summed (NOT averaged as usual) across instances in a batch
+    (because the gradients between different nodes are averaged)", torch/nn/parallel/distributed.py);
+  * with a loss that is a mean of per-sample losses. BatchNorm normalises each shard by the shard's own mean and
+    variance, so a worker's forward pass is not its part of the whole batch's (torch.nn.SyncBatchNorm computes
+    them "over all mini-batches of the same process groups"; tests/test_ddp_lesson.py measures the difference);
+  * to rounding, not bit for bit: the sums run in another order (the claims bound the difference by 1e-6 relative
+    in float32, 1e-12 in float64).
 
-Clipping must see the global gradient: clip(all_reduce(ḡ_r)) = clip(g), but all_reduce(clip(ḡ_r)) ≠ clip(g).
+Clipping must see the global gradient. With g = Σ_r (n_r / B) · ḡ_r, what the all-reduce leaves on every worker:
+
+    clip(Σ_r (n_r / B) · ḡ_r) = clip(g),   but   Σ_r (n_r / B) · clip(ḡ_r) ≠ clip(g)
+
+(for equal shards: clip(all_reduce(SUM, ḡ_r) / W) = clip(g), but all_reduce(SUM, clip(ḡ_r)) / W ≠ clip(g)).
 After the all-reduce every worker holds the same g, hence the same ‖g‖: there is nothing left to reduce. Reducing
-the norm again (right when each worker holds only a slice of the parameters, as in FSDP; wrong here) adds W equal
-squares:
+the norm again adds W equal squares,
 
     sqrt(Σ_r ‖g‖²) = √W · ‖g‖
 
+which is arithmetic, not a finding: the per-rank table shows it, no claim counts it. The same reduction is right
+when each worker holds only a slice g_r of the parameters, as FSDP shards them: sqrt(Σ_r ‖g_r‖²) = ‖g‖. The
+sharded-norm claim checks that against one process's ‖g‖, each worker taking its 1/W of the flat gradient.
+
 `no_sync()`: with DDP, accumulating K micro-batches all-reduces after each of them. Inside `with ddp.no_sync():`
 backward only adds locally; the K-th backward all-reduces the sum: the same gradient, K times fewer bytes sent.
+
+With one worker, or one micro-batch, some claims would compare a computation with itself (all_reduce over one
+worker is the identity; loss_k/K with K = 1 is the loss): they are left out, and a note says which.
 
 Every equality is checked where it lives: at each training step, from the same weights. Left to train on their
 own, two float32 runs that add the same numbers in a different order drift apart: the last bits differ, and sooner
@@ -56,13 +93,14 @@ Words the output uses:
     its number (0 … W−1); rank 0 alone prints and writes files.
   * shard: the slice of each global batch one worker computes on (n_r samples on rank r).
   * all-reduce: a collective call every worker makes at the same time; each sends its tensor and all receive the
-    sum. Collectives must be called by every rank in the same order, or the job waits forever (--timeout).
+    sum. Collectives must be called by every rank in the same order, or the job waits (until --timeout).
   * backend: the library that moves the tensors, gloo (CPU, TCP sockets) or nccl (between NVIDIA GPUs).
   * rendezvous: how the workers find each other before the first collective: an address and port (here
     127.0.0.1 and a free port) where rank 0 listens and the others connect.
   * DDP (DistributedDataParallel): the PyTorch wrapper that all-reduces the gradients inside backward().
-  * bucket: DDP packs gradients into buckets of about 25 MB and all-reduces each one as soon as backward has
-    filled it, overlapping communication with computation.
+  * bucket: DDP packs gradients into buckets of about 25 MB (`_DEFAULT_BUCKET_CAP_MB = 25`,
+    torch/nn/parallel/distributed.py) and all-reduces each one as soon as backward has filled it, overlapping
+    communication with computation.
   * no_sync(): a DDP context manager in which backward only accumulates locally, without all-reducing.
   * ReLU flip: a ReLU input so close to 0 that the two computations put it on opposite sides; that step's
     gradients then differ by more than rounding, so it is left out of the equality claims and counted.
@@ -94,10 +132,16 @@ from gradlab.lessons.ddp.ranks import (  # noqa: F401
     manual_step,
     norm_reduced_twice,
     rank_work,
+    sharded_norm,
 )
 from gradlab.lessons.ddp.report import curves, metrics, tables
 from gradlab.lessons.ddp.settings import Config  # the settings, declared once (no torch: --help reads them)
-from gradlab.lessons.ddp.single import accumulate, accumulation, single_process_seconds  # noqa: F401 (accumulate)
+from gradlab.lessons.ddp.single import (  # noqa: F401 (accumulate)
+    accumulate,
+    accumulation,
+    forgotten_k_by_optimizer,
+    single_process_seconds,
+)
 from gradlab.result import Claim, Result
 
 # The lesson's rooms, by where their code runs: ddp_config (the settings), ddp_batches (what every process shares),
@@ -110,8 +154,8 @@ TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
 DIFFERS = 1e-4
 
 # The code `--explain` shows beside the math, read from the lesson's files at run time.
-EXPLAIN = ("micro_batch_sizes", "accumulate", "all_reduce_sum", "manual_step", "ddp_step", "counting_hook",
-           "norm_reduced_twice")
+EXPLAIN = ("micro_batch_sizes", "accumulate", "forgotten_k_by_optimizer", "all_reduce_sum", "manual_step", "ddp_step",
+           "counting_hook", "norm_reduced_twice", "sharded_norm")
 
 
 def run(config: Config, data, device: torch.device | None = None,
@@ -130,6 +174,7 @@ def run(config: Config, data, device: torch.device | None = None,
 
     def in_this_process(stop_if_cancelled: Callable[[], None]) -> dict:  # while the workers run
         acc = accumulation(config, batches, device, stop_if_cancelled)
+        acc["optimizers"] = forgotten_k_by_optimizer(config, batches, device, stop_if_cancelled)
         acc["single_s"] = single_process_seconds(config, batches, device, stop_if_cancelled)
         return acc
 
@@ -147,6 +192,7 @@ def run(config: Config, data, device: torch.device | None = None,
                      f"measures waiting more than computing")
     if launched and config.workers != world and config.workers != Config.workers:
         notes.append(f"--workers {config.workers} ignored: torchrun started {world} workers")
+    notes += not_claimed(world, config.micro_batches)
     return Result(
         lesson="ddp",
         title="one big batch's gradient, split: gradient accumulation and data-parallel all-reduce",
@@ -175,12 +221,29 @@ def left_out(flips: int) -> str:
     return f"; {flips} step{'s' * (flips > 1)} where a ReLU flipped left out" if flips else ""
 
 
+def not_claimed(world: int, parts: int) -> list[str]:
+    """The claims a run with one worker or one micro-batch leaves out: there they compare a computation with
+    itself, so they could not fail, and a claim that cannot fail is no evidence."""
+    notes = []
+    if world == 1:
+        notes.append("one worker: nothing is reduced, so the claims that compare workers (all_reduce/W ≡ g, the "
+                     "clip order, the norm on every rank, the sharded norm, the replicas) would compare a "
+                     "computation with itself and are not made; run --workers 2")
+    if parts == 1:
+        notes.append("one micro-batch: loss_k/K and the /K forgotten are the whole batch's loss, and no_sync() "
+                     "never applies, so those claims are not made; run --micro-batches 2 or more")
+    return notes
+
+
 def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
+    """Every claim compares two different computations (or a computation with an independent one): where a run's
+    settings make both sides the same computation (one worker, one micro-batch), the claim is left out and a note
+    says so (not_claimed)."""
     tol, K, W = TOLERANCE[config.dtype], len(acc["sizes"]), len(ranks)
     sizes = "/".join(map(str, acc["sizes"]))
     flipped, N = acc["flipped"], config.steps
     out = []
-    if not config.uneven:
+    if not config.uneven and K > 1:
         out.append(Claim("accumulate-mean-over-k", f"{K} micro-batches, loss_k/K accumulated ≡ one backward over the "
                                                    f"whole batch, at each of {N} steps from the same weights (max "
                                                    f"relative{left_out(sum(flipped))})",
@@ -190,7 +253,7 @@ def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
                                                  f"(‖Σ‖/‖g‖ = {ratio:.6g}, K = {K}): max relative |Σ − K·g| over "
                                                  f"the steps{left_out(sum(flipped))}", kept(acc["forgot_k"], flipped),
                          tol))
-    else:
+    elif config.uneven:
         out.append(Claim("mean-of-means-differs", f"micro-batches {sizes}: the mean of per-micro-batch means ≠ the "
                                                   f"full-batch gradient (smallest relative difference over the "
                                                   f"steps)", min(acc["mean_k"]), DIFFERS, ">="))
@@ -198,11 +261,11 @@ def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
                                               f"whole batch, at each of {N} steps (max relative"
                                               f"{left_out(sum(flipped))})", kept(acc["sum_b"], flipped), tol))
     shards = shard_sizes(config.batch_size, W)
-    if len(set(shards)) == 1:
-        out.append(Claim("allreduce-mean-equals-full", f"{W} worker{'s' * (W > 1)}: all_reduce(SUM)/W of the shard "
-                                                       f"gradients ≡ the full-batch gradient (max relative, any rank)",
+    if W > 1 and len(set(shards)) == 1:
+        out.append(Claim("allreduce-mean-equals-full", f"{W} workers: all_reduce(SUM)/W of the shard gradients ≡ the "
+                                                       f"full-batch gradient (max relative, any rank)",
                          max(r["naive_vs_full"] for r in ranks), tol))
-    else:
+    elif W > 1:
         split = "/".join(map(str, shards))
         out.append(Claim("allreduce-mean-differs", f"unequal shards {split}: all_reduce(SUM)/W of the shard means ≠ "
                                                    f"the full-batch gradient (relative)",
@@ -222,35 +285,38 @@ def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
                                                        f"relative{flips('manual')})", worst_rank("manual"), tol))
     out.append(Claim("ddp-equals-single", f"DistributedDataParallel's gradient ≡ one process's on the whole batch, at "
                                           f"each of {N} steps (max relative{flips('ddp')})", worst_rank("ddp"), tol))
-    out.append(Claim("replicas-identical", "DDP leaves the same gradient on every worker as on rank 0, so the "
-                                           "replicas stay identical (max relative)", worst_rank("ddp", "vs_rank0"),
-                     tol))
     if W > 1:
+        out.append(Claim("replicas-identical", "DDP leaves the same gradient on every worker as on rank 0, so the "
+                                               "replicas stay identical (max relative)", worst_rank("ddp", "vs_rank0"),
+                         tol))
         out.append(Claim("clip-then-reduce-differs", f"clip each worker's gradient, then all-reduce ≠ all-reduce, "
                                                      f"then clip (relative; --clip-norm {config.clip_norm:g})",
                          min(r["clip_order"] for r in ranks), DIFFERS, ">="))
-    else:
-        out.append(Claim("clip-order-one-worker", "one worker: nothing to reduce, so clip-then-reduce ≡ "
-                                                  "reduce-then-clip (run --workers 2 to see them differ)",
-                         max(r["clip_order"] for r in ranks), tol))
     out.append(Claim("reduce-then-clip-equals-single", f"all-reduce, then clip_grad_norm_ ≡ one process's "
                                                        f"clip_grad_norm_, at each of {N} steps (max relative"
                                                        f"{flips('manual+clip')})",
                      worst([*(r["reduce_then_clip_vs_single"] for r in ranks), worst_rank("manual+clip")]), tol))
-    norms = [r["norm"] for r in ranks]
-    out.append(Claim("norm-same-on-every-rank", f"after the all-reduce the global norm ‖g‖ = {norms[0]:.6g} on every "
-                                                f"rank (max − min, relative)", (max(norms) - min(norms)) / norms[0],
-                     tol))
-    twice = ranks[0]["norm_twice"] / ranks[0]["norm"]
-    out.append(Claim("norm-reduced-twice", f"reducing that norm again gives √W times it: {twice:.6g} × ‖g‖, √{W} = "
-                                           f"{math.sqrt(W):.6g} (relative difference)",
-                     abs(twice - math.sqrt(W)) / math.sqrt(W), tol))
+    if W > 1:
+        norms = [r["norm"] for r in ranks]
+        out.append(Claim("norm-same-on-every-rank", f"after the all-reduce the global norm ‖g‖ = {norms[0]:.6g} on "
+                                                    f"every rank (max − min, relative)",
+                         (max(norms) - min(norms)) / norms[0], tol))
+        # Falsifiable, unlike "reducing the norm again gives √W·‖g‖" (arithmetic on equal numbers: a fact in the
+        # per-rank table): slices that overlapped or missed a part, or a sum over replicas, would miss ‖g‖.
+        single = ranks[0]["norm_single"]
+        out.append(Claim("norm-sharded-equals-single", f"each worker's 1/{W} of the flat gradient, its squared norm "
+                                                       f"all-reduced: sqrt(Σ_r ‖g_r‖²) ≡ one process's ‖g‖ = "
+                                                       f"{single:.6g} (FSDP's reduction, right for sharded "
+                                                       f"parameters; max relative, any rank)",
+                         max(abs(r["norm_sharded"] - r["norm_single"]) / r["norm_single"] for r in ranks), tol))
     out.append(Claim("no-sync-equals-sync", f"DDP accumulating {K} micro-batches: no_sync() ≡ syncing every "
                                             f"micro-batch ≡ one process, at each of {N} steps (max relative"
                                             f"{flips('ddp no_sync', 'ddp sync every micro-batch')})",
                      worst([worst_rank("ddp no_sync"), worst_rank("ddp sync every micro-batch")]), tol))
-    every, quiet = ranks[0]["runs"]["ddp sync every micro-batch"], ranks[0]["runs"]["ddp no_sync"]
-    out.append(Claim("no-sync-sends-k-times-less", f"bytes all-reduced, syncing every micro-batch ÷ with no_sync() "
-                                                   f"({every['calls']} vs {quiet['calls']} all-reduce calls) = K",
-                     every["bytes"] / max(quiet["bytes"], 1), K, "=="))
+    if K > 1:
+        every, quiet = ranks[0]["runs"]["ddp sync every micro-batch"], ranks[0]["runs"]["ddp no_sync"]
+        out.append(Claim("no-sync-sends-k-times-less", f"bytes all-reduced, syncing every micro-batch ÷ with "
+                                                       f"no_sync() ({every['calls']} vs {quiet['calls']} all-reduce "
+                                                       f"calls) = K", every["bytes"] / max(quiet["bytes"], 1), K,
+                         "=="))
     return out

@@ -104,6 +104,16 @@ def norm_reduced_twice(grads: list[torch.Tensor]) -> tuple[float, float]:
     return float(norm), float(squares.sqrt())
 
 
+def sharded_norm(grads: list[torch.Tensor], rank: int, world: int) -> float:
+    """‖g‖ as FSDP-style sharding computes it, each worker holding only its 1/W slice of the flat gradient: this
+    worker's squared norm of its slice, all-reduced, sqrt(Σ_r ‖g_r‖²). The reduction norm_reduced_twice makes by
+    mistake on replicated gradients is the right one here."""
+    mine = torch.tensor_split(torch.cat([g.reshape(-1) for g in grads]), world)[rank]  # my slice, as FSDP shards
+    squares = (torch.linalg.vector_norm(mine, dtype=torch.float64) ** 2).reshape(1)  # ‖g_r‖²
+    dist.all_reduce(squares, op=dist.ReduceOp.SUM)  # Σ_r ‖g_r‖² = ‖g‖²: the slices do not overlap
+    return float(squares.sqrt())
+
+
 def any_rank(flag: bool, device: torch.device) -> bool:
     """True on every worker when FLAG is true on any of them (all_reduce with MAX): how the ranks agree on a branch
     that depends on what each saw."""
@@ -158,6 +168,7 @@ def rank_work(rank: int, world: int, device: torch.device, config: Config, batch
     weighted = all_reduce_sum([t * (n / B) for t in shard_mean])  # all_reduce(SUM, (n_r/B)·ḡ_r)
     out["naive_vs_full"], out["weighted_vs_full"] = relative(naive, full), relative(weighted, full)
     out["norm"], out["norm_twice"] = norm_reduced_twice(weighted)
+    out["norm_sharded"], out["norm_single"] = sharded_norm(weighted, rank, world), float(global_norm(full))
     clip_then_reduce = all_reduce_sum([t * (n / B) for t in torch_clip(shard_mean, config.clip_norm)[1]])
     reduce_then_clip = torch_clip(weighted, config.clip_norm)[1]
     out["shard_norm"] = float(global_norm(shard_mean))

@@ -3,6 +3,7 @@ the ranks (ddp_ranks) measured. Nothing here computes a gradient."""
 
 from __future__ import annotations
 
+import math
 import os
 
 from gradlab.lessons.ddp.ranks import WAYS
@@ -16,7 +17,7 @@ def metrics(config: Config, acc: dict, ranks: list[dict], launch: dict) -> dict:
             "accumulation": {"weights_vs_full": acc["weights_vs_full"],
                              "norm_ratio": acc["norm_ratio"], "forgot_k_vs_k_g": acc["forgot_k"],
                              "mean_of_means_vs_full": acc["mean_k"], "wall_s": acc["wall_s"]},
-            "single_process_s": acc["single_s"], "ranks": ranks}
+            "forgotten_k_by_optimizer": acc["optimizers"], "single_process_s": acc["single_s"], "ranks": ranks}
 
 
 def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[Table]:
@@ -37,14 +38,30 @@ def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[T
                                     "Free-running: each recipe trained on its own weights; in float32 a different "
                                     "summation order changes the last bits, and a ReLU input sitting at 0 can flip, "
                                     "so runs may drift apart far beyond rounding (not a claim)")
+    clipping = (f"--clip-norm {config.clip_norm:g}: below the local norms, so clipping acts before and after the "
+                f"reduction. " if min(r["shard_norm"] for r in ranks) > config.clip_norm else "")
     per_rank = Table(f"data parallel: {W} worker{'s' * (W > 1)} ({launch['mode']}, {launch['backend']}, rendezvous "
                      f"{launch['rendezvous']})",
-                     ["rank", "shard", "‖ḡ_r‖ (local)", "‖g‖ after all-reduce", "all_reduce/W vs g",
-                      "DDP gradient vs rank 0"],
-                     [[r["rank"], r["shard"], r["shard_norm"], r["norm"], r["naive_vs_full"],
-                       r["runs"]["ddp"]["vs_rank0"]] for r in ranks], [None, None, ".6g", ".9g", ".3g", ".3g"],
-                     note=f"--clip-norm {config.clip_norm:g}: below the local norms, so clipping acts before and "
-                          f"after the reduction" if min(r["shard_norm"] for r in ranks) > config.clip_norm else "")
+                     ["rank", "shard", "‖ḡ_r‖ (local)", "‖g‖ after all-reduce", "‖g‖ reduced again ÷ ‖g‖",
+                      "all_reduce/W vs g", "DDP gradient vs rank 0"],
+                     [[r["rank"], r["shard"], r["shard_norm"], r["norm"], r["norm_twice"] / r["norm"],
+                       r["naive_vs_full"], r["runs"]["ddp"]["vs_rank0"]] for r in ranks],
+                     [None, None, ".6g", ".9g", ".6g", ".3g", ".3g"],
+                     note=f"{clipping}Reduced again: sqrt(all_reduce(SUM, ‖g‖²)) on gradients every worker already "
+                          f"holds whole = √W·‖g‖ (√{W} = {math.sqrt(W):.6g}), by arithmetic: a fact, not a claim; the "
+                          f"same reduction over 1/W slices gives ‖g‖ (the sharded-norm claim)")
+    optimizer_rows = [[o["optimizer"], o["lr"], o["first_step_ratio"], o["apart"], o["loss_right"], o["loss_forgot"]]
+                      for o in acc["optimizers"]]
+    steps = acc["optimizers"][0]["steps"]
+    optimizers = Table(f"the /K forgotten (a gradient {K}× too large), by optimizer: two runs of {steps} steps from "
+                       f"the same weights, loss_k/K and loss_k (measured, not claimed)",
+                       ["optimizer", "lr", "first step: ‖Δθ‖ ÷ right", "runs apart (÷ distance travelled)",
+                        f"loss after {steps}: right", "/K forgotten"], optimizer_rows,
+                       [None, "g", ".6g", ".3g", ".4f", ".4f"],
+                       note="SGD's step is lr·g: K× the gradient, K× the step. Adam (lr·m̂/(√v̂ + ε)) and torch's "
+                            "RMSprop (lr·g/(√v + ε), v from 0) divide by a running RMS of the gradient, which grows "
+                            "K× too: their step barely changes (but for ε), which is why the bug hides. Runs apart: "
+                            "‖θ_forgot − θ_right‖ ÷ ‖θ_right − θ₀‖ after the last step; loss: on the last batch")
     speed_rows = [["1 process", 1, N * B / acc["single_s"], None, None, None, None]]
     for way in WAYS:
         rs = [r["runs"][way.key] for r in ranks]
@@ -60,7 +77,8 @@ def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[T
                        f"samples). {os.cpu_count()} CPU cores here, shared by {W} worker{'s' * (W > 1)} and this "
                        f"process (which runs the one-process reference beside them): on a model this small the work "
                        f"per step is tiny, so W processes on the same cores mostly add waiting (for a core, and for "
-                       f"every all-reduce through the loopback sockets) and come out slower than one process. Data "
+                       f"every all-reduce through the loopback sockets) and can come out slower than one process "
+                       f"(compare the first row with the others: a busy machine moves all of them). Data "
                        f"parallelism pays when each worker has a GPU or machine of its own and computing a step "
                        f"costs far more than sending its gradient. comm: time inside all_reduce "
                        f"(manual) or from a bucket's all-reduce call to its completion (DDP, overlapping backward), "
@@ -68,7 +86,7 @@ def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[T
                        f"The runs copy the reference's weights before each step: that copy is not timed. ReLU "
                        f"flips: steps on which a ReLU input's sign differed from the whole batch's forward pass "
                        f"(1 process: any accumulation recipe)")
-    return [accumulation_table, per_rank, speed]
+    return [accumulation_table, optimizers, per_rank, speed]
 
 
 def curves(config: Config, acc: dict, ranks: list[dict]) -> dict[str, Curve]:

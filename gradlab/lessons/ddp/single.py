@@ -88,6 +88,50 @@ def accumulation(config: Config, batches: Batches, device,
     return out
 
 
+# The /K forgotten makes the gradient K× too large. What that does to a step depends on the optimizer:
+#   SGD       Δθ = −lr·g                                            K·g: a K× longer step
+#   Adam      Δθ = −lr·m̂/(√v̂ + ε), m ← β₁m + (1 − β₁)g, v ← β₂v + (1 − β₂)g²     m̂ ∝ K, √v̂ ∝ K: the same step,
+#   RMSprop   Δθ = −lr·g/(√v + ε),  v ← αv + (1 − α)g², v₀ = 0 (torch's)           but for ε
+# (torch/optim/adam.py, rmsprop.py) so with Adam or torch's RMSprop the bug barely shows. TF-1's RMSPropOptimizer
+# is not scale-free from the start: its mean square starts at ones (tensorflow/python/training/rmsprop.py, 1.15:
+# `init_rms = init_ops.ones_initializer(...)`), so while v ≈ 1 its step is about lr·g, K× larger with K·g.
+OPTIMIZERS = (("SGD", None), ("Adam", 1e-3), ("RMSprop", 1e-3))  # (torch.optim class, lr; None: the lesson's --lr)
+OPTIMIZER_STEPS = 10  # the first steps of the run are enough to show it, at a third of the cost of 30
+
+
+def forgotten_k_by_optimizer(config: Config, batches: Batches, device,
+                             stop_if_cancelled: Callable[[], None] = lambda: None) -> list[dict]:
+    """Each optimizer trained twice from the same weights on the same first batches (at most OPTIMIZER_STEPS), each
+    micro-batch's loss divided by K (right) and not (the /K forgotten): the first step's length with the bug ÷
+    without it, how far apart the two runs end (‖θ_forgot − θ_right‖ ÷ ‖θ_right − θ₀‖, the distance the right run
+    travelled) and their losses on the last batch."""
+    sizes = micro_batch_sizes(config.batch_size, config.micro_batches, config.uneven)
+    out = []
+    for name, lr in OPTIMIZERS:
+        lr = config.lr if lr is None else lr
+        first, final, loss = {}, {}, {}
+        for recipe in (MEAN_K, FORGOT_K):
+            model = new_model(config, device)
+            optimizer = getattr(torch.optim, name)(model.parameters(), lr=lr)
+            start = flat(model)
+            for step in range(min(len(batches), OPTIMIZER_STEPS)):
+                x, y = batches[step]
+                accumulate(model, x, y, sizes, recipe)
+                optimizer.step()
+                if step == 0:
+                    first[recipe] = flat(model) - start
+                stop_if_cancelled()
+            with torch.no_grad():
+                loss[recipe] = float(cross_entropy(model(x), y))
+            final[recipe] = flat(model)
+        travelled = (final[MEAN_K] - start).double().norm()
+        out.append({"optimizer": name, "lr": lr, "steps": step + 1,
+                    "first_step_ratio": float(first[FORGOT_K].double().norm() / first[MEAN_K].double().norm()),
+                    "apart": float((final[FORGOT_K] - final[MEAN_K]).double().norm() / travelled),
+                    "loss_right": loss[MEAN_K], "loss_forgot": loss[FORGOT_K]})
+    return out
+
+
 def single_process_seconds(config: Config, batches: Batches, device, stop_if_cancelled: Callable[[], None]) -> float:
     """How long one process takes for the whole run, one backward over the whole batch per step (for the speed
     table)."""

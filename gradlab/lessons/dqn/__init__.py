@@ -15,7 +15,8 @@ INFO = LessonInfo(
     help="""A small DQN on CartPole-v1: gradient anatomy of the target on one fixed batch, then training.
 
     Claims: placeholder ≡ stop-grad (bitwise, in the anatomy and over a whole training run); without
-    stop-grad the gradient reaches the target network, and with no target network the update changes.
+    stop-grad the gradient that reaches the target network, and with no target network the naive residual
+    gradient, match the chain rule written out by hand; the stop-grad agent learns (≥ 195).
     """,
     full={"compare": True},
 )

@@ -13,6 +13,8 @@ EXERCISES = [
         loss = mean_i Huber(online(s)[i, a_i] − y_i)        F.smooth_l1_loss(q, y)
 
         Shapes: online and target are networks from states (N, 4) to action values (N, 2); s, s2 (N, 4); a (N,)
-        int64; r, done (N,) float (done 1 where the episode ended). Return the loss (a 0-dim tensor) with the
-        graph to online's parameters. TF-1: y = tf.stop_gradient(y), or y fed in as a placeholder."""),
+        int64; r, done (N,) float. done is 1 where the episode terminated (the pole fell, the cart left the track)
+        and 0 where the time limit only truncated it: s2 still has a value there, so y bootstraps from it. Return
+        the loss (a 0-dim tensor) with the graph to online's parameters. TF-1: y = tf.stop_gradient(y), or y fed
+        in as a placeholder."""),
 ]

@@ -53,7 +53,7 @@ TD = Checks(
                 "number to move towards. Compute it under torch.no_grad(), or write y = y.detach() (y.detach() alone "
                 "returns a new tensor and leaves y in the graph)"),
         Mistake("done ignored", _td_no_done, lambda s, r: "terminal transitions bootstrap from the next state: "
-                "multiply γ · max target(s2) by (1 − done), there is no next state after the end"),
+                "multiply γ · max target(s2) by (1 − done): after a termination there is no next state to value"),
         Mistake("online target", _td_online_target, lambda s, r: "the target comes from the online network: use the "
                 "target network, target(s2), which is what stabilises DQN"),
     ],

@@ -26,7 +26,8 @@ def _td_cases(seed: int) -> list[dict]:
 
     out = []
     for label, n, p_done, gamma in (("32 transitions, some terminal", 32, 0.3, 0.99),
-                                    ("every transition terminal", 16, 1.0, 0.99), ("none terminal", 16, 0.0, 0.99),
+                                    ("every transition terminal", 16, 1.0, 0.99),
+                                    ("none terminal (running, or truncated by the time limit)", 16, 0.0, 0.99),
                                     ("γ = 0", 8, 0.5, 0.0), ("one transition", 1, 0.0, 0.9)):
         out.append({"label": label, "kind": "td", "online": weights(), "target": weights(), "gamma": gamma,
                     "s": torch.randn(n, 4, generator=g), "s2": torch.randn(n, 4, generator=g),
