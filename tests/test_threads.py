@@ -10,15 +10,17 @@ from gradlab import threads
 from gradlab.errors import GradlabError
 
 
-def test_one_thread_unless_asked():
+def test_one_thread_unless_asked(monkeypatch):
     assert threads.choose(None) == (1, "small tensors")
+    monkeypatch.setattr(threads, "cpus", lambda: 4)
     assert threads.choose(3) == (3, "--threads")
-    for bad in (0, -1, threads.MAX_THREADS + 1):
+    for bad in (0, -1, 5, 1000):
         with pytest.raises(GradlabError, match="--threads must be between 1 and"):
             threads.validate(bad)
 
 
-def test_the_run_uses_and_reports_the_chosen_threads(tmp_path):
+def test_the_run_uses_and_reports_the_chosen_threads(tmp_path, monkeypatch):
+    monkeypatch.setattr(threads, "cpus", lambda: 4)  # as on a 4-CPU machine: up to 4 threads may be asked for
     before = torch.get_num_threads()
     try:
         out = tmp_path / "r.json"
@@ -36,6 +38,7 @@ def test_the_run_uses_and_reports_the_chosen_threads(tmp_path):
 
 def test_bad_thread_count_is_one_line(tmp_path):
     out = tmp_path / "r.json"
+    assert_one_line_error(invoke("jacobian", "--threads", str(threads.cpus() + 1)), "(the CPUs this machine has)")
     assert_one_line_error(invoke("jacobian", "--threads", "0", "--json", str(out)), "--threads must be between 1")
     assert not out.exists()
     assert_one_line_error(invoke("all", "--threads", "0"), "--threads must be between 1")
