@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import Harness, loaded
+from gradlab.practice.harness import Harness, gloo_harness, loaded
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
 
@@ -55,58 +55,14 @@ def _avg_cases(seed: int) -> list[dict]:
     return out
 
 
-def _avg_worker(fn, case: dict, rank: int, port: int, results) -> None:
-    import datetime
-    import os
-
-    import torch.distributed as dist
-
-    try:
-        world = len(case["sizes"])
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=15))
-        try:
-            out = fn([t.clone() for t in case["grads"][rank]], case["sizes"][rank], sum(case["sizes"]))
-            results.put((rank, [t.detach().numpy().copy() for t in out]))  # by value: no shared-memory handles
-        finally:
-            dist.destroy_process_group()
-    except BaseException as e:
-        results.put((rank, f"{type(e).__name__}: {e}"))
-    finally:
-        results.close()
-        results.join_thread()  # what was put has left this process
-        os._exit(0)
-
-
-def _avg_harness(fn: Callable, case: dict) -> dict:
-    """FN on real gloo workers: one forked process per shard (fork: they inherit FN, the submission's function, as
-    it is), meeting on 127.0.0.1; every worker's result comes back."""
-    import multiprocessing
-
-    from gradlab.distributed import _loopback_only, free_port
-
-    ctx = multiprocessing.get_context("fork")
-    results = ctx.Queue()
-    port = free_port()
-    with _loopback_only():
-        procs = [ctx.Process(target=_avg_worker, args=(fn, case, r, port, results), daemon=True)
-                 for r in range(len(case["sizes"]))]
-        for p in procs:
-            p.start()
-    try:
-        got = dict(results.get(timeout=30) for _ in procs)
-    finally:
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-    errors = [v for v in got.values() if isinstance(v, str)]
-    if errors:
-        raise RuntimeError(f"a worker failed: {errors[0]}")
-    return {"ranks": [[torch.from_numpy(a) for a in got[r]] for r in range(len(procs))]}
+def _avg_args(case: dict) -> list[tuple]:
+    """Each worker's arguments: its shard's gradients, its shard's size, the whole batch's size."""
+    return [([t.clone() for t in grads], n, sum(case["sizes"])) for grads, n in zip(case["grads"], case["sizes"],
+                                                                                   strict=True)]
 
 
 HARNESSES: dict[str, Harness] = {
     "accumulated_grad": Harness(cases=_acc_cases, call=_acc_harness),
-    "average_gradients": Harness(cases=_avg_cases, call=_avg_harness),
+    # on real gloo workers, one forked process per shard meeting on 127.0.0.1; every worker's result comes back
+    "average_gradients": gloo_harness(_avg_cases, _avg_args, lambda ranks: {"ranks": ranks}),
 }
