@@ -51,7 +51,11 @@ def starter(exercise: Exercise) -> str:
     else:
         body = f'    raise NotImplementedError("write {exercise.function}")\n'
     head = textwrap.fill(f"gradlab exercise {exercise.name} (level {exercise.level}): {exercise.what}.", 110)
-    return (f'"""{head}\n\n'
+    rule = "" if not exercise.forbidden else textwrap.fill(
+        f"Write it yourself: this exercise is to write what {', '.join(exercise.forbidden)} "
+        f"{'does' if len(exercise.forbidden) == 1 else 'do'} for you, so calling "
+        f"{'it' if len(exercise.forbidden) == 1 else 'one of them'} fails a check of its own.", 110) + "\n\n"
+    return (f'"""{head}\n\n{rule}'
             f"Write the body of {exercise.function} below, then check it:\n\n"
             f"    gradlab check {exercise.function}.py\n"
             f'"""\n\n# gradlab-exercise: {exercise.name}\n'
@@ -210,6 +214,7 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
                          for kind, (text, bound) in checks.claims.items()]
         result.claims += [Claim(f"{exercise.name}:extra{i}", f"{text} — not reached", math.nan, bound, op)
                           for i, (text, _, bound, op) in enumerate(checks.extra(refs, cases))]
+        own_code(exercise, got, result)
         return result
     outputs = got["outputs"]
     diffs = [relative(o, r) for o, r in zip(outputs, refs, strict=True)]
@@ -225,7 +230,29 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
     if not all(c.passed for c in result.claims):
         diagnosis = diagnose(checks, cases, outputs, refs, diffs)
         result.metrics["diagnosis"] = diagnosis  # the report prints it under the claims
+    own_code(exercise, got, result)
     return result
+
+
+def own_code(exercise: Exercise, got: dict, result: Result) -> None:
+    """The check of an exercise that asks students to write what a library already does (Exercise.forbidden): a call
+    to one of those, noted in the sandbox, fails it, and says which ("uses torch.nn.utils.clip_grad_norm_, which
+    this exercise asks you to write"). Not reached when the submission stopped."""
+    if not exercise.forbidden:
+        return
+    used = [u for u in got.get("used", []) if isinstance(u, str)]
+    one = len(exercise.forbidden) == 1
+    text = (f"your code calls {'' if one else 'none of '}{', '.join(exercise.forbidden)}{' nowhere' if one else ''} "
+            f"(the exercise is to write what {'it does' if one else 'they do'})")
+    value = math.nan if not got.get("ok") else float(len(used))
+    result.claims.append(Claim(f"{exercise.name}:own", text + ("" if got.get("ok") else " — not reached"), value, 0))
+    if used:
+        why = f"uses {', '.join(used)}, which this exercise asks you to write"
+        result.metrics["own_code"] = why
+        if "diagnosis" in result.metrics:
+            result.notes.append(why)
+        else:
+            result.metrics["diagnosis"] = why
 
 
 def diagnose(checks, cases: list[dict], outputs: list[dict], refs: list[dict], diffs: list[float]) -> str:

@@ -184,6 +184,8 @@ def main() -> None:
 
     calls = harness.prepare(cases, load) if harness.prepare else None
     seal()
+    out.write(b"S")  # gradlab's clock for the submission starts now (isolate.START)
+    out.flush()
     try:
         fn = load()
     except SyntaxError as e:

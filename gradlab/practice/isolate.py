@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import select
 import shutil
@@ -54,6 +55,8 @@ UID_BASE = int(os.environ.get("GRADLAB_SANDBOX_UID_BASE", "1600000"))  # sandbox
 SLOTS = 32  # concurrent sandboxes on one machine (across gradlab processes)
 LOCK_DIR = Path(os.environ.get("GRADLAB_SANDBOX_LOCKS", "/run/gradlab-sandbox"))
 PKG, BOX = "/opt/gradlab-child", "/box"  # in the bwrap sandbox: gradlab's files for the child, the working folder
+START = b"S"  # the child's first byte out: the submission's own code starts now, and its time limit with it
+STARTUP_S = 90.0  # how long the child may take to get there (torch's import, the harness's prepare) on a busy machine
 
 
 @dataclass(frozen=True)
@@ -388,24 +391,26 @@ def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str) -> list[str
     spec = {"uid": uid, "gid": uid, "keep_fds": keep_fds, "rlimits": {
         "CORE": 0, "AS": limits.memory, "FSIZE": limits.fsize, "NOFILE": limits.nofile, "NPROC": limits.nproc,
         # CPU seconds per process: an orphan that outlives a gradlab killed mid-check (uid mode) stops burning
-        "CPU": int(limits.timeout_s) + 10}}
+        "CPU": int(limits.timeout_s + STARTUP_S) + 10}}
     return [sys.executable, "-I", "-S", f"{pkg}/gradlab/practice/stage1.py", json.dumps(spec)]
 
 
 # ------------------------------------------------------------------------------------------------------------- run
 
 class _Reader(threading.Thread):
-    """Drains a pipe: keeps the first KEEP bytes (or, TAIL, the last KEEP), counts them all, and calls TOO_MUCH once
-    past MOST."""
+    """Drains a pipe: keeps the first KEEP bytes (or, TAIL, the last KEEP), counts them all, notes when the first
+    arrived, and calls TOO_MUCH once past MOST."""
 
     def __init__(self, stream, keep: int, most: int, too_much, tail: bool = False) -> None:
         super().__init__(daemon=True)
         self.stream, self.keep, self.most, self.too_much, self.tail = stream, keep, most, too_much, tail
-        self.data, self.total = bytearray(), 0
+        self.data, self.total, self.first_at = bytearray(), 0, None
 
     def run(self) -> None:
         with self.stream as f:
             while chunk := f.read(1 << 16):
+                if self.first_at is None:
+                    self.first_at = time.monotonic()
                 self.total += len(chunk)
                 if self.tail:
                     self.data += chunk
@@ -439,14 +444,16 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
                     "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
                     "PYTHONIOENCODING": "utf-8:backslashreplace", **(env or {})}
         out_file = None
+        out_r, out_w = os.pipe() if os.name == "posix" else (None, None)
+        if out_w is not None:
+            os.set_inheritable(out_w, True)
+            fds.append(out_w)
         if uid is not None:
             kill_uid(uid)  # leftovers of a gradlab that crashed: they would count against RLIMIT_NPROC
             for stale in Path(tempfile.gettempdir()).glob(f"gradlab-box-{uid}-*"):  # and its folder (we hold the slot,
                 shutil.rmtree(stale, ignore_errors=True)  # so its owner is dead)
             in_fd = _memfd(inputs, "gradlab-inputs")
-            out_r, out_w = os.pipe()
-            os.set_inheritable(out_w, True)
-            fds += [in_fd, out_w]
+            fds.append(in_fd)
             base_env |= {"GRADLAB_IN": f"fd:{in_fd}", "GRADLAB_OUT": f"fd:{out_w}", "GLOO_SOCKET_IFNAME": "lo"}
         if mode == "bwrap":
             options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
@@ -467,13 +474,14 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             cmd = [*_stage1(uid, limits, [in_fd, out_w], str(pkg)), *(a.replace("{pkg}", str(pkg)) for a in command)]
             popen_env = {**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"}
             cwd, new_session = str(box), True
-        else:  # plain: as the caller, where it runs (a laptop)
+        else:  # plain: as the caller, where it runs (a laptop; Windows too: no pipe to pass, a file instead)
             work = Path(tempfile.mkdtemp(prefix="gradlab-check-"))
             _copy_package(package, work / "pkg")
             (work / "in").write_bytes(inputs)
-            out_file = work / "out"
+            out_file = None if out_w is not None else work / "out"
             cmd = [a.replace("{pkg}", str(work / "pkg")) for a in command]
-            popen_env = {**os.environ, **base_env, "GRADLAB_IN": str(work / "in"), "GRADLAB_OUT": str(out_file)}
+            popen_env = {**os.environ, **base_env, "GRADLAB_IN": str(work / "in"),
+                         "GRADLAB_OUT": f"fd:{out_w}" if out_w is not None else str(out_file)}
             popen_env.pop("PYTHONPATH", None)
             cwd, new_session = str(work), os.name == "posix"
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -497,22 +505,33 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             return stop
 
         readers = [_Reader(proc.stdout, limits.printed_kept, limits.printed_max, too_much("printed too much"), True)]
-        if out_file is None:
-            readers.append(_Reader(open(out_r, "rb", buffering=0), limits.output_max + 1,  # noqa: SIM115 (closed by
-                                   limits.output_max, too_much("output too large")))  # the reader)
+        if out_r is not None:
+            readers.append(_Reader(open(out_r, "rb", buffering=0), limits.output_max + 2,  # noqa: SIM115 (closed by
+                                   limits.output_max + 1, too_much("output too large")))  # the reader)
         for r in readers:
             r.start()
-        if not _wait(proc, max(0.0, limits.timeout_s - (time.monotonic() - started))):
-            state["stopped"] = state["stopped"] or "timeout"
+        while True:  # the time limit runs from the moment the submission's own code starts (the child says so with
+            started_at = readers[-1].first_at if out_r is not None else started  # its first byte out): torch's
+            if started_at is None:  # import on a busy machine is not the student's time; STARTUP_S caps it
+                deadline, step = started + STARTUP_S + limits.timeout_s, 0.05
+            else:
+                deadline, step = started_at + limits.timeout_s, math.inf
+            left = deadline - time.monotonic()
+            if left <= 0:
+                state["stopped"] = state["stopped"] or "timeout"
+                break
+            if _wait(proc, min(left, step)):
+                break
         kill_all()  # whatever it left behind (daemons, workers) dies with it
         proc.wait()
         for r in readers:
             r.join(5)
-        if out_file is None:
+        if out_r is not None:
             output = readers[1].kept()
         else:
             output = out_file.read_bytes() if out_file.is_file() and out_file.stat().st_size <= limits.output_max \
                 else b""
+        output = output[1:] if output[:1] == START else b""
         leftovers = kill_uid(uid) if uid is not None else []
         if mode == "uid":
             remove_files_of_uid(uid)
