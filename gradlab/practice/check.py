@@ -4,6 +4,7 @@ input where it differs. The result is a Result like a lesson's: a table of check
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import textwrap
@@ -129,9 +130,23 @@ def check_function(fn, name: str) -> Result:
 def stopped_result(exercise: Exercise, path: str, error: str, kind: str = "died", seed: int = 0) -> Result:
     """The Result of a submission that could not run at all (unreadable, the wrong exercise): every check there, not
     reached, with ERROR (one line) as why."""
-    result = judge(exercise, [], [], {"ok": False, "kind": kind, "error": error, "trace": ""}, seed)
+    cases, refs = references(exercise, seed)
+    result = judge(exercise, cases, refs, {"ok": False, "kind": kind, "error": error, "trace": ""}, seed)
     result.config = {"file": path}
     return result
+
+
+@functools.lru_cache(maxsize=8)
+def references(exercise: Exercise, seed: int) -> tuple[list[dict], list[dict]]:
+    """EXERCISE's inputs for SEED and the reference's outputs on them, computed here, never in the submission's
+    process; once per exercise and seed (a class's folder shares them)."""
+    from gradlab import threads
+    from gradlab.practice import checks_of
+
+    threads.apply(1)  # as the submission computes (OMP_NUM_THREADS=1): a known mistake then matches it to the bit
+    checks = checks_of(exercise)
+    cases = checks.cases(seed)
+    return cases, [checks.call(checks.reference, c) for c in cases]
 
 
 JUDGE_S = 60.0  # gradlab's own judging of one submission (references, diagnosis) may take this long at most
@@ -149,14 +164,7 @@ def run_check(path: str, exercise: Exercise, seed: int = 0, *, source: bytes | N
         except (OSError, ValueError) as e:
             return stopped_result(exercise, path, f"cannot read {path}: {getattr(e, 'strerror', None) or e}", seed=seed)
     box = sandbox.Sandbox(exercise, seed, source=source, shown=path, kind=kind, lines=lines)  # it imports torch
-    from gradlab import threads  # while we work
-    from gradlab.practice import checks_of
-
-    threads.apply(1)  # as the submission computes (OMP_NUM_THREADS=1): a known mistake then matches it to the bit
-
-    checks = checks_of(exercise)
-    cases = checks.cases(seed)
-    refs = [checks.call(checks.reference, c) for c in cases]  # computed here, never in the submission's process
+    cases, refs = references(exercise, seed)  # while we work
     got = box.finish(expected=refs)
     result = _judged(exercise, cases, refs, got, seed, path)
     result.config = {"file": path}
