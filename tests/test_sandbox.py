@@ -102,7 +102,7 @@ for path in [*seen.values(), "@RESULTS@"]:  # the grader's output, found or leak
         wrote.append(path)
     except OSError as e:
         pass
-for pid in {os.getppid(), *seen, *(int(p) for p in os.listdir("/proc") if p.isdigit())} - {os.getpid()}:
+for pid in {os.getppid(), *seen} - {os.getpid()}:  # the grader, as far as it can be found
     try:
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
@@ -666,3 +666,184 @@ def test_sanitize_leaves_text_and_escapes_controls():
 
 def test_detection_is_cached():
     assert isolate.detect() is isolate.detect()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gloo workers in the sandbox, and the uid fallback (root, namespaces refused) simulated
+# ---------------------------------------------------------------------------------------------------------------
+
+DDP = '''# gradlab-exercise: ddp.average_gradients
+import json
+import socket
+
+import torch.distributed as dist
+
+
+def average_gradients(grads, n_local, n_total):  # right, and on every worker tries a new connection to the host
+    try:
+        socket.create_connection(("127.0.0.1", @PORT@), timeout=2).close()
+        got = "connected"
+    except OSError as e:
+        got = f"refused: {e}"
+    print("ATTACK " + json.dumps({"rank": dist.get_rank(), "connection": got}), flush=True)
+    out = [g * (n_local / n_total) for g in grads]
+    for t in out:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return out
+'''
+
+
+def ddp_reports(printed: str) -> list[dict]:
+    return [json.loads(line[7:]) for line in printed.splitlines() if line.startswith("ATTACK {")]
+
+
+def test_gloo_workers_meet_on_the_private_loopback_only(tmp_path):
+    require_sandbox("bwrap")
+    from gradlab.practice.check import run_check
+
+    listener = Listener()
+    (tmp_path / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
+    try:
+        r = run_check(str(tmp_path / "ddp.py"), EXERCISES["ddp.average_gradients"], follow=False)
+    finally:
+        listener.server.close()
+    found = ddp_reports(r.metrics["printed"])
+    assert r.exit_code == 0 and found and all(f["connection"].startswith("refused") for f in found), (r.stopped, found)
+    assert listener.accepted == 0
+
+
+SIMULATE = r'''
+"""Run ARGV as on a machine where gradlab is root but namespaces are refused: GRADLAB_SANDBOX=uid, in a private mount
+namespace of this test where the Python's folders are searchable by other users and every copy of gradlab's code is
+not (what `uid_mode_problem` asks a course to fix)."""
+import json, os, shutil, subprocess, sys
+from pathlib import Path
+
+copies, trees, keep, argv = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[5:]
+tmp = Path(sys.argv[4])
+mount = lambda *a: subprocess.run(["mount", *a], check=True)
+blocked = {}  # a folder on the Python's way that others cannot search -> the children of it that must stay
+for path in trees:
+    p = Path(path)
+    for parent in reversed(p.parents):
+        if not os.stat(parent).st_mode & 0o001:
+            blocked.setdefault(str(parent), set()).add(p.relative_to(parent).parts[0])
+            break
+for path in keep:  # what else lies under such a folder (gradlab's code, the test's files) stays too
+    for folder, children in blocked.items():
+        if path.startswith(folder + "/"):
+            children.add(Path(path).relative_to(folder).parts[0])
+for n, (folder, children) in enumerate(blocked.items()):
+    for child in children:
+        (tmp / f"keep{n}-{child}").mkdir()
+        mount("--rbind", f"{folder}/{child}", str(tmp / f"keep{n}-{child}"))
+    mount("-t", "tmpfs", "-o", "mode=755,size=1m", "tmpfs", folder)
+    for child in children:
+        os.mkdir(f"{folder}/{child}")
+        mount("--rbind", str(tmp / f"keep{n}-{child}"), f"{folder}/{child}")
+for n, folder in enumerate(copies):
+    private = tmp / f"pkg{n}"
+    private.mkdir()
+    mount("-t", "tmpfs", "-o", "mode=700,size=128m", "tmpfs", str(private))
+    shutil.copytree(folder, private, dirs_exist_ok=True, symlinks=True)
+    os.chmod(private, 0o700)
+    mount("--bind", str(private), folder)
+os.environ["GRADLAB_SANDBOX"] = "uid"
+sys.exit(subprocess.run(argv).returncode)
+'''
+
+
+def simulated_uid(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        why = "the uid fallback's test needs root and unshare(1)"
+        if os.environ.get("GRADLAB_REQUIRE_SANDBOX"):
+            pytest.fail(why)
+        pytest.skip(why)
+    package = isolate.package_dir()
+    copies = [package, *(os.path.join(p, "gradlab") for p in sys.path if p and os.path.isdir(
+        os.path.join(p, "gradlab", "practice")) and os.path.realpath(os.path.join(p, "gradlab")) !=
+        os.path.realpath(package))]
+    keep = [*copies, str(cwd), os.getcwd()]
+    aside = tempfile.mkdtemp(prefix="gl-sim-")  # the mounts live in the namespace only: empty folders after it
+    try:
+        cmd = ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-c", SIMULATE, json.dumps(copies),
+               json.dumps(isolate.python_trees()), json.dumps(keep), aside, *argv]
+        return subprocess.run(cmd, capture_output=True, timeout=600, cwd=cwd, env={**os.environ, "COLUMNS": "160"})
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def uid_batch(tmp_path_factory):
+    """A smaller class folder graded in the uid fallback: what it must stop, and gloo on sealed workers."""
+    root = tmp_path_factory.mktemp("uid")
+    folder, out, drop = root / "class", root / "out", root / "drop"
+    for d in (folder, out, drop):
+        d.mkdir()
+    os.chmod(root, 0o755)
+    os.chmod(drop, 0o1777)
+    listener = Listener()
+    package = Path(gradlab.__file__).parent
+    site = Path(os.path.dirname(os.path.dirname(__import__("torch").__file__)))
+    scratch = site / f"gl-scratch-{os.getpid()}.txt"  # root's, as pip leaves site-packages (no namespace here: a
+    scratch.write_text("unchanged\n")  # world-writable file would be writable)
+    os.chmod(scratch, 0o644)
+    fills = {"@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
+             "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port),
+             "@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py")])}
+    for name in ("honest.py", "copy.py", "forge.py", "daemon.py", "site.py", "net.py", "flood.py", "thread.py"):
+        body = ATTACKS[name]
+        for key, value in fills.items():
+            body = body.replace(key, value)
+        (folder / name).write_text(HEAD + body)
+    (root / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
+    try:
+        clip = simulated_uid([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json",
+                              str(out / "all.json"), "--gradescope", str(out / "results.json")], root)
+        ddp = simulated_uid([sys.executable, "-m", "gradlab", "check", str(root / "ddp.py"), "--exercise",
+                             "ddp.average_gradients", "--json", str(out / "ddp.json"), "--junit",
+                             str(out / "ddp.xml")], root)
+        time.sleep(2)  # the daemon would write 1 s after its check
+        after = {"sandbox_processes": _sandbox_processes(), "daemons": _named("gl-daemon"),
+                 "marker": (drop / "daemon-was-here").exists(), "scratch": scratch.read_text(),
+                 "accepted": listener.accepted, "gradescope": (out / "results.json").read_text()}
+    finally:
+        scratch.unlink()
+        listener.server.close()
+        for pid in _named("gl-daemon"):
+            os.kill(pid, 9)
+    assert clip.returncode == 0 and ddp.returncode == 0, (clip.stderr.decode()[-2000:], ddp.stderr.decode()[-2000:])
+    by_file = {d["config"]["file"]: d for d in json.loads((out / "all.json").read_text())}
+    reports = {n: json.loads(line[7:]) for n, d in by_file.items() for line in d["metrics"].get("printed", "")
+               .splitlines() if line.startswith("ATTACK {")}
+    return {"clip": clip, "by_file": by_file, "reports": reports, "after": after,
+            "ddp": json.loads((out / "ddp.json").read_text())}
+
+
+def test_the_uid_fallback_grades_and_says_what_it_leaves_open(uid_batch):
+    assert all(d["metrics"]["sandbox"] == "uid" for d in uid_batch["by_file"].values())
+    assert "can see other processes and fill the disk" in " ".join(uid_batch["clip"].stdout.decode().split())
+    for name in ("honest.py", "copy.py", "forge.py", "site.py", "net.py", "flood.py", "thread.py", "daemon.py"):
+        assert passed(uid_batch["by_file"][name]), name
+
+
+def test_the_uid_fallback_stops_copying_forging_daemons_and_writes(uid_batch):
+    reports, after = uid_batch["reports"], uid_batch["after"]
+    assert reports["copy.py"]["imports"] == [] and reports["copy.py"]["files"] == [], reports["copy.py"]
+    assert reports["forge.py"]["wrote"] == [] and reports["forge.py"]["killed"] == []  # it may see the grader
+    assert json.loads(after["gradescope"]).get("score") != 999
+    assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
+    assert all(v != "opened" for v in reports["site.py"].values()) and after["scratch"] == "unchanged\n"
+    assert 0 < reports["flood.py"]["children"] < isolate.Limits().nproc
+
+
+def test_the_uid_fallback_seals_the_network_after_gloo_connects(uid_batch):
+    net = uid_batch["reports"]["net.py"]
+    assert net["host loopback"].startswith("refused") and net["dns"].startswith("failed"), net
+    ddp = uid_batch["ddp"]
+    found = ddp_reports(ddp["metrics"]["printed"])
+    assert ddp["points"]["score"] == ddp["points"]["max_score"] and len(found) == 7, (ddp["stopped"], found)
+    assert all("Permission denied" in f["connection"] for f in found) and uid_batch["after"]["accepted"] == 0

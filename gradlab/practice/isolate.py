@@ -149,12 +149,15 @@ def not_isolated_message(found: Detected | None = None) -> str | None:
 
 def uid_mode_problem() -> str | None:
     """Why the fallback cannot run here, as the fix to apply: a sandbox uid must be able to run this Python and find
-    torch, and must NOT be able to read gradlab's package (the references)."""
+    torch, and must NOT be able to read gradlab's package (the references), nor another copy on this Python's path
+    (an editable install's checkout)."""
     probe = UID_BASE + SLOTS  # a uid no sandbox uses
+    copies = [package_dir(), *(os.path.join(p, "gradlab") for p in sys.path if p and os.path.isdir(os.path.join(
+        p, "gradlab", "practice")) and os.path.realpath(os.path.join(p, "gradlab")) != os.path.realpath(package_dir()))]
     code = ("import os, sys, importlib.util as u; print('ok' if u.find_spec('torch') else 'no torch'); "
-            "print(os.access(sys.argv[1], os.R_OK) or os.access(sys.argv[1], os.X_OK))")
+            "print(next((d for d in sys.argv[1:] if os.access(d, os.R_OK) or os.access(d, os.X_OK)), '-'))")
     try:
-        r = subprocess.run([sys.executable, "-I", "-c", code, package_dir()], capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-I", "-c", code, *copies], capture_output=True, text=True,
                            user=probe, group=probe, extra_groups=[], timeout=60, cwd="/", stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         r = None
@@ -165,9 +168,10 @@ def uid_mode_problem() -> str | None:
                         and not os.stat(p).st_mode & 0o001), None)
         return (f"other users cannot run {sys.executable}" + (f" ({blocker} is not searchable: chmod o+x {blocker})"
                 if blocker else "") + " or find torch with it")
-    if lines[1] != "False":
-        return (f"gradlab's package {package_dir()} is readable by other users, so a submission could read the "
-                f"references: chmod -R o-rwx {package_dir()}")
+    if lines[1:] != ["-"]:
+        readable = " ".join(lines[1:])
+        return (f"gradlab's package {readable} is readable by other users, so a submission could read the "
+                f"references: chmod -R o-rwx {readable}")
     return None
 
 
