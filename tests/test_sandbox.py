@@ -847,3 +847,114 @@ def test_the_uid_fallback_seals_the_network_after_gloo_connects(uid_batch):
     found = ddp_reports(ddp["metrics"]["printed"])
     assert ddp["points"]["score"] == ddp["points"]["max_score"] and len(found) == 7, (ddp["stopped"], found)
     assert all("Permission denied" in f["connection"] for f in found) and uid_batch["after"]["accepted"] == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What comes back, checked in gradlab's process (no sandbox needed: the bytes are made here)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _outcome(value=None, raw: bytes | None = None) -> isolate.Outcome:
+    import io
+
+    import torch
+
+    if raw is None:
+        buf = io.BytesIO()
+        torch.save(value, buf)
+        raw = buf.getvalue()
+    return isolate.Outcome(mode="bwrap", returncode=0, output=raw, printed=b"hi \x1b[2J\n", printed_bytes=9)
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    ("storage", "keeps 4,000,000 bytes of storage for 10 values"),
+    ("complex", "not a real-valued CPU tensor"),
+    ("warnings", "hold a dict of 1 item where a list is expected"),
+    ("missing", "on input 1 lack 'x'"),
+    ("nested", "'ys' has 1 tensor where 2 are expected"),
+])
+def test_outputs_are_checked_against_the_references_shape(value, fragment):
+    import torch
+
+    want = [{"x": torch.zeros(10), "ys": [torch.zeros(2), torch.zeros(3)]}]
+    outputs = {"storage": [{"x": torch.zeros(1_000_000)[:10], "ys": [torch.zeros(2), torch.zeros(3)]}],
+               "complex": [{"x": torch.zeros(10, dtype=torch.complex64), "ys": [torch.zeros(2), torch.zeros(3)]}],
+               "missing": [{"ys": [torch.zeros(2), torch.zeros(3)]}],
+               "nested": [{"x": torch.zeros(10), "ys": [[torch.zeros(2), torch.zeros(3)]]}]}
+    got = {"ok": True, "outputs": outputs.get(value, want), **({"warnings": {"a": 1}} if value == "warnings" else {})}
+    r = sandbox.received(_outcome(got), want, 20)
+    assert not r["ok"] and r["kind"] == "output" and fragment in r["error"], r["error"]
+    assert r["printed"] == "hi \\x1b[2J\n" and r["printed_bytes"] == 9 and r["isolated"]
+
+
+def test_right_outputs_come_back_as_plain_tensors_of_their_own():
+    import torch
+
+    want = [{"x": torch.zeros(10), "ys": [torch.zeros(2), torch.zeros(3)]}]
+    sent = {"ok": True, "outputs": [{"x": torch.nn.Parameter(torch.ones(20)[::2]), "ys": [torch.zeros(2),
+                                                                                          torch.zeros(3)]}],
+            "warnings": ["UserWarning: \x1b[31m"], "used": []}
+    r = sandbox.received(_outcome(sent), want, 20)
+    x = r["outputs"][0]["x"]
+    assert r["ok"] and type(x) is torch.Tensor and x.is_contiguous() and not x.requires_grad and x.sum() == 10
+    assert r["warnings"] == ["UserWarning: \\x1b[31m"]
+
+
+def test_a_child_that_stopped_is_said_in_one_line():
+    r = sandbox.received(isolate.Outcome(mode="bwrap", returncode=-9, output=b""), None, 20)
+    assert r["kind"] == "died" and "killed by SIGKILL (out of memory?)" in r["error"]
+    r = sandbox.received(isolate.Outcome(mode="bwrap", returncode=None, stopped="timeout"), None, 3)
+    assert r["kind"] == "timeout" and "longer than 3 s" in r["error"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What an exercise asks students to write themselves
+# ---------------------------------------------------------------------------------------------------------------
+
+FORBIDDEN = {
+    "clip.clip_by_global_norm": ("""
+def clip_by_global_norm(grads, clip_norm):
+    ps = [torch.nn.Parameter(g.clone()) for g in grads]
+    for p, g in zip(ps, grads):
+        p.grad = g.clone()
+    torch.nn.utils.clip_grad.clip_grad_norm_(ps, clip_norm)
+    return [p.grad for p in ps]
+""", "torch.nn.utils.clip_grad_norm_"),
+    "mnist.sgd_step": ("""
+def sgd_step(W, b, x, y, lr):
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
+    W, b = W.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
+    opt = torch.optim.SGD([W, b], lr=lr)
+    cost.backward()
+    opt.step()
+    return W.detach(), b.detach()
+""", "torch.optim.SGD"),
+    "mnist.softmax_grad": ("""
+def softmax_grad(W, b, x, y):
+    W, b = W.clone().requires_grad_(), b.clone().requires_grad_()
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
+    cost.backward()
+    return W.grad, b.grad
+""", "torch.Tensor.backward"),
+}
+
+
+def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(tmp_path):
+    """In the student's own check (plain: the rule is the child's, whatever the isolation): the values are right,
+    the one check fails, and says which call."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradlab.practice.check import run_check
+
+    def one(name: str):
+        path = tmp_path / f"{name}.py"
+        path.write_text("import torch\nimport torch.nn.functional as F\n" + FORBIDDEN[name][0])
+        return run_check(str(path), EXERCISES[name])
+
+    with ThreadPoolExecutor(2) as pool:
+        results = dict(zip(FORBIDDEN, pool.map(one, FORBIDDEN), strict=True))
+    for name, r in results.items():
+        failed = [c for c in r.claims if not c.passed]
+        assert [c.id for c in failed] == [f"{name}:own"], (name, [(c.id, c.value) for c in failed], r.stopped)
+        assert r.metrics["diagnosis"] == f"uses {FORBIDDEN[name][1]}, which this exercise asks you to write"
+    assert "Write it yourself" in starter(EXERCISES["clip.clip_by_global_norm"])

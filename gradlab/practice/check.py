@@ -250,8 +250,8 @@ def own_code(exercise: Exercise, got: dict, result: Result) -> None:
         return
     used = [u for u in got.get("used", []) if isinstance(u, str)]
     one = len(exercise.forbidden) == 1
-    text = (f"your code calls {'' if one else 'none of '}{', '.join(exercise.forbidden)}{' nowhere' if one else ''} "
-            f"(the exercise is to write what {'it does' if one else 'they do'})")
+    text = (f"your code {'does not use' if one else 'uses none of'} {', '.join(exercise.forbidden)} (the exercise "
+            f"is to write what {'it does' if one else 'they do'})")
     value = math.nan if not got.get("ok") else float(len(used))
     result.claims.append(Claim(f"{exercise.name}:own", text + ("" if got.get("ok") else " — not reached"), value, 0))
     if used:

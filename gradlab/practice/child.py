@@ -43,11 +43,29 @@ def _writer(where: str):
     return os.fdopen(int(where[3:]), "wb") if where.startswith("fd:") else open(where, "wb")
 
 
-def _ours(filename: str) -> bool:
-    """Whether a frame's file is gradlab's (the child, a harness) or Python's own (the standard library, torch)."""
+def _library(filename: str) -> bool:
+    """Whether a frame's file is Python's own: the standard library, torch, site-packages, import machinery."""
+    if filename.startswith("<frozen"):
+        return True
     path = os.path.abspath(filename) if filename and not filename.startswith("<") else filename
-    roots = [r for r in (PKG_ROOT, sys.prefix, sys.base_prefix, sys.exec_prefix) if r]
-    return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+    return any(path.startswith(r.rstrip(os.sep) + os.sep) for r in (sys.prefix, sys.base_prefix, sys.exec_prefix) if r)
+
+
+def _gradlab(filename: str) -> bool:
+    """Whether a frame's file is one of gradlab's here (the child, the harness)."""
+    return filename.startswith(PKG_ROOT.rstrip(os.sep) + os.sep)
+
+
+def _ours(filename: str) -> bool:
+    return _library(filename) or _gradlab(filename)
+
+
+def _students_call(frame) -> bool:
+    """Whether the first frame above FRAME that is neither Python's nor torch's is the student's (not the harness's):
+    torch.optim.SGD(...) from the student's code reaches Optimizer.__init__ through torch's own SGD.__init__."""
+    while frame is not None and _library(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame is not None and not _gradlab(frame.f_code.co_filename)
 
 
 def student_trace(error: BaseException) -> tuple[str, str]:
@@ -101,7 +119,7 @@ class Forbidden:
     def _wrapper(self, original, label):
         @functools.wraps(original)
         def wrapper(*args, **kwargs):
-            if self.depth == 0 and self.active and not _ours(sys._getframe(1).f_code.co_filename):
+            if self.depth == 0 and self.active and _students_call(sys._getframe(1)):
                 used = label(args)
                 if used not in self.used:
                     self.used.append(used)

@@ -252,7 +252,8 @@ def _clean(got, want, where: str, depth: int):
         if type(got) not in (list, tuple):
             raise Bad(f"{where} is {_kind(got)} where a list of {len(want)} tensors is expected")
         if want is not None and len(got) != len(want):
-            raise Bad(f"{where} has {len(got)} tensors where {len(want)} are expected")
+            raise Bad(f"{where} has {len(got)} tensor{'' if len(got) == 1 else 's'} where {len(want)} "
+                      f"{'is' if len(want) == 1 else 'are'} expected")
         if want is None and len(got) > 64:
             raise Bad(f"{where} has {len(got)} items")
         return [_clean(g, w, f"{where}[{j}]", depth + 1)
