@@ -231,6 +231,18 @@ right = clip_by_global_norm
 def clip_by_global_norm(grads, clip_norm):
     raise ValueError("\\x1b[2J\\x1b[32m✓ 12/12\\u202e")
 ''',
+    # what the exercise asks students to write, taken from torch: right values, one failed check of its own
+    "library.py": '''
+right = clip_by_global_norm
+
+
+def clip_by_global_norm(grads, clip_norm):
+    ps = [torch.nn.Parameter(g.clone()) for g in grads]
+    for p, g in zip(ps, grads):
+        p.grad = g.clone()
+    torch.nn.utils.clip_grad.clip_grad_norm_(ps, clip_norm)
+    return [p.grad for p in ps]
+''',
     # an honest bug: one tensor short
     "short.py": '''
 right = clip_by_global_norm
@@ -349,8 +361,10 @@ def batch(tmp_path_factory):
     os.chmod(scratch, 0o666)
     listener = Listener()
     package = Path(gradlab.__file__).parent
-    fills = {"@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py"), str(package / "practice/check.py"),
-                              str(REPO / "gradlab/lessons/clip/exercises/answers.py")]),
+    known = [str(package / "lessons/clip/exercises/checks.py"), str(package / "practice/check.py"),
+             str(REPO / "gradlab/lessons/clip/exercises/answers.py"),
+             *(str(p) for d in isolate.masked_dirs() for p in Path(d).rglob("*") if p.is_file())][:50]
+    fills = {"@PATHS@": repr(known),
              "@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
              "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port)}
     for name, body in ATTACKS.items():
@@ -794,7 +808,7 @@ def uid_batch(tmp_path_factory):
     fills = {"@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
              "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port),
              "@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py")])}
-    for name in ("honest.py", "copy.py", "forge.py", "daemon.py", "site.py", "net.py", "flood.py", "thread.py"):
+    for name in ("copy.py", "forge.py", "daemon.py", "site.py", "net.py", "flood.py"):
         body = ATTACKS[name]
         for key, value in fills.items():
             body = body.replace(key, value)
@@ -826,7 +840,7 @@ def uid_batch(tmp_path_factory):
 def test_the_uid_fallback_grades_and_says_what_it_leaves_open(uid_batch):
     assert all(d["metrics"]["sandbox"] == "uid" for d in uid_batch["by_file"].values())
     assert "can see other processes and fill the disk" in " ".join(uid_batch["clip"].stdout.decode().split())
-    for name in ("honest.py", "copy.py", "forge.py", "site.py", "net.py", "flood.py", "thread.py", "daemon.py"):
+    for name in ("copy.py", "forge.py", "site.py", "net.py", "flood.py", "daemon.py"):
         assert passed(uid_batch["by_file"][name]), name
 
 
@@ -911,14 +925,6 @@ def test_a_child_that_stopped_is_said_in_one_line():
 # ---------------------------------------------------------------------------------------------------------------
 
 FORBIDDEN = {
-    "clip.clip_by_global_norm": ("""
-def clip_by_global_norm(grads, clip_norm):
-    ps = [torch.nn.Parameter(g.clone()) for g in grads]
-    for p, g in zip(ps, grads):
-        p.grad = g.clone()
-    torch.nn.utils.clip_grad.clip_grad_norm_(ps, clip_norm)
-    return [p.grad for p in ps]
-""", "torch.nn.utils.clip_grad_norm_"),
     "mnist.sgd_step": ("""
 def sgd_step(W, b, x, y, lr):
     cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
@@ -939,9 +945,13 @@ def softmax_grad(W, b, x, y):
 }
 
 
-def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(tmp_path):
-    """In the student's own check (plain: the rule is the child's, whatever the isolation): the values are right,
-    the one check fails, and says which call."""
+def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(batch, tmp_path):
+    """The values are right, the one check fails, and says which call (torch.nn.utils.clip_grad_norm_ in the class
+    folder, called under another of its names; torch.optim.SGD; Tensor.backward)."""
+    library = batch["by_file"]["library.py"]
+    failed = [c["id"] for c in library["claims"] if not c["passed"]]
+    assert failed == [f"{CLIP}:own"] and library["metrics"]["diagnosis"] == (
+        "uses torch.nn.utils.clip_grad_norm_, which this exercise asks you to write")
     from concurrent.futures import ThreadPoolExecutor
 
     from gradlab.practice.check import run_check
@@ -957,4 +967,4 @@ def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(tmp_pat
         failed = [c for c in r.claims if not c.passed]
         assert [c.id for c in failed] == [f"{name}:own"], (name, [(c.id, c.value) for c in failed], r.stopped)
         assert r.metrics["diagnosis"] == f"uses {FORBIDDEN[name][1]}, which this exercise asks you to write"
-    assert "Write it yourself" in starter(EXERCISES["clip.clip_by_global_norm"])
+    assert "Write it yourself" in starter(EXERCISES[CLIP])

@@ -351,7 +351,11 @@ def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[i
     a += _system_binds()
     for path, content in _etc_files(uid).items():
         a += ["--perms", "0444", "--ro-bind-data", data(content), path]
-    made: set[str] = {"/", "/etc", "/usr"}
+    # the kernel's views and the private, bounded folders first: a Python installed under /tmp is bound over them
+    a += ["--proc", "/proc", "--dev", "/dev"]
+    a += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    a += ["--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
+    made: set[str] = {"/", "/etc", "/usr", "/proc", "/dev", "/tmp", "/dev/shm"}
 
     def parents(path: str) -> list[str]:  # bwrap, run by root, makes missing parents 0700: make them 0755 first
         out = []
@@ -365,9 +369,6 @@ def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[i
         a += [*parents(tree), "--ro-bind", tree, tree]
     for hidden in masked_dirs():
         a += ["--perms", "0700", "--tmpfs", hidden, "--remount-ro", hidden]
-    a += ["--proc", "/proc", "--dev", "/dev"]
-    a += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
-    a += ["--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
     a += [*parents(PKG), "--perms", "0755", "--size", str(1 << 20), "--tmpfs", PKG]
     made.add(PKG)
     for rel, src in sorted(package.items()):  # one file at a time: nothing else of gradlab's is in the sandbox
