@@ -968,3 +968,29 @@ def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(batch, 
         assert [c.id for c in failed] == [f"{name}:own"], (name, [(c.id, c.value) for c in failed], r.stopped)
         assert r.metrics["diagnosis"] == f"uses {FORBIDDEN[name][1]}, which this exercise asks you to write"
     assert "Write it yourself" in starter(EXERCISES[CLIP])
+
+
+@pytest.mark.parametrize(("course", "fragment"), [
+    ("[exercises\n", "is not valid TOML"),
+    ("[other]\n", "has no [exercises] table"),
+    ('[exercises]\n"a.py" = "clip.nope"\n', "unknown exercise 'clip.nope' for a.py"),
+    ('[exercises]\n"sub/a.py" = "clip.clip_by_global_norm"\n', "must name a .py file (no folder)"),
+])
+def test_a_bad_course_file_is_one_line(tmp_path, course, fragment):
+    (tmp_path / "course.toml").write_text(course)
+    assert_one_line_error(invoke("check", str(tmp_path), "--course", str(tmp_path / "course.toml")), fragment)
+
+
+def test_the_teacher_names_the_exercise_and_a_missing_file_fails(tmp_path):
+    require_sandbox()
+    (tmp_path / "course.toml").write_text('[exercises]\n"clip_by_global_norm.py" = "clip.clip_by_global_norm"\n')
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "mine.py").write_text(HEAD)  # right, but not the file the course names: not graded
+    out = invoke("check", str(sub), "--course", str(tmp_path / "course.toml"), "--json", str(tmp_path / "r.json"))
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert out.exit_code == 1 and [d["config"]["file"] for d in data] == ["clip_by_global_norm.py"]
+    assert "clip_by_global_norm.py is missing from this submission" in data[0]["stopped"]
+    assert data[0]["points"] == {"score": 0, "max_score": 4}
+    assert_one_line_error(invoke("check", str(sub), "--exercise", CLIP, "--course", str(tmp_path / "course.toml")),
+                          "not both")
