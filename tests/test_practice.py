@@ -246,6 +246,7 @@ def test_each_harness_imports_first_in_a_fresh_process():
 
     for exercise in EXERCISES.values():
         # importlib, as the child does: `import gradlab.lessons.x as h` binds through gradlab.lessons, the function
-        code = f"import importlib; h = importlib.import_module('{harness_module(exercise)}'); print(sorted(h.HARNESSES))"
+        code = (f"import importlib; h = importlib.import_module('{harness_module(exercise)}'); "
+                "print(sorted(h.HARNESSES))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 0 and exercise.function in out.stdout, out.stderr
