@@ -136,15 +136,20 @@ def stopped_result(exercise: Exercise, path: str, error: str, kind: str = "died"
     return result
 
 
-@functools.lru_cache(maxsize=8)
 def references(exercise: Exercise, seed: int) -> tuple[list[dict], list[dict]]:
     """EXERCISE's inputs for SEED and the reference's outputs on them, computed here, never in the submission's
     process; once per exercise and seed (a class's folder shares them)."""
     from gradlab import threads
-    from gradlab.practice import checks_of
 
     threads.apply(1)  # as the submission computes (OMP_NUM_THREADS=1): a known mistake then matches it to the bit
-    checks = checks_of(exercise)
+    return _references(exercise.name, seed)
+
+
+@functools.lru_cache(maxsize=8)
+def _references(name: str, seed: int) -> tuple[list[dict], list[dict]]:
+    from gradlab.practice import checks_of
+
+    checks = checks_of(EXERCISES[name])
     cases = checks.cases(seed)
     return cases, [checks.call(checks.reference, c) for c in cases]
 
