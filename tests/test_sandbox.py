@@ -108,8 +108,17 @@ for pid in {os.getppid(), *seen} - {os.getpid()}:  # the grader, as far as it ca
         killed.append(pid)
     except OSError:
         pass
-report(grader_found=bool(seen), wrote=wrote, killed=killed, pids=sorted(int(p) for p in os.listdir("/proc")
-                                                                        if p.isdigit()))
+paused = []
+for p in [p for p in os.listdir("/proc") if p.isdigit()]:  # another submission's sandbox: pause it, as a rival would
+    try:
+        if 1600000 <= os.stat(f"/proc/{p}").st_uid < 1600032 and os.stat(f"/proc/{p}").st_uid != os.getuid():
+            os.kill(int(p), signal.SIGSTOP)
+            os.kill(int(p), signal.SIGCONT)
+            paused.append(int(p))
+    except OSError:
+        pass
+report(grader_found=bool(seen), wrote=wrote, killed=killed, paused=paused,
+       pids=sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
 ''',
     "daemon.py": '''
 import ctypes
@@ -434,7 +443,7 @@ def test_copying_finds_no_reference(batch):
 
 def test_forging_and_killing_the_grader_fail(batch):
     found = batch["reports"]["forge.py"]
-    assert not found["grader_found"] and found["wrote"] == [] and found["killed"] == [], found
+    assert not found["grader_found"] and found["wrote"] == [] and found["killed"] == [] and found["paused"] == [], found
     assert found["pids"] == [1, 2]  # bwrap's init and itself: gradlab and the other submissions are not there
     results = json.loads(batch["after"]["gradescope"])
     assert "tests" in results and results.get("score") != 999
@@ -847,7 +856,8 @@ def test_the_uid_fallback_grades_and_says_what_it_leaves_open(uid_batch):
 def test_the_uid_fallback_stops_copying_forging_daemons_and_writes(uid_batch):
     reports, after = uid_batch["reports"], uid_batch["after"]
     assert reports["copy.py"]["imports"] == [] and reports["copy.py"]["files"] == [], reports["copy.py"]
-    assert reports["forge.py"]["wrote"] == [] and reports["forge.py"]["killed"] == []  # it may see the grader
+    forge = reports["forge.py"]  # it may see the grader and the other submissions, not touch them
+    assert forge["wrote"] == [] and forge["killed"] == [] and forge["paused"] == [], forge
     assert json.loads(after["gradescope"]).get("score") != 999
     assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
     assert all(v != "opened" for v in reports["site.py"].values()) and after["scratch"] == "unchanged\n"
