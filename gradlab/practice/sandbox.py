@@ -304,9 +304,10 @@ def _kind(value) -> str:
     name = type(value).__name__
     if isinstance(value, list | tuple | dict):
         return f"a {name} of {len(value)} item{'' if len(value) == 1 else 's'}"
+    article = "an" if name[:1].lower() in "aeiou" else "a"
     if type(value).__module__ == "torch" and hasattr(value, "shape"):
-        return f"a {name} of shape {tuple(value.shape)}"
-    return f"a {name}"
+        return f"{article} {name} of shape {tuple(value.shape)}"
+    return f"{article} {name}"
 
 
 def read_submission(path: str, *, follow: bool = True) -> bytes:
