@@ -81,3 +81,20 @@ def assert_one_line_error(result, *fragments):
     assert lines[0].startswith("gradlab: error:") and "Traceback" not in result.output
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
+
+
+def require_sandbox(mode: str | None = None) -> str:
+    """Skip unless submissions run isolated here (root with bubblewrap, or the uid fallback) — or, MODE given, in that
+    mode; under CI (.ci/run sets GRADLAB_REQUIRE_SANDBOX=1) a missing sandbox is a failure, not a skip."""
+    import os
+
+    from gradlab.practice import isolate
+
+    found = isolate.detect()
+    if found.isolated and (mode is None or found.mode == mode):
+        return found.mode
+    wanted = f" in {mode} mode" if mode else ""
+    why = f"needs submissions isolated{wanted} (root with bubblewrap): here {found.mode}, {found.why}"
+    if os.environ.get("GRADLAB_REQUIRE_SANDBOX"):
+        pytest.fail(why)
+    pytest.skip(why)

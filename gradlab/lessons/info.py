@@ -12,6 +12,12 @@ A lesson is a folder, gradlab/lessons/<package>/:
                     function is called: the only code of the lesson that runs beside a submission), checks.py (the
                     references, the known mistakes, what each check claims), answers.py (model answers)
 
+A harness.py runs in the sandbox (gradlab/practice/isolate.py), where gradlab binds it and what it imports of
+gradlab one file at a time: it imports torch, the standard library and gradlab.practice.harness, nothing else of
+gradlab (a worker launcher named in gradlab.practice.sandbox.SHARED is the one exception), and it opens sockets only
+in its Harness's prepare, before the submission loads (gradlab/practice/harness.py says why);
+tests/test_sandbox.py imports every harness in the real sandbox with only those files.
+
 and one line naming its folder in gradlab/lessons/__init__.py (ORDER, the teaching order).
 """
 

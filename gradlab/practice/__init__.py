@@ -4,9 +4,9 @@ Each lesson declares its exercises in its own folder, gradlab/lessons/<lesson>/e
 (__init__.py), how a submission is called (harness.py), the references, known mistakes and claims (checks.py) and
 model answers (answers.py); the vocabulary they are written in is gradlab/practice/exercise.py. This index collects
 them from the lesson registry and imports nothing heavy (`gradlab exercises` and the starter files read it). The
-student's code runs in a separate process (gradlab/practice/sandbox.py) with the exercise's harness alone; the
-reference values are computed here, in the gradlab process, so code under test cannot make a check pass by changing
-gradlab.
+student's code runs in a sandbox (gradlab/practice/sandbox.py, isolated by gradlab/practice/isolate.py) with the
+exercise's harness alone; the reference values are computed here, in the gradlab process, so code under test cannot
+make a check pass by changing gradlab.
 """
 
 from __future__ import annotations

@@ -1,68 +1,236 @@
-"""The sandbox process: import the student's file, call their function through the exercise's harness on every case,
-save the outputs (tensors only) for the gradlab process to judge. gradlab itself never imports this module.
+"""The submission's process (started by gradlab/practice/sandbox.py through gradlab/practice/isolate.py): run the
+student's code on every input through the exercise's harness and send back the outputs, tensors only. gradlab itself
+never imports this module; in the sandbox it is one of the few files of gradlab's that exist (with the harness, the
+shared harness module, stage 1 and the seccomp filters), so it imports nothing else of gradlab's at module level.
 
-    python -m gradlab.practice.child FILE HARNESS FUNCTION SEED OUT.pt
+    python -I -c "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()" PKG
 
-HARNESS is the exercise's harness module (gradlab.lessons.<lesson>.exercises.harness): the only code of the exercise
-this process imports (no reference, no known mistake). It makes the inputs itself from the seed (the gradlab
-process makes the same ones meanwhile, for the references), so the two processes start torch at the same time.
+$GRADLAB_IN ("fd:N" or a path) holds a JSON header line, then the submission: its source, or a function pickled by
+cloudpickle (gradlab.check in a notebook; unpickled here, never in gradlab's process). The header names the harness
+module, the function, the seed (the child makes the inputs itself, from the seed, while gradlab makes the same ones
+for the references), the file's name as the student knows it, and the calls the exercise asks students not to use.
+The result goes to $GRADLAB_OUT as torch.save bytes: {"ok", "outputs" | "kind", "error", "trace"; "warnings",
+"used"}. The process then leaves with os._exit: a thread the submission left running cannot keep it alive.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib
+import io
+import json
 import os
-import runpy
 import sys
 import traceback
 
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # gradlab's files, here
+WARNINGS_KEPT = 20
 
-def student_trace(error: BaseException, path: str) -> tuple[str, str]:
-    """(one line, the traceback cut to the frames of the student's own file)."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if os.path.abspath(f.filename) == path]
+
+def _read(where: str) -> bytes:
+    if where.startswith("fd:"):
+        fd, chunks = int(where[3:]), []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        os.close(fd)
+        return b"".join(chunks)
+    with open(where, "rb") as f:
+        return f.read()
+
+
+def _writer(where: str):
+    return os.fdopen(int(where[3:]), "wb") if where.startswith("fd:") else open(where, "wb")
+
+
+def _library(filename: str) -> bool:
+    """Whether a frame's file is Python's own: the standard library, torch, site-packages, import machinery."""
+    if filename.startswith("<frozen"):
+        return True
+    path = os.path.abspath(filename) if filename and not filename.startswith("<") else filename
+    return any(path.startswith(r.rstrip(os.sep) + os.sep) for r in (sys.prefix, sys.base_prefix, sys.exec_prefix) if r)
+
+
+def _gradlab(filename: str) -> bool:
+    """Whether a frame's file is one of gradlab's here (the child, the harness)."""
+    return filename.startswith(PKG_ROOT.rstrip(os.sep) + os.sep)
+
+
+def _ours(filename: str) -> bool:
+    return _library(filename) or _gradlab(filename)
+
+
+def _students_call(frame) -> bool:
+    """Whether the first frame above FRAME that is neither Python's nor torch's is the student's (not the harness's):
+    torch.optim.SGD(...) from the student's code reaches Optimizer.__init__ through torch's own SGD.__init__."""
+    while frame is not None and _library(frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame is not None and not _gradlab(frame.f_code.co_filename)
+
+
+def student_trace(error: BaseException) -> tuple[str, str]:
+    """(one line, the traceback cut to the frames of the student's own code)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not _ours(f.filename)]
     line = " ".join(f"{type(error).__name__}: {error}".split())[:300]
     if frames:
         line += f" (line {frames[-1].lineno}: {(frames[-1].line or '').strip()[:80]})"
     trace = "".join(traceback.format_list(frames)) + f"{type(error).__name__}: {error}"
-    return line, trace
+    return line, trace[-20000:]
+
+
+class Forbidden:
+    """The calls an exercise asks students not to use (Exercise.forbidden: "torch.nn.utils.clip_grad_norm_"), wrapped
+    before the submission is imported so that a call from the student's code is noted: a function, wherever a loaded
+    module holds it; a method of a class; a class (its __init__: any subclass, named as the student used it). Calls
+    from gradlab's harness, and calls made inside another forbidden call, are not the student's."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.used: list[str] = []
+        self.active = False  # while the submission loads, and while its function runs
+        self.depth = 0
+        for name in names:
+            with contextlib.suppress(Exception):  # a name this torch does not have: nothing to forbid
+                self._wrap(name)
+
+    def _wrap(self, name: str) -> None:
+        parts = name.split(".")
+        for i in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ImportError:
+                continue
+        owner = None
+        for attr in parts[i:]:
+            owner, obj = obj, getattr(obj, attr)
+        if isinstance(obj, type):  # a class: its __init__, as the subclass the student built
+            owner, attr, original = obj, "__init__", obj.__init__
+            label = ".".join(parts[:-1])
+            setattr(owner, attr, self._wrapper(original, lambda args: f"{label}.{type(args[0]).__name__}"))
+            return
+        wrapper = self._wrapper(obj, lambda args: name)
+        setattr(owner, attr, wrapper)
+        if type(owner).__name__ == "module":  # the same function under other names (torch.nn.utils.clip_grad...)
+            for module in list(sys.modules.values()):
+                for key, value in list(getattr(module, "__dict__", {}).items()):
+                    if value is obj:
+                        setattr(module, key, wrapper)
+
+    def _wrapper(self, original, label):
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            if self.depth == 0 and self.active and _students_call(sys._getframe(1)):
+                used = label(args)
+                if used not in self.used:
+                    self.used.append(used)
+            self.depth += 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.depth -= 1
+        return wrapper
+
+    def watch(self, fn):
+        """FN, noting forbidden calls while it runs (a class is given as is; the harness's call is watched)."""
+        if isinstance(fn, type):
+            return fn
+
+        @functools.wraps(fn)
+        def watched(*args, **kwargs):
+            before, self.active = self.active, True
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.active = before
+        return watched
 
 
 def main() -> None:
-    path, harness_module, function, seed, out_path = sys.argv[1:6]
-    path = os.path.abspath(path)
-    import importlib
+    raw = _read(os.environ["GRADLAB_IN"])
+    head, _, payload = raw.partition(b"\n")
+    header = json.loads(head)
+    out = _writer(os.environ["GRADLAB_OUT"])
+    import linecache
+    import warnings
 
     import torch
 
-    harness = importlib.import_module(harness_module).HARNESSES[function]
-    cases = harness.cases(int(seed))
+    from gradlab.practice.harness import seal
+
+    function, shown = header["function"], header["shown"]
+    harness = importlib.import_module(header["harness"]).HARNESSES[function]
+    cases = harness.cases(header["seed"])
+    forbidden = Forbidden(header.get("forbidden", []))
+    caught: list[str] = []
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        if len(caught) < WARNINGS_KEPT:
+            where = "" if _ours(filename) else f" (line {lineno} of {os.path.basename(filename)})"
+            text = f"{category.__name__}: {message}{where}"
+            if text not in caught:
+                caught.append(text[:500])
+
+    warnings.showwarning = show
+    warnings.simplefilter("default")
+    for filename, text in header.get("lines", {}).items():  # a notebook's cells, for its traceback
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
 
     def done(**result) -> None:
-        torch.save(result, out_path)
+        buf = io.BytesIO()
+        torch.save({**result, "warnings": caught, "used": forbidden.used}, buf)
+        out.write(buf.getvalue())
+        out.close()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
+    def load():
+        """Run the submission here and return its function (a worker of the harness calls it too)."""
+        before, forbidden.active = forbidden.active, True
+        try:
+            if header["kind"] == "pickle":
+                import pickle
+
+                return pickle.loads(payload)
+            source = payload.decode("utf-8", errors="replace")
+            linecache.cache[shown] = (len(source), None, source.splitlines(True), shown)
+            namespace = {"__name__": "student", "__file__": shown, "__builtins__": __builtins__}
+            exec(compile(source, shown, "exec"), namespace)
+            return namespace.get(function)
+        finally:
+            forbidden.active = before
+
+    calls = harness.prepare(cases, load) if harness.prepare else None
+    seal()
+    out.write(b"S")  # gradlab's clock for the submission starts now (isolate.START)
+    out.flush()
     try:
-        namespace = runpy.run_path(path, run_name="student")
+        fn = load()
     except SyntaxError as e:
         return done(ok=False, kind="syntax", error=f"syntax error at line {e.lineno}: {e.msg}", trace="")
     except BaseException as e:  # an import error, an exception at the top of the file, sys.exit
-        line, trace = student_trace(e, path)
+        line, trace = student_trace(e)
         return done(ok=False, kind="import", error=f"your file failed before {function}() was called: {line}",
                     trace=trace)
-    fn = namespace.get(function)
     if not callable(fn):
         return done(ok=False, kind="missing", error=f"your file defines no function {function}()", trace="")
+    watched = forbidden.watch(fn)
     outputs = []
-    for case in cases:
+    for i, case in enumerate(cases):
         try:
-            outputs.append(harness.call(fn, case))
+            if calls:
+                outputs.append(calls[i]())
+            elif isinstance(fn, type):
+                forbidden.active = True
+                outputs.append(harness.call(fn, case))
+                forbidden.active = False
+            else:
+                outputs.append(harness.call(watched, case))
         except NotImplementedError:
             return done(ok=False, kind="todo", error=f"{function} raises NotImplementedError: write its body",
                         trace="")
         except BaseException as e:
-            line, trace = student_trace(e, path)
+            line, trace = student_trace(e)
             return done(ok=False, kind="raised", error=f"{function}() raised on the input '{case['label']}': {line}",
                         trace=trace)
     done(ok=True, outputs=outputs)
-
-
-if __name__ == "__main__":
-    main()

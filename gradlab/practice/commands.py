@@ -65,9 +65,41 @@ def exercise(name: str, out_path: str | None, force: bool) -> int:
     return 0
 
 
+def read_course(path: str) -> dict[str, str]:
+    """A course file's {file name: exercise}, checked: names of .py files (no folders), exercises that exist."""
+    import tomllib
+
+    from gradlab.practice import EXERCISES
+
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise GradlabError(f"--course {path}: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise GradlabError(f"--course {path} is not valid TOML ({' '.join(str(e).split())}); see `gradlab check "
+                           f"--help` for the format") from None
+    table = data.get("exercises")
+    if not isinstance(table, dict) or not table:
+        raise GradlabError(f"--course {path} has no [exercises] table of \"file.py\" = \"lesson.exercise\" lines")
+    for name, exercise in table.items():
+        if not (isinstance(exercise, str) and name.endswith(".py") and "/" not in name and "\\" not in name
+                and name not in (".py", "..py")):
+            raise GradlabError(f"--course {path}: {name!r} = {exercise!r} must name a .py file (no folder) and an "
+                               "exercise as a string")
+        if exercise not in EXERCISES:
+            raise GradlabError(f"--course {path}: unknown exercise {exercise!r} for {name}; gradlab exercises "
+                               "lists them")
+    return dict(table)
+
+
 @click.command("check", short_help="Grade a solution with the lesson's own claims, and diagnose a wrong one.")
 @click.argument("path", type=click.Path())
-@click.option("--exercise", "exercise_name", default=None, help="The exercise (default: the one the file names).")
+@click.option("--exercise", "exercise_name", default=None,
+              help="The exercise (default: the one the file names; a course's checks need it, or --course).")
+@click.option("--course", "course_path", type=click.Path(dir_okay=False), default=None,
+              help="A course file (TOML) naming the exercise of each file: [exercises] \"sgd_step.py\" = "
+                   "\"mnist.sgd_step\".")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the result (checks, claims, diagnosis, points) to this file (- for standard output).")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
@@ -75,63 +107,149 @@ def exercise(name: str, out_path: str | None, force: bool) -> int:
 @click.option("--gradescope", "gradescope_path", type=click.Path(dir_okay=False), default=None,
               help="Write Gradescope's autograder results.json: one test per check, one point each.")
 @click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and the files).")
-def check_cmd(path: str, exercise_name: str | None, json_path: str | None, junit_path: str | None,
-              gradescope_path: str | None, quiet: bool) -> int:
-    """Run PATH's function in a separate process (time and memory limits) on generated inputs, edge cases
-    included, compare it with the reference computed here, run the lesson's claims on its outputs, and name the
-    mistake when a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails.
+def check_cmd(path: str, exercise_name: str | None, course_path: str | None, json_path: str | None,
+              junit_path: str | None, gradescope_path: str | None, quiet: bool) -> int:
+    """Run PATH's function in a sandbox (time, memory and process limits) on generated inputs, edge cases included,
+    compare it with the reference computed here, run the lesson's claims on its outputs, and name the mistake when
+    a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails.
 
-    PATH may be a folder of submissions (the *.py files in it): each is checked, then one summary table says who
-    passed what (the files --json, --junit and --gradescope then cover them all)."""
+    PATH may be a folder of submissions (the *.py files in it, each checked on its own), summed up in one table. A
+    course's checks (a folder, --junit, --gradescope) take the exercise from the teacher, --exercise NAME or --course
+    FILE, never from the file's own '# gradlab-exercise:' line, and run only where submissions are isolated (as root
+    with bubblewrap, or a uid of its own); a student's own check of one file runs anywhere."""
+    import os
     from pathlib import Path
 
-    from gradlab.practice import grading
-    from gradlab.practice.check import exercise_of, run_check
+    from gradlab.practice import EXERCISES, grading, isolate
     from gradlab.report import console as report
     from gradlab.report.files import STDOUT, check_writable, write_bytes
 
-    folder = Path(path).is_dir()
-    files = sorted(str(p) for p in Path(path).glob("*.py")) if folder else [path]
-    if folder and not files:
-        raise GradlabError(f"{path} has no .py files to check")
-    todo = [(f, exercise_of(f, exercise_name)) for f in files]  # every file names its exercise, before any runs
+    folder = os.path.isdir(path)
+    course = folder or junit_path is not None or gradescope_path is not None
+    if exercise_name is not None and course_path is not None:
+        raise GradlabError("give --exercise or --course, not both")
+    if exercise_name is not None and exercise_name not in EXERCISES:
+        raise GradlabError(f"unknown exercise {exercise_name!r}; gradlab exercises lists them")
+    files_of = read_course(course_path) if course_path else None
+    if course and exercise_name is None and files_of is None:
+        what = "a folder" if folder else "--junit" if junit_path else "--gradescope"
+        raise GradlabError(f"{what} grades for a course, so the exercise comes from you, not from the files: add "
+                           "--exercise NAME (every file is that exercise) or --course FILE (which file is which)")
+    if not folder and not os.path.lexists(path):
+        raise GradlabError(f"{path} is not a file; give the .py file that `gradlab exercise NAME` wrote")
     for target, option in ((json_path, "--json"), (junit_path, "--junit"), (gradescope_path, "--gradescope")):
         check_writable(target, option)
+    found = isolate.detect()
+    if course and not found.isolated:
+        raise GradlabError(f"{'checking a folder' if folder else 'a course file'} grades other people's code, and "
+                           f"{isolate.not_isolated_message(found)}; nothing was written")
     console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path))
+    if found.mode == "uid" and not quiet:
+        console.print(f"gradlab: note: {isolate.not_isolated_message(found)}", markup=False, highlight=False)
+    todo = _submissions(path, folder, exercise_name, files_of, course)
     from concurrent.futures import ThreadPoolExecutor
 
     import torch
 
-    with ThreadPoolExecutor(2) as pool:  # a class's folder: two submissions at a time, each in its own process
-        checked = list(pool.map(lambda item: run_check(*item), todo))
-    results = []
-    for result in checked:
+    with ThreadPoolExecutor(2) as pool:  # a class's folder: two submissions at a time, each in its own sandbox
+        results = list(pool.map(_checked, todo))
+    for result in results:
         result.torch, result.version, result.device = torch.__version__, __version__, "cpu"
         result.threads, result.threads_why = 1, "the submission runs on one thread"
         checks = grading.points(result)
         result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
-        results.append(result)
         if not folder:
             report.render(result, console)
             if result.metrics.get("trace"):
                 console.print("your traceback (the frames of your own file):", style="dim")
                 console.print(result.metrics["trace"], markup=False, highlight=False)
+            if result.metrics.get("sandbox") == "plain":
+                console.print(f"not isolated: your code ran as you, in a plain process ({found.why}); fine for "
+                              "your own code", style="dim", markup=False, highlight=False)
     if folder:
         from gradlab.result import Table
 
         rows = [[Path(r.config["file"]).name, r.metrics["exercise"], r.metrics["points"]["score"],
                  r.metrics["points"]["max_score"], "passed" if r.exit_code == 0 else
                  (r.stopped or r.metrics.get("diagnosis", "a check failed"))] for r in results]
-        console.print(report.render_table(Table(f"gradlab check {path}: {sum(r.exit_code == 0 for r in results)} "
-                                                f"of {len(results)} submissions pass",
-                                                ["file", "exercise", "points", "of", "verdict"], rows)))
+        console.print(report.render_table(Table(f"gradlab check {isolate.sanitize(path)}: "
+                                                f"{sum(r.exit_code == 0 for r in results)} of {len(results)} "
+                                                "submissions pass", ["file", "exercise", "points", "of", "verdict"],
+                                                rows)))
     data = [r.to_json() | {"points": r.metrics["points"]} for r in results]
-    outputs = ((json_path, lambda: json.dumps(data[0] if not folder else data, indent=2, ensure_ascii=False) + "\n"),
+    outputs = ((json_path, lambda: json.dumps(data[0] if not folder else data, indent=2, ensure_ascii=False,
+                                              allow_nan=False) + "\n"),
                (junit_path, lambda: grading.junit(results)), (gradescope_path, lambda: grading.gradescope(results)))
     for target, text in outputs:
         if target:
             write_bytes(target, text().encode())
             if target != STDOUT:
-                console.print(f"wrote {target}", markup=False)
+                console.print(f"wrote {isolate.sanitize(target)}", markup=False)
     return 0 if all(r.exit_code == 0 for r in results) else 1
 
+
+def _submissions(path: str, folder: bool, exercise_name: str | None, files_of: dict[str, str] | None,
+                 course: bool) -> list[tuple]:
+    """What to check: (the name shown, the file's path or None when it is missing, the exercise, why it cannot run
+    or None, whether it is the student's own check: links followed, the file's marker not compared). A course's
+    files are read without following links; its exercise is the teacher's, and a file whose marker names another
+    one fails, it is not switched."""
+    import os
+
+    from gradlab.practice import EXERCISES, isolate
+
+    if not folder:
+        from gradlab.practice.sandbox import read_submission
+
+        try:
+            read_submission(path, follow=not course)
+        except (OSError, ValueError) as e:
+            raise GradlabError(f"cannot read {isolate.sanitize(path)}: {getattr(e, 'strerror', None) or e}") from None
+        base = os.path.basename(path)
+        if files_of is not None and base not in files_of:
+            raise GradlabError(f"{path}: the course file names no exercise for {base}; it lists "
+                               f"{', '.join(sorted(files_of))}")
+        name = exercise_name or (files_of[base] if files_of else None)
+        if name is None:
+            from gradlab.practice.check import exercise_of
+
+            return [(isolate.sanitize(path), path, exercise_of(path, None), None, True)]
+        return [(isolate.sanitize(path), path, EXERCISES[name], None, not course)]
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as e:
+        raise GradlabError(f"cannot list {path}: {e.strerror}") from None
+    if files_of is not None:
+        todo = [(n, os.path.join(path, n) if n in names else None, EXERCISES[e], None if n in names else
+                 f"{n} is missing from this submission", False) for n, e in sorted(files_of.items())]
+    else:
+        todo = [(isolate.sanitize(n), os.path.join(path, n), EXERCISES[exercise_name], None, False)
+                for n in names if n.endswith(".py")]
+    if not todo:
+        raise GradlabError(f"{path} has no .py files to check")
+    return todo
+
+
+def _checked(item: tuple):
+    """One submission's Result: never an exception (one file's trouble never stops a class's grading)."""
+    shown, path, exercise, why, follow = item
+    from gradlab.practice.check import marker, run_check, stopped_result
+    from gradlab.practice.isolate import one_line
+    from gradlab.practice.sandbox import read_submission
+
+    if why is not None:
+        return stopped_result(exercise, shown, why, "missing")
+    try:
+        source = read_submission(path, follow=follow)
+    except (OSError, ValueError) as e:
+        return stopped_result(exercise, shown, f"cannot read {shown}: {getattr(e, 'strerror', None) or e}")
+    named = marker(source)
+    if not follow and named is not None and named != exercise.name:
+        return stopped_result(exercise, shown, f"this file says it is {one_line(named, 80)} (its '# gradlab-exercise:'"
+                                               f" line) but is graded as {exercise.name}: fix that line, or hand in "
+                                               "the file of this exercise", "missing")
+    try:
+        return run_check(shown, exercise, source=source)
+    except Exception as e:  # gradlab's own trouble with this one file: said, and the others go on
+        why = one_line(f"{type(e).__name__}: {e}", 200)
+        return stopped_result(exercise, shown, f"gradlab could not check this file: {why}")

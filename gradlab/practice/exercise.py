@@ -28,6 +28,9 @@ class Exercise:
     what: str  # one line: what to write
     signature: str
     doc: str  # the math, the shapes, the TF-1 line it replaces
+    # what the library already does that the student is to write: calling one of these (a function, a method, a
+    # class such as torch.optim.Optimizer: any of its subclasses) is a failed check of its own; the starter says so
+    forbidden: tuple[str, ...] = ()
     lesson: str = ""  # filled in by gradlab.practice from the folder the exercise is declared in
 
     @property

@@ -7,17 +7,27 @@ an endless loop, an exception) scores 0 of the claims it would have had.
 from __future__ import annotations
 
 import json
+import re
 from xml.sax.saxutils import escape, quoteattr
 
+from gradlab.practice.isolate import sanitize
 from gradlab.result import Result
+
+# What XML 1.0 cannot hold at all, even escaped: sanitize() already shows them as escapes; this is the last guard
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", sanitize(text))
 
 
 def points(result: Result) -> list[dict]:
     """[{"name", "score", "max_score", "output"}] one per check, the diagnosis in the output of those that fail."""
     why = result.stopped or result.metrics.get("diagnosis", "")
-    return [{"name": f"{result.metrics['exercise']}: {c.text}", "score": int(c.passed), "max_score": 1,
-             "output": f"measured {c.value:.6g}, bound {c.op} {c.bound:.6g}"
-                       + ("" if c.passed or not why else f"\n{'stopped' if result.stopped else 'diagnosis'}: {why}")}
+    return [{"name": sanitize(f"{result.metrics['exercise']}: {c.text}"), "score": int(c.passed), "max_score": 1,
+             "output": sanitize(f"measured {c.value:.6g}, bound {c.op} {c.bound:.6g}"
+                                + ("" if c.passed or not why else
+                                   f"\n{'stopped' if result.stopped else 'diagnosis'}: {why}"))}
             for c in result.claims]
 
 
@@ -25,7 +35,8 @@ def gradescope(results: list[Result]) -> str:
     """Gradescope's results.json: {"score", "tests": [{"name", "score", "max_score", "output"}]}."""
     tests = [t for r in results for t in points(r)]
     return json.dumps({"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
-                       "output": "checked by gradlab check", "tests": tests}, indent=2, ensure_ascii=False) + "\n"
+                       "output": "checked by gradlab check", "tests": tests}, indent=2, ensure_ascii=False,
+                      allow_nan=False) + "\n"
 
 
 def junit(results: list[Result]) -> str:
@@ -34,11 +45,11 @@ def junit(results: list[Result]) -> str:
     for r in results:
         cases, tests = [], points(r)
         for t in tests:
-            failure = "" if t["score"] else f"<failure message={quoteattr(t['output'].splitlines()[-1])}>" \
-                                            f"{escape(t['output'])}</failure>"
-            cases.append(f'    <testcase classname={quoteattr(r.metrics["exercise"])} name={quoteattr(t["name"])}>'
-                         f"{failure}</testcase>")
+            failure = "" if t["score"] else f"<failure message={quoteattr(_xml(t['output'].splitlines()[-1]))}>" \
+                                            f"{escape(_xml(t['output']))}</failure>"
+            cases.append(f'    <testcase classname={quoteattr(_xml(r.metrics["exercise"]))} '
+                         f'name={quoteattr(_xml(t["name"]))}>{failure}</testcase>')
         failed = sum(1 for t in tests if not t["score"])
-        suites.append(f'  <testsuite name={quoteattr(str(r.config.get("file", r.metrics["exercise"])))} '
+        suites.append(f'  <testsuite name={quoteattr(_xml(str(r.config.get("file", r.metrics["exercise"]))))} '
                       f'tests="{len(cases)}" failures="{failed}">\n' + "\n".join(cases) + "\n  </testsuite>")
     return '<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n' + "\n".join(suites) + "\n</testsuites>\n"

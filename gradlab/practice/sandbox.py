@@ -1,82 +1,339 @@
-"""Run a student's file in a separate process with a time limit, a memory limit and a cap on what it prints; only
-its outputs come back (torch.load with weights_only: tensors and plain containers, nothing that runs code). The
-process cannot write a file beyond 64 MB, its printed output included (Python ignores SIGXFSZ, so a print past the
-cap fails with "File too large" in the submission's own code)."""
+"""The submission's process, seen from gradlab: which of gradlab's files it gets, how it is started, and what comes
+back, checked before anything of gradlab's uses it.
+
+The process runs gradlab/practice/child.py through gradlab/practice/isolate.py (bubblewrap, a uid of its own, or a
+plain child process: isolate.detect()). It gets only the child, the exercise's harness module and what the harness
+imports of gradlab (gradlab.practice.harness, or a worker launcher named in SHARED), found by reading their imports;
+never the references, the known mistakes or the model answers. It is started at once, so that it imports torch while
+gradlab computes the references.
+
+Everything that comes back is untrusted: a zip whose entries are stored, not compressed, within a size cap, loaded
+with torch.load(weights_only=True) (tensors and plain containers: nothing that runs code); then its structure is
+checked against the references' (one output per input, the same keys, the same number of tensors, plain CPU tensors
+of the expected shapes whose storage is no larger than they need); every string in it is sanitized. Any violation is
+a failed check of that submission, said in one line.
+"""
 
 from __future__ import annotations
 
-import os
-import resource
+import ast
+import io
+import json
+import math
 import signal
-import subprocess
 import sys
-import tempfile
-import time
+import threading
 from pathlib import Path
 
+from gradlab.practice import isolate
+
 TIMEOUT_S = 20.0
-MEMORY = 4 << 30  # bytes of address space: torch itself needs about 1.5 GB of it
-MAX_FILE = 64 << 20  # bytes any file of the process may reach, its printed output included
-SHOWN = 2000  # characters of printed output shown
+SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.check)
+MAX_SOURCE = 1 << 20  # bytes of a submission's file
+GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
+# What a harness may import of gradlab, besides itself: the shared harness module, and the worker launcher of the
+# distributed exercises (which imports only the standard library and torch at module level). Nothing here may hold
+# a reference, a known mistake or a model answer: tests/test_sandbox.py checks every harness's imports against it.
+SHARED = ("gradlab.practice.harness", "gradlab.practice.seccomp", "gradlab.distributed", "gradlab.workers",
+          "gradlab.errors")
+ALWAYS = ("gradlab.practice.child", "gradlab.practice.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp")
+KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
+CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
 
 
-def _limits() -> None:  # in the child, before it runs anything
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE, MAX_FILE))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    os.setsid()  # its own process group: a timeout kills everything it started
+def module_file(name: str) -> Path | None:
+    """The file of gradlab module NAME (a module or a package's __init__), None when there is none."""
+    parts = name.split(".")
+    if parts[0] != "gradlab":
+        return None
+    base = GRADLAB.joinpath(*parts[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def gradlab_imports(name: str) -> set[str]:
+    """Every gradlab module NAME imports, at any depth and anywhere in its code (inside functions too), read from the
+    source: what the sandbox must provide for it."""
+    seen, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        path = module_file(current)
+        if current in seen or path is None:
+            continue
+        seen.add(current)
+        package = current if path.name == "__init__.py" else current.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+            found = []
+            if isinstance(node, ast.Import):
+                found = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base
+                                                                                                        else []))
+                found = [f"{base}.{a.name}" if module_file(f"{base}.{a.name}") else base for a in node.names]
+            todo += [f for f in found if f.split(".")[0] == "gradlab" and module_file(f) is not None]
+    return seen
+
+
+def sandbox_files(harness_module: str) -> dict[str, str]:
+    """{path under the sandbox's package folder: the file}: the child's files and the harness with what it imports
+    of gradlab. A harness that imports anything else of gradlab is refused (a developer's error, not a student's)."""
+    modules = gradlab_imports(harness_module)
+    extra = sorted(m for m in modules - {harness_module} if m not in SHARED and not m.endswith(".__init__"))
+    if extra:
+        raise RuntimeError(f"{harness_module} imports {', '.join(extra)}: a harness may import only torch and "
+                           f"{', '.join(SHARED)} of gradlab (gradlab/practice/harness.py)")
+    files = {}
+    for name in {*modules, *ALWAYS}:
+        path = module_file(name)
+        files[str(path.relative_to(GRADLAB.parent)).replace("\\", "/")] = str(path)
+    return files
 
 
 class Sandbox:
-    """The submission's process, started at once (it imports torch while gradlab computes the references)."""
+    """The submission's process, started at once (it imports torch while gradlab computes the references).
 
-    def __init__(self, path: str, exercise, seed: int, timeout_s: float | None = None) -> None:
+    SOURCE is the submission: a file's bytes (KIND "source"), or a function pickled by cloudpickle ("pickle"); SHOWN
+    the name the student knows it by (their file's path); LINES the text of notebook cells, for tracebacks."""
+
+    def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
+                 lines: dict[str, str] | None = None, timeout_s: float | None = None, mode: str | None = None) -> None:
         from gradlab.practice import harness_module
 
-        self.tmp = tempfile.TemporaryDirectory(prefix="gradlab-check-")
-        self.out_path, self.log_path = Path(self.tmp.name, "out.pt"), Path(self.tmp.name, "printed.txt")
-        self.timeout_s, self.started = timeout_s or TIMEOUT_S, time.monotonic()
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "gradlab.practice.child", os.path.abspath(path),
-                                          harness_module(exercise), exercise.function, str(seed),
-                                          str(self.out_path)], stdin=subprocess.DEVNULL,
-                                         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.tmp.name,
-                                         preexec_fn=_limits)
+        self.timeout_s = timeout_s or TIMEOUT_S
+        self.limits = isolate.Limits(timeout_s=self.timeout_s)
+        self.mode = mode or isolate.detect().mode
+        header = {"harness": harness_module(exercise), "function": exercise.function, "seed": seed, "kind": kind,
+                  "shown": shown, "lines": lines or {}, "forbidden": list(getattr(exercise, "forbidden", ()))}
+        inputs = json.dumps(header).encode() + b"\n" + source
+        package = sandbox_files(harness_module(exercise))
+        self._outcome: dict = {}
 
-    def finish(self) -> dict:
-        """{"ok": True, "outputs": [...]} or {"ok": False, "kind", "error" (one line), "trace"}; "printed" either
-        way. Waits for the process, at most the time limit from its start."""
-        try:
-            return self._result()
-        finally:
-            if self.proc.poll() is None:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-            self.tmp.cleanup()
-
-    def _result(self) -> dict:
-        import torch
-
-        try:
-            self.proc.wait(timeout=max(0.0, self.timeout_s - (time.monotonic() - self.started)))
-        except subprocess.TimeoutExpired:
-            return {"ok": False, "kind": "timeout", "trace": "", "printed": "", "printed_bytes": 0,
-                    "error": f"your code ran longer than {self.timeout_s:g} s and was stopped (an endless loop?)"}
-        if self.out_path.is_file():
+        def run() -> None:
             try:
-                result = torch.load(self.out_path, weights_only=True)
-            except Exception:  # anything that is not plain tensors is the submission's fault
-                result = {"ok": False, "kind": "output", "trace": "",
-                          "error": "your function returned something that is not tensors"}
+                self._outcome["value"] = isolate.run([sys.executable, "-I", "-c", CHILD, "{pkg}"], package=package,
+                                                     inputs=inputs, limits=self.limits, mode=self.mode)
+            except BaseException as e:  # gradlab's own failure: reported as such, never as the student's
+                self._outcome["error"] = e
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def finish(self, expected: list[dict] | None = None) -> dict:
+        """What came back, checked: {"ok": True, "outputs": [...]} or {"ok": False, "kind", "error" (one line),
+        "trace"}; either way "printed" (its last part, sanitized), "printed_bytes", "warnings", "used" (forbidden
+        calls), "isolated" and "sandbox" (the mode). EXPECTED (the references' outputs) gives the structure the
+        outputs must have. Waits for the process, at most the time limit from its start."""
+        self._thread.join()
+        if "error" in self._outcome:
+            raise self._outcome["error"]
+        return received(self._outcome["value"], expected, self.timeout_s, self.limits)
+
+
+# ------------------------------------------------------------------------------------------------ what came back
+
+class Bad(Exception):
+    """What came back is not what the exercise's outputs look like: the message says what is wrong."""
+
+
+def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: float,
+             limits: isolate.Limits | None = None) -> dict:
+    """OUTCOME as the dict judge() reads, every part of it checked and sanitized."""
+    limits = limits or isolate.Limits()
+    printed = outcome.printed.decode("utf-8", errors="replace")
+    base = {"printed": isolate.sanitize(printed), "printed_bytes": int(outcome.printed_bytes), "warnings": [],
+            "used": [], "trace": "", "isolated": outcome.mode != "plain", "sandbox": outcome.mode}
+    if outcome.stopped:
+        why = {"timeout": f"your code ran longer than {timeout_s:g} s and was stopped (an endless loop?)",
+               "printed too much": f"your code printed more than {limits.printed_max >> 20} MB and was stopped",
+               "output too large": f"your code sent back more than {limits.output_max >> 20} MB and was stopped"}
+        return base | {"ok": False, "kind": "timeout" if outcome.stopped == "timeout" else "died",
+                       "error": why.get(outcome.stopped, f"your code was stopped: {outcome.stopped}")}
+    if not outcome.output:
+        code = outcome.returncode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
+            error = f"your code was killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
         else:
-            code = self.proc.returncode
-            if code is not None and code < 0:
-                error = (f"your code was killed by {signal.Signals(-code).name}"
-                         + (" (out of memory?)" if -code == signal.SIGKILL else ""))
-            else:
-                error = f"your code ended the process (exit code {code}) before returning: os._exit or similar"
-            result = {"ok": False, "kind": "died", "error": error, "trace": ""}
-        result["printed_bytes"] = self.log_path.stat().st_size
-        result["printed"] = self.log_path.read_bytes()[:SHOWN].decode(errors="replace")
-        return result
+            error = f"your code ended the process (exit code {code}) before returning: os._exit or similar"
+        return base | {"ok": False, "kind": "died", "error": error}
+    try:
+        got = _load(outcome.output, limits.output_max)
+        return base | _checked(got, expected)
+    except Bad as e:
+        return base | {"ok": False, "kind": "output", "error": isolate.one_line(f"your code's outputs {e}", 400)}
+
+
+def _load(data: bytes, most: int):
+    """torch.load of untrusted bytes: a zip (torch.save's format; the legacy one declares storage sizes that are
+    allocated before they are read) whose entries are stored, not compressed, their sizes within MOST."""
+    import zipfile
+
+    import torch
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            infos = z.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
+        raise Bad(f"are not a torch.save file ({type(e).__name__})") from None
+    if len(infos) > 10_000:
+        raise Bad(f"are a file of {len(infos)} parts")
+    if any(i.compress_type != zipfile.ZIP_STORED for i in infos):
+        raise Bad("are a compressed file: torch.save never compresses, and a compressed file may unpack to gigabytes")
+    if sum(i.file_size for i in infos) > most:
+        raise Bad(f"would unpack to more than {most >> 20} MB")
+    try:
+        return torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    except Exception as e:
+        raise Bad(f"could not be read: {isolate.one_line(str(e), 120)}") from None
+
+
+def _text(value, most: int) -> str:
+    if not isinstance(value, str):
+        raise Bad(f"hold {type(value).__name__} where text is expected")
+    return isolate.sanitize(value, most)
+
+
+def _checked(got, expected: list[dict] | None) -> dict:
+    """GOT, the child's dict, checked and cleaned: its strings sanitized, its outputs shaped as EXPECTED."""
+    if type(got) is not dict or type(got.get("ok")) is not bool:
+        raise Bad(f"are {_kind(got)}, not the result gradlab's child sends")
+    out = {"warnings": [isolate.one_line(_text(w, 600), 500) for w in _items(got.get("warnings", []), 50)],
+           "used": [isolate.one_line(_text(u, 200), 120) for u in _items(got.get("used", []), 50)]}
+    if not got["ok"]:
+        kind = got.get("kind")
+        return out | {"ok": False, "kind": kind if kind in KINDS else "raised",
+                      "error": isolate.one_line(_text(got.get("error", ""), 4000), 1000),
+                      "trace": _text(got.get("trace", ""), 20_000)}
+    outputs = got.get("outputs")
+    if type(outputs) not in (list, tuple):
+        raise Bad(f"are {_kind(outputs)} where a list of outputs is expected")
+    if expected is not None and len(outputs) != len(expected):
+        raise Bad(f"are {len(outputs)} where {len(expected)} (one per input) are expected")
+    if expected is None:
+        return out | {"ok": True, "outputs": [_clean(o, None, f"output {i + 1}", 0) for i, o in enumerate(outputs)]}
+    return out | {"ok": True, "outputs": [_output(o, e, i) for i, (o, e) in enumerate(zip(outputs, expected,
+                                                                                              strict=True))]}
+
+
+def _items(value, most: int) -> list:
+    if type(value) not in (list, tuple):
+        raise Bad(f"hold {_kind(value)} where a list is expected")
+    return list(value[:most])
+
+
+def _output(got, want: dict, i: int) -> dict:
+    where = f"on input {i + 1}"
+    if not isinstance(got, dict):
+        raise Bad(f"{where} are {_kind(got)}, not a dict of tensors")
+    missing = [k for k in want if k not in got]
+    if missing:
+        raise Bad(f"{where} lack {missing[0]!r}")
+    clean = {}
+    for key, value in got.items():
+        if type(key) is not str:
+            raise Bad(f"{where} have a key that is {_kind(key)}")
+        clean[key] = _clean(value, want.get(key), f"{where}: {key!r}", 0)
+    return clean
+
+
+def _clean(got, want, where: str, depth: int):
+    """GOT, checked against WANT (None: a value the reference does not have, kept only if small)."""
+    import torch
+
+    if depth > 4:
+        raise Bad(f"{where} is nested too deep")
+    if isinstance(want, torch.Tensor) or (want is None and isinstance(got, torch.Tensor)):
+        return _tensor(got, want, where)
+    if isinstance(want, list | tuple) or (want is None and type(got) in (list, tuple)):
+        if type(got) not in (list, tuple):
+            raise Bad(f"{where} is {_kind(got)} where a list of {len(want)} tensors is expected")
+        if want is not None and len(got) != len(want):
+            raise Bad(f"{where} has {len(got)} tensor{'' if len(got) == 1 else 's'} where {len(want)} "
+                      f"{'is' if len(want) == 1 else 'are'} expected")
+        if want is None and len(got) > 64:
+            raise Bad(f"{where} has {len(got)} items")
+        return [_clean(g, w, f"{where}[{j}]", depth + 1)
+                for j, (g, w) in enumerate(zip(got, want if want is not None else [None] * len(got), strict=True))]
+    if isinstance(want, dict) or (want is None and isinstance(got, dict)):
+        if not isinstance(got, dict) or (want is not None and set(got) != set(want)) or len(got) > 64:
+            raise Bad(f"{where} is {_kind(got)} where {_kind(want)} is expected")
+        return {k: _clean(v, want.get(k) if want else None, f"{where}[{k!r}]", depth + 1) for k, v in got.items()
+                if type(k) is str}
+    if type(got) in (bool, int, float) and (want is None or type(want) in (bool, int, float)):
+        return got if not isinstance(got, float) or math.isfinite(got) or want is not None else float("nan")
+    if got is None and want is None:
+        return None
+    raise Bad(f"{where} is {_kind(got)} where {_kind(want)} is expected")
+
+
+REAL = ("float16", "bfloat16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool")
+
+
+def _tensor(got, want, where: str):
+    """GOT as a plain CPU tensor of WANT's shape (WANT None: at most 4096 values), owning its memory."""
+    import torch
+
+    if type(got) not in (torch.Tensor, torch.nn.Parameter):
+        raise Bad(f"{where} is {_kind(got)}, not a tensor")
+    if got.layout != torch.strided or got.device.type != "cpu" or str(got.dtype).removeprefix("torch.") not in REAL:
+        raise Bad(f"{where} is a {got.layout} {got.dtype} tensor on {got.device}, not a real-valued CPU tensor")
+    shape = tuple(got.shape)
+    if want is not None and shape != tuple(want.shape):
+        raise Bad(f"{where} has shape {shape} where {tuple(want.shape)} is expected")
+    numel = math.prod(shape)
+    if want is None and numel > 4096:
+        raise Bad(f"{where} holds {numel} values")
+    size = got.element_size()
+    extent = got.storage_offset() + 1 + sum((n - 1) * s for n, s in zip(shape, got.stride(), strict=True)) if numel \
+        else 0
+    storage = got.untyped_storage().nbytes()
+    if extent * size > storage:
+        raise Bad(f"{where} points outside its storage")
+    if storage > 8 * numel * size + 4096:  # a view into a far larger storage, or a stride-0 view
+        raise Bad(f"{where} keeps {storage:,} bytes of storage for {numel:,} values")
+    return got.detach().clone(memory_format=torch.contiguous_format)
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    if isinstance(value, list | tuple | dict):
+        return f"a {name} of {len(value)} item{'' if len(value) == 1 else 's'}"
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    if type(value).__module__ == "torch" and hasattr(value, "shape"):
+        return f"{article} {name} of shape {tuple(value.shape)}"
+    return f"{article} {name}"
+
+
+def read_submission(path: str, *, follow: bool = True) -> bytes:
+    """A submission's bytes, as gradlab (often root) must read them: a regular file only (not a FIFO that would block,
+    not a device), at most MAX_SOURCE bytes; without FOLLOW never through a symbolic link (a link in a class's folder
+    could name a file only root may read). Raises OSError or ValueError with what is wrong."""
+    import os
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        if os.path.islink(path):
+            raise ValueError("it is a symbolic link: gradlab reads only regular files in a folder")
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError("it is not a regular file")
+        if st.st_size > MAX_SOURCE:
+            raise ValueError(f"it is larger than {MAX_SOURCE >> 20} MB ({st.st_size:,} bytes)")
+        data = b""
+        while len(data) <= MAX_SOURCE and (chunk := os.read(fd, 1 << 20)):
+            data += chunk
+        if len(data) > MAX_SOURCE:
+            raise ValueError(f"it is larger than {MAX_SOURCE >> 20} MB")
+        return data
+    finally:
+        os.close(fd)

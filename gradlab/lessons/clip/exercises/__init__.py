@@ -15,5 +15,6 @@ EXERCISES = [
         g_i ← g_i · clip_norm / max(global_norm, clip_norm)  one scale for all: the direction is kept
 
         Shapes: grads, a list of tensors of any shapes; clip_norm a positive float. Return a new list of tensors
-        of the same shapes. TF-1: clipped, _ = tf.clip_by_global_norm(grads, clip_norm)."""),
+        of the same shapes. TF-1: clipped, _ = tf.clip_by_global_norm(grads, clip_norm).""",
+        forbidden=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm")),
 ]

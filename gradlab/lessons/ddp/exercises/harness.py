@@ -1,7 +1,6 @@
 """The exercises of `gradlab ddp`, beside the submission: each exercise's inputs (CASES(seed)) and how a function is
-called on them (the harness). The only code of the lesson that runs in the sandbox: torch, gradlab.practice.harness
-and, for average_gradients, the lesson's worker launcher (gradlab.distributed, importable beside a submission);
-nothing else (no reference, no known mistake: those are in checks.py)."""
+called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
+gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import Harness, loaded
+from gradlab.practice.harness import Harness, gloo_harness, loaded
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
 
@@ -56,26 +55,14 @@ def _avg_cases(seed: int) -> list[dict]:
     return out
 
 
-def _avg_rank(rank: int, world: int, device, fn: Callable, case: dict, report=None) -> list:
-    """One worker's share: FN on this rank's gradients, inside the job's process group; by value (numpy), so no
-    shared-memory handle crosses to the parent."""
-    out = fn([t.clone() for t in case["grads"][rank]], case["sizes"][rank], sum(case["sizes"]))
-    return [t.detach().numpy().copy() for t in out]
-
-
-def _avg_harness(fn: Callable, case: dict) -> dict:
-    """FN on real gloo workers, one per shard, meeting on 127.0.0.1: the lesson's own launcher
-    (gradlab.distributed.start_workers), forking them so they inherit FN, the submission's function, as it is;
-    every worker's result comes back. What the workers print is the submission's to see."""
-    from gradlab.distributed import Job, start_workers
-
-    job = Job(_avg_rank, (fn, case), workers=len(case["sizes"]), backend="gloo", port=0, timeout_s=15,
-              device_type="cpu", threads=1, start="fork")
-    ranks, _ = start_workers(job, mute=False)
-    return {"ranks": [[torch.from_numpy(a) for a in mine] for mine in ranks]}
+def _avg_args(case: dict) -> list[tuple]:
+    """Each worker's arguments: its shard's gradients, its shard's size, the whole batch's size."""
+    return [([t.clone() for t in grads], n, sum(case["sizes"])) for grads, n in zip(case["grads"], case["sizes"],
+                                                                                   strict=True)]
 
 
 HARNESSES: dict[str, Harness] = {
     "accumulated_grad": Harness(cases=_acc_cases, call=_acc_harness),
-    "average_gradients": Harness(cases=_avg_cases, call=_avg_harness),
+    # on real gloo workers, one forked process per shard meeting on 127.0.0.1; every worker's result comes back
+    "average_gradients": gloo_harness(_avg_cases, _avg_args, lambda ranks: {"ranks": ranks}),
 }

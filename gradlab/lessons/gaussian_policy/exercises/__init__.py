@@ -15,5 +15,6 @@ EXERCISES = [
 
         Shapes: a, mu, sigma of the same shape (one number per action dimension, or a batch); sigma > 0. Return
         (d_mu, d_sigma). TF-1: the tutorial's @tf.custom_gradient layer computed these in its forward and sent
-        `_y * dy` (its input) back as the gradient; here they are the backward of ln π."""),
+        `_y * dy` (its input) back as the gradient; here they are the backward of ln π.""",
+        forbidden=("torch.distributions.Normal.log_prob",)),
 ]

@@ -12,5 +12,6 @@ EXERCISES = [
         """J[i, j] = ∂f_i/∂x_j, one row per output: row i = autograd.grad(f(x)[i], x) (a vector-Jacobian product
         with the unit vector e_i). tf.gradients(f(x), x) returned Σ_i ∂f_i/∂x: the rows summed.
 
-        Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,). Return J of shape (m, n)."""),
+        Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,). Return J of shape (m, n).""",
+        forbidden=("torch.autograd.functional.jacobian",)),
 ]

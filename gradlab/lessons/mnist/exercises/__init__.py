@@ -16,7 +16,8 @@ EXERCISES = [
         return W − lr·gW, b − lr·gb                               new tensors; W and b are not changed
 
         Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot, lr a float. W and b arrive with
-        requires_grad=True. TF-1: grad_W, grad_b = tf.gradients(cost, [W, b]); W.assign(W - lr * grad_W)."""),
+        requires_grad=True. TF-1: grad_W, grad_b = tf.gradients(cost, [W, b]); W.assign(W - lr * grad_W).""",
+        forbidden=("torch.optim.Optimizer",)),
     Exercise(
         "softmax_grad", 2,
         "the gradient of softmax regression derived by hand, xᵀ(p − y)/B: no autograd at all",
@@ -27,5 +28,7 @@ EXERCISES = [
         ∂cost/∂z = (p − y)/B,  ∂cost/∂W = xᵀ (p − y)/B,  ∂cost/∂b = mean_i (p − y)
 
         Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot. Return (gW, gb) of shapes (784, 10), (10,).
-        TF-1: what tf.gradients(cost, [W, b]) computes for you."""),
+        TF-1: what tf.gradients(cost, [W, b]) computes for you.""",
+        forbidden=("torch.autograd.grad", "torch.autograd.backward", "torch.Tensor.backward", "torch.func.grad",
+                   "torch.func.vjp", "torch.autograd.functional.vjp", "torch.autograd.functional.jacobian")),
 ]

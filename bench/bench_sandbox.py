@@ -1,0 +1,73 @@
+"""What the sandbox costs: start-up of `python -I -c pass` as a bare subprocess and through
+gradlab.practice.isolate.run in each mode this machine allows (plain always; bwrap as root with bubblewrap; uid with
+GRADLAB_SANDBOX=uid where the fallback is possible), then a whole `gradlab check` of one model answer in each. Every
+variant once per round, N rounds (a noisy neighbour hits them all alike); the minimum is the figure to trust on a
+shared machine. Printed, never asserted.
+
+    python bench/bench_sandbox.py [N]
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gradlab.practice import EXERCISES, answer_source, isolate, sandbox
+from gradlab.practice.check import HEADER, run_check
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+
+
+def timed(variants: dict, rounds: int) -> dict:
+    for fn in variants.values():
+        fn()  # the page cache warm
+    xs = {k: [] for k in variants}
+    for _ in range(rounds):
+        for k, fn in variants.items():
+            t = time.perf_counter()
+            fn()
+            xs[k].append((time.perf_counter() - t) * 1000)
+    return {k: (min(v), statistics.median(v)) for k, v in xs.items()}
+
+
+def main() -> None:
+    found = isolate.detect()
+    modes = ["plain"] + ([found.mode] if found.isolated else [])
+    package = sandbox.sandbox_files("gradlab.lessons.clip.exercises.harness")
+    variants = {"subprocess python -c pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}
+    for mode in modes:
+        def one(mode=mode) -> None:
+            o = isolate.run([sys.executable, "-I", "-c", "pass"], package=package, inputs=b"", mode=mode)
+            assert o.returncode == 0 and not o.stopped, (mode, o.printed[-500:])
+        variants[f"isolate.run({mode}) python -c pass"] = one
+    if found.mode == "bwrap":
+        variants["bare bwrap (namespaces, /usr, proc, dev, tmpfs) true"] = lambda: subprocess.run(
+            ["bwrap", *isolate._namespaces(), *isolate._system_binds(), "--proc", "/proc", "--dev", "/dev", "--size",
+             "1048576", "--tmpfs", "/tmp", "/usr/bin/true"], check=True)
+    print(f"machine: {found.mode} ({found.why or 'full isolation'}); {N} rounds; ms (min, median)")
+    for k, (lo, med) in timed(variants, N).items():
+        print(f"  {k:55} {lo:8.1f} {med:8.1f}")
+    exercise = EXERCISES["clip.clip_by_global_norm"]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "clip.py")
+        path.write_text(HEADER + answer_source(exercise))
+        checks = {}
+        for mode in modes:
+            def check(mode=mode) -> None:
+                old = isolate.detect
+                isolate.detect = lambda: isolate.Detected(mode, "bench")
+                try:
+                    assert run_check(str(path), exercise).exit_code == 0
+                finally:
+                    isolate.detect = old
+            checks[f"gradlab check (clip's model answer), {mode}"] = check
+        for k, (lo, med) in timed(checks, max(3, N // 3)).items():
+            print(f"  {k:55} {lo:8.1f} {med:8.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,645 @@
+"""Where a submission runs, and what it can reach: the isolation under `gradlab check`.
+
+A course grades other people's code as root (Gradescope runs its autograder as root; so does a teacher's CI), so the
+submission's process must not be able to write anything gradlab reads or imports, see or signal gradlab or the
+other submissions, outlive its check, reach the network, or use more than a bounded number of processes, disk and
+time. Three modes; detect() picks the strongest this machine allows, once per process:
+
+  bwrap  root, bubblewrap installed, namespaces allowed (Debian, Ubuntu, CI runners): the submission runs in new
+         mount, pid, network, ipc and uts namespaces (no user namespace: run by root, one would map the sandbox's
+         uid to root outside). Its root filesystem is read-only binds only (/usr, the Python installation, the venv
+         with gradlab's package masked), a few synthetic /etc files, the child's own files bound one by one, and
+         size-limited tmpfs for /tmp, /dev/shm and its working folder /box. It sees only its own processes, has only
+         a private loopback, and dies with gradlab (--die-with-parent) or when its time is up (the whole pid
+         namespace goes with its init).
+  uid    root, namespaces refused (Docker's default seccomp profile, so probably Gradescope): the same stage 1 without
+         namespaces. The submission runs under a uid of its own (one per concurrent sandbox), with RLIMIT_NPROC, and
+         every process of that uid is killed afterwards; the harness opens the loopback connections an exercise
+         needs, then no new socket can be made (seccomp). It does NOT bound disk (what it writes in world-writable
+         folders is removed afterwards) and cannot hide /proc (other processes' command lines are visible).
+  plain  anything else (a student's laptop: not root, macOS, Windows): a child process as the caller, with a time
+         limit, and on POSIX a memory limit, a file size limit and its own process group. Fine for checking one's
+         own code; gradlab refuses to write a course's files (--junit, --gradescope, a folder) from it.
+
+In both isolated modes, stage 1 (gradlab/practice/stage1.py) sets the rlimits, drops to the sandbox's uid
+(UID_BASE + slot, a slot held by an flock across gradlab processes), empties every capability set, sets
+no_new_privs and a seccomp filter (gradlab/practice/seccomp.py), then execs the child. Inputs arrive on a memfd;
+outputs and printed text leave through pipes that gradlab drains and caps. Every string that comes out (errors,
+tracebacks, printed text, file names) goes through sanitize() before a terminal, JUnit or Gradescope sees it.
+
+GRADLAB_SANDBOX=plain|uid|bwrap caps the mode (tests use it to check what happens without isolation); it never gives
+more isolation than the machine allows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+import os
+import select
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODES = ("plain", "uid", "bwrap")  # weakest to strongest
+UID_BASE = int(os.environ.get("GRADLAB_SANDBOX_UID_BASE", "1600000"))  # sandbox uids: UID_BASE + slot
+SLOTS = 32  # concurrent sandboxes on one machine (across gradlab processes)
+LOCK_DIR = Path(os.environ.get("GRADLAB_SANDBOX_LOCKS", "/run/gradlab-sandbox"))
+PKG, BOX = "/opt/gradlab-child", "/box"  # in the bwrap sandbox: gradlab's files for the child, the working folder
+START = b"S"  # the child's first byte out: the submission's own code starts now, and its time limit with it
+STARTUP_S = 90.0  # how long the child may take to get there (torch's import, the harness's prepare) on a busy machine
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 20.0
+    memory: int = 4 << 30  # RLIMIT_AS of each process (torch's import alone maps about 3.3 GB of a CUDA build)
+    nproc: int = 96  # RLIMIT_NPROC: tasks (processes and threads) of the sandbox's uid; gloo with 3 workers needs 32
+    fsize: int = 64 << 20  # RLIMIT_FSIZE: any one file
+    nofile: int = 256
+    tmp_bytes: int = 64 << 20  # bwrap: tmpfs /tmp
+    shm_bytes: int = 64 << 20  # bwrap: tmpfs /dev/shm (multiprocessing's semaphores live there)
+    box_bytes: int = 16 << 20  # bwrap: tmpfs /box, the working folder
+    printed_kept: int = 16 << 10  # bytes of stdout + stderr kept: the last ones
+    printed_max: int = 64 << 20  # printing more stops the run
+    output_max: int = 64 << 20  # bytes of outputs (torch.save) accepted
+
+
+@dataclass
+class Outcome:
+    mode: str
+    returncode: int | None
+    stopped: str | None = None  # why gradlab stopped it: "timeout", "printed too much", "output too large"
+    printed: bytes = b""  # the last Limits.printed_kept bytes of stdout + stderr
+    printed_bytes: int = 0
+    output: bytes | None = None
+    wall_s: float = 0.0
+    uid: int | None = None
+    leftovers: list[int] = field(default_factory=list)  # pids of the sandbox's uid still alive after cleanup
+
+
+# ------------------------------------------------------------------------------------------------------- detection
+
+@dataclass(frozen=True)
+class Detected:
+    mode: str  # plain | uid | bwrap
+    why: str  # why not a stronger one ("" for bwrap)
+
+    @property
+    def isolated(self) -> bool:
+        return self.mode != "plain"
+
+
+def detect() -> Detected:
+    """The strongest mode this machine allows (cached per process and per GRADLAB_SANDBOX): bwrap when the sandbox's
+    own bwrap options run `true` (about 5 ms), else uid when gradlab is root and a sandbox uid can run this Python but
+    not read gradlab's package, else plain."""
+    return _detect(os.environ.get("GRADLAB_SANDBOX", "auto"))
+
+
+@functools.cache
+def _detect(cap: str) -> Detected:
+    if cap not in (*MODES, "auto"):
+        return Detected("plain", f"GRADLAB_SANDBOX={cap!r} is not one of {', '.join(MODES)}")
+    if cap == "plain":
+        return Detected("plain", "GRADLAB_SANDBOX=plain")
+    if not sys.platform.startswith("linux"):
+        return Detected("plain", f"not Linux ({sys.platform})")
+    if os.geteuid() != 0:
+        return Detected("plain", "not root")
+    problem = _lock_dir_problem()
+    if problem:
+        return Detected("plain", problem)
+    why = "GRADLAB_SANDBOX=uid" if cap == "uid" else "no bwrap on PATH"
+    if cap != "uid" and shutil.which("bwrap"):
+        try:
+            r = subprocess.run(["bwrap", *_namespaces(), *_system_binds(), "--proc", "/proc", "--dev", "/dev",
+                                "--size", "1048576", "--tmpfs", "/tmp", "/usr/bin/true"], capture_output=True,
+                               timeout=20, stdin=subprocess.DEVNULL)
+            if r.returncode == 0:
+                return Detected("bwrap", "")
+            why = "bwrap failed: " + " ".join(r.stderr.decode(errors="replace").split())[:200]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            why = f"bwrap failed: {e}"
+    problem = uid_mode_problem()
+    return Detected("plain", f"{why}; {problem}") if problem else Detected("uid", why)
+
+
+def not_isolated_message(found: Detected | None = None) -> str | None:
+    """One line on what the mode leaves open and how to get full isolation; None in bwrap mode."""
+    found = found or detect()
+    if found.mode == "bwrap":
+        return None
+    install = ("run gradlab as root with bubblewrap installed (apt-get install bubblewrap) where namespaces are "
+               "allowed (Docker: --cap-add SYS_ADMIN --security-opt seccomp=unconfined)")
+    if found.mode == "uid":
+        return (f"submissions run under a uid of their own with limits and seccomp, but no namespaces here "
+                f"({found.why}): they can see other processes and fill the disk; for full isolation {install}")
+    return f"submissions run unisolated ({found.why}); to isolate them {install}"
+
+
+def uid_mode_problem() -> str | None:
+    """Why the fallback cannot run here, as the fix to apply: a sandbox uid must be able to run this Python and find
+    torch, and must NOT be able to read gradlab's package (the references), nor another copy on this Python's path
+    (an editable install's checkout)."""
+    probe = UID_BASE + SLOTS  # a uid no sandbox uses
+    copies = [package_dir(), *(os.path.join(p, "gradlab") for p in sys.path if p and os.path.isdir(os.path.join(
+        p, "gradlab", "practice")) and os.path.realpath(os.path.join(p, "gradlab")) != os.path.realpath(package_dir()))]
+    code = ("import os, sys, importlib.util as u; print('ok' if u.find_spec('torch') else 'no torch'); "
+            "print(next((d for d in sys.argv[1:] if os.access(d, os.R_OK) or os.access(d, os.X_OK)), '-'))")
+    try:
+        r = subprocess.run([sys.executable, "-I", "-c", code, *copies], capture_output=True, text=True,
+                           user=probe, group=probe, extra_groups=[], timeout=60, cwd="/", stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        r = None
+    lines = r.stdout.split() if r else []
+    if r is None or r.returncode != 0 or not lines or lines[0] != "ok":
+        paths = [Path(sys.executable), Path(os.path.realpath(sys.executable))]
+        blocker = next((str(p) for x in paths for p in reversed(x.parents) if p.is_dir()
+                        and not os.stat(p).st_mode & 0o001), None)
+        return (f"other users cannot run {sys.executable}" + (f" ({blocker} is not searchable: chmod o+x {blocker})"
+                if blocker else "") + " or find torch with it")
+    if lines[1:] != ["-"]:
+        readable = " ".join(lines[1:])
+        return (f"gradlab's package {readable} is readable by other users, so a submission could read the "
+                f"references: chmod -R o-rwx {readable}")
+    return None
+
+
+def package_dir() -> str:
+    """The folder of the gradlab package this process runs."""
+    return str(Path(__file__).resolve().parent.parent)
+
+
+def _lock_dir_problem() -> str | None:
+    try:
+        LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(LOCK_DIR)
+    except OSError as e:
+        return f"cannot make {LOCK_DIR}: {e.strerror}"
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0:
+        return f"{LOCK_DIR} is not a folder owned by root"
+    os.chmod(LOCK_DIR, 0o700)
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------- uid slots
+
+class Slot:
+    """A sandbox uid of its own for one run: an flock on LOCK_DIR/slot-N (a root-only folder), held across gradlab
+    processes, so two concurrent sandboxes (a folder's two workers, two CI jobs) never share a uid: RLIMIT_NPROC,
+    kill(-1) and the /proc scans count per uid."""
+
+    def __init__(self) -> None:
+        import fcntl  # POSIX only: isolate.py also runs, in plain mode, on Windows
+
+        for n in range(SLOTS):
+            fd = os.open(LOCK_DIR / f"slot-{n}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self.fd, self.uid = fd, UID_BASE + n
+            return
+        raise RuntimeError(f"all {SLOTS} sandbox slots are busy")
+
+    def release(self) -> None:
+        os.close(self.fd)
+
+
+def is_sandbox_uid(uid: int) -> bool:
+    return UID_BASE <= uid < UID_BASE + SLOTS
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    found.append(int(entry))
+    return found
+
+
+def kill_uid(uid: int, rounds: int = 50) -> list[int]:
+    """SIGKILL every process of UID: /bin/sh running as UID (any uid can run it, unlike a Python under /root) calls
+    kill(-1, SIGKILL), which the kernel delivers to every process that uid may signal under the tasklist lock (a fork
+    in flight cannot slip past it); /proc is scanned to confirm. Returns what is left (should be [])."""
+    for _ in range(rounds):
+        if not pids_of_uid(uid):
+            return []
+        subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=uid, group=uid, extra_groups=[], cwd="/",
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.02)
+    return pids_of_uid(uid)
+
+
+def remove_files_of_uid(uid: int, roots: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")) -> int:
+    """The fallback's sandbox could write in the machine's world-writable folders: remove what UID owns there. Its
+    processes are dead by now, so nothing races the walk; links are removed, never followed; only folders UID could
+    write in (its own, and world-writable ones) are entered."""
+    removed = 0
+
+    def walk(folder: str) -> None:
+        nonlocal removed
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return
+        for name in names:
+            p = os.path.join(folder, name)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and (st.st_uid == uid or st.st_mode & 0o002):
+                walk(p)
+            if st.st_uid == uid:
+                with contextlib.suppress(OSError):
+                    (os.rmdir if stat.S_ISDIR(st.st_mode) else os.unlink)(p)
+                    removed += 1
+
+    for root in roots:
+        walk(root)
+    return removed
+
+
+# -------------------------------------------------------------------------------------------------- the bwrap argv
+
+def _namespaces() -> list[str]:
+    # not --unshare-all: run by root it implies --unshare-user-try, and a user namespace maps the sandbox's uid to
+    # root outside; without one, the sandbox's processes are an ordinary, unprivileged uid of the host
+    return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session"]
+
+
+def _system_binds() -> list[str]:
+    """/usr read-only, /bin /lib /lib64 ... as the host has them (merged-/usr symlinks on Debian 12), the loader's
+    cache."""
+    a = ["--ro-bind", "/usr", "/usr"]
+    for link in ("/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32"):
+        if os.path.islink(link):
+            a += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            a += ["--ro-bind", link, link]
+    a += ["--perms", "0755", "--dir", "/etc"]
+    if os.path.exists("/etc/ld.so.cache"):
+        a += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+    return a
+
+
+def python_trees() -> list[str]:
+    """The folders this Python needs outside /usr (the venv, the interpreter's installation), each resolved."""
+    trees = set()
+    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable))):
+        p = os.path.realpath(p)
+        if p.endswith("/bin"):
+            p = os.path.dirname(p)
+        if not (p == "/usr" or p.startswith("/usr/")):
+            trees.add(p)
+    return sorted(t for t in trees if not any(t.startswith(u + "/") for u in trees))
+
+
+def masked_dirs() -> list[str]:
+    """Every copy of gradlab's package inside a folder the sandbox binds: the package this process runs, and any
+    site-packages/gradlab or dist-packages/gradlab (an installed wheel holds the references; an editable install its
+    data)."""
+    bound = ["/usr", *python_trees()]
+    found = {package_dir()}
+    for tree in bound:
+        for pattern in ("lib/python3*/site-packages/gradlab", "lib/python3*/dist-packages/gradlab",
+                        "local/lib/python3*/site-packages/gradlab", "local/lib/python3*/dist-packages/gradlab",
+                        "lib/python3/dist-packages/gradlab"):
+            found.update(str(p) for p in Path(tree).glob(pattern))
+    return sorted(d for d in found if os.path.isdir(d) and any(d.startswith(t + "/") for t in bound))
+
+
+def _memfd(data: bytes, name: str) -> int:
+    fd = os.memfd_create(name, 0)  # no MFD_CLOEXEC: inherited by bwrap or stage 1, which read it
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _etc_files(uid: int) -> dict[str, bytes]:
+    return {"/etc/passwd": f"root:x:0:0::/root:/usr/sbin/nologin\nsandbox:x:{uid}:{uid}::/box:/usr/sbin/nologin\n"
+                           f"nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n".encode(),
+            "/etc/group": f"root:x:0:\nsandbox:x:{uid}:\nnogroup:x:65534:\n".encode(),
+            "/etc/hosts": b"127.0.0.1 localhost sandbox\n::1 localhost\n",
+            "/etc/nsswitch.conf": b"passwd: files\ngroup: files\nhosts: files\n"}  # no DNS: no resolv.conf at all
+
+
+def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[int], env: dict[str, str]) -> list[str]:
+    """bwrap's options (passed through --args, so the sandbox's /proc/1/cmdline shows none of them). Data files
+    become memfds appended to FDS."""
+    def data(content: bytes) -> str:
+        fds.append(_memfd(content, "gradlab-data"))
+        return str(fds[-1])
+
+    a = [*_namespaces(), "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+         "--cap-add", "CAP_SETPCAP", "--hostname", "sandbox"]  # the capabilities stage 1 needs, then drops
+    a += _system_binds()
+    for path, content in _etc_files(uid).items():
+        a += ["--perms", "0444", "--ro-bind-data", data(content), path]
+    # the kernel's views and the private, bounded folders first: a Python installed under /tmp is bound over them
+    a += ["--proc", "/proc", "--dev", "/dev"]
+    a += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+    a += ["--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
+    made: set[str] = {"/", "/etc", "/usr", "/proc", "/dev", "/tmp", "/dev/shm"}
+
+    def parents(path: str) -> list[str]:  # bwrap, run by root, makes missing parents 0700: make them 0755 first
+        out = []
+        for p in reversed(Path(path).parents):
+            if str(p) not in made:
+                made.add(str(p))
+                out += ["--perms", "0755", "--dir", str(p)]
+        return out
+
+    for tree in python_trees():
+        a += [*parents(tree), "--ro-bind", tree, tree]
+    for hidden in masked_dirs():
+        a += ["--perms", "0700", "--tmpfs", hidden, "--remount-ro", hidden]
+    a += [*parents(PKG), "--perms", "0755", "--size", str(1 << 20), "--tmpfs", PKG]
+    made.add(PKG)
+    for rel, src in sorted(package.items()):  # one file at a time: nothing else of gradlab's is in the sandbox
+        a += [*parents(f"{PKG}/{rel}"), "--ro-bind", src, f"{PKG}/{rel}"]
+    for stub in init_stubs(package):
+        a += [*parents(f"{PKG}/{stub}"), "--perms", "0444", "--ro-bind-data", data(b""), f"{PKG}/{stub}"]
+    a += ["--remount-ro", PKG]
+    a += ["--perms", "1777", "--size", str(limits.box_bytes), "--tmpfs", BOX, "--chdir", BOX, "--clearenv"]
+    for k, v in env.items():
+        a += ["--setenv", k, v]
+    return a
+
+
+def init_stubs(package: dict[str, str]) -> list[str]:
+    """An empty __init__.py for every package folder that PACKAGE's files lie in and that has none of its own."""
+    dirs = {str(Path(rel).parent) for rel in package if "/" in rel}
+    for d in list(dirs):
+        while "/" in d:
+            d = str(Path(d).parent)
+            dirs.add(d)
+    return sorted(f"{d}/__init__.py" for d in dirs if f"{d}/__init__.py" not in package)
+
+
+def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str) -> list[str]:
+    spec = {"uid": uid, "gid": uid, "keep_fds": keep_fds, "rlimits": {
+        "CORE": 0, "AS": limits.memory, "FSIZE": limits.fsize, "NOFILE": limits.nofile, "NPROC": limits.nproc,
+        # CPU seconds per process: an orphan that outlives a gradlab killed mid-check (uid mode) stops burning
+        "CPU": int(limits.timeout_s + STARTUP_S) + 10}}
+    return [sys.executable, "-I", "-S", f"{pkg}/gradlab/practice/stage1.py", json.dumps(spec)]
+
+
+# ------------------------------------------------------------------------------------------------------------- run
+
+class _Reader(threading.Thread):
+    """Drains a pipe: keeps the first KEEP bytes (or, TAIL, the last KEEP), counts them all, notes when the first
+    arrived, and calls TOO_MUCH once past MOST."""
+
+    def __init__(self, stream, keep: int, most: int, too_much, tail: bool = False) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.keep, self.most, self.too_much, self.tail = stream, keep, most, too_much, tail
+        self.data, self.total, self.first_at = bytearray(), 0, None
+
+    def run(self) -> None:
+        with self.stream as f:
+            while chunk := f.read(1 << 16):
+                if self.first_at is None:
+                    self.first_at = time.monotonic()
+                self.total += len(chunk)
+                if self.tail:
+                    self.data += chunk
+                    if len(self.data) > 2 * self.keep:
+                        del self.data[:-self.keep]
+                elif len(self.data) < self.keep:
+                    self.data += chunk[: self.keep - len(self.data)]
+                if self.total > self.most:
+                    self.too_much()
+                    return
+
+    def kept(self) -> bytes:
+        return bytes(self.data[-self.keep:] if self.tail else self.data)
+
+
+def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: Limits = Limits(),
+        env: dict[str, str] | None = None, mode: str | None = None) -> Outcome:
+    """Run COMMAND in MODE (default: detect()). "{pkg}" in COMMAND is the folder holding PACKAGE's files ({relative
+    path: the file to copy or bind}), with an empty __init__.py in each package folder lacking one: the only code of
+    gradlab's the process gets. INPUTS reach it through $GRADLAB_IN ("fd:N" or a path); what it writes to
+    $GRADLAB_OUT comes back as Outcome.output; stdout and stderr come back cut to their last bytes."""
+    mode = mode or detect().mode
+    started = time.monotonic()
+    slot = Slot() if mode != "plain" else None
+    uid = slot.uid if slot else None
+    work: Path | None = None
+    fds: list[int] = []
+    state: dict = {"stopped": None, "proc": None}
+    try:
+        base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                    "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+                    "PYTHONIOENCODING": "utf-8:backslashreplace", **(env or {})}
+        out_file = None
+        out_r, out_w = os.pipe() if os.name == "posix" else (None, None)
+        if out_w is not None:
+            os.set_inheritable(out_w, True)
+            fds.append(out_w)
+        if uid is not None:
+            kill_uid(uid)  # leftovers of a gradlab that crashed: they would count against RLIMIT_NPROC
+            for stale in Path(tempfile.gettempdir()).glob(f"gradlab-box-{uid}-*"):  # and its folder (we hold the slot,
+                shutil.rmtree(stale, ignore_errors=True)  # so its owner is dead)
+            in_fd = _memfd(inputs, "gradlab-inputs")
+            fds.append(in_fd)
+            base_env |= {"GRADLAB_IN": f"fd:{in_fd}", "GRADLAB_OUT": f"fd:{out_w}", "GLOO_SOCKET_IFNAME": "lo"}
+        if mode == "bwrap":
+            options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
+            args_fd = _memfd(b"".join(s.encode() + b"\0" for s in options), "bwrap-args")
+            fds.append(args_fd)
+            cmd = ["bwrap", "--args", str(args_fd), "--", *_stage1(uid, limits, [in_fd, out_w], PKG),
+                   *(a.replace("{pkg}", PKG) for a in command)]
+            popen_env, cwd, new_session = {}, "/", False
+        elif mode == "uid":
+            work = Path(tempfile.mkdtemp(prefix=f"gradlab-box-{uid}-"))  # root 0700 until filled
+            pkg, box = work / "pkg", work / "box"
+            _copy_package(package, pkg)
+            box.mkdir(mode=0o700)
+            (box / "tmp").mkdir(mode=0o700)
+            for p in (box, box / "tmp"):
+                os.chown(p, uid, uid)
+            os.chmod(work, 0o711)  # others may pass through to pkg/, not list; box/ is the sandbox uid's alone
+            cmd = [*_stage1(uid, limits, [in_fd, out_w], str(pkg)), *(a.replace("{pkg}", str(pkg)) for a in command)]
+            popen_env = {**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"}
+            cwd, new_session = str(box), True
+        else:  # plain: as the caller, where it runs (a laptop; Windows too: no pipe to pass, a file instead)
+            work = Path(tempfile.mkdtemp(prefix="gradlab-check-"))
+            _copy_package(package, work / "pkg")
+            (work / "in").write_bytes(inputs)
+            out_file = None if out_w is not None else work / "out"
+            cmd = [a.replace("{pkg}", str(work / "pkg")) for a in command]
+            popen_env = {**os.environ, **base_env, "GRADLAB_IN": str(work / "in"),
+                         "GRADLAB_OUT": f"fd:{out_w}" if out_w is not None else str(out_file)}
+            popen_env.pop("PYTHONPATH", None)
+            cwd, new_session = str(work), os.name == "posix"
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=popen_env, cwd=cwd, pass_fds=fds, start_new_session=new_session,
+                                preexec_fn=_plain_limits(limits) if mode == "plain" and os.name == "posix" else None)
+        state["proc"] = proc
+        for fd in fds:
+            os.close(fd)
+        fds.clear()
+
+        def kill_all() -> None:
+            _kill(proc, mode)
+            if uid is not None:
+                kill_uid(uid)
+
+        def too_much(why: str):
+            def stop() -> None:
+                if not state["stopped"]:
+                    state["stopped"] = why
+                    kill_all()
+            return stop
+
+        readers = [_Reader(proc.stdout, limits.printed_kept, limits.printed_max, too_much("printed too much"), True)]
+        if out_r is not None:
+            readers.append(_Reader(open(out_r, "rb", buffering=0), limits.output_max + 2,  # noqa: SIM115 (closed by
+                                   limits.output_max + 1, too_much("output too large")))  # the reader)
+        for r in readers:
+            r.start()
+        while True:  # the time limit runs from the moment the submission's own code starts (the child says so with
+            started_at = readers[-1].first_at if out_r is not None else started  # its first byte out): torch's
+            if started_at is None:  # import on a busy machine is not the student's time; STARTUP_S caps it
+                deadline, step = started + STARTUP_S + limits.timeout_s, 0.05
+            else:
+                deadline, step = started_at + limits.timeout_s, math.inf
+            left = deadline - time.monotonic()
+            if left <= 0:
+                state["stopped"] = state["stopped"] or "timeout"
+                break
+            if _wait(proc, min(left, step)):
+                break
+        kill_all()  # whatever it left behind (daemons, workers) dies with it
+        proc.wait()
+        for r in readers:
+            r.join(5)
+        if out_r is not None:
+            output = readers[1].kept()
+        else:
+            output = out_file.read_bytes() if out_file.is_file() and out_file.stat().st_size <= limits.output_max \
+                else b""
+        output = output[1:] if output[:1] == START else b""
+        leftovers = kill_uid(uid) if uid is not None else []
+        if mode == "uid":
+            remove_files_of_uid(uid)
+        return Outcome(mode=mode, returncode=proc.returncode, stopped=state["stopped"], printed=readers[0].kept(),
+                       printed_bytes=readers[0].total, output=None if state["stopped"] else output,
+                       wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers)
+    finally:
+        if state["proc"] is not None and state["proc"].poll() is None:  # an exception of our own midway
+            _kill(state["proc"], mode)
+            state["proc"].wait()
+        for fd in fds:
+            os.close(fd)
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+        if slot:
+            slot.release()
+
+
+def _copy_package(package: dict[str, str], pkg: Path) -> None:
+    pkg.mkdir(mode=0o755)
+    for rel, src in package.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        shutil.copyfile(src, pkg / rel)
+    for stub in init_stubs(package):
+        (pkg / stub).write_bytes(b"")
+    for p in [pkg, *pkg.rglob("*")]:
+        os.chmod(p, 0o755 if p.is_dir() else 0o444)
+
+
+def _wait(proc: subprocess.Popen, timeout: float) -> bool:
+    """Whether PROC ended within TIMEOUT. Popen.wait(timeout) polls with sleeps of up to 50 ms: a pidfd wakes at the
+    exit itself."""
+    if hasattr(os, "pidfd_open"):
+        with contextlib.suppress(OSError):
+            pidfd = os.pidfd_open(proc.pid)
+            try:
+                return bool(select.select([pidfd], [], [], timeout)[0])
+            finally:
+                os.close(pidfd)
+    try:
+        proc.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _kill(proc: subprocess.Popen, mode: str) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
+        if mode == "bwrap":  # the namespace's init first: the kernel kills all of the namespace with it, and the outer
+            for pid in _children(proc.pid):  # bwrap reaps it (killing the outer one first leaves the init to the
+                os.kill(pid, signal.SIGKILL)  # host's init to reap)
+            proc.wait(1)
+        elif mode == "plain" and os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _plain_limits(limits: Limits):
+    def apply() -> None:  # in the child, before it runs anything (POSIX)
+        import resource
+
+        for name, value in (("AS", limits.memory), ("FSIZE", limits.fsize), ("CORE", 0)):
+            with contextlib.suppress(ValueError, OSError):  # macOS refuses some of them
+                resource.setrlimit(getattr(resource, "RLIMIT_" + name), (value, value))
+    return apply
+
+
+# -------------------------------------------------------------------------------------------- text that came out
+
+_BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+
+
+def sanitize(text: str, most: int | None = None) -> str:
+    """Text that came out of a sandbox (or a file name a student chose), safe for a terminal, JUnit and JSON: every
+    control character but newline and tab (ANSI escapes, carriage returns, backspaces, C1 codes), bidi overrides and
+    undecodable bytes shown as a visible escape, never interpreted. MOST: keep at most that many characters."""
+    text = str(text)
+    if most is not None and len(text) > most:
+        text = text[:most] + "…"
+    out = []
+    for c in text:
+        o = ord(c)
+        if c in "\n\t" or (0x20 <= o < 0x7F) or (o >= 0xA0 and o not in _BIDI and not 0xD800 <= o < 0xE000
+                                                  and o not in (0xFFFE, 0xFFFF)):
+            out.append(c)
+        elif 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
+            out.append(f"\\x{o - 0xDC00:02x}")
+        else:
+            out.append(c.encode("unicode_escape", "backslashreplace").decode("ascii") if o < 0xD800 or o >= 0xE000
+                       else f"\\u{o:04x}")
+    return "".join(out)
+
+
+def one_line(text: str, most: int = 300) -> str:
+    """sanitize(TEXT) on one line: newlines and tabs are spaces, runs of spaces one."""
+    return " ".join(sanitize(text, most * 4).split())[:most]

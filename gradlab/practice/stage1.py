@@ -1,0 +1,57 @@
+"""Stage 1 of the sandbox (gradlab/practice/isolate.py): the few lines that run as root, before anything of the
+submission, in bwrap's namespaces or directly (the uid fallback). Run as `python -I -S` (nothing from site-packages
+or the environment is imported); bound into the sandbox, so it imports nothing but the standard library and its
+neighbour seccomp.py.
+
+It sets the rlimits, empties the capability bounding set, drops to the sandbox's own uid and gid for good
+(setgroups, setresgid, setresuid: the kernel then clears every capability), empties every capability set, sets
+no_new_privs and the BASE seccomp filter, closes every inherited fd but 0-2 and the two channels, and execs the
+child.
+
+    python -I -S stage1.py '{"uid": U, "gid": U, "rlimits": {"NPROC": n, ...}, "keep_fds": [...]}' ARGV...
+"""
+
+import contextlib
+import json
+import os
+import resource
+import sys
+
+
+def main() -> None:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's folder out
+    import seccomp
+    spec, argv = json.loads(sys.argv[1]), sys.argv[2:]
+    with contextlib.suppress(OSError):
+        os.setsid()  # its own session and process group (bwrap --new-session did it already)
+    for name, value in spec["rlimits"].items():
+        resource.setrlimit(getattr(resource, "RLIMIT_" + name), (value, value))
+    uid, gid = spec["uid"], spec["gid"]
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in range(64):  # PR_CAPBSET_DROP while CAP_SETPCAP is held: the uid change below clears every other set,
+        libc.prctl(24, cap, 0, 0, 0)  # and no_new_privs forbids regaining any
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid) or os.getresgid() != (gid, gid, gid) or os.getgroups():
+        raise SystemExit("gradlab sandbox: could not drop privileges")
+    try:
+        os.setuid(0)
+        raise SystemExit("gradlab sandbox: could regain root")
+    except PermissionError:
+        pass
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # capset(version 3, this process): the inheritable set too
+    if libc.capset(header, (ctypes.c_uint32 * 6)()) != 0:
+        raise SystemExit("gradlab sandbox: capset failed")
+    os.umask(0o077)
+    seccomp.install(inet=False, base=True)
+    keep = sorted({0, 1, 2, *spec["keep_fds"]})
+    for lo, hi in zip(keep, [*keep[1:], 65536], strict=True):
+        os.closerange(lo + 1, hi)
+    os.execv(argv[0], argv)
+
+
+if __name__ == "__main__":  # never on import: it changes this process's uid
+    main()

@@ -1,0 +1,1006 @@
+"""The sandbox under `gradlab check`, attacked for real (issue #27): each attack a student could try is a submission in
+one class folder that gradlab grades as root, as a course would (--gradescope, --junit, --json); each test reads what
+came back, what gradlab wrote and what is left on the machine afterwards. Every attack file is otherwise a right
+answer, so an attack that worked would pass. The folder runs once (two sandboxes at a time), so the suite pays about
+twenty sandbox start-ups for all of it. Without bubblewrap and root these tests skip, saying why; under CI
+(GRADLAB_REQUIRE_SANDBOX=1, set by .ci/run) they fail instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import REPO, assert_one_line_error, invoke, require_sandbox
+
+import gradlab
+from gradlab.practice import EXERCISES, isolate, sandbox
+from gradlab.practice.check import starter
+
+CLIP = "clip.clip_by_global_norm"
+HEAD = '''# gradlab-exercise: clip.clip_by_global_norm
+import json
+import os
+import sys
+
+import torch
+
+
+def report(**found):
+    print("ATTACK " + json.dumps(found), flush=True)
+
+
+def clip_by_global_norm(grads, clip_norm):  # a right answer: an attack that works passes with it
+    norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads))
+    scale = clip_norm / torch.clamp(norm, min=clip_norm)
+    return [g * scale.to(g.dtype) for g in grads]
+
+
+'''
+# Attacks: what each tries is in its report; @NAMES@ are filled in by the test (paths it knows on the host, as if
+# leaked to the student)
+ATTACKS = {
+    "copy.py": '''
+import glob
+import importlib
+
+found = {"frames": [], "imports": [], "files": [], "modules": []}
+right = clip_by_global_norm
+
+
+def clip_by_global_norm(grads, clip_norm):  # walks every frame above it for gradlab's references
+    f = sys._getframe()
+    while f is not None:
+        for k in [*f.f_globals, *f.f_locals]:
+            if any(w in str(k).lower() for w in ("reference", "mistake", "answer", "checks")):
+                found["frames"].append(f"{f.f_code.co_filename}:{k}")
+        f = f.f_back
+    for name in ("gradlab.practice.check", "gradlab.practice.exercise", "gradlab.lessons.clip.exercises.checks",
+                 "gradlab.lessons.clip.exercises.answers", "gradlab.lessons.clip.lesson", "gradlab.practice.sandbox"):
+        try:
+            importlib.import_module(name)
+            found["imports"].append(name)
+        except Exception:
+            pass
+    paths = @PATHS@ + [p for d in sys.path for name in ("checks.py", "answers.py")
+                       for p in glob.glob(d + "/gradlab/lessons/*/exercises/" + name)]
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                f.read(1)
+            found["files"].append(path)
+        except OSError:
+            pass
+    found["modules"] = sorted(m for m in sys.modules if m.startswith("gradlab"))
+    report(**found)
+    return right(grads, clip_norm)
+''',
+    "forge.py": '''
+import signal
+
+seen = {}
+for pid in [os.getppid()] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    if b"--gradescope" in argv:
+        seen[pid] = argv[argv.index(b"--gradescope") + 1].decode()
+wrote, killed = [], []
+for path in [*seen.values(), "@RESULTS@"]:  # the grader's output, found or leaked
+    try:
+        with open(path, "w") as f:
+            f.write('{"score": 999, "tests": []}')
+        wrote.append(path)
+    except OSError as e:
+        pass
+for pid in {os.getppid(), *seen} - {os.getpid()}:  # the grader, as far as it can be found
+    try:
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+    except OSError:
+        pass
+paused = []
+for p in [p for p in os.listdir("/proc") if p.isdigit()]:  # another submission's sandbox: pause it, as a rival would
+    try:
+        if 1600000 <= os.stat(f"/proc/{p}").st_uid < 1600032 and os.stat(f"/proc/{p}").st_uid != os.getuid():
+            os.kill(int(p), signal.SIGSTOP)
+            os.kill(int(p), signal.SIGCONT)
+            paused.append(int(p))
+    except OSError:
+        pass
+report(grader_found=bool(seen), wrote=wrote, killed=killed, paused=paused,
+       pids=sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+''',
+    "daemon.py": '''
+import ctypes
+import time
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        ctypes.CDLL(None).prctl(15, b"gl-daemon", 0, 0, 0)  # its name, for the test to look for
+        time.sleep(1)
+        for target in ("@MARKER@", "@RESULTS@"):
+            try:
+                with open(target, "w") as f:
+                    f.write('{"score": 999, "written_by": "daemon"}')
+            except OSError:
+                pass
+        time.sleep(60)
+        os._exit(0)
+    os._exit(0)
+os.wait()
+report(daemon="started")
+''',
+    "site.py": '''
+import glob
+
+site = os.path.dirname(os.path.dirname(torch.__file__))
+tried = {}
+for label, path, flags in (("scratch file", "@SCRATCH@", os.O_WRONLY | os.O_APPEND),
+                           ("torch/serialization.py", os.path.join(site, "torch", "serialization.py"),
+                            os.O_WRONLY | os.O_APPEND),
+                           ("new file in site-packages", os.path.join(site, "gl-attack-new.py"),
+                            os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+                           ("new .pyc", os.path.join(site, "torch", "__pycache__", "gl-attack.pyc"),
+                            os.O_WRONLY | os.O_CREAT | os.O_EXCL),
+                           ("gradlab's child", "@CHILD@", os.O_WRONLY | os.O_APPEND)):
+    try:
+        os.close(os.open(path, flags, 0o644))  # opened, nothing written: nothing changes even if it worked
+        tried[label] = "opened"
+    except OSError as e:
+        tried[label] = e.strerror
+report(**tried)
+''',
+    "net.py": '''
+import socket
+import time
+
+found = {}
+try:
+    with socket.create_connection(("127.0.0.1", @PORT@), timeout=2) as s:
+        found["host loopback"] = s.recv(64).decode()
+except OSError as e:
+    found["host loopback"] = f"refused: {e}"
+t = time.monotonic()
+try:
+    socket.getaddrinfo("pypi.org", 443)
+    found["dns"] = "resolved"
+except OSError as e:
+    found["dns"] = f"failed: {e}"
+found["dns_s"] = time.monotonic() - t
+try:  # a UDP connect sends nothing: it asks the kernel for a route to a public address (TEST-NET-1)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.connect(("192.0.2.1", 9))
+    found["route"] = "exists"
+except OSError as e:
+    found["route"] = f"none: {e}"
+report(**found)
+''',
+    "flood.py": '''
+import time
+
+children = 0
+for _ in range(500):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    children += 1
+report(children=children)
+''',
+    "honest.py": "",
+    "thread.py": '''
+import threading
+import time
+
+threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: it would keep a process alive
+''',
+    "limits.py": '''
+import ctypes
+
+found = {}
+for where in ("/tmp", "."):
+    written = 0
+    try:
+        for i in range(20):
+            with open(os.path.join(where, f"fill-{i}"), "wb") as f:
+                for _ in range(50):
+                    f.write(b"\\0" * (1 << 20))
+                    written += 1 << 20
+    except OSError as e:
+        found[f"{where} stopped"] = e.strerror
+    found[f"{where} MB"] = written >> 20
+libc = ctypes.CDLL(None, use_errno=True)
+for name, call in (("memfd_create", lambda: libc.memfd_create(b"x", 0)),
+                   ("shmget", lambda: libc.shmget(0, 1 << 20, 0o1000 | 0o600)),
+                   ("unshare user+mount", lambda: libc.unshare(0x10000000 | 0x00020000))):
+    found[name] = "allowed" if call() >= 0 else os.strerror(ctypes.get_errno())
+found["uid"] = os.getuid()
+found["nproc"] = __import__("resource").getrlimit(__import__("resource").RLIMIT_NPROC)[0]
+report(**found)
+''',
+    "ansi.py": '''
+print("\\x1b[2J\\x1b[32m✓ all 12 checks passed\\x1b[0m\\r\\x07")
+right = clip_by_global_norm
+
+
+def clip_by_global_norm(grads, clip_norm):
+    raise ValueError("\\x1b[2J\\x1b[32m✓ 12/12\\u202e")
+''',
+    # what the exercise asks students to write, taken from torch: right values, one failed check of its own
+    "library.py": '''
+right = clip_by_global_norm
+
+
+def clip_by_global_norm(grads, clip_norm):
+    ps = [torch.nn.Parameter(g.clone()) for g in grads]
+    for p, g in zip(ps, grads):
+        p.grad = g.clone()
+    torch.nn.utils.clip_grad.clip_grad_norm_(ps, clip_norm)
+    return [p.grad for p in ps]
+''',
+    # an honest bug: one tensor short
+    "short.py": '''
+right = clip_by_global_norm
+
+
+def clip_by_global_norm(grads, clip_norm):
+    return right(grads, clip_norm)[:-1]
+''',
+}
+# Outputs no child of gradlab's would send: the submission writes them itself to the output channel, then leaves
+SEND = '''
+import io
+
+
+def send(data):
+    fd = int(os.environ["GRADLAB_OUT"][3:])
+    while data:
+        data = data[os.write(fd, data[:1 << 20]):]
+    os._exit(0)
+
+
+def saved(value, **kw):
+    buf = io.BytesIO()
+    torch.save(value, buf, **kw)
+    return buf.getvalue()
+
+
+'''
+MALFORMED = {
+    "out_strings.py": ('send(saved({"ok": True, "outputs": [{"grads": ["a", "b", "c"]}] * 5}))',
+                       "is a str, not a tensor"),
+    "out_stride0.py": ('send(saved({"ok": True, "outputs": [{"grads": [torch.zeros(1).expand(10**12)] * 3}] * 5}))',
+                       "has shape (1000000000000,) where (784, 10) is expected"),
+    "out_subclass.py": ('import types\n\nm = types.ModuleType("glsub")\n'
+                        'exec("import torch\\nclass Sub(torch.Tensor):\\n    pass", m.__dict__)\n'
+                        'sys.modules["glsub"] = m\n'
+                        'send(saved({"ok": True, "outputs": [{"grads": [torch.zeros(3).as_subclass(m.Sub)]}] * 5}))',
+                        "could not be read"),
+    "out_cases.py": ('send(saved({"ok": True, "outputs": [{"grads": []}] * 2}))',
+                     "are 2 where 5 (one per input) are expected"),
+    "out_notdict.py": ("send(saved([1, 2, 3]))", "not the result gradlab's child sends"),
+    "out_garbage.py": ("send(os.urandom(5000))", "are not a torch.save file"),
+    "out_legacy.py": ('send(saved({"ok": True}, _use_new_zipfile_serialization=False))', "not a torch.save file"),
+    "out_huge.py": ('send(b"PK" * (33 << 20))', "sent back more than 64 MB"),
+    # a zip whose storage is deflated: 3 MB that unpack to 3 GB of zeros in whoever reads it
+    "out_bomb.py": ('''import struct
+import zlib
+
+pkl = saved({"ok": True, "outputs": [{"grads": [torch.zeros(1)]}] * 5})
+c = zlib.compressobj(9, zlib.DEFLATED, -15)
+block = c.compress(b"\\0" * (1 << 20)) + c.flush(zlib.Z_FULL_FLUSH)
+bomb, size = block * 3000 + b"\\x03\\x00", 3000 << 20
+name = b"out/data/0"
+local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, 0, len(bomb), size, len(name), 0) + name
+central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0, 0, len(bomb), size, len(name), 0, 0, 0,
+                      0, 0, 0) + name
+end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local) + len(bomb), 0)
+send(local + bomb + central + end)''', "compressed"),
+}
+
+
+def _processes(match) -> list[int]:
+    found = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                if match(p):
+                    found.append(int(p))
+            except OSError:
+                pass
+    return found
+
+
+def _sandbox_processes() -> list[int]:
+    return _processes(lambda p: isolate.is_sandbox_uid(os.stat(f"/proc/{p}").st_uid))
+
+
+def _named(comm: str) -> list[int]:
+    return _processes(lambda p: Path(f"/proc/{p}/comm").read_text().strip() == comm)
+
+
+class Listener:
+    """A service of gradlab's side on the host's loopback, outside any sandbox."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port, self.accepted = self.server.getsockname()[1], 0
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            with conn:
+                conn.sendall(b"GRADLAB-SIDE-SECRET")
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    """One class folder of attacks, malformed outputs and hostile entries, graded once as a course grades it."""
+    require_sandbox("bwrap")
+    root = tmp_path_factory.mktemp("attack")
+    folder, out = root / "class", root / "out"
+    folder.mkdir()
+    out.mkdir()
+    os.chmod(root, 0o755)
+    drop = root / "drop"  # where a daemon could write on the host, were it able to: writable by anyone
+    drop.mkdir()
+    os.chmod(drop, 0o1777)
+    site = Path(os.path.dirname(os.path.dirname(__import__("torch").__file__)))
+    scratch = site / f"gl-scratch-{os.getpid()}.txt"  # world-writable, in a folder the sandbox binds read-only
+    scratch.write_text("unchanged\n")
+    os.chmod(scratch, 0o666)
+    listener = Listener()
+    package = Path(gradlab.__file__).parent
+    known = [str(package / "lessons/clip/exercises/checks.py"), str(package / "practice/check.py"),
+             str(REPO / "gradlab/lessons/clip/exercises/answers.py"),
+             *(str(p) for d in isolate.masked_dirs() for p in Path(d).rglob("*") if p.is_file())][:50]
+    fills = {"@PATHS@": repr(known),
+             "@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
+             "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port)}
+    for name, body in ATTACKS.items():
+        for key, value in fills.items():
+            body = body.replace(key, value)
+        (folder / name).write_text(HEAD + body)
+    for name, (body, _) in MALFORMED.items():
+        (folder / name).write_text(HEAD + SEND + body + "\n")
+    right = HEAD.replace("# gradlab-exercise: clip.clip_by_global_norm\n", "")
+    os.symlink("/etc/shadow", folder / "link.py")  # a link out of the folder, to a file only root may read
+    (folder / os.fsdecode(b"caf\xe9.py")).write_text(right)  # a name that is not UTF-8, and no marker line
+    (folder / "\x1b[2Jred.py").write_text(HEAD)  # an escape sequence in the name
+    (folder / "other.py").write_text(starter(EXERCISES["mnist.sgd_step"]))  # names another exercise
+    (folder / "dir.py").mkdir()
+    os.mkfifo(folder / "fifo.py")  # opening it to read would block
+    (folder / "big.py").write_text(HEAD + "#" * (2 << 20))
+    files = {k: out / f for k, f in (("json", "all.json"), ("gradescope", "results.json"), ("junit", "junit.xml"))}
+    cmd = [sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json", str(files["json"]),
+           "--gradescope", str(files["gradescope"]), "--junit", str(files["junit"])]
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, timeout=600, cwd=root, env={**os.environ, "COLUMNS": "160"})
+        wall = time.monotonic() - started
+        assert files["gradescope"].is_file(), proc.stderr.decode()[-3000:]
+        time.sleep(2)  # the daemon would write 1 s after its check
+        after = {"sandbox_processes": _sandbox_processes(), "daemons": _named("gl-daemon"),
+                 "marker": (drop / "daemon-was-here").exists(), "scratch": scratch.read_text(),
+                 "site_new": sorted(p.name for p in site.glob("gl-attack*")),
+                 "pyc_new": sorted(p.name for p in (site / "torch" / "__pycache__").glob("gl-attack*")),
+                 "accepted": listener.accepted, "gradescope": files["gradescope"].read_text()}
+    finally:
+        scratch.unlink()
+        listener.server.close()
+        for pid in _named("gl-daemon"):  # were any left, they are the attack's: gone after the evidence is taken
+            os.kill(pid, 9)
+    data = json.loads(files["json"].read_text())
+    by_file = {d["config"]["file"]: d for d in data}
+    reports = {}
+    for name, d in by_file.items():
+        for line in d["metrics"].get("printed", "").splitlines():
+            if line.startswith("ATTACK {"):
+                reports[name] = json.loads(line[7:])
+    return {"proc": proc, "wall": wall, "after": after, "files": files, "by_file": by_file, "reports": reports}
+
+
+def passed(entry: dict) -> bool:
+    return entry["points"]["score"] == entry["points"]["max_score"] and not entry["stopped"]
+
+
+def test_the_batch_ran_as_a_course_grades(batch):
+    proc = batch["proc"]
+    assert proc.returncode == 1, proc.stderr.decode()[-2000:]  # some failed, none crashed gradlab
+    assert b"\x1b" not in proc.stdout and b"\x1b" not in proc.stderr  # nothing of theirs reaches the terminal raw
+    assert all(d["metrics"].get("sandbox") == "bwrap" for d in batch["by_file"].values() if "sandbox" in d["metrics"])
+    assert passed(batch["by_file"]["honest.py"])
+
+
+def test_copying_finds_no_reference(batch):
+    found = batch["reports"]["copy.py"]
+    assert found["frames"] == [] and found["imports"] == [] and found["files"] == [], found
+    assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child",
+                                     "gradlab.practice.harness", "gradlab.lessons", "gradlab.lessons.clip",
+                                     "gradlab.lessons.clip.exercises", "gradlab.lessons.clip.exercises.harness"}, \
+        found["modules"]
+    assert passed(batch["by_file"]["copy.py"])  # a right answer: only the copying was in vain
+
+
+def test_forging_and_killing_the_grader_fail(batch):
+    found = batch["reports"]["forge.py"]
+    assert not found["grader_found"] and found["wrote"] == [] and found["killed"] == [] and found["paused"] == [], found
+    assert found["pids"] == [1, 2]  # bwrap's init and itself: gradlab and the other submissions are not there
+    results = json.loads(batch["after"]["gradescope"])
+    assert "tests" in results and results.get("score") != 999
+
+
+def test_a_daemon_does_not_outlive_its_check(batch):
+    after = batch["after"]
+    assert batch["reports"]["daemon.py"] == {"daemon": "started"}
+    assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
+    assert "daemon" not in after["gradescope"]
+
+
+def test_site_packages_and_gradlab_are_read_only(batch):
+    found, after = batch["reports"]["site.py"], batch["after"]
+    assert all(v != "opened" for v in found.values()), found
+    assert after["scratch"] == "unchanged\n" and after["site_new"] == [] and after["pyc_new"] == []
+
+
+def test_no_network_but_a_private_loopback(batch):
+    found = batch["reports"]["net.py"]
+    assert found["host loopback"].startswith("refused") and batch["after"]["accepted"] == 0, found
+    assert found["dns"].startswith("failed") and found["dns_s"] < 1 and found["route"].startswith("none"), found
+
+
+def test_a_process_flood_is_bounded_and_spares_its_neighbour(batch):
+    assert 0 < batch["reports"]["flood.py"]["children"] < isolate.Limits().nproc
+    assert passed(batch["by_file"]["flood.py"]) and passed(batch["by_file"]["honest.py"])
+    assert batch["after"]["sandbox_processes"] == []
+
+
+def test_disk_memory_and_the_kernel_are_bounded(batch):
+    found = batch["reports"]["limits.py"]
+    limits = isolate.Limits()
+    assert found["/tmp MB"] <= limits.tmp_bytes >> 20 and found[". MB"] <= limits.box_bytes >> 20, found
+    assert found["memfd_create"] == found["shmget"] == found["unshare user+mount"] == "Operation not permitted"
+    assert isolate.is_sandbox_uid(found["uid"]) and found["nproc"] == limits.nproc
+
+
+def test_what_a_submission_prints_or_raises_comes_back_escaped(batch):
+    entry = batch["by_file"]["ansi.py"]
+    printed, stopped = entry["metrics"]["printed"], entry["stopped"]
+    assert "\x1b" not in printed and "\\x1b[2J" in printed and "\\r" in printed and "\\x07" in printed
+    assert "\x1b" not in stopped and "\\x1b[2J" in stopped and "\\u202e" in stopped and "\u202e" not in stopped
+
+
+def test_a_thread_left_running_does_not_fail_a_right_answer(batch):
+    assert passed(batch["by_file"]["thread.py"])
+
+
+@pytest.mark.parametrize("name", [*MALFORMED, "short.py"])
+def test_each_malformed_output_is_one_failed_check(batch, name):
+    entry = batch["by_file"][name]
+    fragment = MALFORMED[name][1] if name in MALFORMED else "has 2 tensors where 3 are expected"
+    assert entry["points"]["score"] == 0 and fragment in entry["stopped"] and "\n" not in entry["stopped"], \
+        entry["stopped"]
+
+
+@pytest.mark.parametrize(("name", "fragment"), [
+    ("link.py", "it is a symbolic link"), ("dir.py", "not a regular file"), ("fifo.py", "not a regular file"),
+    ("big.py", "larger than 1 MB"), ("other.py", "says it is mnist.sgd_step"),
+])
+def test_each_hostile_folder_entry_is_one_failed_check(batch, name, fragment):
+    entry = batch["by_file"][name]
+    assert entry["points"]["score"] == 0 and fragment in entry["stopped"] and "root:" not in json.dumps(entry)
+
+
+def test_odd_names_are_graded_and_shown_escaped(batch):
+    assert passed(batch["by_file"]["caf\\xe9.py"])  # no marker: the teacher's --exercise says what it is
+    assert passed(batch["by_file"]["\\x1b[2Jred.py"])
+
+
+def test_the_course_files_are_valid_and_cover_every_file(batch):
+    files, by_file = batch["files"], batch["by_file"]
+    results = json.loads(files["gradescope"].read_text())
+    suites = ET.parse(files["junit"]).getroot().findall("testsuite")
+    assert len(suites) == len(by_file) == len(ATTACKS) + len(MALFORMED) + 7
+    assert sum(t["max_score"] for t in results["tests"]) == sum(d["points"]["max_score"] for d in by_file.values())
+    assert {s.get("name") for s in suites} == set(by_file)
+
+
+def test_course_files_need_isolation(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADLAB_SANDBOX", "plain")
+    (tmp_path / "a.py").write_text(HEAD)
+    out = invoke("check", str(tmp_path), "--exercise", CLIP, "--gradescope", str(tmp_path / "r.json"))
+    assert_one_line_error(out, "grades other people's code", "apt-get install bubblewrap", "nothing was written")
+    assert not (tmp_path / "r.json").exists()
+    one = invoke("check", str(tmp_path / "a.py"), "--exercise", CLIP, "--junit", str(tmp_path / "j.xml"))
+    assert_one_line_error(one, "apt-get install bubblewrap")
+    assert_one_line_error(invoke("check", str(tmp_path), "--gradescope", str(tmp_path / "r.json")),
+                          "add --exercise NAME")
+
+
+def test_a_students_own_check_runs_unisolated_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADLAB_SANDBOX", "plain")
+    (tmp_path / "mine.py").write_text(HEAD)
+    out = invoke("check", str(tmp_path / "mine.py"))
+    assert out.exit_code == 0 and "not isolated" in out.output, out.output
+
+
+def test_a_crash_on_one_file_does_not_stop_the_others(tmp_path, monkeypatch):
+    require_sandbox()
+    from gradlab.practice import check as check_module
+
+    real = check_module.run_check
+
+    def flaky(shown, exercise, **kw):
+        if shown == "a.py":
+            raise MemoryError("gradlab ran out of memory on this one")
+        return real(shown, exercise, **kw)
+
+    monkeypatch.setattr(check_module, "run_check", flaky)
+    (tmp_path / "a.py").write_text(HEAD)
+    (tmp_path / "b.py").write_text(HEAD)
+    out = invoke("check", str(tmp_path), "--exercise", CLIP, "--junit", str(tmp_path / "j.xml"))
+    assert out.exit_code == 1, out.output
+    suites = {s.get("name"): s for s in ET.parse(tmp_path / "j.xml").getroot().findall("testsuite")}
+    assert suites["a.py"].get("failures") == suites["a.py"].get("tests") and suites["b.py"].get("failures") == "0"
+    assert "gradlab could not check this file: MemoryError" in (tmp_path / "j.xml").read_text()
+
+
+def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():
+    """The contract of gradlab/practice/harness.py, run for real: in the sandbox, each exercise's harness imports with
+    only the files gradlab binds for it (an import hook refuses any other module of gradlab), and nothing of gradlab
+    but those files exists there."""
+    require_sandbox()
+    from gradlab.practice import harness_module
+
+    harnesses = sorted({harness_module(e) for e in EXERCISES.values()})
+    allowed = {h: sorted(sandbox.gradlab_imports(h)) for h in harnesses}
+    package: dict[str, str] = {}
+    for h in harnesses:
+        package |= sandbox.sandbox_files(h)
+    code = r'''
+import importlib, json, os, sys
+root = sys.argv[1]
+sys.path.insert(0, root)
+allowed = json.loads(sys.argv[2])
+
+class Gate:
+    only = None
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("gradlab") and Gate.only is not None and not any(
+                m == name or m.startswith(name + ".") for m in Gate.only):
+            raise ImportError(f"{name} is not bound for this harness")
+
+sys.meta_path.insert(0, Gate())
+out = {"files": sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)}
+for harness, modules in allowed.items():
+    for m in [m for m in sys.modules if m.startswith("gradlab")]:
+        del sys.modules[m]
+    Gate.only = modules
+    try:
+        out[harness] = sorted(importlib.import_module(harness).HARNESSES)
+    except Exception as e:
+        out[harness] = f"{type(e).__name__}: {e}"
+Gate.only = None
+for name in ("gradlab.practice.check", "gradlab.practice.exercise", "gradlab.lessons.clip.exercises.checks"):
+    out[name] = importlib.util.find_spec(name) is not None
+print("RESULT " + json.dumps(out))
+'''
+    outcome = isolate.run([sys.executable, "-I", "-c", code, "{pkg}", json.dumps(allowed)], package=package,
+                          inputs=b"")
+    text = outcome.printed.decode()
+    line = next(line for line in text.splitlines() if line.startswith("RESULT "))
+    got = json.loads(line[7:])
+    for h in harnesses:
+        names = {e.function for e in EXERCISES.values() if harness_module(e) == h}
+        assert isinstance(got[h], list) and names <= set(got[h]), (h, got[h])
+    assert not any(got[n] for n in ("gradlab.practice.check", "gradlab.practice.exercise",
+                                    "gradlab.lessons.clip.exercises.checks"))
+    assert set(got["files"]) == set(package) | set(isolate.init_stubs(package))
+    assert not any(f.endswith(("checks.py", "answers.py")) for f in got["files"])
+
+
+def test_the_harness_contract_is_stated_where_harnesses_are_described():
+    from gradlab.lessons import info
+    from gradlab.practice import harness
+
+    for doc in (info.__doc__, harness.__doc__):
+        assert "imports torch, the standard library and" in " ".join(doc.split()) and "SHARED" in doc
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gradlab.check in a notebook: the function goes by value, with what it uses from other cells
+# ---------------------------------------------------------------------------------------------------------------
+
+NOTEBOOK = r'''
+import json, linecache, sys, types
+import __main__
+import gradlab
+
+cells = [
+    "import torch\nimport torch.nn.functional as Fn\nfrom math import sqrt as root",
+    "def _norm(grads):\n    return root(sum(float((g.double() ** 2).sum()) for g in grads))",
+    # a cell with a line magic, as IPython runs it (its text is never read again)
+    "get_ipython().run_line_magic('time', 'x = 1')\n"
+    "def clip_by_global_norm(grads, clip_norm):\n"
+    "    return [g * (clip_norm / max(_norm(grads), clip_norm)) for g in grads]",
+    "clip = lambda grads, clip_norm: [g * (clip_norm / max(_norm(grads), clip_norm)) for g in grads]",
+    "def _half(x):\n    return x * (1 // 0)\n\ndef broken(grads, clip_norm):\n    return [_half(g) for g in grads]",
+]
+ns = __main__.__dict__
+ns["get_ipython"] = lambda: types.SimpleNamespace(run_line_magic=lambda *a: None)
+for i, cell in enumerate(cells):
+    name = f"/tmp/ipykernel_0/cell{i}.py"  # IPython's cell files: in linecache only, never on disk
+    linecache.cache[name] = (len(cell), None, cell.splitlines(True), name)
+    exec(compile(cell, name, "exec"), ns)
+out = {}
+for label, fn in (("def", ns["clip_by_global_norm"]), ("lambda", ns["clip"]), ("broken", ns["broken"])):
+    r = gradlab.check(fn, "clip.clip_by_global_norm")
+    out[label] = [r.exit_code, r.stopped, r.metrics.get("trace", "")]
+print("RESULT " + json.dumps(out))
+'''
+
+
+def test_a_notebook_function_goes_with_its_helpers_imports_and_cells(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", NOTEBOOK], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line, proc.stderr[-3000:]
+    got = json.loads(line[7:])
+    assert got["def"][0] == 0 and got["lambda"][0] == 0, got
+    code, stopped, trace = got["broken"]
+    assert code == 1 and "ZeroDivisionError" in stopped and "return x * (1 // 0)" in trace and "cell4.py" in trace
+
+
+def test_reading_a_submission_never_follows_a_link_or_blocks(tmp_path):
+    (tmp_path / "f.py").write_text("x = 1\n")
+    os.symlink(tmp_path / "f.py", tmp_path / "l.py")
+    os.mkfifo(tmp_path / "p.py")
+    assert sandbox.read_submission(str(tmp_path / "f.py"), follow=False) == b"x = 1\n"
+    assert sandbox.read_submission(str(tmp_path / "l.py")) == b"x = 1\n"  # a student's own check follows links
+    for name, fragment in (("l.py", "symbolic link"), ("p.py", "not a regular file")):
+        with pytest.raises(ValueError, match=fragment):
+            sandbox.read_submission(str(tmp_path / name), follow=False)
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "p.py").st_mode)
+
+
+def test_sanitize_leaves_text_and_escapes_controls():
+    assert isolate.sanitize("a\tb\nc ✓ ∂") == "a\tb\nc ✓ ∂"
+    assert isolate.sanitize("\x1b[2J\r\x07\x9b\u202e" + os.fsdecode(b"\xe9")) == "\\x1b[2J\\r\\x07\\x9b\\u202e\\xe9"
+    assert isolate.one_line("a\nb\tc", 10) == "a b c"
+
+
+def test_detection_is_cached():
+    assert isolate.detect() is isolate.detect()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gloo workers in the sandbox, and the uid fallback (root, namespaces refused) simulated
+# ---------------------------------------------------------------------------------------------------------------
+
+DDP = '''# gradlab-exercise: ddp.average_gradients
+import json
+import socket
+
+import torch.distributed as dist
+
+
+def average_gradients(grads, n_local, n_total):  # right, and on every worker tries a new connection to the host
+    try:
+        socket.create_connection(("127.0.0.1", @PORT@), timeout=2).close()
+        got = "connected"
+    except OSError as e:
+        got = f"refused: {e}"
+    print("ATTACK " + json.dumps({"rank": dist.get_rank(), "connection": got}), flush=True)
+    out = [g * (n_local / n_total) for g in grads]
+    for t in out:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return out
+'''
+
+
+def ddp_reports(printed: str) -> list[dict]:
+    return [json.loads(line[7:]) for line in printed.splitlines() if line.startswith("ATTACK {")]
+
+
+def test_gloo_workers_meet_on_the_private_loopback_only(tmp_path):
+    require_sandbox("bwrap")
+    from gradlab.practice.check import run_check
+
+    listener = Listener()
+    (tmp_path / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
+    try:
+        r = run_check(str(tmp_path / "ddp.py"), EXERCISES["ddp.average_gradients"], follow=False)
+    finally:
+        listener.server.close()
+    found = ddp_reports(r.metrics["printed"])
+    assert r.exit_code == 0 and found and all(f["connection"].startswith("refused") for f in found), (r.stopped, found)
+    assert listener.accepted == 0
+
+
+SIMULATE = r'''
+"""Run ARGV as on a machine where gradlab is root but namespaces are refused: GRADLAB_SANDBOX=uid, in a private mount
+namespace of this test where the Python's folders are searchable by other users and every copy of gradlab's code is
+not (what `uid_mode_problem` asks a course to fix)."""
+import json, os, shutil, subprocess, sys
+from pathlib import Path
+
+copies, trees, keep, argv = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[5:]
+tmp = Path(sys.argv[4])
+mount = lambda *a: subprocess.run(["mount", *a], check=True)
+blocked = {}  # a folder on the Python's way that others cannot search -> the children of it that must stay
+for path in trees:
+    p = Path(path)
+    for parent in reversed(p.parents):
+        if not os.stat(parent).st_mode & 0o001:
+            blocked.setdefault(str(parent), set()).add(p.relative_to(parent).parts[0])
+            break
+for path in keep:  # what else lies under such a folder (gradlab's code, the test's files) stays too
+    for folder, children in blocked.items():
+        if path.startswith(folder + "/"):
+            children.add(Path(path).relative_to(folder).parts[0])
+for n, (folder, children) in enumerate(blocked.items()):
+    for child in children:
+        (tmp / f"keep{n}-{child}").mkdir()
+        mount("--rbind", f"{folder}/{child}", str(tmp / f"keep{n}-{child}"))
+    mount("-t", "tmpfs", "-o", "mode=755,size=1m", "tmpfs", folder)
+    for child in children:
+        os.mkdir(f"{folder}/{child}")
+        mount("--rbind", str(tmp / f"keep{n}-{child}"), f"{folder}/{child}")
+for n, folder in enumerate(copies):
+    private = tmp / f"pkg{n}"
+    private.mkdir()
+    mount("-t", "tmpfs", "-o", "mode=700,size=128m", "tmpfs", str(private))
+    shutil.copytree(folder, private, dirs_exist_ok=True, symlinks=True)
+    os.chmod(private, 0o700)
+    mount("--bind", str(private), folder)
+os.environ["GRADLAB_SANDBOX"] = "uid"
+sys.exit(subprocess.run(argv).returncode)
+'''
+
+
+def simulated_uid(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    import shutil
+    import tempfile
+
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        why = "the uid fallback's test needs root and unshare(1)"
+        if os.environ.get("GRADLAB_REQUIRE_SANDBOX"):
+            pytest.fail(why)
+        pytest.skip(why)
+    package = isolate.package_dir()
+    copies = [package, *(os.path.join(p, "gradlab") for p in sys.path if p and os.path.isdir(
+        os.path.join(p, "gradlab", "practice")) and os.path.realpath(os.path.join(p, "gradlab")) !=
+        os.path.realpath(package))]
+    keep = [*copies, str(cwd), os.getcwd()]
+    aside = tempfile.mkdtemp(prefix="gl-sim-")  # the mounts live in the namespace only: empty folders after it
+    try:
+        cmd = ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-c", SIMULATE, json.dumps(copies),
+               json.dumps(isolate.python_trees()), json.dumps(keep), aside, *argv]
+        return subprocess.run(cmd, capture_output=True, timeout=600, cwd=cwd, env={**os.environ, "COLUMNS": "160"})
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def uid_batch(tmp_path_factory):
+    """A smaller class folder graded in the uid fallback: what it must stop, and gloo on sealed workers."""
+    root = tmp_path_factory.mktemp("uid")
+    folder, out, drop = root / "class", root / "out", root / "drop"
+    for d in (folder, out, drop):
+        d.mkdir()
+    os.chmod(root, 0o755)
+    os.chmod(drop, 0o1777)
+    listener = Listener()
+    package = Path(gradlab.__file__).parent
+    site = Path(os.path.dirname(os.path.dirname(__import__("torch").__file__)))
+    scratch = site / f"gl-scratch-{os.getpid()}.txt"  # root's, as pip leaves site-packages (no namespace here: a
+    scratch.write_text("unchanged\n")  # world-writable file would be writable)
+    os.chmod(scratch, 0o644)
+    fills = {"@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
+             "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port),
+             "@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py")])}
+    for name in ("copy.py", "forge.py", "daemon.py", "site.py", "net.py", "flood.py"):
+        body = ATTACKS[name]
+        for key, value in fills.items():
+            body = body.replace(key, value)
+        (folder / name).write_text(HEAD + body)
+    (root / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
+    try:
+        clip = simulated_uid([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json",
+                              str(out / "all.json"), "--gradescope", str(out / "results.json")], root)
+        ddp = simulated_uid([sys.executable, "-m", "gradlab", "check", str(root / "ddp.py"), "--exercise",
+                             "ddp.average_gradients", "--json", str(out / "ddp.json"), "--junit",
+                             str(out / "ddp.xml")], root)
+        time.sleep(2)  # the daemon would write 1 s after its check
+        after = {"sandbox_processes": _sandbox_processes(), "daemons": _named("gl-daemon"),
+                 "marker": (drop / "daemon-was-here").exists(), "scratch": scratch.read_text(),
+                 "accepted": listener.accepted, "gradescope": (out / "results.json").read_text()}
+    finally:
+        scratch.unlink()
+        listener.server.close()
+        for pid in _named("gl-daemon"):
+            os.kill(pid, 9)
+    assert clip.returncode == 0 and ddp.returncode == 0, (clip.stderr.decode()[-2000:], ddp.stderr.decode()[-2000:])
+    by_file = {d["config"]["file"]: d for d in json.loads((out / "all.json").read_text())}
+    reports = {n: json.loads(line[7:]) for n, d in by_file.items() for line in d["metrics"].get("printed", "")
+               .splitlines() if line.startswith("ATTACK {")}
+    return {"clip": clip, "by_file": by_file, "reports": reports, "after": after,
+            "ddp": json.loads((out / "ddp.json").read_text())}
+
+
+def test_the_uid_fallback_grades_and_says_what_it_leaves_open(uid_batch):
+    assert all(d["metrics"]["sandbox"] == "uid" for d in uid_batch["by_file"].values())
+    assert "can see other processes and fill the disk" in " ".join(uid_batch["clip"].stdout.decode().split())
+    for name in ("copy.py", "forge.py", "site.py", "net.py", "flood.py", "daemon.py"):
+        assert passed(uid_batch["by_file"][name]), name
+
+
+def test_the_uid_fallback_stops_copying_forging_daemons_and_writes(uid_batch):
+    reports, after = uid_batch["reports"], uid_batch["after"]
+    assert reports["copy.py"]["imports"] == [] and reports["copy.py"]["files"] == [], reports["copy.py"]
+    forge = reports["forge.py"]  # it may see the grader and the other submissions, not touch them
+    assert forge["wrote"] == [] and forge["killed"] == [] and forge["paused"] == [], forge
+    assert json.loads(after["gradescope"]).get("score") != 999
+    assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
+    assert all(v != "opened" for v in reports["site.py"].values()) and after["scratch"] == "unchanged\n"
+    assert 0 < reports["flood.py"]["children"] < isolate.Limits().nproc
+
+
+def test_the_uid_fallback_seals_the_network_after_gloo_connects(uid_batch):
+    net = uid_batch["reports"]["net.py"]
+    assert net["host loopback"].startswith("refused") and net["dns"].startswith("failed"), net
+    ddp = uid_batch["ddp"]
+    found = ddp_reports(ddp["metrics"]["printed"])
+    assert ddp["points"]["score"] == ddp["points"]["max_score"] and len(found) == 7, (ddp["stopped"], found)
+    assert all("Permission denied" in f["connection"] for f in found) and uid_batch["after"]["accepted"] == 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What comes back, checked in gradlab's process (no sandbox needed: the bytes are made here)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _outcome(value=None, raw: bytes | None = None) -> isolate.Outcome:
+    import io
+
+    import torch
+
+    if raw is None:
+        buf = io.BytesIO()
+        torch.save(value, buf)
+        raw = buf.getvalue()
+    return isolate.Outcome(mode="bwrap", returncode=0, output=raw, printed=b"hi \x1b[2J\n", printed_bytes=9)
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    ("storage", "keeps 4,000,000 bytes of storage for 10 values"),
+    ("complex", "not a real-valued CPU tensor"),
+    ("warnings", "hold a dict of 1 item where a list is expected"),
+    ("missing", "on input 1 lack 'x'"),
+    ("nested", "'ys' has 1 tensor where 2 are expected"),
+])
+def test_outputs_are_checked_against_the_references_shape(value, fragment):
+    import torch
+
+    want = [{"x": torch.zeros(10), "ys": [torch.zeros(2), torch.zeros(3)]}]
+    outputs = {"storage": [{"x": torch.zeros(1_000_000)[:10], "ys": [torch.zeros(2), torch.zeros(3)]}],
+               "complex": [{"x": torch.zeros(10, dtype=torch.complex64), "ys": [torch.zeros(2), torch.zeros(3)]}],
+               "missing": [{"ys": [torch.zeros(2), torch.zeros(3)]}],
+               "nested": [{"x": torch.zeros(10), "ys": [[torch.zeros(2), torch.zeros(3)]]}]}
+    got = {"ok": True, "outputs": outputs.get(value, want), **({"warnings": {"a": 1}} if value == "warnings" else {})}
+    r = sandbox.received(_outcome(got), want, 20)
+    assert not r["ok"] and r["kind"] == "output" and fragment in r["error"], r["error"]
+    assert r["printed"] == "hi \\x1b[2J\n" and r["printed_bytes"] == 9 and r["isolated"]
+
+
+def test_right_outputs_come_back_as_plain_tensors_of_their_own():
+    import torch
+
+    want = [{"x": torch.zeros(10), "ys": [torch.zeros(2), torch.zeros(3)]}]
+    sent = {"ok": True, "outputs": [{"x": torch.nn.Parameter(torch.ones(20)[::2]), "ys": [torch.zeros(2),
+                                                                                          torch.zeros(3)]}],
+            "warnings": ["UserWarning: \x1b[31m"], "used": []}
+    r = sandbox.received(_outcome(sent), want, 20)
+    x = r["outputs"][0]["x"]
+    assert r["ok"] and type(x) is torch.Tensor and x.is_contiguous() and not x.requires_grad and x.sum() == 10
+    assert r["warnings"] == ["UserWarning: \\x1b[31m"]
+
+
+def test_a_child_that_stopped_is_said_in_one_line():
+    r = sandbox.received(isolate.Outcome(mode="bwrap", returncode=-9, output=b""), None, 20)
+    assert r["kind"] == "died" and "killed by SIGKILL (out of memory?)" in r["error"]
+    r = sandbox.received(isolate.Outcome(mode="bwrap", returncode=None, stopped="timeout"), None, 3)
+    assert r["kind"] == "timeout" and "longer than 3 s" in r["error"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What an exercise asks students to write themselves
+# ---------------------------------------------------------------------------------------------------------------
+
+FORBIDDEN = {
+    "mnist.sgd_step": ("""
+def sgd_step(W, b, x, y, lr):
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
+    W, b = W.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
+    opt = torch.optim.SGD([W, b], lr=lr)
+    cost.backward()
+    opt.step()
+    return W.detach(), b.detach()
+""", "torch.optim.SGD"),
+    "mnist.softmax_grad": ("""
+def softmax_grad(W, b, x, y):
+    W, b = W.clone().requires_grad_(), b.clone().requires_grad_()
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
+    cost.backward()
+    return W.grad, b.grad
+""", "torch.Tensor.backward"),
+}
+
+
+def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(batch, tmp_path):
+    """The values are right, the one check fails, and says which call (torch.nn.utils.clip_grad_norm_ in the class
+    folder, called under another of its names; torch.optim.SGD; Tensor.backward)."""
+    library = batch["by_file"]["library.py"]
+    failed = [c["id"] for c in library["claims"] if not c["passed"]]
+    assert failed == [f"{CLIP}:own"] and library["metrics"]["diagnosis"] == (
+        "uses torch.nn.utils.clip_grad_norm_, which this exercise asks you to write")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradlab.practice.check import run_check
+
+    def one(name: str):
+        path = tmp_path / f"{name}.py"
+        path.write_text("import torch\nimport torch.nn.functional as F\n" + FORBIDDEN[name][0])
+        return run_check(str(path), EXERCISES[name])
+
+    with ThreadPoolExecutor(2) as pool:
+        results = dict(zip(FORBIDDEN, pool.map(one, FORBIDDEN), strict=True))
+    for name, r in results.items():
+        failed = [c for c in r.claims if not c.passed]
+        assert [c.id for c in failed] == [f"{name}:own"], (name, [(c.id, c.value) for c in failed], r.stopped)
+        assert r.metrics["diagnosis"] == f"uses {FORBIDDEN[name][1]}, which this exercise asks you to write"
+    assert "Write it yourself" in starter(EXERCISES[CLIP])
+
+
+@pytest.mark.parametrize(("course", "fragment"), [
+    ("[exercises\n", "is not valid TOML"),
+    ("[other]\n", "has no [exercises] table"),
+    ('[exercises]\n"a.py" = "clip.nope"\n', "unknown exercise 'clip.nope' for a.py"),
+    ('[exercises]\n"sub/a.py" = "clip.clip_by_global_norm"\n', "must name a .py file (no folder)"),
+])
+def test_a_bad_course_file_is_one_line(tmp_path, course, fragment):
+    (tmp_path / "course.toml").write_text(course)
+    assert_one_line_error(invoke("check", str(tmp_path), "--course", str(tmp_path / "course.toml")), fragment)
+
+
+def test_the_teacher_names_the_exercise_and_a_missing_file_fails(tmp_path):
+    require_sandbox()
+    (tmp_path / "course.toml").write_text('[exercises]\n"clip_by_global_norm.py" = "clip.clip_by_global_norm"\n')
+    sub = tmp_path / "submission"
+    sub.mkdir()
+    (sub / "mine.py").write_text(HEAD)  # right, but not the file the course names: not graded
+    out = invoke("check", str(sub), "--course", str(tmp_path / "course.toml"), "--json", str(tmp_path / "r.json"))
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert out.exit_code == 1 and [d["config"]["file"] for d in data] == ["clip_by_global_norm.py"]
+    assert "clip_by_global_norm.py is missing from this submission" in data[0]["stopped"]
+    assert data[0]["points"] == {"score": 0, "max_score": 4}
+    assert_one_line_error(invoke("check", str(sub), "--exercise", CLIP, "--course", str(tmp_path / "course.toml")),
+                          "not both")
