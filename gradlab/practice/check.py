@@ -242,7 +242,7 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
             result.metrics["diagnosis"] = (
                 f"your values are right, but your function changed {', '.join(changed)} in place (an in-place "
                 f"operation: -=, mul_, copy_…) where the exercise says {'they are' if len(changed) > 1 else 'it is'}"
-                " not changed: compute new tensors (W - lr * gW, g * scale) and return those")
+                " not changed: compute new tensors (e.g. W - lr * gW rather than W -= lr * gW) and return those")
         elif all(passed) and exercise.no_autograd and measured[-1] > 0:
             result.metrics["diagnosis"] = (
                 "your values are right, but your function built an autograd graph (requires_grad_, "
@@ -251,7 +251,7 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
         else:
             result.metrics["diagnosis"] = diagnosis.diagnose(checks, cases, outputs, refs, passed, bounds)
     else:
-        note = diagnosis.accepted(checks, cases, outputs, diffs)
+        note = diagnosis.accepted(checks, cases, outputs, refs, diffs)
         if note:
             result.notes.append(note)
     return result

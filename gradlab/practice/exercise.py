@@ -152,8 +152,9 @@ class Checks:
 # ---------------------------------------------------------------------------------------------------------------
 
 def values(out: dict) -> dict:
-    """OUT without the rule outputs (inputs changed, autograd graph): what is compared with the reference."""
-    return {k: v for k, v in out.items() if k not in RESERVED}
+    """OUT without the rule outputs (inputs changed, autograd graph, and any key that starts with "_", which a
+    harness adds for an exercise's own rules): what is compared with the reference."""
+    return {k: v for k, v in out.items() if k not in RESERVED and not k.startswith("_")}
 
 
 def tensors(out: Any) -> list[torch.Tensor]:
@@ -198,11 +199,13 @@ def same(a: dict, b: dict, tolerance: float = 1e-5) -> bool:
                                               equal_nan=True) for x, y in zip(xs, ys, strict=True))
 
 
-def autograd_outputs(f: Callable, inputs: list, dy, directions: list) -> dict:
+def autograd_outputs(f: Callable, inputs: list, dy, directions: list, names: tuple[str, ...] = ()) -> dict:
     """What gradlab.practice.harness.function_outputs measures of an autograd.Function, for a plain differentiable
     function F computed by autograd (the library's way, a reference): value, gradient(s) for the upstream DY, and
     the second derivative along DIRECTIONS."""
     import torch
+
+    from gradlab.practice.harness import keyed
 
     xs = [x.clone().requires_grad_(True) for x in inputs]
     y = f(*xs)
@@ -210,9 +213,7 @@ def autograd_outputs(f: Callable, inputs: list, dy, directions: list) -> dict:
     seconds = torch.autograd.grad(sum((g * v).sum() for g, v in zip(grads, directions, strict=True)), xs,
                                   allow_unused=True)
     seconds = [torch.zeros_like(x.detach()) if s is None else s.detach() for x, s in zip(xs, seconds, strict=True)]
-    if len(xs) == 1:
-        return {"value": y.detach(), "gradient": grads[0].detach(), "second": seconds[0]}
-    return {"value": y.detach(), "gradients": [g.detach() for g in grads], "second": seconds}
+    return keyed(y.detach(), [g.detach() for g in grads], seconds, names)
 
 
 def norm_ratio(a: dict, b: dict) -> float:

@@ -106,11 +106,12 @@ def kind_of(value) -> str:
 
 
 def function_outputs(cls, inputs: list[torch.Tensor], dy: torch.Tensor, directions: list[torch.Tensor],
-                     name: str) -> dict:
+                     name: str, names: tuple[str, ...] = ()) -> dict:
     """An autograd.Function CLS applied to INPUTS (each made a leaf that requires grad): its value, its gradients
     for the upstream gradient DY (vector-Jacobian products: with a random dy, a backward that forgets to multiply
     by dy cannot pass, as it does when the output is summed), and the second derivative along DIRECTIONS (the
-    gradient of Σ_i ⟨gradient_i, direction_i⟩, so a backward that is a constant to autograd shows as 0)."""
+    gradient of Σ_i ⟨gradient_i, direction_i⟩, so a backward that is a constant to autograd shows as 0). Keys:
+    value, gradient, second for one input; value, "grad N", "second N" for inputs NAMES."""
     if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
         raise Returned(f"{name} is {kind_of(cls)}, not a class derived from torch.autograd.Function")
     xs = [x.clone().requires_grad_(True) for x in inputs]
@@ -125,9 +126,15 @@ def function_outputs(cls, inputs: list[torch.Tensor], dy: torch.Tensor, directio
     inner = sum((g * v).sum() for g, v in zip(grads, directions, strict=True) if g.requires_grad)
     seconds = torch.autograd.grad(inner, xs, allow_unused=True) if isinstance(inner, torch.Tensor) else [None] * len(xs)
     seconds = [torch.zeros_like(x.detach()) if s is None else s.detach() for x, s in zip(xs, seconds, strict=True)]
-    if len(xs) == 1:
-        return {"value": y.detach(), "gradient": grads[0].detach(), "second": seconds[0]}
-    return {"value": y.detach(), "gradients": [g.detach() for g in grads], "second": seconds}
+    return keyed(y.detach(), [g.detach() for g in grads], seconds, names)
+
+
+def keyed(value: torch.Tensor, grads: list, seconds: list, names: tuple[str, ...] = ()) -> dict:
+    """The outputs of function_outputs (and of a reference computed the same way) under their keys."""
+    if not names:
+        return {"value": value, "gradient": grads[0], "second": seconds[0]}
+    return {"value": value, **{f"grad {n}": g for n, g in zip(names, grads, strict=True)},
+            **{f"second {n}": s for n, s in zip(names, seconds, strict=True)}}
 
 
 # ---------------------------------------------------------------------------------------------------------------
