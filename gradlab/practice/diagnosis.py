@@ -342,11 +342,12 @@ def where_words(cover: list[int], wrong: list[int], relevant: list[int], cases: 
 
 
 def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Finding]]], wrong: dict[str, list[int]],
-                    relevant: dict[str, list[int]], cases: list[dict]) -> tuple[list[str], list[str]]:
-    """(sentences, fixes): the relations that explain the most (output, input) pairs, chosen greedily, each said
-    once for the outputs it holds on (W and b: the update is 1/K × the expected update on every input)."""
+                    relevant: dict[str, list[int]], cases: list[dict]) -> tuple[list[str], list[str], list[str]]:
+    """(sentences, fixes, vague ones: "differs" with nothing more): the relations that explain the most (output,
+    input) pairs, chosen greedily, each said once for the outputs it holds on (W and b: the updates are 1/K × the
+    expected update on every input)."""
     todo = {(k, i) for k, per in findings.items() for i in per}
-    sentences, fixes = [], []
+    sentences, fixes, vague = [], [], []
     while todo:
         cover: dict[Any, list[tuple[str, int]]] = {}
         best: dict[Any, Finding] = {}
@@ -375,11 +376,11 @@ def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Finding]]
             if checks.base and keys[0] in checks.base(cases[0]):
                 subject += ": the update" if len(keys) == 1 else ": the updates"
                 said = said.replace("is ", "are ", 1) if len(keys) > 1 and said.startswith("is ") else said
-            sentences.append(f"{subject} {said} {where}")
+            (vague if f.kind == "differs" and f.detail == "*" else sentences).append(f"{subject} {said} {where}")
         fix = hint_for(checks, next(iter(by_key)), f)
         if fix and fix not in fixes:
             fixes.append(fix)
-    return sentences, fixes
+    return sentences, fixes, vague
 
 
 def families(checks: Checks, cases: list[dict], passed: list[bool]) -> list[str]:
@@ -438,8 +439,9 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
     if dtype_text:
         parts.append(dtype_text)
     findings, wrong, relevant, right_keys = {}, {}, {}, []
+    later, step_note = [], ""  # outputs of the updates after the first wrong one: they follow from it
     for key in refs[0]:
-        if key in bad_shape:
+        if key in bad_shape or key in later:
             continue
         per, bad = {}, []
         rel = [i for i in range(len(cases)) if key in refs[i] and key in mine[i]]
@@ -449,24 +451,38 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         if not bad:
             right_keys.append(checks.word(key))
             continue
+        step = next((k for k, keys in enumerate(checks.steps) if key in keys), None)
+        if step is not None and not later:
+            later = [k for keys in checks.steps[step + 1:] for k in keys]
+            if step > 0:
+                step_note = (f"{joined([checks.word(k) for k in checks.steps[0]])} "
+                             f"{'is' if len(checks.steps[0]) == 1 else 'are'} right, a later update is not: what your "
+                             "function keeps or resets between calls (.grad, the optimizer's state) is wrong")
+            elif later:
+                step_note = "the later updates start from these and differ too (not diagnosed)"
         simple_cases = [i for i in bad if not cases[i].get("compound")]
         for i in simple_cases or bad:  # a trajectory (20 steps) is explained by its first step when one fails
             per[i] = relate(checks, lab, i, key, mine[i][key], refs[i][key], mine[i], refs[i])
         findings[key] = per
         wrong[key] = list(per)
         relevant[key] = [i for i in rel if not cases[i].get("compound")] if simple_cases else rel
-    sentences, fixes = explain_outputs(checks, findings, wrong, relevant, cases)
-    parts += sentences
+    sentences, fixes, vague = explain_outputs(checks, findings, wrong, relevant, cases)
+    said = []
+    for experiment in checks.experiments:
+        try:
+            words = experiment(cases, mine, refs)
+        except Exception:  # an experiment that does not apply to these outputs
+            words = None
+        if words:
+            said.append(words)
+    parts += sentences if sentences or said else vague  # "differs" alone only when nothing more is known
+    if step_note:
+        parts.append(step_note)
+    right_keys = [k for k in right_keys if not any(k == checks.word(x) for x in later)]
     if right_keys and (sentences or shape_text):
         parts.append(f"{joined(right_keys)} {'is' if len(right_keys) == 1 else 'are'} right on every input")
     parts += families(checks, cases, passed)
-    for experiment in checks.experiments:
-        try:
-            said = experiment(cases, mine, refs)
-        except Exception:  # an experiment that does not apply to these outputs
-            said = None
-        if said:
-            parts.append(said)
+    parts += said
     parts += fixes
     where = locate(checks, cases, mine, refs, failing or list(range(len(cases))))
     if where:
@@ -533,3 +549,29 @@ def changed_inputs(exercise, outputs: list[dict]) -> list[str]:
         if flags is not None:
             hit = [h or bool(f) for h, f in zip(hit, flags.tolist(), strict=False)]
     return [name for name, h in zip(exercise.keeps, hit, strict=True) if h]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A wrong answer as a weighted sum of parts (micro-batches, ranks): which weights it used
+# ---------------------------------------------------------------------------------------------------------------
+
+def weights_of(mine: list[torch.Tensor], parts: list[list[torch.Tensor]]) -> tuple[torch.Tensor, float]:
+    """(w, what is left): the least-squares weights with mine ≈ Σ_k w_k · parts_k, and ‖mine − Σ w_k parts_k‖ /
+    ‖mine‖ (0 when mine is such a sum)."""
+    y = vector(mine)
+    M = torch.stack([vector(p) for p in parts], dim=1)
+    w = torch.linalg.lstsq(M, y.unsqueeze(1)).solution.squeeze(1)
+    return w, float((M @ w - y).norm()) / max(float(y.norm()), 1e-300)
+
+
+def name_weights(w: torch.Tensor, candidates: dict[str, list[float]]) -> str | None:
+    """The name of the candidate weights (e.g. "n_k/B", "1/K") that W equals, if any."""
+    for name, c in candidates.items():
+        c = torch.tensor(c, dtype=torch.float64)
+        if c.shape == w.shape and torch.allclose(w, c, rtol=1e-3, atol=1e-6 * max(float(c.abs().max()), 1e-12)):
+            return name
+    return None
+
+
+def weights_words(w: torch.Tensor) -> str:
+    return "(" + ", ".join(num(float(v)) for v in w[:6]) + (", …" if len(w) > 6 else "") + ")"

@@ -112,6 +112,8 @@ class Checks:
       experiments further measurements of the exercise's own: (cases, outputs, refs) -> a sentence or None
       spot        (case, key) -> (coordinates, name): where in an output a difference is (x = 0, x ≥ 89)
       variants    correct answers that differ by more than rounding, with why
+      steps       the outputs of successive updates, in order: the first wrong one is diagnosed, the later ones
+                  follow from it
     """
 
     harness: Harness
@@ -128,6 +130,7 @@ class Checks:
     experiments: list[Callable[[list[dict], list[dict], list[dict]], str | None]] = field(default_factory=list)
     spot: Callable[[dict, str], tuple[Any, str] | None] = field(default=lambda case, key: None)
     variants: list[Variant] = field(default_factory=list)
+    steps: list[tuple[str, ...]] = field(default_factory=list)  # outputs in time order: an update's, then the next's
 
     def cases(self, seed: int) -> list[dict]:
         """The inputs: [{"label", "kind", tensors…}], with "family" and "vary" where a few vary one thing."""

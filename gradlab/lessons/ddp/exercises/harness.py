@@ -1,6 +1,10 @@
 """The exercises of `gradlab ddp`, beside the submission: each exercise's inputs (CASES(seed)) and how a function is
 called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
-gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py)."""
+gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py).
+
+The functions that run on every rank of a torch.distributed job run on real gloo workers (gradlab.practice.harness.
+on_workers); each rank's result is an output of its own ("rank 0", "rank 1", …), so the diagnosis can say which
+ranks are right."""
 
 from __future__ import annotations
 
@@ -8,13 +12,13 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import Harness, loaded
+from gradlab.practice.harness import Harness, Returned, loaded, on_workers, tensor_list
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
 
 def _model(case: dict) -> torch.nn.Module:
     return loaded(torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)),
-                   case["weights"])
+                  case["weights"])
 
 
 def _acc_cases(seed: int) -> list[dict]:
@@ -22,14 +26,21 @@ def _acc_cases(seed: int) -> list[dict]:
     torch.manual_seed(seed)  # PyTorch's default init, as a model of the lesson starts
     weights = [p.detach().clone() for p in torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(),
                                                                torch.nn.Linear(16, 10)).parameters()]
+
+    def data() -> dict:
+        return {"weights": weights, "x": torch.rand(100, 784, generator=g),
+                "y": torch.randint(0, 10, (100,), generator=g),
+                "stale": [torch.randn(w.shape, generator=g) for w in weights]}  # what .grad holds on entry
+
     out = []
-    for label, kind, sizes in (("4 equal parts of 25", "equal", [25, 25, 25, 25]),
-                               ("2 equal parts of 50", "equal", [50, 50]), ("one part", "equal", [100]),
-                               ("unequal parts 64/32/4", "unequal", [64, 32, 4]),
+    for label, kind, sizes in (("2 equal parts of 50", "equal", [50, 50]), ("one part", "equal", [100]),
                                ("unequal parts 1/99", "unequal", [1, 99])):
-        out.append({"label": label, "kind": kind, "sizes": sizes, "weights": weights,
-                    "x": torch.rand(100, 784, generator=g), "y": torch.randint(0, 10, (100,), generator=g),
-                    "stale": [torch.randn(w.shape, generator=g) for w in weights]})  # what .grad holds on entry
+        out.append({"label": label, "kind": kind, "sizes": sizes, **data()})
+    same = data()
+    out.append({"label": "4 equal parts of 25", "kind": "equal", "sizes": [25, 25, 25, 25], **same,
+                "family": "parts", "vary": "for equal micro-batches"})
+    out.append({"label": "the same batch in unequal parts 64/32/4", "kind": "unequal", "sizes": [64, 32, 4], **same,
+                "family": "parts", "vary": "for unequal ones"})
     return out
 
 
@@ -37,76 +48,68 @@ def _acc_harness(fn: Callable, case: dict) -> dict:
     model = _model(case)
     for p, stale in zip(model.parameters(), case["stale"], strict=True):
         p.grad = stale.clone()
-    grads = fn(model, case["x"], case["y"], list(case["sizes"]))
+    grads = tensor_list(fn(model, case["x"], case["y"], list(case["sizes"])), "what accumulated_grad returned", 4)
     return {"grads": [t.detach().clone() for t in grads]}
-
 
 
 # --------------------------------------------------------------------------------------------- average_gradients
 
 def _avg_cases(seed: int) -> list[dict]:
     g = torch.Generator().manual_seed(seed)
-    out = []
-    for label, sizes in (("3 workers, shards 34/33/33", [34, 33, 33]), ("2 workers, shards 90/10", [90, 10]),
-                         ("2 equal shards", [50, 50])):
-        out.append({"label": label, "kind": "average", "sizes": sizes,
-                    "grads": [[torch.randn(5, 3, generator=g, dtype=torch.float64),
-                               torch.randn(3, generator=g, dtype=torch.float64)] for _ in sizes]})
+
+    def grads(n: int) -> list:
+        return [[torch.randn(5, 3, generator=g, dtype=torch.float64), torch.randn(3, generator=g,
+                                                                               dtype=torch.float64)]
+                for _ in range(n)]
+
+    out = [{"label": "3 workers, shards 34/33/33", "kind": "average", "sizes": [34, 33, 33], "grads": grads(3)}]
+    two = grads(2)
+    out.append({"label": "2 workers, shards 90/10", "kind": "average", "sizes": [90, 10], "grads": two,
+                "family": "shards", "vary": "for unequal shards"})
+    out.append({"label": "the same gradients, equal shards 50/50", "kind": "average", "sizes": [50, 50],
+                "grads": two, "family": "shards", "vary": "for equal shards"})
     return out
 
 
-def _avg_worker(fn, case: dict, rank: int, port: int, results) -> None:
-    import datetime
-    import os
-
-    import torch.distributed as dist
-
-    try:
-        world = len(case["sizes"])
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=15))
-        try:
-            out = fn([t.clone() for t in case["grads"][rank]], case["sizes"][rank], sum(case["sizes"]))
-            results.put((rank, [t.detach().numpy().copy() for t in out]))  # by value: no shared-memory handles
-        finally:
-            dist.destroy_process_group()
-    except BaseException as e:
-        results.put((rank, f"{type(e).__name__}: {e}"))
-    finally:
-        results.close()
-        results.join_thread()  # what was put has left this process
-        os._exit(0)
-
-
 def _avg_harness(fn: Callable, case: dict) -> dict:
-    """FN on real gloo workers: one forked process per shard (fork: they inherit FN, the submission's function, as
-    it is), meeting on 127.0.0.1; every worker's result comes back."""
-    import multiprocessing
+    """FN on real gloo workers, one per shard; every rank's result comes back."""
+    n_total = sum(case["sizes"])
+    got = on_workers(fn, [([t.clone() for t in grads], n, n_total)
+                          for grads, n in zip(case["grads"], case["sizes"], strict=True)])
+    return {f"rank {r}": tensors for r, tensors in enumerate(got)}
 
-    from gradlab.distributed import _loopback_only, free_port
 
-    ctx = multiprocessing.get_context("fork")
-    results = ctx.Queue()
-    port = free_port()
-    with _loopback_only():
-        procs = [ctx.Process(target=_avg_worker, args=(fn, case, r, port, results), daemon=True)
-                 for r in range(len(case["sizes"]))]
-        for p in procs:
-            p.start()
-    try:
-        got = dict(results.get(timeout=30) for _ in procs)
-    finally:
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-    errors = [v for v in got.values() if isinstance(v, str)]
-    if errors:
-        raise RuntimeError(f"a worker failed: {errors[0]}")
-    return {"ranks": [[torch.from_numpy(a) for a in got[r]] for r in range(len(procs))]}
+# ------------------------------------------------------------------------------------------------ sync_gradients
+
+def _sync_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for label, world in (("2 workers", 2), ("3 workers", 3), ("4 workers", 4)):
+        weights = [torch.randn(3, 5, generator=g), torch.randn(3, generator=g)]
+        out.append({"label": label, "kind": "sync", "weights": weights,
+                    "grads": [[torch.randn(3, 5, generator=g), torch.randn(3, generator=g)] for _ in range(world)]})
+    return out
+
+
+def _sync_rank(fn: Callable, weights: list, grads: list) -> list:
+    """On one rank: a model whose .grad holds this rank's gradients; FN averages them in place over the ranks."""
+    model = loaded(torch.nn.Linear(5, 3), weights)
+    for p, grad in zip(model.parameters(), grads, strict=True):
+        p.grad = grad.clone()
+    got = fn(model)
+    if got is not None:
+        raise Returned(f"sync_gradients returned {type(got).__name__}: it changes each p.grad in place and returns "
+                       "nothing")
+    return [p.grad if p.grad is not None else torch.full_like(p, float("nan")) for p in model.parameters()]
+
+
+def _sync_harness(fn: Callable, case: dict) -> dict:
+    got = on_workers(_sync_rank, [(fn, case["weights"], grads) for grads in case["grads"]])
+    return {f"rank {r}": tensors for r, tensors in enumerate(got)}
 
 
 HARNESSES: dict[str, Harness] = {
+    "sync_gradients": Harness(cases=_sync_cases, call=_sync_harness),
     "accumulated_grad": Harness(cases=_acc_cases, call=_acc_harness),
     "average_gradients": Harness(cases=_avg_cases, call=_avg_harness),
 }
