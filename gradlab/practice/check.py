@@ -174,6 +174,14 @@ def run_check(path: str, exercise: Exercise, seed: int = 0) -> Result:
     return result
 
 
+def returned(error: str) -> str:
+    """A harness's Returned (the function returned the wrong kind of thing) said as such, not as an exception the
+    function raised (a sandbox that reports every exception as "raised" gives 'f() raised on the input …: Returned:
+    …')."""
+    found = re.match(r"(\w+)\(\) raised on the input '(.*?)': Returned: (.*)$", error, re.S)
+    return f"{found[1]}() returned on the input '{found[2]}': {found[3]}" if found else error
+
+
 PRINTED_LINES = 20  # the last lines of what the submission printed that a check shows
 
 
@@ -202,7 +210,7 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
                     metrics={"exercise": exercise.name}, claims=[], notes=[])
     student_output(result, got)
     if not got["ok"]:  # every check is there, not reached (NaN fails): a course's points add up the same way
-        result.stopped = got["error"]
+        result.stopped = returned(got["error"])
         result.metrics["trace"] = got.get("trace", "")
         result.claims = [Claim(f"{exercise.name}:{kind}", f"{text} — not reached", math.nan, bound)
                          for kind, (text, bound) in exercise.claims.items()]
@@ -243,6 +251,12 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
                 f"your values are right, but your function changed {', '.join(changed)} in place (an in-place "
                 f"operation: -=, mul_, copy_…) where the exercise says {'they are' if len(changed) > 1 else 'it is'}"
                 " not changed: compute new tensors (e.g. W - lr * gW rather than W -= lr * gW) and return those")
+        elif all(passed) and any(not c.passed for c in result.claims[len(exercise.claims):len(exercise.claims)
+                                                                          + len(exercise.rules)]):
+            failing = [i for i, c in enumerate(result.claims[len(exercise.claims):]) if not c.passed
+                       and i < len(exercise.rules)]
+            result.metrics["diagnosis"] = "your values are right, but: " + "; ".join(
+                checks.rule_hints[i] if i < len(checks.rule_hints) else exercise.rules[i][0] for i in failing)
         elif all(passed) and exercise.no_autograd and measured[-1] > 0:
             result.metrics["diagnosis"] = (
                 "your values are right, but your function built an autograd graph (requires_grad_, "

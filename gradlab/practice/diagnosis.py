@@ -129,7 +129,7 @@ def named_scales(c: float, quantities: list[tuple[str, Any, str]]) -> list[tuple
                                                         else f"1/{sym}")
         for value, s in ((1 / v, inverse), (-v, f"−{sym}")):
             if s not in listed and abs(c - value) <= 1e-3 * abs(value):
-                out.append((s, value, meaning))
+                out.append((s, value, f"{sym}: {meaning}"))
     return out
 
 
@@ -190,7 +190,7 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
         kinds = " and ".join(k for k, m in (("NaN", A.isnan()), ("inf", A.isinf())) if (m & bad).any())
         where = spot_words(checks, case, key, bad) if len(a) == 1 else ""
         share = "everywhere" if bad.all() else where or f"at {int(bad.sum())} of {bad.numel()} entries"
-        return [Finding("nonfinite", ("nonfinite", kinds), f"is {kinds} {share} (the expected is finite)",
+        return [Finding("nonfinite", ("nonfinite", kinds, where), f"is {kinds} {share} (the expected is finite)",
                         detail=where or "*", prio=0)]
     nb, na = float(Bv[fin_b].norm()), float(A[fin_a].norm())
     found = []
@@ -264,7 +264,8 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor) -> str:
                 return f": {how} of the expected over all its entries (keep one per element)"
         return ": one number where one per element is expected (a mean or sum too many?)"
     if b.dim() == 1 and a.dim() == 2 and a.shape == (b.shape[0], b.shape[0]):
-        return ": an (N, N) matrix where N numbers are expected: an (N, 1) and an (N,) broadcast against each other?"
+        return (": an (N, N) matrix where N numbers are expected (an (N, 1) and an (N,) broadcast against each "
+                "other, or a whole matrix where its product with a vector is asked?)")
     if a.dim() == b.dim() + 1 and a.shape[-1] == 1 and a.shape[:-1] == b.shape:
         return ": an extra dimension of size 1 (squeeze it)"
     if a.numel() == b.numel():

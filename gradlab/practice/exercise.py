@@ -131,6 +131,7 @@ class Checks:
     spot: Callable[[dict, str], tuple[Any, str] | None] = field(default=lambda case, key: None)
     variants: list[Variant] = field(default_factory=list)
     steps: list[tuple[str, ...]] = field(default_factory=list)  # outputs in time order: an update's, then the next's
+    rule_hints: list[str] = field(default_factory=list)  # the fix for each of the exercise's own rules, in order
 
     def cases(self, seed: int) -> list[dict]:
         """The inputs: [{"label", "kind", tensors…}], with "family" and "vary" where a few vary one thing."""

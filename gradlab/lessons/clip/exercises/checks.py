@@ -46,8 +46,10 @@ GLOBAL_NORM = Checks(
     ],
     names={"norm": "the global norm"},
     quantities=lambda case: [("√n", sum(g.numel() for g in case["grads"]) ** 0.5,
-                              "n, the number of entries of all the tensors")],
-    hints={("*", "scale", "√n"): "a mean of the squares where their sum belongs"})
+                              "n, the number of entries of all the tensors"),
+                             ("√T", len(case["grads"]) ** 0.5, "T, the number of tensors")],
+    hints={("*", "scale", "√n"): "a mean of the squares where their sum belongs",
+           ("*", "scale", "1/√T"): "the squared norms of the tensors averaged, not added: sqrt(Σ_i ‖g_i‖²)"})
 
 
 # ------------------------------------------------------------------------------------------- clip_by_global_norm
@@ -209,6 +211,8 @@ RANKS = Checks(
                 "world size): the shards hold different parameters, so their squares add up (ReduceOp.SUM)",
                 outputs=_ranks_averaged),
     ],
+    quantities=lambda case: _clip_quantities({"grads": [t for s in case["shards"] for t in s],
+                                              "clip_norm": case["clip_norm"]}),
     relations=[Relation("the gradients clipped with the squared norm Σ‖g‖² as if it were the norm (the square root "
                         "is missing)", outputs=_ranks_unrooted)])
 

@@ -66,6 +66,8 @@ TD_TARGET = Checks(
                 "the actions of each next state: target(s2).max(dim=1).values, one number per transition"),
     ],
     extra=_target_extra,
+    rule_hints=["your y carries a graph (to target's parameters): compute it under torch.no_grad(), or return "
+                "y.detach(); it is a number to move towards"],
     names={"y": "your target y"},
     quantities=_n,
     relations=[Relation("the target with done and 1 − done swapped: only terminal transitions bootstrap",

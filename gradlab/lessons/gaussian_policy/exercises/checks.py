@@ -135,10 +135,14 @@ LAYER = Checks(
     names={"value": "the value ln π", "grad a": "the gradient for a", "grad mu": "the gradient for μ",
            "grad sigma": "the gradient for σ", "second a": "the second derivative (a's row)",
            "second mu": "the second derivative (μ's row)", "second sigma": "the second derivative (σ's row)"},
-    quantities=lambda case: [("dy", case["dy"], "the upstream gradient"), *_sigma_quantities(case)],
+    quantities=lambda case: [("dy", case["dy"], "the upstream gradient"), *_sigma_quantities(case),
+                             ("½ ln 2π", torch.full_like(case["a"], HALF_LOG_2PI), "the normal's constant")],
     hints={("*", "family", "upstream:when dy = 1"): "summing the output sends dy = 1, which hides a backward that "
                                                     "ignores dy",
            ("*", "scale", "expected / dy"): "backward(ctx, dy) must return each gradient times dy (the chain rule)",
+           ("value", "plus", "expected + ½ ln 2π"): "ln N(a; μ, σ²) has the constant −½ ln 2π: keep it",
+           ("grad sigma", "scale", "expected / 2σ"): "that is the derivative with respect to the variance σ²: "
+                                                     "multiply by ∂σ²/∂σ = 2σ",
            ("*", "zero", "*"): "a zero second derivative: your backward is a constant to autograd (values saved in "
                                "forward, .detach(), torch.no_grad()); compute it from the saved inputs"})
 

@@ -137,7 +137,9 @@ HVP = Checks(
                 "autograd.grad through the first one (create_graph=True keeps its graph)"),
     ],
     names={"Hv": "your H v"},
-    quantities=_hvp_quantities,
+    hints={("*", "scale", "1/n"): "a mean where the sum belongs: differentiate Σ_j g_j v_j = (g * v).sum(), or pass "
+                                  "grad_outputs=v"},
+    quantities=lambda case: [*_hvp_quantities(case), ("n", len(case["x"]), "the number of inputs")],
     errors=[("does not require grad", "the second autograd.grad needs a graph through the first: pass "
              "create_graph=True to the first autograd.grad(f(x), x, create_graph=True), and make x a leaf that "
              "requires grad (x.detach().requires_grad_(True))")])
