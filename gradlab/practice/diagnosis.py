@@ -480,7 +480,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
     if step_note:
         parts.append(step_note)
     right_keys = [k for k in right_keys if not any(k == checks.word(x) for x in later)]
-    if right_keys and (sentences or shape_text):
+    if right_keys and (sentences or vague or shape_text):
         parts.append(f"{joined(right_keys)} {'is' if len(right_keys) == 1 else 'are'} right on every input")
     parts += families(checks, cases, passed)
     parts += said

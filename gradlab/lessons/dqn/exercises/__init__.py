@@ -9,8 +9,9 @@ terminal state", gymnasium/core.py lines 100-106, facts-26); the lesson stores d
 
 from gradlab.practice.exercise import Exercise
 
-DONE = ("done is 1 where the episode terminated (the pole fell, the cart left the track) and 0 where the time limit "
-        "only truncated it: s2 still has a value there, so y bootstraps from it.")
+DONE = """done is 1 where the episode terminated (the pole fell, the cart
+        left the track) and 0 where the time limit only truncated it: s2 still has a value there, so y
+        bootstraps from it."""
 
 EXERCISES = [
     Exercise(
@@ -22,8 +23,8 @@ EXERCISES = [
         Computed without a graph (torch.no_grad(), or .detach()): no gradient may flow through y.
 
         Shapes: target is a network from states (N, 4) to action values (N, 2); r, done (N,) float; s2 (N, 4);
-        gamma a float. Return y of shape (N,). {DONE} TF-1: y = tf.stop_gradient(y), or y computed in a separate
-        session run and fed in as a placeholder.""",
+        gamma a float. Return y of shape (N,). {DONE}
+        TF-1: y = tf.stop_gradient(y), or y computed in a separate session run and fed in as a placeholder.""",
         claims={"td": ("your y ≡ r + γ(1 − done) max target(s2) (max relative |Δ|)", 1e-6)},
         rules=(("your y carries no graph (y.requires_grad; 1 is yes)", 0, "<="),)),
     Exercise(
@@ -34,8 +35,9 @@ EXERCISES = [
         loss = mean_i Huber(online(s)[i, a_i] − y_i)        F.smooth_l1_loss(q, y)
 
         Shapes: online and target are networks from states (N, 4) to action values (N, 2); s, s2 (N, 4); a (N,)
-        int64; r, done (N,) float. {DONE} Return the loss (a 0-dim tensor) with the graph to online's
-        parameters. TF-1: y = tf.stop_gradient(y), or y fed in as a placeholder.""",
+        int64; r, done (N,) float. {DONE}
+        Return the loss (a 0-dim tensor) with the graph to online's parameters. TF-1: y = tf.stop_gradient(y),
+        or y fed in as a placeholder.""",
         claims={"td": ("your loss and its gradients ≡ the stop-gradient TD loss's (max relative |Δ|)", 1e-5)},
         rules=(("no gradient reaches the target network (largest norm of its gradient)", 0.0, "<="),)),
 ]

@@ -52,7 +52,7 @@ def _softplus_where(x):
 
 
 def _softplus_kink(x):
-    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))  # autograd: d clamp/dx = 1 and d|x|/dx = 0 at 0
+    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))  # autograd: d clamp/dx = d|x|/dx = 0 at x = 0
 
 
 def _softplus_library(x):
@@ -70,8 +70,9 @@ SOFTPLUS = Checks(
                 "|x| ≥ 89 in float32, so exp's backward makes 0 · inf = NaN. Make both branches finite (clamp the "
                 "argument of the unused one), or use torch.logaddexp(x, 0)"),
         Mistake("kink at 0", _softplus_kink, "max(x, 0) + log1p(exp(−|x|)) is right in value, but autograd takes "
-                "d clamp(x, min=0)/dx = 1 and d|x|/dx = 0 at x = 0, so the gradient there is 1 instead of σ(0) = 1/2. "
-                "Use torch.logaddexp(x, 0) (or an autograd.Function whose backward is dy · sigmoid(x))"),
+                "d clamp(x, min=0)/dx = 0 and d|x|/dx = 0 at x = 0 (so does relu), so the gradient there is 0 instead "
+                "of σ(0) = 1/2. Use torch.logaddexp(x, 0) (or an autograd.Function whose backward is dy · "
+                "sigmoid(x))"),
     ],
     names={"value": "the value", "gradient": "the gradient"},
     quantities=lambda case: [("dy", case["dy"], "the upstream gradient")],
