@@ -134,10 +134,34 @@ def _critic_broadcast(critic, optimizer, s, r, s2, done, gamma):
     _critic_step(critic, optimizer, ((target - critic(s)) ** 2).mean(), lambda p, g: setattr(p, "grad", g))
 
 
+def _critic_expected(case: dict) -> dict:
+    """The reference's outputs without torch.optim (whose first step imports torch._dynamo, about a second): the
+    same gradients, and RMSprop's update written out as torch/optim/rmsprop.py computes it (square_avg starts at 0,
+    square_avg ← α·square_avg + (1 − α)·g², p ← p − lr·g/(√square_avg + ε)). The suite checks it against the
+    reference run through the harness with the real optimizer."""
+    from gradlab.lessons.actor_critic.exercises.harness import _critic
+
+    critic = _critic(case["weights"])
+    params = list(critic.parameters())
+    lr, alpha, eps = 0.01, 0.99, 1e-5  # the harness's optimizer
+    square = [torch.zeros_like(p) for p in params]
+    out = {}
+    for k in range(len(case["s"])):
+        loss = _critic_loss(critic, case["s"][k], case["r"][k], case["s2"][k], case["done"][k], case["gamma"])
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g, sq in zip(params, grads, square, strict=True):
+                sq.mul_(alpha).addcmul_(g, g, value=1 - alpha)
+                p.addcdiv_(g, sq.sqrt().add_(eps), value=-lr)
+        out[f"grad {k + 1}"] = [g.detach().clone() for g in grads]
+        out[f"params {k + 1}"] = [p.detach().clone() for p in params]
+    return out
+
+
 STEPS = ("the first update", "the second update", "the third update")
 
 CRITIC = Checks(
-    harness=HARNESSES["critic_update"], reference=_critic_reference,
+    harness=HARNESSES["critic_update"], reference=_critic_reference, expected=_critic_expected,
     mistakes=[
         Mistake("residual gradient", _critic_residual, "the bootstrap V(s2) was differentiated too (the residual "
                 "gradient): compute the target under torch.no_grad(), it is a number to move towards"),
