@@ -32,7 +32,7 @@ def _sgd_cases(seed: int) -> list[dict]:
                 "lr": 0.5, "family": "size", "vary": "for one sample"})
     for label, batch, scale, lr in (("zero init (the tutorial's)", 50, 0.0, 0.01), ("lr = 0", 20, 0.01, 0.0),
                                     ("large weights", 30, 1.0, 0.1),
-                                    ("large logits (float32, z up to ~500): a saturated softmax", 40, 10.0, 0.2)):
+                                    ("large logits (float32, |z| in the hundreds)", 40, 10.0, 0.2)):
         x, y = _batch(g, batch)
         out.append({"label": label, "kind": "step", "W": torch.randn(784, 10, generator=g) * scale,
                     "b": torch.randn(10, generator=g) * scale, "x": x, "y": y, "lr": lr})
@@ -70,7 +70,7 @@ def _grad_cases(seed: int) -> list[dict]:
                 "family": "size", "vary": "for one sample"})
     for label, batch, scale, dtype in (("zero weights", 50, 0.0, torch.float32),
                                        ("large weights: a saturated softmax (float64)", 30, 3.0, torch.float64),
-                                       ("large logits (float32, z up to ~500)", 40, 10.0, torch.float32)):
+                                       ("large logits (float32, |z| in the hundreds)", 40, 10.0, torch.float32)):
         out.append({"label": label, "kind": "grad", "W": torch.randn(784, 10, generator=g, dtype=dtype) * scale,
                     "b": torch.randn(10, generator=g, dtype=dtype) * scale, "x": torch.rand(batch, 784, generator=g,
                                                                                           dtype=dtype),
