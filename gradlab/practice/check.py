@@ -196,8 +196,8 @@ def student_output(result: Result, got: dict) -> None:
         result.metrics["printed_bytes"] = int(got.get("printed_bytes", len(printed.encode())))
         result.metrics["printed_lines"] = len(lines)
     warnings = [str(w) for w in got.get("warnings") or []]
-    if warnings:
-        result.metrics["warnings"] = warnings[:10]
+    if warnings:  # at most 10, each cut to 300 characters
+        result.metrics["warnings"] = [w if len(w) <= 300 else w[:299] + "…" for w in warnings[:10]]
 
 
 def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, seed: int = 0) -> Result:
