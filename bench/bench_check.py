@@ -1,27 +1,28 @@
 """How long `gradlab check` takes, as a student runs it: one fresh process per exercise, start-up included, on the
-model answer (every check runs; no diagnosis is needed), on the untouched starter, on a known wrong answer (the
-diagnosis runs) and on a syntax error (the pre-flight stops it before any process starts). Target (issue #29): at
-most 3 s on 2 cores. The CPU seconds (gradlab's process and the submission's together) are printed beside the wall
-time: on a busy machine the wall time grows, the CPU time much less. Printed, not asserted.
+model answer (every check runs; no diagnosis is needed), on the untouched starter, on a wrong answer that is not a
+known mistake (the diagnosis runs its experiments) and on a syntax error (the pre-flight stops it before any
+process starts). Target (issue #29): at most 3 s on 2 cores. The CPU seconds (gradlab's process and the
+submission's together) are printed beside the wall time: on a busy machine the wall time grows, the CPU time much
+less. Printed, not asserted.
 
     python bench/bench_check.py [NAME ...]
 """
 
 from __future__ import annotations
 
-import inspect
 import os
 import resource
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from gradlab.practice import EXERCISES, answer_source, checks_of
+from gradlab.practice import EXERCISES, answer_source
 from gradlab.practice.check import HEADER, starter
 
 TARGET_S = 3.0
@@ -39,30 +40,30 @@ def timed(path: Path) -> tuple[float, float, int]:
 
 
 def wrong_source(name: str) -> str:
-    """The exercise's first known mistake, as a student's file (its function renamed to the exercise's)."""
-    mistake = checks_of(EXERCISES[name]).mistakes[0]
-    source = inspect.getsource(mistake.fn)
-    own = mistake.fn.__name__
-    helpers = [n for n in mistake.fn.__code__.co_names if n.startswith("_") and n != own]
-    module = sys.modules[mistake.fn.__module__]
-    extra = "".join(inspect.getsource(getattr(module, h)) + "\n\n" for h in helpers
-                    if inspect.isfunction(getattr(module, h, None)) or inspect.isclass(getattr(module, h, None)))
-    body = source.replace(f"def {own}(", f"def {EXERCISES[name].function}(").replace(
-        f"class {own}(", f"class {EXERCISES[name].function}(")
-    return f"{HEADER}from gradlab.training import cross_entropy, global_norm  # noqa: F401\n\n{extra}{body}"
+    """A realistic wrong answer that is not a known mistake (so the diagnosis runs its experiments): the first wrong
+    file of the student corpus (tests/practice_corpus/), or the first unknown mistake of tests/test_diagnosis.py."""
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    corpus = sorted((tests / "practice_corpus" / name).glob("wrong_*.py"))
+    if corpus:
+        return corpus[0].read_text(encoding="utf-8")
+    sys.path.insert(0, str(tests))
+    from test_diagnosis import UNKNOWN
+
+    source = next(textwrap.dedent(src) for ex, _, src, _ in UNKNOWN if ex == name)
+    return f"# gradlab-exercise: {name}\n{HEADER}{source}"
 
 
 def main() -> None:
     names = [n for n in EXERCISES if not sys.argv[1:] or any(a in n for a in sys.argv[1:])]
     table = Table(title=f"gradlab check: seconds per exercise, wall (CPU of both processes), fresh process, on "
                         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}", title_justify="left")
-    for col in ("exercise", "model answer", "starter", "known mistake", "syntax error", f"≤ {TARGET_S:g} s"):
+    for col in ("exercise", "model answer", "starter", "a wrong answer", "syntax error", f"≤ {TARGET_S:g} s"):
         table.add_column(col, justify="left" if col == "exercise" else "right")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             ex = EXERCISES[name]
             files = {"answer": f"{HEADER}# gradlab-exercise: {name}\n{answer_source(ex)}", "starter": starter(ex),
-                     "wrong": f"# gradlab-exercise: {name}\n{wrong_source(name)}",
+                     "wrong": wrong_source(name),
                      "syntax": f"# gradlab-exercise: {name}\ndef {ex.function}(:\n    pass\n"}
             cells, worst = [], 0.0
             for kind, text in files.items():
