@@ -19,9 +19,9 @@ EXERCISES = [
         Jacobian J (m × n) is never built. tf.gradients(ys, xs) computed this with v = ones (grad_ys=None).
 
         Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,) float64, arriving without
-        requires_grad; v (m,). Return vᵀJ, of shape (n,). torch.func.vjp computes this (the check compares
-        yours with it): use torch.autograd.grad here.""",
-        claims={"vjp": ("your vᵀJ ≡ torch.func.vjp's (max relative |Δ|)", 1e-9)}),
+        requires_grad; v (m,). Return vᵀJ, of shape (n,). torch.autograd.functional.vjp computes this (the check
+        compares yours with it): use torch.autograd.grad here.""",
+        claims={"vjp": ("your vᵀJ ≡ torch.autograd.functional.vjp's (max relative |Δ|)", 1e-9)}),
     Exercise(
         "jacobian_loop", 2,
         "the full Jacobian of f at x by a loop of vector-Jacobian products, one row per output",
