@@ -43,7 +43,7 @@ EXERCISES = [
         keeps=("W", "b", "x", "y"), no_autograd=True),
     Exercise(
         "LogSoftmax", 3,
-        "log_softmax as a torch.autograd.Function: stable at logits of ±1000 in float32, its backward a "
+        "log_softmax as a torch.autograd.Function: stable at logits near 100 and −1000 in float32, its backward a "
         "vector-Jacobian product",
         "class LogSoftmax(torch.autograd.Function):",
         """forward(ctx, z) = log softmax(z) along the last dimension, computed so that it never overflows:
