@@ -121,7 +121,7 @@ def test_second_derivatives_of_the_ports():
 
 
 def test_once_differentiable_raises_on_backward_but_not_everywhere():
-    """What @once_differentiable does, measured (facts-26 §11): .backward() raises its message, autograd.grad says x
+    """What @once_differentiable does, measured: .backward() raises its message, autograd.grad says x
     was not used, autograd.functional.hessian returns zeros without a word."""
     once = L.second_derivatives(L.PortEOnCtxOnce.apply)
     assert once["Σ f²: .backward() on the grad"] == 'raises "trying to differentiate twice"'
@@ -251,8 +251,8 @@ def test_through_sample_claim_can_fail():
 
 
 def test_leave_one_out_baseline_is_unbiased_and_the_batch_mean_shrinks_by_n_minus_1_over_n():
-    """facts-26 §14: r_k − mean(r) = (N − 1)/N · (r_k − b_k) batch by batch, and over many batches of N = 2 the
-    leave-one-out estimate averages to ∇E[r] = (−2(μ − a*), −2σ) while the batch mean gives half of it."""
+    """The batch mean's bias, measured: r_k − mean(r) = (N − 1)/N · (r_k − b_k) batch by batch, and over many batches
+    of N = 2 the leave-one-out estimate averages to ∇E[r] = (−2(μ − a*), −2σ) while the batch mean gives half of it."""
     g = torch.Generator().manual_seed(0)
     r = torch.randn(64, generator=g, dtype=torch.float64)
     assert torch.allclose(r - r.mean(), 63 / 64 * (r - G.leave_one_out(r)), rtol=0, atol=1e-14)

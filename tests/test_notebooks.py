@@ -85,6 +85,9 @@ def test_notebooks_are_stored_without_outputs_and_run_on_colab(path):
     exercises = [c["metadata"]["gradlab-exercise"] for c in code if "gradlab-exercise" in c["metadata"]]
     assert exercises == [e.name for e in EXERCISES.values() if e.lesson == lesson]
     assert all(f'gradlab.check({EXERCISES[n].function}, "{n}")' in "".join(sources) for n in exercises)
+    # each check keeps its Result under its own name: re-running a lesson cell afterwards still finds the lesson's r
+    assert all(f'check_{EXERCISES[n].function} = gradlab.check(' in "".join(sources) for n in exercises)
+    assert not any(s.lstrip().startswith("r = gradlab.check") for s in sources)
 
 
 def test_one_notebook_per_lesson_in_teaching_order():

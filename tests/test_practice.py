@@ -23,7 +23,7 @@ def judged(name: str, fn) -> "object":
     """The Result for FN as if it had run in the sandbox (its outputs through the exercise's harness)."""
     checks = CHECKS[name]
     cases = checks.cases(0)
-    refs = [checks.call(checks.reference, c) for c in cases]
+    refs = [checks.run(None, c) for c in cases]
     return judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [checks.call(fn, c) for c in cases]})
 
 
@@ -52,7 +52,7 @@ def perturb(out, rel: float = 1e-3):
 def test_a_small_perturbation_of_the_reference_fails_and_shows_where(name):
     checks = CHECKS[name]
     cases = checks.cases(0)
-    refs = [checks.call(checks.reference, c) for c in cases]
+    refs = [checks.run(None, c) for c in cases]
     r = judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [perturb(o) for o in refs]})
     assert r.exit_code == 1 and "first difference" in r.metrics["diagnosis"], r.metrics.get("diagnosis")
 
@@ -199,8 +199,9 @@ def test_the_gradescope_autograder_grades_a_folder_of_submissions(tmp_path):
     results = json.loads((tmp_path / "results" / "results.json").read_text())
     assert {"score", "tests"} <= set(results) and all({"name", "score", "max_score", "output"} <= set(t)
                                                       for t in results["tests"])
-    # sgd_step: 2 claims and "calls no torch.optim" (1); clip: 3 claims and "calls no clip_grad_norm_" (1)
-    assert results["max_score"] == 3 + 4 and results["score"] == 1 + 4, results
+    # one point per check: sgd_step's 2 claims, its rule (W and b unchanged) and "calls no torch.optim"; clip's claim,
+    # its 2 rules, "its inputs unchanged" and "calls no clip_grad_norm_". Bob's summed cost fails both claims only
+    assert results["max_score"] == 4 + 5 and results["score"] == 2 + 5, results
     assert any("summed cost: your step is B times too large" in t["output"] for t in results["tests"])
 
 
@@ -220,7 +221,7 @@ def test_the_github_classroom_workflow_runs_its_commands(tmp_path, monkeypatch):
     args = shlex.split(commands[0].split(" gradlab ", 1)[1])
     assert "--exercise" in args and invoke(*args).exit_code == 0
     suite = ET.parse(tmp_path / "junit-sgd_step.xml").getroot().find("testsuite")
-    assert suite.get("failures") == "0" and int(suite.get("tests")) == 3
+    assert suite.get("failures") == "0" and int(suite.get("tests")) == 4  # 2 claims, W and b unchanged, own code
 
 
 def test_a_folder_gets_one_summary_table(tmp_path):
@@ -233,7 +234,8 @@ def test_a_folder_gets_one_summary_table(tmp_path):
     text = " ".join(out.output.split())
     assert out.exit_code == 1 and "1 of 2 submissions pass" in text and "NotImplementedError" in text
     data = json.loads((tmp_path / "all.json").read_text())
-    assert [d["points"] for d in data] == [{"score": 4, "max_score": 4}, {"score": 0, "max_score": 4}]
+    # one point per check: the claim, 2 rules, the inputs left unchanged, no clip_grad_norm_
+    assert [d["points"] for d in data] == [{"score": 5, "max_score": 5}, {"score": 0, "max_score": 5}]
 
 
 def test_each_harness_imports_first_in_a_fresh_process():

@@ -22,7 +22,7 @@ import pytest
 from conftest import REPO, assert_one_line_error, invoke, require_sandbox
 
 import gradlab
-from gradlab.practice import EXERCISES, isolate, sandbox
+from gradlab.practice import EXERCISES, checks_of, isolate, sandbox
 from gradlab.practice.check import starter
 
 CLIP = "clip.clip_by_global_norm"
@@ -266,6 +266,9 @@ SEND = '''
 import io
 
 
+KEPT, ZERO = "inputs changed", torch.zeros(1)  # the rule output the harness adds beside "grads"
+
+
 def send(data):
     fd = int(os.environ["GRADLAB_OUT"][3:])
     while data:
@@ -280,18 +283,20 @@ def saved(value, **kw):
 
 
 '''
+N_CASES = len(checks_of(EXERCISES["clip.clip_by_global_norm"]).cases(0))  # one output per input, as the child sends
 MALFORMED = {
-    "out_strings.py": ('send(saved({"ok": True, "outputs": [{"grads": ["a", "b", "c"]}] * 5}))',
-                       "is a str, not a tensor"),
-    "out_stride0.py": ('send(saved({"ok": True, "outputs": [{"grads": [torch.zeros(1).expand(10**12)] * 3}] * 5}))',
-                       "has shape (1000000000000,) where (784, 10) is expected"),
+    "out_strings.py": (f'send(saved({{"ok": True, "outputs": [{{"grads": ["a", "b", "c"], KEPT: ZERO}}] * '
+                       f'{N_CASES}}}))', "is a str, not a tensor"),
+    "out_stride0.py": (f'send(saved({{"ok": True, "outputs": [{{"grads": [torch.zeros(1).expand(10**12)] * 3, '
+                       f'KEPT: ZERO}}] * {N_CASES}}}))', "has shape (1000000000000,) where (784, 10) is expected"),
     "out_subclass.py": ('import types\n\nm = types.ModuleType("glsub")\n'
                         'exec("import torch\\nclass Sub(torch.Tensor):\\n    pass", m.__dict__)\n'
                         'sys.modules["glsub"] = m\n'
-                        'send(saved({"ok": True, "outputs": [{"grads": [torch.zeros(3).as_subclass(m.Sub)]}] * 5}))',
+                        f'send(saved({{"ok": True, "outputs": [{{"grads": [torch.zeros(3).as_subclass(m.Sub)]}}] * '
+                        f'{N_CASES}}}))',
                         "could not be read"),
     "out_cases.py": ('send(saved({"ok": True, "outputs": [{"grads": []}] * 2}))',
-                     "are 2 where 5 (one per input) are expected"),
+                     f"are 2 where {N_CASES} (one per input) are expected"),
     "out_notdict.py": ("send(saved([1, 2, 3]))", "not the result gradlab's child sends"),
     "out_garbage.py": ("send(os.urandom(5000))", "are not a torch.save file"),
     "out_legacy.py": ('send(saved({"ok": True}, _use_new_zipfile_serialization=False))', "not a torch.save file"),
@@ -945,19 +950,16 @@ def sgd_step(W, b, x, y, lr):
     opt.step()
     return W.detach(), b.detach()
 """, "torch.optim.SGD"),
-    "mnist.softmax_grad": ("""
-def softmax_grad(W, b, x, y):
-    W, b = W.clone().requires_grad_(), b.clone().requires_grad_()
-    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum(dim=1).mean()
-    cost.backward()
-    return W.grad, b.grad
-""", "torch.Tensor.backward"),
+    "jacobian.jacobian_loop": ("""
+def jacobian_loop(f, x):
+    return torch.func.jacrev(f)(x)
+""", "torch.func.jacrev"),
 }
 
 
 def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(batch, tmp_path):
     """The values are right, the one check fails, and says which call (torch.nn.utils.clip_grad_norm_ in the class
-    folder, called under another of its names; torch.optim.SGD; Tensor.backward)."""
+    folder, called under another of its names; torch.optim.SGD; torch.func.jacrev)."""
     library = batch["by_file"]["library.py"]
     failed = [c["id"] for c in library["claims"] if not c["passed"]]
     assert failed == [f"{CLIP}:own"] and library["metrics"]["diagnosis"] == (
@@ -1001,6 +1003,6 @@ def test_the_teacher_names_the_exercise_and_a_missing_file_fails(tmp_path):
     data = json.loads((tmp_path / "r.json").read_text())
     assert out.exit_code == 1 and [d["config"]["file"] for d in data] == ["clip_by_global_norm.py"]
     assert "clip_by_global_norm.py is missing from this submission" in data[0]["stopped"]
-    assert data[0]["points"] == {"score": 0, "max_score": 4}
+    assert data[0]["points"] == {"score": 0, "max_score": 5}  # the claim, 2 rules, inputs unchanged, own code
     assert_one_line_error(invoke("check", str(sub), "--exercise", CLIP, "--course", str(tmp_path / "course.toml")),
                           "not both")

@@ -1,6 +1,8 @@
-"""`gradlab check FILE`: run a submission in the sandbox, compare it with the reference on every generated input, run
-the lesson's claims on its outputs, and diagnose a wrong answer: a known mistake by name and its fix, else the first
-input where it differs. The result is a Result like a lesson's: a table of checks, claims with ✓/✗, exit code."""
+"""`gradlab check FILE`: parse the file first (a syntax error or a missing function is reported at once, before any
+process starts), run the submission in the sandbox, compare it with the reference on every generated input, run the
+lesson's claims on its outputs, and diagnose a wrong answer: a known mistake by name and its fix, else what the
+experiments measure (gradlab/practice/diagnosis.py). The result is a Result like a lesson's: a table of checks,
+claims with ✓/✗, what the submission printed and warned, exit code."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ from gradlab.practice.exercise import Exercise
 from gradlab.result import Claim, Result, Table
 
 MARKER = re.compile(r"^# gradlab-exercise: (\S+)\s*$", re.M)
-MATCHES = 1e-5  # a submission "is" a known mistake when its outputs agree with that mistake's this closely
 
 
 def marker(source: bytes) -> str | None:
@@ -48,7 +49,8 @@ def starter(exercise: Exercise) -> str:
     doc = "\n".join(("    " + line.strip()) if line.strip() else "" for line in exercise.doc.splitlines())
     if exercise.signature.startswith("class "):  # a torch.autograd.Function: its forward and its backward
         body = "".join(f'\n    @staticmethod\n    def {name}(ctx, {arg}):\n        raise NotImplementedError('
-                       f'"write {exercise.function}.{name}")\n' for name, arg in (("forward", "x"), ("backward", "dy")))
+                       f'"write {exercise.function}.{name}")\n'
+                       for name, arg in (("forward", exercise.forward), ("backward", "dy")))
     else:
         body = f'    raise NotImplementedError("write {exercise.function}")\n'
     head = textwrap.fill(f"gradlab exercise {exercise.name} (level {exercise.level}): {exercise.what}.", 110)
@@ -127,6 +129,55 @@ def check_function(fn, name: str) -> Result:
     return run_check(shown, EXERCISES[name], source=data, kind="pickle", lines=lines)
 
 
+def preflight(source: bytes, path: str, exercise: Exercise) -> str | None:
+    """What stops SOURCE (the bytes of the file at PATH, read safely by the caller) before anything of it runs, found
+    without starting a process or importing torch: a syntax error, or no top-level definition of the function (or
+    class) the exercise asks for. None when neither. The file is only parsed (ast), never run here."""
+    import ast
+    import difflib
+
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as e:
+        return f"syntax error at line {e.lineno}: {e.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        return None  # odd bytes or a parser limit: the sandbox reports it as it runs the file
+    names, dynamic = set(), False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "exec", "eval", "globals", "setattr", "__import__", "vars", "locals"):
+            dynamic = True  # a name bound at run time: only running the file can tell
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            dynamic = True
+
+    def bind(body) -> None:  # the names a module's top level binds (inside if/try/with/for too, not in functions)
+        for node in body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.For | ast.With):
+                targets = node.targets if isinstance(node, ast.Assign) else [
+                    getattr(node, "target", None), *[i.optional_vars for i in getattr(node, "items", [])]]
+                for t in targets:
+                    for n in ast.walk(t) if t is not None else []:
+                        if isinstance(n, ast.Name):
+                            names.add(n.id)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+                    inner = getattr(node, field, None)
+                    if isinstance(inner, list):
+                        bind(inner)
+
+    bind(tree.body)
+    if exercise.function in names or dynamic:
+        return None
+    what = "class" if exercise.signature.startswith("class ") else "function"
+    close = difflib.get_close_matches(exercise.function, sorted(names), 1, 0.6)
+    return (f"your file defines no {what} {exercise.function}{'()' if what == 'function' else ''} at its top level"
+            + (f" (it has {close[0]}: rename it {exercise.function})" if close else ""))
+
+
 def stopped_result(exercise: Exercise, path: str, error: str, kind: str = "died", seed: int = 0) -> Result:
     """The Result of a submission that could not run at all (unreadable, the wrong exercise): every check there, not
     reached, with ERROR (one line) as why."""
@@ -151,7 +202,7 @@ def _references(name: str, seed: int) -> tuple[list[dict], list[dict]]:
 
     checks = checks_of(EXERCISES[name])
     cases = checks.cases(seed)
-    return cases, [checks.call(checks.reference, c) for c in cases]
+    return cases, [checks.run(None, c) for c in cases]
 
 
 JUDGE_S = 60.0  # gradlab's own judging of one submission (references, diagnosis) may take this long at most
@@ -168,15 +219,18 @@ def run_check(path: str, exercise: Exercise, seed: int = 0, *, source: bytes | N
             source = sandbox.read_submission(path, follow=follow)
         except (OSError, ValueError) as e:
             return stopped_result(exercise, path, f"cannot read {path}: {getattr(e, 'strerror', None) or e}", seed=seed)
+    stop = preflight(source, path, exercise) if kind == "source" else None  # before any start-up cost
+    if stop is not None:
+        result = judge(exercise, [], [], {"ok": False, "kind": "syntax" if stop.startswith("syntax error") else
+                                          "missing", "error": stop, "trace": ""}, seed)
+        result.config = {"file": path}
+        return result
     box = sandbox.Sandbox(exercise, seed, source=source, shown=path, kind=kind, lines=lines)  # it imports torch
     cases, refs = references(exercise, seed)  # while we work
     got = box.finish(expected=refs)
     result = _judged(exercise, cases, refs, got, seed, path)
     result.config = {"file": path}
     result.metrics["sandbox"] = got["sandbox"]
-    if got.get("printed") and "printed" not in result.metrics:
-        result.metrics["printed"] = got["printed"][-sandbox.SHOWN:]
-        result.metrics["printed_bytes"] = got["printed_bytes"]
     return result
 
 
@@ -208,41 +262,101 @@ def _judged(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, 
     return stopped_result(exercise, path, why, "output", seed)
 
 
-def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, seed: int = 0) -> Result:
-    """The Result of a submission whose sandbox returned GOT, against the references REFS on CASES."""
-    from gradlab.practice import checks_of, sandbox
-    from gradlab.practice.exercise import relative
+def returned(error: str) -> str:
+    """A harness's Returned (the function returned the wrong kind of thing) said as such, not as an exception the
+    function raised (a sandbox that reports every exception as "raised" gives 'f() raised on the input …: Returned:
+    …')."""
+    found = re.match(r"(\w+)\(\) raised on the input '(.*?)': Returned: (.*)$", error, re.S)
+    return f"{found[1]}() returned on the input '{found[2]}': {found[3]}" if found else error
 
-    checks = checks_of(exercise)
-    notes = []
-    if got.get("printed_bytes", 0) > sandbox.SHOWN:
-        notes.append(f"your code printed {got['printed_bytes']:,} bytes; the last 200 characters: "
-                     f"…{got['printed'][-200:]!r}")
+
+PRINTED_LINES = 20  # the last lines of what the submission printed that a check shows
+
+
+def student_output(result: Result, got: dict) -> None:
+    """What the submission printed (its last lines, with the total size) and the warnings it raised, on the Result:
+    the report shows them under the checks, --json writes them (metrics printed, printed_bytes, warnings)."""
+    printed = got.get("printed") or ""
+    if printed.strip():
+        lines = printed.rstrip("\n").splitlines()
+        tail = "\n".join(lines[-PRINTED_LINES:])[-2000:]
+        result.metrics["printed"] = tail
+        result.metrics["printed_bytes"] = int(got.get("printed_bytes", len(printed.encode())))
+        result.metrics["printed_lines"] = len(lines)
+    warnings = [str(w) for w in got.get("warnings") or []]
+    if warnings:  # at most 10, each cut to 300 characters
+        result.metrics["warnings"] = [w if len(w) <= 300 else w[:299] + "…" for w in warnings[:10]]
+
+
+def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, seed: int = 0) -> Result:
+    """The Result of a submission whose sandbox returned GOT, against the references REFS on CASES: a row per input,
+    a claim per kind of input and per rule, and, when one fails, the diagnosis (gradlab/practice/diagnosis.py)."""
+    from gradlab.practice.exercise import GRAPH
+
+    rules = exercise.all_rules()
     result = Result(lesson="check", title=f"{exercise.name}: {exercise.what}", config={}, seed=seed,
-                    metrics={"exercise": exercise.name}, claims=[], notes=notes)
+                    metrics={"exercise": exercise.name}, claims=[], notes=[])
+    student_output(result, got)
     if not got["ok"]:  # every check is there, not reached (NaN fails): a course's points add up the same way
-        result.stopped = got["error"]
+        result.stopped = returned(got["error"])
         result.metrics["trace"] = got.get("trace", "")
         result.claims = [Claim(f"{exercise.name}:{kind}", f"{text} — not reached", math.nan, bound)
-                         for kind, (text, bound) in checks.claims.items()]
+                         for kind, (text, bound) in exercise.claims.items()]
         result.claims += [Claim(f"{exercise.name}:extra{i}", f"{text} — not reached", math.nan, bound, op)
-                          for i, (text, _, bound, op) in enumerate(checks.extra(refs, cases))]
+                          for i, (text, bound, op) in enumerate(rules)]
+        if got.get("kind") == "raised":
+            from gradlab.practice import checks_of, diagnosis
+
+            fix = diagnosis.explain_error(checks_of(exercise), got["error"])
+            if fix:
+                result.metrics["diagnosis"] = fix
         own_code(exercise, got, result)
         return result
+    from gradlab.practice import checks_of, diagnosis
+    from gradlab.practice.exercise import relative, values
+
+    checks = checks_of(exercise)
     outputs = got["outputs"]
-    diffs = [relative(o, r) for o, r in zip(outputs, refs, strict=True)]
-    rows = [[c["label"], c["kind"], d, "✓" if d <= checks.claims[c["kind"]][1] else "✗"]
-            for c, d in zip(cases, diffs, strict=True)]
+    diffs = [relative(values(o), values(r)) for o, r in zip(outputs, refs, strict=True)]
+    bounds = [exercise.claims[c["kind"]][1] for c in cases]
+    passed = [d <= b for d, b in zip(diffs, bounds, strict=True)]
+    rows = [[c["label"], c["kind"], d, "✓" if p else "✗"] for c, d, p in zip(cases, diffs, passed, strict=True)]
     result.tables.append(Table(f"your {exercise.function}() against the reference, input by input",
                                ["input", "checks", "max relative |Δ|", ""], rows, [None, None, ".3g", None]))
-    for kind, (text, bound) in checks.claims.items():
+    for kind, (text, bound) in exercise.claims.items():
         worst = max(d for c, d in zip(cases, diffs, strict=True) if c["kind"] == kind)
         result.claims.append(Claim(f"{exercise.name}:{kind}", text, worst, bound))
+    measured = list(checks.extra(outputs, cases))
+    changed = diagnosis.changed_inputs(exercise, outputs)
+    if exercise.keeps:
+        measured.append(len(changed))
+    if exercise.no_autograd:
+        measured.append(max(float(o.get(GRAPH, 0)) for o in outputs))
     result.claims += [Claim(f"{exercise.name}:extra{i}", text, value, bound, op)
-                      for i, (text, value, bound, op) in enumerate(checks.extra(outputs, cases))]
+                      for i, ((text, bound, op), value) in enumerate(zip(rules, measured, strict=True))]
     if not all(c.passed for c in result.claims):
-        diagnosis = diagnose(checks, cases, outputs, refs, diffs)
-        result.metrics["diagnosis"] = diagnosis  # the report prints it under the claims
+        if all(passed) and changed:
+            result.metrics["diagnosis"] = (
+                f"your values are right, but your function changed {', '.join(changed)} in place (an in-place "
+                f"operation: -=, mul_, copy_…) where the exercise says {'they are' if len(changed) > 1 else 'it is'}"
+                " not changed: compute new tensors (e.g. W - lr * gW rather than W -= lr * gW) and return those")
+        elif all(passed) and any(not c.passed for c in result.claims[len(exercise.claims):len(exercise.claims)
+                                                                          + len(exercise.rules)]):
+            failing = [i for i, c in enumerate(result.claims[len(exercise.claims):]) if not c.passed
+                       and i < len(exercise.rules)]
+            result.metrics["diagnosis"] = "your values are right, but: " + "; ".join(
+                checks.rule_hints[i] if i < len(checks.rule_hints) else exercise.rules[i][0] for i in failing)
+        elif all(passed) and exercise.no_autograd and measured[-1] > 0:
+            result.metrics["diagnosis"] = (
+                "your values are right, but your function built an autograd graph (requires_grad_, "
+                "torch.autograd.grad or .backward): this exercise asks for the gradient from the formula alone, "
+                "with tensor operations on inputs that do not require grad")
+        else:
+            result.metrics["diagnosis"] = diagnosis.diagnose(checks, cases, outputs, refs, passed, bounds)
+    else:
+        note = diagnosis.accepted(checks, cases, outputs, refs, diffs)
+        if note:
+            result.notes.append(note)
     own_code(exercise, got, result)
     return result
 
@@ -266,26 +380,3 @@ def own_code(exercise: Exercise, got: dict, result: Result) -> None:
             result.notes.append(why)
         else:
             result.metrics["diagnosis"] = why
-
-
-def diagnose(checks, cases: list[dict], outputs: list[dict], refs: list[dict], diffs: list[float]) -> str:
-    """A known mistake whose outputs the submission's match on every input, by name with its fix; else where the
-    submission first differs from the reference."""
-    from gradlab.practice.exercise import same, tensors
-
-    for mistake in checks.mistakes:
-        theirs = [checks.call(mistake.fn, c) for c in cases]
-        if all(same(o, m, MATCHES) for o, m in zip(outputs, theirs, strict=True)):
-            first = next(i for i, d in enumerate(diffs) if d > MATCHES) if any(d > MATCHES for d in diffs) else 0
-            return f"{mistake.name}: {mistake.diagnosis(outputs[first], refs[first])}"
-    i = max(range(len(diffs)), key=lambda k: diffs[k])
-    for a, b in zip(tensors(outputs[i]), tensors(refs[i]), strict=False):
-        if a.shape != b.shape:
-            return (f"on the input '{cases[i]['label']}' your output has shape {tuple(a.shape)} where "
-                    f"{tuple(b.shape)} is expected")
-        bad = ((a.double() - b.double()).abs() > MATCHES * max(1.0, float(b.abs().max()))) | ~a.isfinite()
-        if bad.any():
-            at = tuple(int(v) for v in bad.nonzero()[0])
-            return (f"no known mistake matches; the first difference is on the input '{cases[i]['label']}', at "
-                    f"index {at}: yours {float(a[at]):.9g}, expected {float(b[at]):.9g}")
-    return f"your output differs from the expected one on the input '{cases[i]['label']}'"

@@ -52,8 +52,9 @@ def _library(filename: str) -> bool:
 
 
 def _gradlab(filename: str) -> bool:
-    """Whether a frame's file is one of gradlab's here (the child, the harness)."""
-    return filename.startswith(PKG_ROOT.rstrip(os.sep) + os.sep)
+    """Whether a frame's file is one of gradlab's package here (the child, the harness), not a file that merely lies
+    beside it (a checkout's examples/ or tests/)."""
+    return filename.startswith(os.path.join(PKG_ROOT, "gradlab") + os.sep)
 
 
 def _ours(filename: str) -> bool:

@@ -11,6 +11,22 @@ from gradlab.errors import GradlabError
 from gradlab.version import __version__
 
 
+def installed_torch() -> str:
+    """torch.__version__, without importing torch when nothing has (a check stopped by its pre-flight): read from
+    torch/version.py, which is what torch.__version__ is."""
+    import importlib.util
+    import re
+    import sys
+    from pathlib import Path
+
+    if "torch" in sys.modules:
+        return sys.modules["torch"].__version__
+    spec = importlib.util.find_spec("torch")
+    text = Path(spec.submodule_search_locations[0], "version.py").read_text() if spec else ""
+    found = re.search(r"^__version__ = '([^']+)'", text, re.M)
+    return found[1] if found else "unknown"
+
+
 @click.command(short_help="The exercises: the gradient code a student writes, checked by `gradlab check`.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the list as JSON objects (name, lesson, function, level, what) to this file (- for stdout).")
@@ -149,12 +165,13 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     todo = _submissions(path, folder, exercise_name, files_of, course)
     from concurrent.futures import ThreadPoolExecutor
 
-    import torch
-
     with ThreadPoolExecutor(2) as pool:  # a class's folder: two submissions at a time, each in its own sandbox
         results = list(pool.map(_checked, todo))
+    # torch is not imported before the checks: each starts its submission's process first, so that both processes
+    # import torch at the same time (and a syntax error is reported without importing it at all)
+    torch_version = installed_torch()
     for result in results:
-        result.torch, result.version, result.device = torch.__version__, __version__, "cpu"
+        result.torch, result.version, result.device = torch_version, __version__, "cpu"
         result.threads, result.threads_why = 1, "the submission runs on one thread"
         checks = grading.points(result)
         result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}

@@ -1,9 +1,10 @@
-"""The exercise vocabulary: what an exercise is (Exercise, its text), what checks it (Checks: the harness that calls
-the student's function, the reference, the known mistakes, the claims) and how two outputs are compared.
+"""The exercise vocabulary: what an exercise is (Exercise, its text and what its checks claim), what checks it
+(Checks: the harness that calls the student's function, the reference, the known mistakes, the relations the
+diagnosis measures) and how two outputs are compared.
 
 Each lesson declares its exercises in its own folder (gradlab/lessons/<lesson>/exercises/, see
 gradlab/lessons/info.py); gradlab.practice collects them. This module imports torch only inside the comparisons:
-`gradlab exercises` reads the texts without it.
+`gradlab exercises`, the starter files and the pre-flight of `gradlab check` read the texts and claims without it.
 """
 
 from __future__ import annotations
@@ -18,16 +19,27 @@ if TYPE_CHECKING:
 
     from gradlab.practice.harness import Harness
 
+# Outputs a harness adds beside the function's own, which are rules rather than values (see gradlab.practice.harness)
+CHANGED = "inputs changed"  # one 0/1 per input the function must leave as it found it
+GRAPH = "autograd graph"  # how many tensors autograd saved for a backward while the function ran
+RESERVED = (CHANGED, GRAPH)
+
 
 @dataclass(frozen=True)
 class Exercise:
-    """What a student writes: shown by `gradlab exercises`, written out by `gradlab exercise NAME` as a starter."""
+    """What a student writes: shown by `gradlab exercises`, written out by `gradlab exercise NAME` as a starter; and
+    what its checks claim, so that a check that cannot start (a syntax error) still lists them, torch-free."""
 
     function: str  # what the student writes (a function, or an autograd.Function class)
     level: int  # 1 warm-up, 2 the lesson's point, 3 harder
     what: str  # one line: what to write
     signature: str
     doc: str  # the math, the shapes, the TF-1 line it replaces
+    claims: dict[str, tuple[str, float]] = field(default_factory=dict)  # case kind -> (the claim, its bound)
+    rules: tuple[tuple[str, float, str], ...] = ()  # further claims, measured by Checks.extra: (text, bound, op)
+    keeps: tuple[str, ...] = ()  # the inputs the function must leave unchanged (the text says so)
+    no_autograd: bool = False  # the text says "no autograd": a graph built while it runs fails a check
+    forward: str = "x"  # an autograd.Function's forward arguments after ctx (the starter writes them)
     # what the library already does that the student is to write: calling one of these (a function, a method, a
     # class such as torch.optim.Optimizer: any of its subclasses) is a failed check of its own; the starter says so
     forbidden: tuple[str, ...] = ()
@@ -38,39 +50,119 @@ class Exercise:
         """lesson.function, e.g. mnist.sgd_step."""
         return f"{self.lesson}.{self.function}"
 
+    def all_rules(self) -> list[tuple[str, float, str]]:
+        """Every further claim, in order: the exercise's own rules, then the inputs kept and no autograd."""
+        out = list(self.rules)
+        if self.keeps:
+            out.append((f"your function leaves its inputs {', '.join(self.keeps)} as it found them (count of "
+                        "inputs changed in place)", 0.0, "<="))
+        if self.no_autograd:
+            out.append(("no autograd: your function builds no autograd graph (tensors saved for a backward)", 0.0,
+                        "<="))
+        return out
+
 
 @dataclass
 class Mistake:
+    """A known wrong answer: FN, written with the student's signature, and what to tell its author (a sentence, or a
+    function of (the student's outputs, the reference's) when the sentence quotes a measured number). OUTPUTS, when
+    given, computes its outputs on a case in closed form instead of calling FN through the harness (for exercises
+    whose harness starts worker processes)."""
+
     name: str
-    fn: Callable  # a wrong implementation with the student's signature
-    diagnosis: Callable[[dict, dict], str]  # (the student's outputs, the reference's) -> what to tell them
+    fn: Callable | None
+    diagnosis: str | Callable[[dict, dict], str]
+    outputs: Callable[[dict], dict] | None = None
+
+    def tell(self, student: dict, reference: dict) -> str:
+        return self.diagnosis if isinstance(self.diagnosis, str) else self.diagnosis(student, reference)
+
+
+@dataclass
+class Relation:
+    """A way a wrong answer can be related to the right one, measured output by output: yours equals WHAT (e.g. "the
+    softmax taken over the batch (dim=0) instead of the classes"), computed by FN (the student's signature) or in
+    closed form by OUTPUTS; HINT is the fix."""
+
+    what: str
+    fn: Callable | None = None
+    hint: str = ""
+    outputs: Callable[[dict], dict] | None = None
+
+
+@dataclass
+class Variant:
+    """A correct answer that differs from the reference by more than rounding, and why: a practitioner's building
+    block (F.softplus's threshold, clip_grad_norm_'s + 1e-6). Within the bound it passes, and the note says so."""
+
+    what: str
+    fn: Callable | None = None
+    outputs: Callable[[dict], dict] | None = None
 
 
 @dataclass
 class Checks:
     """One exercise's machinery, on gradlab's side (never beside the submission): the HARNESS (its inputs, and how a
-    function is called on each), the REFERENCE answer, the MISTAKES, and what each input's kind claims (the claim's
-    text, its bound on the relative difference)."""
+    function is called on each), the REFERENCE answer, the MISTAKES, and what the diagnosis measures.
+
+    Diagnosis by experiment (gradlab/practice/diagnosis.py) reads:
+      names       output key -> the words for it ("∂cost/∂W")
+      base        case -> {key: tensor}: relations are measured on yours − base (an update W_new − W)
+      quantities  case -> [(symbol, value, meaning)]: a scale that equals one is named ("B", 100, "the batch size")
+      relations   what a wrong output may equal instead (another axis, one part, the first output…)
+      hints       (key, relation, detail) -> the fix, for a relation measured on an output ("*" for any)
+      errors      [(text in PyTorch's error, the fix)] for an exception the exercise's students meet
+      experiments further measurements of the exercise's own: (cases, outputs, refs) -> a sentence or None
+      spot        (case, key) -> (coordinates, name): where in an output a difference is (x = 0, x ≥ 89)
+      variants    correct answers that differ by more than rounding, with why
+      steps       the outputs of successive updates, in order: the first wrong one is diagnosed, the later ones
+                  follow from it
+    """
 
     harness: Harness
-    reference: Callable
+    reference: Callable | None
     mistakes: list[Mistake]
-    claims: dict[str, tuple[str, float]]  # case kind -> (the claim, its bound on the relative difference)
-    extra: Callable[[list[dict], list[dict]], list[tuple[str, float, float, str]]] = field(
-        default=lambda outs, cases: [])  # further claims on the student's outputs: (text, measured, bound, op)
+    extra: Callable[[list[dict], list[dict]], list[float]] = field(default=lambda outs, cases: [])
+    expected: Callable[[dict], dict] | None = None  # the reference's outputs in closed form (instead of the harness)
+    names: dict[str, str] = field(default_factory=dict)
+    base: Callable[[dict], dict] | None = None
+    quantities: Callable[[dict], list[tuple[str, Any, str]]] = field(default=lambda case: [])
+    relations: list[Relation] = field(default_factory=list)
+    hints: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    experiments: list[Callable[[list[dict], list[dict], list[dict]], str | None]] = field(default_factory=list)
+    spot: Callable[[dict, str], tuple[Any, str] | None] = field(default=lambda case, key: None)
+    variants: list[Variant] = field(default_factory=list)
+    steps: list[tuple[str, ...]] = field(default_factory=list)  # outputs in time order: an update's, then the next's
+    rule_hints: list[str] = field(default_factory=list)  # the fix for each of the exercise's own rules, in order
 
     def cases(self, seed: int) -> list[dict]:
-        """The inputs: [{"label", "kind", tensors…}]."""
+        """The inputs: [{"label", "kind", tensors…}], with "family" and "vary" where a few vary one thing."""
         return self.harness.cases(seed)
 
     def call(self, fn: Callable, case: dict) -> dict:
         """FN's outputs on CASE: {name: tensor or [tensors]}."""
         return self.harness.call(fn, case)
 
+    def run(self, what, case: dict) -> dict:
+        """The outputs of the reference (None), a Mistake, a Relation or a Variant on CASE: closed form when given."""
+        if what is None:
+            return self.expected(case) if self.expected else self.call(self.reference, case)
+        return what.outputs(case) if what.outputs else self.call(what.fn, case)
+
+    def word(self, key: str) -> str:
+        return self.names.get(key, key)
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # Comparing outputs
 # ---------------------------------------------------------------------------------------------------------------
+
+def values(out: dict) -> dict:
+    """OUT without the rule outputs (inputs changed, autograd graph, and any key that starts with "_", which a
+    harness adds for an exercise's own rules): what is compared with the reference."""
+    return {k: v for k, v in out.items() if k not in RESERVED and not k.startswith("_")}
+
 
 def tensors(out: Any) -> list[torch.Tensor]:
     """Every tensor of an output, in order."""
@@ -82,7 +174,7 @@ def tensors(out: Any) -> list[torch.Tensor]:
 
 
 def relative(a: dict, b: dict) -> float:
-    """max |a − b| / max(1, max |b|) over every tensor; inf when the shapes differ or a is not finite."""
+    """max |a − b| / max(1, max |b|) over every tensor; inf when the shapes differ or a is not finite where b is."""
     import torch
 
     xs, ys = tensors(a), tensors(b)
@@ -90,10 +182,17 @@ def relative(a: dict, b: dict) -> float:
         return math.inf
     worst = 0.0
     for x, y in zip(xs, ys, strict=True):
+        if not x.numel():
+            continue
         if not torch.isfinite(x).all():
-            return math.inf
+            both = ~torch.isfinite(x) & ~torch.isfinite(y) & ((x == y) | (x.isnan() & y.isnan()))
+            if not (torch.isfinite(x) | both).all():
+                return math.inf
+            x, y = x[torch.isfinite(x)], y[torch.isfinite(x)]
+            if not x.numel():
+                continue
         scale = max(1.0, float(y.abs().max())) if y.numel() else 1.0
-        worst = max(worst, float((x.double() - y.double()).abs().max()) / scale if x.numel() else 0.0)
+        worst = max(worst, float((x.double() - y.double()).abs().max()) / scale)
     return worst
 
 
@@ -105,6 +204,23 @@ def same(a: dict, b: dict, tolerance: float = 1e-5) -> bool:
     return len(xs) == len(ys) and all(
         x.shape == y.shape and torch.allclose(x.double(), y.double(), rtol=tolerance, atol=tolerance * 1e-2,
                                               equal_nan=True) for x, y in zip(xs, ys, strict=True))
+
+
+def autograd_outputs(f: Callable, inputs: list, dy, directions: list, names: tuple[str, ...] = ()) -> dict:
+    """What gradlab.practice.harness.function_outputs measures of an autograd.Function, for a plain differentiable
+    function F computed by autograd (the library's way, a reference): value, gradient(s) for the upstream DY, and
+    the second derivative along DIRECTIONS."""
+    import torch
+
+    from gradlab.practice.harness import keyed
+
+    xs = [x.clone().requires_grad_(True) for x in inputs]
+    y = f(*xs)
+    grads = torch.autograd.grad(y, xs, grad_outputs=dy, create_graph=True)
+    seconds = torch.autograd.grad(sum((g * v).sum() for g, v in zip(grads, directions, strict=True)), xs,
+                                  allow_unused=True)
+    seconds = [torch.zeros_like(x.detach()) if s is None else s.detach() for x, s in zip(xs, seconds, strict=True)]
+    return keyed(y.detach(), [g.detach() for g in grads], seconds, names)
 
 
 def norm_ratio(a: dict, b: dict) -> float:

@@ -12,6 +12,11 @@ test_sandbox.py imports every harness inside the real sandbox with only its own 
   * a harness opens no socket in `call`: an exercise whose function runs on gloo workers forms their groups in
     `prepare`, which runs BEFORE any code of the submission, because where the sandbox has no network namespace of
     its own (the uid fallback) every process seals itself (seal(): no new socket) before the submission loads.
+
+Besides the function's outputs, a harness may report two rules (gradlab.practice.exercise.RESERVED): which inputs the
+function changed in place (`changed`) and whether it built an autograd graph (`Graph`). It raises `Returned` when
+the function returned something of the wrong kind (a tuple where a list is asked for): the check then says what came
+back instead of blaming an exception on the student's code.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+
+CHANGED = "inputs changed"  # the keys of gradlab.practice.exercise.RESERVED (that module is not imported here)
+GRAPH = "autograd graph"
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,110 @@ def loaded(net: torch.nn.Module, weights: list[torch.Tensor]) -> torch.nn.Module
         for p, w in zip(net.parameters(), weights, strict=True):
             p.copy_(w)
     return net
+
+
+class Returned(TypeError):
+    """The function returned, but not what the exercise asks for: the message says what it returned."""
+
+
+def changed(*pairs: tuple[torch.Tensor | list, torch.Tensor | list]) -> torch.Tensor:
+    """One 0/1 per (what the function was given, a copy kept aside) pair: 1 where the function changed it in place
+    (a list counts as changed when any of its tensors did)."""
+    def differs(now, before) -> bool:
+        if isinstance(now, list | tuple):
+            return any(differs(n, b) for n, b in zip(now, before, strict=True))
+        return not torch.equal(now.detach(), before) if now.shape == before.shape else True
+
+    return torch.tensor([float(differs(now, before)) for now, before in pairs])
+
+
+class Graph:
+    """Counts the tensors autograd saves for a backward while the function runs: zero when it builds no graph (the
+    inputs of a "no autograd" exercise arrive without requires_grad, so only the function's own requires_grad_(),
+    autograd.grad or backward make one)."""
+
+    def __enter__(self) -> Graph:
+        self.saved = 0
+
+        def pack(t):
+            self.saved += 1
+            return t
+
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._hooks.__exit__(*exc)
+
+    def count(self) -> torch.Tensor:
+        return torch.tensor(float(self.saved))
+
+
+def tensor_out(value, what: str) -> torch.Tensor:
+    """VALUE if it is a tensor, else Returned saying what it is instead (WHAT names the output)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    raise Returned(f"{what} is {kind_of(value)}, not a tensor")
+
+
+def tensor_list(value, what: str, n: int | None = None) -> list[torch.Tensor]:
+    """VALUE as a list of tensors (a list or tuple of them), else Returned saying what came back."""
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], list | tuple):
+        raise Returned(f"{what} is a tuple of {kind_of(value[0])} and {kind_of(value[1])}; return the list alone")
+    if not isinstance(value, list | tuple) or not all(isinstance(t, torch.Tensor) for t in value):
+        raise Returned(f"{what} is {kind_of(value)}, not a list of tensors")
+    if n is not None and len(value) != n:
+        raise Returned(f"{what} has {len(value)} tensors where {n} are expected")
+    return list(value)
+
+
+def tensor_pair(value, what: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """VALUE as two tensors, else Returned saying what came back."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        raise Returned(f"{what} is {kind_of(value)}; return two tensors, e.g. `return a, b`")
+    return tensor_out(value[0], f"the first of {what}"), tensor_out(value[1], f"the second of {what}")
+
+
+def kind_of(value) -> str:
+    """A few words for what a value is: "a tensor of shape (3, 4)", "a tuple of 2 items", "None"."""
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    if isinstance(value, list | tuple):
+        return f"a {type(value).__name__} of {len(value)} item{'' if len(value) == 1 else 's'}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def function_outputs(cls, inputs: list[torch.Tensor], dy: torch.Tensor, directions: list[torch.Tensor],
+                     name: str, names: tuple[str, ...] = ()) -> dict:
+    """An autograd.Function CLS applied to INPUTS (each made a leaf that requires grad): its value, its gradients
+    for the upstream gradient DY (vector-Jacobian products: with a random dy, a backward that forgets to multiply
+    by dy cannot pass, as it does when the output is summed), and the second derivative along DIRECTIONS (the
+    gradient of Σ_i ⟨gradient_i, direction_i⟩, so a backward that is a constant to autograd shows as 0). Keys:
+    value, gradient, second for one input; value, "grad N", "second N" for inputs NAMES."""
+    if not (isinstance(cls, type) and issubclass(cls, torch.autograd.Function)):
+        raise Returned(f"{name} is {kind_of(cls)}, not a class derived from torch.autograd.Function")
+    xs = [x.clone().requires_grad_(True) for x in inputs]
+    y = tensor_out(cls.apply(*xs), f"what {name}.forward returned")
+    if y.shape != dy.shape:
+        raise Returned(f"{name}.forward returned a tensor of shape {tuple(y.shape)} where {tuple(dy.shape)} is "
+                       "expected")
+    if not y.requires_grad:
+        raise Returned(f"{name}.forward's output has no graph: return a tensor computed from the inputs")
+    grads = torch.autograd.grad(y, xs, grad_outputs=dy, create_graph=True, allow_unused=True)
+    grads = [torch.zeros_like(x) if g is None else g for x, g in zip(xs, grads, strict=True)]
+    inner = sum((g * v).sum() for g, v in zip(grads, directions, strict=True) if g.requires_grad)
+    seconds = torch.autograd.grad(inner, xs, allow_unused=True) if isinstance(inner, torch.Tensor) else [None] * len(xs)
+    seconds = [torch.zeros_like(x.detach()) if s is None else s.detach() for x, s in zip(xs, seconds, strict=True)]
+    return keyed(y.detach(), [g.detach() for g in grads], seconds, names)
+
+
+def keyed(value: torch.Tensor, grads: list, seconds: list, names: tuple[str, ...] = ()) -> dict:
+    """The outputs of function_outputs (and of a reference computed the same way) under their keys."""
+    if not names:
+        return {"value": value, "gradient": grads[0], "second": seconds[0]}
+    return {"value": value, **{f"grad {n}": g for n, g in zip(names, grads, strict=True)},
+            **{f"second {n}": s for n, s in zip(names, seconds, strict=True)}}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -71,16 +183,18 @@ def seal() -> None:
 
 
 def gloo_harness(cases: Callable[[int], list[dict]], rank_args: Callable[[dict], list[tuple]],
-                 outputs: Callable[[list[list[torch.Tensor]]], dict]) -> Harness:
+                 outputs: Callable[[list[list[torch.Tensor]]], dict],
+                 run: Callable[..., object] = lambda fn, *args: fn(*args)) -> Harness:
     """The Harness of an exercise whose function runs on every rank of a gloo group on 127.0.0.1: one forked worker
-    per rank, RANK_ARGS(case)[rank] its arguments, the function's list of tensors from every rank made the case's
-    outputs by OUTPUTS. Every group is formed before the submission loads (prepare); each worker then seals itself
-    and loads the submission on its own. `call` does the same for a function at hand (gradlab's side)."""
+    per rank, RANK_ARGS(case)[rank] its arguments, RUN(fn, *arguments) how the function is called there (by default
+    fn(*arguments)), the list of tensors it gives on every rank made the case's outputs by OUTPUTS. Every group is
+    formed before the submission loads (prepare); each worker then seals itself and loads the submission on its
+    own. `call` does the same for a function at hand (gradlab's side: the reference, a known mistake)."""
     def prepare(inputs: list[dict], load: Callable[[], Callable]) -> list[Callable[[], dict]]:
-        return _gloo_groups(inputs, load, rank_args, outputs)
+        return _gloo_groups(inputs, load, rank_args, outputs, run)
 
     def call(fn: Callable, case: dict) -> dict:
-        return _gloo_groups([case], lambda: fn, rank_args, outputs)[0]()
+        return _gloo_groups([case], lambda: fn, rank_args, outputs, run)[0]()
 
     return Harness(cases=cases, call=call, prepare=prepare)
 
@@ -116,7 +230,8 @@ def _receive(fd: int, deadline: float):
         data += chunk
 
 
-def _gloo_worker(args: tuple, rank: int, world: int, port: int, load: Callable, go: int, result: int) -> None:
+def _gloo_worker(args: tuple, rank: int, world: int, port: int, load: Callable, run: Callable, go: int,
+                 result: int) -> None:
     import datetime
 
     import torch.distributed as dist
@@ -133,11 +248,10 @@ def _gloo_worker(args: tuple, rank: int, world: int, port: int, load: Callable, 
         if os.read(go, 1) != b"G":  # the submission did not load: nothing to run
             return
         try:
-            out = load()(*args)
-            if not isinstance(out, list | tuple) or not all(isinstance(t, torch.Tensor) for t in out):
-                message = ("error", f"it returned {type(out).__name__}, not a list of tensors")
-            else:
-                message = ("ok", [t.detach().cpu().numpy().copy() for t in out])  # by value: no shared memory
+            out = tensor_list(run(load(), *args), "what it returned")
+            message = ("ok", [t.detach().cpu().numpy().copy() for t in out])  # by value: no shared memory
+        except Returned as e:
+            message = ("returned", str(e))
         except BaseException as e:
             message = ("error", f"{type(e).__name__}: {e}")
         _send(result, message)
@@ -150,7 +264,8 @@ def _gloo_worker(args: tuple, rank: int, world: int, port: int, load: Callable, 
 
 
 def _gloo_groups(inputs: list[dict], load: Callable[[], Callable], rank_args: Callable[[dict], list[tuple]],
-                 outputs: Callable[[list[list[torch.Tensor]]], dict]) -> list[Callable[[], dict]]:
+                 outputs: Callable[[list[list[torch.Tensor]]], dict],
+                 run: Callable[..., object]) -> list[Callable[[], dict]]:
     import time
 
     import torch.distributed
@@ -168,7 +283,7 @@ def _gloo_groups(inputs: list[dict], load: Callable[[], Callable], rank_args: Ca
             if pid == 0:
                 for fd in [*ours, go_w, res_r]:
                     os.close(fd)
-                _gloo_worker(args[rank], rank, len(args), port, load, go_r, res_w)
+                _gloo_worker(args[rank], rank, len(args), port, load, run, go_r, res_w)
             os.close(go_r)
             os.close(res_w)
             ours += [go_w, res_r]
@@ -196,7 +311,10 @@ def _gloo_groups(inputs: list[dict], load: Callable[[], Callable], rank_args: Ca
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(m["pid"], 0)
         if failed:
-            raise RuntimeError(f"rank {failed[0][0]} of {len(members)} failed: {failed[0][1]}")
+            rank, why = failed[0]
+            if any(g[0] == "returned" for g in got[rank:rank + 1]):
+                raise Returned(f"on rank {rank}, {why}")
+            raise RuntimeError(f"rank {rank} of {len(members)} failed: {why}")
         return outputs([[torch.from_numpy(a) for a in g[1]] for g in got])
 
     return [lambda members=members: run(members) for members in groups]

@@ -248,12 +248,38 @@ def render(result: Result | dict[str, Any], console: Console) -> None:
         console.print(f"[bold yellow]diagnosis:[/] {escape(diagnosis)}")
     if r.get("stopped"):
         console.print(f"[bold red]stopped:[/] {escape(r['stopped'])}")
+    for line in student_output(r.get("metrics") or {}):  # gradlab check: what the submission printed and warned
+        console.print(line, markup=False, highlight=False, style="dim" if line.startswith("  ") else None)
     failed = [c for c in claims if not c.passed]
     if failed:
         console.print(f"[bold red]{len(failed)} of {len(claims)} claims failed[/]")
     elif claims and not r.get("stopped"):
         n = len(claims)
         console.print("[bold green]the claim holds[/]" if n == 1 else f"[bold green]all {n} claims hold[/]")
+
+
+def visible(text: str) -> str:
+    """TEXT with every control character but newline and tab shown escaped (\\x1b), so that what a submission
+    printed can never pass for gradlab's own output."""
+    return "".join(c if c.isprintable() or c in "\n\t" else ascii(c)[1:-1] for c in text)
+
+
+def student_output(metrics: dict[str, Any]) -> list[str]:
+    """The lines `gradlab check` shows under the checks: the last lines the submission printed, with the total
+    size, and the warnings it raised (indented lines are theirs)."""
+    lines = []
+    printed, total = metrics.get("printed"), metrics.get("printed_bytes")
+    if isinstance(printed, str) and printed:
+        shown = printed.splitlines()
+        n = metrics.get("printed_lines", len(shown))
+        lines.append(f"your code printed {total:,} bytes ({n:,} line{'s' * (n != 1)})"
+                     + (f"; the last {len(shown)}:" if len(shown) < n else ":"))
+        lines += ["  " + visible(line) for line in shown]
+    warnings = metrics.get("warnings")
+    if isinstance(warnings, list) and warnings:
+        lines.append("warnings your code raised:")
+        lines += ["  " + visible(str(w)) for w in warnings]
+    return lines
 
 
 def _claim_from_dict(d: dict[str, Any]) -> Claim:

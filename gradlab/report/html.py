@@ -8,7 +8,7 @@ import html
 import re
 from typing import Any
 
-from gradlab.report.console import _claim_from_dict, cell_text, claim_cells, threads_text
+from gradlab.report.console import _claim_from_dict, cell_text, claim_cells, student_output, threads_text
 from gradlab.report.explain import Snippet, _as_markdown
 from gradlab.result import register_html_renderer
 
@@ -101,6 +101,9 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
         parts.append(f'<p class="note"><b>diagnosis:</b> {html.escape(r["metrics"]["diagnosis"])}</p>')
     if r.get("stopped"):
         parts.append(f'<p class="fail">stopped: {html.escape(r["stopped"])}</p>')
+    shown = student_output(r.get("metrics") or {})
+    if shown:  # gradlab check: what the submission printed and warned
+        parts.append(f'<pre class="note">{html.escape(chr(10).join(shown))}</pre>')
     if png:
         parts.append(f'<img alt="curves of gradlab {html.escape(r["lesson"])}" '
                      f'src="data:image/png;base64,{base64.b64encode(png).decode()}">')

@@ -13,3 +13,10 @@ def critic_update(critic, optimizer, s, r, s2, done, gamma):
     for p, g in zip(critic.parameters(), grads, strict=True):
         p.grad = g
     optimizer.step()
+
+
+def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+    with torch.no_grad():  # δ is a number to the actor: no gradient reaches the critic
+        delta = r + gamma * (1 - done) * critic(s2).squeeze(1) - critic(s).squeeze(1)
+    log_pi = torch.log_softmax(actor(s), dim=1).gather(1, a.unsqueeze(1)).squeeze(1)
+    return -(log_pi * delta).mean()

@@ -1,5 +1,5 @@
 """The exercises of `gradlab actor-critic`, on gradlab's side: each one's reference answer, its known mistakes (a
-realistic wrong implementation and what to tell its author) and what its checks claim. Never imported beside a
+realistic wrong implementation and what to tell its author) and what the diagnosis measures. Never imported beside a
 submission."""
 
 from __future__ import annotations
@@ -9,7 +9,76 @@ import contextlib
 import torch
 
 from gradlab.lessons.actor_critic.exercises.harness import HARNESSES
-from gradlab.practice.exercise import Checks, Mistake
+from gradlab.practice.exercise import Checks, Mistake, Relation
+
+FAMILIES = {
+    ("*", "family", "terminal:for non-terminal transitions"): "multiply the bootstrap γ · V(s2) by (1 − done): after "
+                                                              "a termination there is no next state to value",
+    ("*", "family", "size:for one transition"): "one transition hides a sum where the mean belongs (N times too "
+                                                "large) and a shape that broadcasts: V(s) is (N, 1), the target "
+                                                "(N,), and (N,) − (N, 1) is an (N, N) matrix; squeeze V(s) to (N,)",
+}
+
+
+def _n(case: dict) -> list:
+    return [("N", case["r"].shape[1], "the number of transitions")]
+
+
+# ---------------------------------------------------------------------------------------------------- actor_loss
+
+def _advantage(critic, r, s, s2, done, gamma) -> torch.Tensor:
+    """δ = r + γ(1 − done)V(s2) − V(s), cut from the graph: the actor must not move the critic."""
+    with torch.no_grad():
+        return r + gamma * (1 - done) * critic(s2).squeeze(1) - critic(s).squeeze(1)
+
+
+def _log_pi(actor, s, a) -> torch.Tensor:
+    return torch.log_softmax(actor(s), dim=1).gather(1, a.unsqueeze(1)).squeeze(1)
+
+
+def _actor_reference(actor, critic, s, a, r, s2, done, gamma):
+    return -(_log_pi(actor, s, a) * _advantage(critic, r, s, s2, done, gamma)).mean()
+
+
+def _actor_critic_moves(actor, critic, s, a, r, s2, done, gamma):
+    delta = r + gamma * (1 - done) * critic(s2).squeeze(1) - critic(s).squeeze(1)  # not detached
+    return -(_log_pi(actor, s, a) * delta).mean()
+
+
+def _actor_ascent(actor, critic, s, a, r, s2, done, gamma):
+    return (_log_pi(actor, s, a) * _advantage(critic, r, s, s2, done, gamma)).mean()
+
+
+def _actor_probabilities(actor, critic, s, a, r, s2, done, gamma):
+    p = torch.softmax(actor(s), dim=1).gather(1, a.unsqueeze(1)).squeeze(1)
+    return -(p * _advantage(critic, r, s, s2, done, gamma)).mean()
+
+
+def _actor_all_actions(actor, critic, s, a, r, s2, done, gamma):
+    return -(torch.log_softmax(actor(s), dim=1) * _advantage(critic, r, s, s2, done, gamma).unsqueeze(1)).mean()
+
+
+ACTOR_LOSS = Checks(
+    harness=HARNESSES["actor_loss"], reference=_actor_reference,
+    mistakes=[
+        Mistake("critic not detached", _actor_critic_moves, "gradient reaches the critic through the advantage: δ "
+                "must be a number to the actor (the lesson: \"δ detached: the actor must not move the critic\"). "
+                "Compute it under torch.no_grad(), or use delta.detach()"),
+        Mistake("ascent", _actor_ascent, "your loss is +mean(ln π · δ): minimising it makes actions with a positive "
+                "advantage less likely. The actor minimises −mean(ln π(a|s) · δ)"),
+        Mistake("probabilities", _actor_probabilities, "you weighed π(a|s), the probability, by δ: the policy "
+                "gradient is ∇ ln π(a|s) · δ, so the loss takes the log-probability (log_softmax, then gather)"),
+    ],
+    names={"loss": "your loss", "actor": "the gradient to the actor's parameters",
+           "critic": "the gradient to the critic's parameters"},
+    quantities=_n,
+    relations=[Relation("the loss over every action's log-probability, not the taken one's (no gather)",
+                        _actor_all_actions, "pick the taken action's log-probability: log_softmax(actor(s), "
+                        "dim=1).gather(1, a.unsqueeze(1)).squeeze(1)")],
+    hints={**FAMILIES,
+           ("critic", "nonzero", "*"): "gradient reaches the critic: compute δ under torch.no_grad() (or detach it)",
+           ("*", "scale", "N"): "a sum over the transitions where the mean belongs"})
+
 
 # ------------------------------------------------------------------------------------------------- critic_update
 
@@ -45,20 +114,85 @@ def _critic_uphill(critic, optimizer, s, r, s2, done, gamma):
     _critic_step(critic, optimizer, _critic_loss(critic, s, r, s2, done, gamma), lambda p, g: setattr(p, "grad", -g))
 
 
+def _critic_wrong_side(critic, optimizer, s, r, s2, done, gamma):
+    v = critic(s).squeeze(1).detach()
+    loss = ((r + gamma * (1 - done) * critic(s2).squeeze(1) - v) ** 2).mean()
+    _critic_step(critic, optimizer, loss, lambda p, g: setattr(p, "grad", g))
+
+
+def _critic_manual_sgd(critic, optimizer, s, r, s2, done, gamma):
+    lr = optimizer.param_groups[0]["lr"]
+    grads = torch.autograd.grad(_critic_loss(critic, s, r, s2, done, gamma), list(critic.parameters()))
+    with torch.no_grad():
+        for p, g in zip(critic.parameters(), grads, strict=True):
+            p -= lr * g
+
+
+def _critic_broadcast(critic, optimizer, s, r, s2, done, gamma):
+    with torch.no_grad():
+        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
+    _critic_step(critic, optimizer, ((target - critic(s)) ** 2).mean(), lambda p, g: setattr(p, "grad", g))
+
+
+def _critic_expected(case: dict) -> dict:
+    """The reference's outputs without torch.optim (whose first step imports torch._dynamo, about a second): the
+    same gradients, and RMSprop's update written out as torch/optim/rmsprop.py computes it (square_avg starts at 0,
+    square_avg ← α·square_avg + (1 − α)·g², p ← p − lr·g/(√square_avg + ε)). The suite checks it against the
+    reference run through the harness with the real optimizer."""
+    from gradlab.lessons.actor_critic.exercises.harness import _critic
+
+    critic = _critic(case["weights"])
+    params = list(critic.parameters())
+    lr, alpha, eps = 0.01, 0.99, 1e-5  # the harness's optimizer
+    square = [torch.zeros_like(p) for p in params]
+    out = {}
+    for k in range(len(case["s"])):
+        loss = _critic_loss(critic, case["s"][k], case["r"][k], case["s2"][k], case["done"][k], case["gamma"])
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for p, g, sq in zip(params, grads, square, strict=True):
+                sq.mul_(alpha).addcmul_(g, g, value=1 - alpha)
+                p.addcdiv_(g, sq.sqrt().add_(eps), value=-lr)
+        out[f"grad {k + 1}"] = [g.detach().clone() for g in grads]
+        out[f"params {k + 1}"] = [p.detach().clone() for p in params]
+    return out
+
+
+STEPS = ("the first update", "the second update", "the third update")
+
 CRITIC = Checks(
-    harness=HARNESSES["critic_update"], reference=_critic_reference,
+    harness=HARNESSES["critic_update"], reference=_critic_reference, expected=_critic_expected,
     mistakes=[
-        Mistake("residual gradient", _critic_residual, lambda s, r: "the bootstrap V(s2) was differentiated too (the "
-                "residual gradient): compute the target under torch.no_grad(), it is a number to move towards"),
-        Mistake(".grad added to", _critic_added, lambda s, r: "you added the new gradient to .grad, which still held "
-                "the last one: assign p.grad = g (torch.autograd.grad returns fresh gradients)"),
-        Mistake("uphill", _critic_uphill, lambda s, r: "your update goes uphill: put the gradient itself in .grad; "
-                "the optimizer subtracts it"),
+        Mistake("residual gradient", _critic_residual, "the bootstrap V(s2) was differentiated too (the residual "
+                "gradient): compute the target under torch.no_grad(), it is a number to move towards"),
+        Mistake(".grad added to", _critic_added, "you added the new gradient to .grad, which still held the last one: "
+                "assign p.grad = g (torch.autograd.grad returns fresh gradients), or call optimizer.zero_grad() "
+                "before loss.backward()"),
+        Mistake("uphill", _critic_uphill, "your update goes uphill: put the gradient itself in .grad; the optimizer "
+                "subtracts it"),
     ],
-    claims={"critic": ("3 updates with your function ≡ with the explicit-gradient RMSprop update (max relative |Δ| "
-                       "of the parameters)", 1e-5)})
+    names={**{f"grad {k + 1}": f"the gradient optimizer.step() was given at {w}" for k, w in enumerate(STEPS)},
+           **{f"params {k + 1}": f"the parameters after {w}" for k, w in enumerate(STEPS)}},
+    quantities=_n,
+    relations=[
+        Relation("the gradient through V(s2) alone (V(s) detached instead of the target)", _critic_wrong_side,
+                 "detach the target r + γ(1 − done)V(s2), not V(s): the gradient flows through V(s)"),
+        Relation("a hand-written SGD step p − lr·g (optimizer.step() never called)", _critic_manual_sgd,
+                 "hand the gradients to the optimizer: p.grad = g for each parameter, then optimizer.step()"),
+        Relation("the mean over all N × N pairs (target_j − V(s)_i)²: V(s) of shape (N, 1) against the target "
+                 "(N,)", _critic_broadcast, "squeeze V(s) to shape (N,): critic(s).squeeze(1)"),
+    ],
+    hints={**FAMILIES,
+           ("*", "scale", "1/2"): "a factor ½ in the loss: the critic's loss is mean (target − V(s))², whose gradient "
+                                  "carries the 2",
+           ("*", "scale", "N"): "a sum over the transitions where the mean belongs",
+           ("*", "zero", "*"): "optimizer.step() was given no gradient: .grad was empty when it ran "
+                               "(optimizer.zero_grad() after setting it?), so the parameters did not move"},
+    base=lambda case: {"params 1": case["weights"]},
+    steps=[(f"grad {k + 1}", f"params {k + 1}") for k in range(3)])
 
 
 CHECKS: dict[str, Checks] = {
+    "actor_loss": ACTOR_LOSS,
     "critic_update": CRITIC,
 }

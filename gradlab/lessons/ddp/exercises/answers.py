@@ -19,3 +19,11 @@ def average_gradients(grads, n_local, n_total):
     for t in out:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
     return out
+
+
+def sync_gradients(model):
+    import torch.distributed as dist
+
+    for p in model.parameters():
+        dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)  # Σ over the workers, in place
+        p.grad /= dist.get_world_size()  # their mean

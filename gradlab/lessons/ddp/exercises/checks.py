@@ -1,11 +1,17 @@
 """The exercises of `gradlab ddp`, on gradlab's side: each one's reference answer, its known mistakes (a realistic wrong
-implementation and what to tell its author) and what its checks claim. Never imported beside a submission."""
+implementation and what to tell its author) and what the diagnosis measures. Never imported beside a submission.
+
+The functions that run on every rank have their reference and known mistakes in closed form here (the sums the
+all-reduce would make), so the diagnosis starts no worker; the suite checks each closed form against the same
+function run on real gloo workers."""
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 
-from gradlab.lessons.ddp.exercises.harness import HARNESSES
+from gradlab.lessons.ddp.exercises.harness import HARNESSES, _model
+from gradlab.practice.diagnosis import name_weights, weights_of, weights_words
 from gradlab.practice.exercise import Checks, Mistake, norm_ratio
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
@@ -38,23 +44,68 @@ def _acc_no_zero_grad(model, x, y, sizes):
     return [p.grad for p in model.parameters()]
 
 
+def _acc_parts(case: dict) -> list[list[torch.Tensor]]:
+    """ḡ_k, the mean gradient of each micro-batch, and what .grad held on entry: the parts a wrong answer mixes."""
+    model = _model(case)
+    parts = []
+    for xk, yk in zip(case["x"].split(case["sizes"]), case["y"].split(case["sizes"]), strict=True):
+        parts.append(list(torch.autograd.grad(F.cross_entropy(model(xk), yk), list(model.parameters()))))
+    return [*parts, case["stale"]]
+
+
+def _acc_weights(cases: list[dict], outs: list[dict], refs: list[dict]) -> str | None:
+    """Measured: yours = Σ_k w_k ḡ_k + s · (what .grad held), with the weights named when they are a known rule."""
+    said = {}
+    for case, o, r in zip(cases, outs, refs, strict=True):
+        if norm_ratio(o, r) == 1 and torch.allclose(torch.cat([t.reshape(-1) for t in o["grads"]]),
+                                                    torch.cat([t.reshape(-1) for t in r["grads"]]), rtol=1e-5):
+            continue
+        w, left = weights_of(o["grads"], _acc_parts(case))
+        if left > 1e-4:
+            said.setdefault("not a weighted sum of the micro-batches' gradients (the parts you used are not the "
+                            "slices sizes gives: x.split(sizes))", []).append(case["label"])
+            continue
+        n, B, K = torch.tensor(case["sizes"], dtype=torch.float64), sum(case["sizes"]), len(case["sizes"])
+        stale = float(w[-1])
+        last = torch.zeros(K, dtype=torch.float64)
+        last[-1] = n[-1] / B
+        name = name_weights(w[:-1], {"n_k/B (right)": (n / B).tolist(), "1/K": [1 / K] * K, "1": [1.0] * K,
+                                     "n_k (a sum, not divided by B)": n.tolist(), "1/B": [1 / B] * K,
+                                     "the last part's n_K/B alone": last.tolist()})
+        words = f"w_k = {name}" if name else f"w = {weights_words(w[:-1])} where n_k/B = {weights_words(n / B)}"
+        if abs(stale) > 1e-4:
+            words += f", plus {num_words(stale)} × what .grad held on entry"
+        said.setdefault(words, []).append(case["label"])
+    if not said:
+        return None
+    return "measured as a weighted sum of the micro-batches' mean gradients ḡ_k, yours = Σ_k w_k ḡ_k with " + \
+        "; ".join(f"{words} (on {', '.join(repr(x) for x in labels[:2])}{' …' if len(labels) > 2 else ''})"
+                  for words, labels in said.items()) + "; the whole batch's gradient is Σ_k (n_k/B) ḡ_k"
+
+
+def num_words(v: float) -> str:
+    return f"{v:.3g}"
+
+
 ACCUMULATE = Checks(
     harness=HARNESSES["accumulated_grad"], reference=_acc_reference,
     mistakes=[
         Mistake("/K forgotten", _acc_no_k, lambda s, r: f"your gradient is {norm_ratio(s, r):.3g} times the full "
                 f"batch's (K times, for K equal parts): .backward() adds the K gradients, so divide each "
                 f"micro-batch's loss by K, or sum the per-sample losses and divide by B"),
-        Mistake("mean of means", _acc_mean_of_means, lambda s, r: "right for equal parts, wrong for unequal ones: "
-                "each micro-batch's loss was normalised by its own size and then by K, so 4 samples weigh as much "
-                "as 64. Sum the per-sample losses (reduction='sum') and divide by B, the whole batch's size"),
-        Mistake("no zero_grad", _acc_no_zero_grad, lambda s, r: "your gradients piled up on what .grad held "
-                "before: call model.zero_grad() (or set each .grad to None) before the first backward"),
+        Mistake("mean of means", _acc_mean_of_means, "right for equal parts, wrong for unequal ones: each "
+                "micro-batch's loss was normalised by its own size and then by K, so 4 samples weigh as much as 64. "
+                "Sum the per-sample losses (reduction='sum') and divide by B, the whole batch's size"),
+        Mistake("no zero_grad", _acc_no_zero_grad, "your gradients piled up on what .grad held before: call "
+                "model.zero_grad() (or set each .grad to None) before the first backward"),
     ],
-    claims={"equal": ("equal parts: your accumulated gradient ≡ one backward over the whole batch (max relative |Δ|)",
-                      1e-5),
-            "unequal": ("unequal parts: your accumulated gradient ≡ one backward over the whole batch (max relative "
-                        "|Δ|)", 1e-5)})
-
+    names={"grads": "your accumulated gradient"},
+    quantities=lambda case: [("B", sum(case["sizes"]), "the batch size")],
+    experiments=[_acc_weights],
+    hints={("*", "scale", "B"): "reduction='sum' needs the division by B, the whole batch's size",
+           ("*", "family", "parts:for equal micro-batches"): "each part must weigh n_k/B: sum the per-sample losses "
+                                                             "(reduction='sum') of the slices x.split(sizes) and "
+                                                             "divide by B"})
 
 
 # --------------------------------------------------------------------------------------------- average_gradients
@@ -66,6 +117,21 @@ def _avg_reference(grads, n_local, n_total):
     for t in out:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
     return out
+
+
+def _weighted(case: dict, weights: list[list[float]]) -> dict:
+    """Rank r returns Σ_s weights[r][s] · ḡ_s: what an all-reduce of weighted gradients leaves on each rank."""
+    return {f"rank {r}": [sum(w * case["grads"][s][j] for s, w in enumerate(row))
+                          for j in range(len(case["grads"][0]))] for r, row in enumerate(weights)}
+
+
+def _avg_rule(case: dict, rule) -> dict:
+    n, B, R = case["sizes"], sum(case["sizes"]), len(case["sizes"])
+    return _weighted(case, [[rule(n[s], B, R) for s in range(R)] for _ in range(R)])
+
+
+def _avg_expected(case: dict) -> dict:
+    return _avg_rule(case, lambda n, B, R: n / B)
 
 
 def _avg_equal_weights(grads, n_local, n_total):
@@ -90,22 +156,143 @@ def _avg_summed(grads, n_local, n_total):
     return out
 
 
+def _avg_own(case: dict) -> dict:
+    R = len(case["sizes"])
+    return _weighted(case, [[float(r == s) for s in range(R)] for r in range(R)])
+
+
+def _avg_weights(cases: list[dict], outs: list[dict], refs: list[dict]) -> str | None:
+    """Measured: each rank's result = Σ_s w_s ḡ_s, with the weights named when they are a known rule."""
+    said, right_on_zero_only = {}, True
+    for case, o, r in zip(cases, outs, refs, strict=True):
+        n = torch.tensor(case["sizes"], dtype=torch.float64)
+        B, R = float(n.sum()), len(n)
+        for rank in range(R):
+            key = f"rank {rank}"
+            mine = o.get(key)
+            if mine is None:
+                continue
+            exact = torch.allclose(torch.cat([t.reshape(-1) for t in mine]),
+                                   torch.cat([t.reshape(-1) for t in r[key]]), rtol=1e-9, atol=1e-12)
+            right_on_zero_only &= exact == (rank == 0)
+            if exact:
+                continue
+            w, left = weights_of(mine, case["grads"])
+            if left > 1e-6:
+                said.setdefault("not a weighted sum of the workers' gradients", []).append(case["label"])
+                continue
+            own = torch.zeros(R, dtype=torch.float64)
+            own[rank] = 1.0
+            name = name_weights(w, {"n_r/B (right)": (n / B).tolist(), "1/W (equal weights)": [1 / R] * R,
+                                    "1 (a plain sum)": [1.0] * R, "1/B (n_r missing)": [1 / B] * R,
+                                    "B/n_r (the fraction upside down)": (B / n).tolist(),
+                                    "0 (nothing: n_local // n_total is 0)": [0.0] * R,
+                                    "n_r/(B·W) (averaged twice)": (n / B / R).tolist(),
+                                    "its own gradient alone (no all-reduce reached it)": own.tolist(),
+                                    "its own n_r/B alone (no all-reduce reached it)": (own * n / B).tolist()})
+            words = f"w_r = {name}" if name else f"w = {weights_words(w)} where n_r/B = {weights_words(n / B)}"
+            said.setdefault(words, []).append(f"{case['label']}, rank {rank}")
+    if right_on_zero_only:
+        return ("right on rank 0 only: dist.reduce(t, dst=0) leaves the sum on one rank; dist.all_reduce leaves it "
+                "on every rank")
+    if not said:
+        return None
+    return "measured on each rank as Σ_r w_r ḡ_r over the workers' gradients, yours has " + "; ".join(
+        f"{words} (on {', '.join(repr(x) for x in labels[:2])}{' …' if len(labels) > 2 else ''})"
+        for words, labels in said.items()) + "; the whole batch's gradient has w_r = n_r/B"
+
+
+def _avg_quantities(case: dict) -> list:
+    return [("W", len(case["sizes"]), "the number of workers")]
+
+
 AVERAGE = Checks(
-    harness=HARNESSES["average_gradients"], reference=_avg_reference,
+    harness=HARNESSES["average_gradients"], reference=_avg_reference, expected=_avg_expected,
     mistakes=[
-        Mistake("equal weights", _avg_equal_weights, lambda s, r: "you averaged the shards with equal weights "
-                "(all_reduce, then / W): right for equal shards only. Weigh each worker's gradient by n_r / B "
-                "before the all-reduce"),
-        Mistake("no all-reduce", _avg_local, lambda s, r: "every worker returned its own gradient: call "
-                "dist.all_reduce so that all of them get the same, global one"),
-        Mistake("sum of means", _avg_summed, lambda s, r: "you added the workers' mean gradients without weights: "
-                "the result is about W times too large. Multiply each by n_r / B before the all-reduce"),
+        Mistake("equal weights", _avg_equal_weights, "you averaged the shards with equal weights (all_reduce, then / "
+                "W, or ReduceOp.AVG): right for equal shards only. Weigh each worker's gradient by n_r / B before "
+                "the all-reduce", outputs=lambda case: _avg_rule(case, lambda n, B, R: 1 / R)),
+        Mistake("no all-reduce", _avg_local, "every worker returned its own gradient unchanged: the all-reduce did "
+                "not reach what you returned (no dist.all_reduce, or it ran on a new tensor: `g = g * w` in a loop "
+                "rebinds g, and the list still holds the old tensors). Return the tensors you all-reduced",
+                outputs=_avg_own),
+        Mistake("sum of means", _avg_summed, "you added the workers' mean gradients without weights: the result is "
+                "about W times too large. Multiply each by n_r / B before the all-reduce",
+                outputs=lambda case: _avg_rule(case, lambda n, B, R: 1.0)),
     ],
-    claims={"average": ("on real gloo workers, every worker's result ≡ the whole batch's gradient Σ_r (n_r/B)·ḡ_r "
-                        "(max relative |Δ|)", 1e-12)})
+    names={f"rank {r}": f"rank {r}'s result" for r in range(3)},
+    quantities=_avg_quantities,
+    experiments=[_avg_weights],
+    hints={("*", "family", "shards:for equal shards"): "equal weights are right only when the shards are equal: "
+                                                       "weigh each worker's gradient by n_r/B"})
+
+
+# ------------------------------------------------------------------------------------------------ sync_gradients
+
+def _sync_reference(model):
+    import torch.distributed as dist
+
+    for p in model.parameters():
+        dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)  # Σ over the ranks, in place
+        p.grad /= dist.get_world_size()  # the mean: what DDP leaves in .grad
+
+
+def _sync_expected(case: dict) -> dict:
+    W = len(case["grads"])
+    mean = [sum(g[j] for g in case["grads"]) / W for j in range(2)]
+    return {f"rank {r}": [t.clone() for t in mean] for r in range(W)}
+
+
+def _sync_summed(model):
+    import torch.distributed as dist
+
+    for p in model.parameters():
+        dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
+
+
+def _sync_copy(model):
+    import torch.distributed as dist
+
+    for p in model.parameters():
+        g = p.grad.clone()
+        dist.all_reduce(g, op=dist.ReduceOp.SUM)
+        g /= dist.get_world_size()  # never written back into p.grad
+
+
+def _sync_divided(model):
+    import torch.distributed as dist
+
+    for p in model.parameters():
+        p.grad /= dist.get_world_size()
+
+
+def _sync_rule(case: dict, weights) -> dict:
+    W = len(case["grads"])
+    return {f"rank {r}": [sum(weights(r, s, W) * case["grads"][s][j] for s in range(W)) for j in range(2)]
+            for r in range(W)}
+
+
+SYNC = Checks(
+    harness=HARNESSES["sync_gradients"], reference=_sync_reference, expected=_sync_expected,
+    mistakes=[
+        Mistake("summed", _sync_summed, "both (all) workers' gradients were summed, not averaged: all_reduce adds "
+                "them, and DDP divides by the world size (its gradient is the mean over the ranks). Divide .grad by "
+                "dist.get_world_size() after the all-reduce",
+                outputs=lambda case: _sync_rule(case, lambda r, s, W: 1.0)),
+        Mistake("a copy reduced", _sync_copy, "each rank's .grad is its own gradient, unchanged: you all-reduced a "
+                "copy (p.grad.clone()) and never put it back. all_reduce p.grad itself (it works in place), or "
+                "assign p.grad = g", outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
+        Mistake("no all-reduce", _sync_divided, "each rank divided its own gradient by the world size, but the "
+                "gradients were never added across the ranks: dist.all_reduce(p.grad) first, then divide",
+                outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s) / W)),
+    ],
+    names={f"rank {r}": f"rank {r}'s .grad" for r in range(4)},
+    quantities=lambda case: [("W", len(case["grads"]), "the number of workers")],
+    hints={("*", "scale", "W"): "all_reduce(SUM) adds the W workers' gradients: divide by W for their mean"})
 
 
 CHECKS: dict[str, Checks] = {
+    "sync_gradients": SYNC,
     "accumulated_grad": ACCUMULATE,
     "average_gradients": AVERAGE,
 }

@@ -11,3 +11,8 @@ def td_loss(online, target, s, a, r, s2, done, gamma):
         y = r + gamma * (1 - done) * target(s2).max(dim=1).values
     q = online(s).gather(1, a.unsqueeze(1)).squeeze(1)
     return F.smooth_l1_loss(q, y)
+
+
+def td_target(target, r, s2, done, gamma):
+    with torch.no_grad():  # a number to move towards: no graph
+        return r + gamma * (1 - done) * target(s2).max(dim=1).values

@@ -1,5 +1,5 @@
 """The exercises of `gradlab dqn`, on gradlab's side: each one's reference answer, its known mistakes (a realistic wrong
-implementation and what to tell its author) and what its checks claim. Never imported beside a submission."""
+implementation and what to tell its author) and what the diagnosis measures. Never imported beside a submission."""
 
 from __future__ import annotations
 
@@ -7,60 +7,174 @@ import torch
 import torch.nn.functional as F
 
 from gradlab.lessons.dqn.exercises.harness import HARNESSES
-from gradlab.practice.exercise import Checks, Mistake
+from gradlab.practice.exercise import Checks, Mistake, Relation
 from gradlab.training import global_norm
+
+TERMINAL = ("*", "family", "terminal:for non-terminal transitions")
+SIZE = ("*", "family", "size:for one transition")
+FAMILY_HINTS = {
+    TERMINAL: "multiply the bootstrap γ · max target(s2) by (1 − done): after a termination there is no next state "
+              "to value",
+    SIZE: "one transition hides a sum where the mean belongs (N times too large) and a Q(s, a) of the wrong shape (an "
+          "(N, 1) or (N, N) tensor against y of shape (N,) broadcasts to (N, N)): Q(s, a) is one number per "
+          "transition, online(s).gather(1, a.unsqueeze(1)).squeeze(1)",
+}
+
+
+def _n(case: dict) -> list:
+    return [("N", len(case["r"]), "the number of transitions")]
+
+
+# ------------------------------------------------------------------------------------------------------ td_target
+
+def _y(target, r, s2, done, gamma):
+    return r + gamma * (1 - done) * target(s2).max(dim=1).values
+
+
+def _target_reference(target, r, s2, done, gamma):
+    with torch.no_grad():
+        return _y(target, r, s2, done, gamma)
+
+
+def _target_no_done(target, r, s2, done, gamma):
+    with torch.no_grad():
+        return r + gamma * target(s2).max(dim=1).values
+
+
+def _target_argmax(target, r, s2, done, gamma):
+    with torch.no_grad():
+        return r + gamma * (1 - done) * target(s2).max(dim=1)[1]  # the index of the best action, not its value
+
+
+def _target_batch_max(target, r, s2, done, gamma):
+    with torch.no_grad():
+        return r + gamma * (1 - done) * target(s2).max(dim=0).values[0]
+
+
+def _target_extra(outs: list[dict], cases: list[dict]) -> list[float]:
+    return [max(float(o["_graph"]) for o in outs)]
+
+
+TD_TARGET = Checks(
+    harness=HARNESSES["td_target"], reference=_target_reference,
+    mistakes=[
+        Mistake("done ignored", _target_no_done, "terminal transitions bootstrap from the next state: multiply "
+                "γ · max target(s2) by (1 − done): after a termination there is no next state to value"),
+        Mistake("argmax", _target_argmax, "you bootstrapped from the index of the best action (.max(1)[1], or "
+                "argmax), 0 or 1, not from its value: use target(s2).max(dim=1).values (or .max(1)[0])"),
+        Mistake("max over the batch", _target_batch_max, "you took the max over the transitions (dim=0), not over "
+                "the actions of each next state: target(s2).max(dim=1).values, one number per transition"),
+    ],
+    extra=_target_extra,
+    rule_hints=["your y carries a graph (to target's parameters): compute it under torch.no_grad(), or return "
+                "y.detach(); it is a number to move towards"],
+    names={"y": "your target y"},
+    quantities=_n,
+    relations=[Relation("the target with done and 1 − done swapped: only terminal transitions bootstrap",
+                        lambda target, r, s2, done, gamma: _target_reference(target, r, s2, 1 - done, gamma),
+                        "multiply the bootstrap by (1 − done), which is 0 where the episode ended")],
+    hints=FAMILY_HINTS)
+
 
 # ------------------------------------------------------------------------------------------------------- td_loss
 
-def _td_target(target, r, s2, done, gamma):
-    return r + gamma * (1 - done) * target(s2).max(dim=1).values
+def _q(online, s, a):
+    return online(s).gather(1, a.unsqueeze(1)).squeeze(1)
 
 
 def _td_reference(online, target, s, a, r, s2, done, gamma):
     with torch.no_grad():
-        y = _td_target(target, r, s2, done, gamma)
-    q = online(s).gather(1, a.unsqueeze(1)).squeeze(1)
-    return F.smooth_l1_loss(q, y)
+        y = _y(target, r, s2, done, gamma)
+    return F.smooth_l1_loss(_q(online, s, a), y)
 
 
 def _td_no_stop(online, target, s, a, r, s2, done, gamma):
-    y = _td_target(target, r, s2, done, gamma)
+    y = _y(target, r, s2, done, gamma)
     y.detach()  # the result is thrown away: y is still in the graph
-    return F.smooth_l1_loss(online(s).gather(1, a.unsqueeze(1)).squeeze(1), y)
+    return F.smooth_l1_loss(_q(online, s, a), y)
 
 
 def _td_no_done(online, target, s, a, r, s2, done, gamma):
     with torch.no_grad():
         y = r + gamma * target(s2).max(dim=1).values
-    return F.smooth_l1_loss(online(s).gather(1, a.unsqueeze(1)).squeeze(1), y)
+    return F.smooth_l1_loss(_q(online, s, a), y)
 
 
 def _td_online_target(online, target, s, a, r, s2, done, gamma):
     with torch.no_grad():
-        y = _td_target(online, r, s2, done, gamma)
-    return F.smooth_l1_loss(online(s).gather(1, a.unsqueeze(1)).squeeze(1), y)
+        y = _y(online, r, s2, done, gamma)
+    return F.smooth_l1_loss(_q(online, s, a), y)
 
 
-def _td_extra(outs: list[dict], cases: list[dict]) -> list[tuple[str, float, float, str]]:
-    leak = max(float(global_norm(o["target"])) for o in outs)
-    return [("no gradient reaches the target network (largest norm of its gradient)", leak, 0.0, "<=")]
+def _td_columns(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _y(target, r, s2, done, gamma)
+    return F.smooth_l1_loss(online(s)[:, a], y)  # q[:, a]: an (N, N) matrix, broadcast against y
+
+
+def _td_unsqueezed(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _y(target, r, s2, done, gamma)
+    return F.smooth_l1_loss(online(s).gather(1, a.unsqueeze(1)), y)  # (N, 1) against (N,): (N, N) pairs
+
+
+def _td_mse(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _y(target, r, s2, done, gamma)
+    return F.mse_loss(_q(online, s, a), y)
+
+
+def _td_argmax(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = r + gamma * (1 - done) * target(s2).max(dim=1)[1]
+    return F.smooth_l1_loss(_q(online, s, a), y)
+
+
+def _td_extra(outs: list[dict], cases: list[dict]) -> list[float]:
+    return [max(float(global_norm(o["target"])) for o in outs)]
 
 
 TD = Checks(
     harness=HARNESSES["td_loss"], reference=_td_reference,
     mistakes=[
-        Mistake("no stop-gradient", _td_no_stop, lambda s, r: "gradient reaches the target network: y must be a "
-                "number to move towards. Compute it under torch.no_grad(), or write y = y.detach() (y.detach() alone "
-                "returns a new tensor and leaves y in the graph)"),
-        Mistake("done ignored", _td_no_done, lambda s, r: "terminal transitions bootstrap from the next state: "
-                "multiply γ · max target(s2) by (1 − done): after a termination there is no next state to value"),
-        Mistake("online target", _td_online_target, lambda s, r: "the target comes from the online network: use the "
-                "target network, target(s2), which is what stabilises DQN"),
+        Mistake("no stop-gradient", _td_no_stop, "gradient reaches the target network: y must be a number to move "
+                "towards. Compute it under torch.no_grad(), or write y = y.detach() (y.detach() alone returns a new "
+                "tensor and leaves y in the graph)"),
+        Mistake("done ignored", _td_no_done, "terminal transitions bootstrap from the next state: multiply γ · max "
+                "target(s2) by (1 − done): after a termination there is no next state to value"),
+        Mistake("online target", _td_online_target, "the target comes from the online network: use the target "
+                "network, target(s2), which is what stabilises DQN"),
+        Mistake("q[:, a]", _td_columns, "online(s)[:, a] takes whole columns, an (N, N) matrix (row i, column j: "
+                "Q(s_i, a_j)), and the loss then compares every Q with every y: pick one entry per row, "
+                "online(s).gather(1, a.unsqueeze(1)).squeeze(1) or online(s)[torch.arange(N), a]"),
     ],
-    claims={"td": ("your loss and its gradients ≡ the stop-gradient TD loss's (max relative |Δ|)", 1e-5)},
-    extra=_td_extra)
+    extra=_td_extra,
+    names={"loss": "your loss", "online": "the gradient to online's parameters",
+           "target": "the gradient to target's parameters"},
+    quantities=_n,
+    relations=[
+        Relation("the loss over all N × N pairs (Q(s_i, a_i), y_j): Q of shape (N, 1) broadcast against y of shape "
+                 "(N,)", _td_unsqueezed, "squeeze Q(s, a) to shape (N,): gather(1, a.unsqueeze(1)).squeeze(1) (PyTorch "
+                 "warns \"Using a target size that is different to the input size\")"),
+        Relation("the squared error (F.mse_loss), not the Huber loss (F.smooth_l1_loss)", _td_mse,
+                 "DQN's loss is Huber: ½δ² for |δ| < 1, |δ| − ½ beyond (F.smooth_l1_loss)"),
+        Relation("the loss whose target bootstraps from the index of the best action (.max(1)[1]), not its value",
+                 _td_argmax, "use target(s2).max(dim=1).values (or .max(1)[0]): the value, not the index"),
+        Relation("the loss whose target has done and 1 − done swapped (only terminal transitions bootstrap)",
+                 lambda online, target, s, a, r, s2, done, gamma: _td_reference(online, target, s, a, r, s2,
+                                                                                1 - done, gamma),
+                 "multiply the bootstrap by (1 − done), which is 0 where the episode ended"),
+    ],
+    hints={**FAMILY_HINTS,
+           ("online", "zero", "*"): "no gradient reaches online's parameters: your loss has no graph to them (Q(s, a) "
+                                    "detached, or computed under torch.no_grad()); detach only the target y",
+           ("target", "nonzero", "*"): "gradient reaches the target network: compute y under torch.no_grad() (or y = "
+                                       "y.detach()), it is a number to move towards",
+           ("*", "scale", "N"): "a sum over the transitions where the mean belongs (F.smooth_l1_loss's default "
+                                "reduction is 'mean')"})
 
 
 CHECKS: dict[str, Checks] = {
+    "td_target": TD_TARGET,
     "td_loss": TD,
 }

@@ -1,6 +1,10 @@
-"""What students write in `gradlab gaussian-policy`: each exercise's text (torch-free: `gradlab exercises` reads it).
-How a submission is called is harness.py; its reference, known mistakes and claims are checks.py; model answers are
-answers.py."""
+"""What students write in `gradlab gaussian-policy`: each exercise's text and what its checks claim (torch-free:
+`gradlab exercises` and the pre-flight of `gradlab check` read it). How a submission is called is harness.py; its
+reference, known mistakes and what the diagnosis measures are checks.py; model answers are answers.py.
+
+The seed's layer (seed 000, the tutorial's text, lines 25-38) returned the scores from its forward (`out =
+tf.concat([mu_loss, sigma_loss], axis=-1)`) and `grads = _y * dy` from its gradient function: the exercises below
+write the layer as it should be, the log-density forward and the scores in backward."""
 
 from gradlab.practice.exercise import Exercise
 
@@ -13,8 +17,27 @@ EXERCISES = [
 
         ∂ln π/∂μ = (a − μ)/σ²,   ∂ln π/∂σ = ((a − μ)² − σ²)/σ³
 
-        Shapes: a, mu, sigma of the same shape (one number per action dimension, or a batch); sigma > 0. Return
-        (d_mu, d_sigma). TF-1: the tutorial's @tf.custom_gradient layer computed these in its forward and sent
-        `_y * dy` (its input) back as the gradient; here they are the backward of ln π.""",
+        Shapes: a, mu, sigma of the same shape (one number per action dimension, or a batch); sigma > 0; they are
+        not changed. Return (d_mu, d_sigma), one number per element. TF-1: the tutorial's layer was meant to give
+        these as the gradient of ln π.""",
+        claims={"score": ("your closed forms ≡ autograd through Normal(μ, σ).log_prob(a) (max relative |Δ|)", 1e-9)},
+        keeps=("a", "mu", "sigma"),
         forbidden=("torch.distributions.Normal.log_prob",)),
+    Exercise(
+        "GaussianLogProb", 3,
+        "the Gaussian policy's layer as a torch.autograd.Function: ln π forward, its three gradients in backward",
+        "class GaussianLogProb(torch.autograd.Function):",
+        """forward(ctx, a, mu, sigma) = ln N(a; μ, σ²) = −(a − μ)²/(2σ²) − ln σ − ½ ln 2π, elementwise
+        backward(ctx, dy) = (dy · ∂ln π/∂a, dy · ∂ln π/∂μ, dy · ∂ln π/∂σ), with
+                  ∂ln π/∂a = −(a − μ)/σ²,  ∂ln π/∂μ = (a − μ)/σ²,  ∂ln π/∂σ = ((a − μ)² − σ²)/σ³
+        written with torch operations on the saved inputs, so that second derivatives are right too. The check
+        sends a random upstream gradient dy.
+
+        Shapes: a, mu, sigma of the same shape, float64; sigma > 0. torch.distributions.Normal(mu, sigma).log_prob
+        computes this (the check compares yours with autograd through it): write it yourself here. TF-1: the
+        tutorial's @tf.custom_gradient layer returned the scores from its forward and `_y * dy` from its
+        gradient function; here the forward is ln π and the backward the scores.""",
+        claims={"layer": ("your value, three gradients (for a random dy) and second derivatives ≡ autograd through "
+                          "Normal(μ, σ).log_prob (max relative |Δ|)", 1e-9)},
+        forward="a, mu, sigma"),
 ]

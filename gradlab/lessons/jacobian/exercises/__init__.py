@@ -1,10 +1,27 @@
-"""What students write in `gradlab jacobian`: each exercise's text (torch-free: `gradlab exercises` reads it). How a
-submission is called is harness.py; its reference, known mistakes and claims are checks.py; model answers are
-answers.py."""
+"""What students write in `gradlab jacobian`: each exercise's text and what its checks claim (torch-free: `gradlab
+exercises` and the pre-flight of `gradlab check` read it). How a submission is called is harness.py; its reference,
+known mistakes and what the diagnosis measures are checks.py; model answers are answers.py.
+
+TF-1's tf.gradients(ys, xs, grad_ys=None) weighs the outputs with ones when grad_ys is None: "grad_ys is a list of
+tensors of the same length as ys that holds the initial gradients for each y in ys. When grad_ys is None, we fill in
+a tensor of '1's of the shape of y for each y in ys." (tensorflow/python/ops/gradients_impl.py, v1.15.0); TF-1's
+tf.hessians differentiates tf.gradients's output again (same file, v1.15.0, lines 372 and 388)."""
 
 from gradlab.practice.exercise import Exercise
 
 EXERCISES = [
+    Exercise(
+        "vjp", 1,
+        "a vector-Jacobian product vᵀJ with one autograd.grad call: what tf.gradients(ys, xs, grad_ys) computes",
+        "def vjp(f, x, v):",
+        """vᵀJ = Σ_i v_i ∂f_i/∂x, one backward pass: torch.autograd.grad(f(x), x, grad_outputs=v). The full
+        Jacobian J (m × n) is never built. tf.gradients(ys, xs) computed this with v = ones (grad_ys=None).
+
+        Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,) float64, arriving without
+        requires_grad; v (m,). Return vᵀJ, of shape (n,). torch.autograd.functional.vjp computes this (the check
+        compares yours with it): use torch.autograd.grad here.""",
+        claims={"vjp": ("your vᵀJ ≡ torch.autograd.functional.vjp's (max relative |Δ|)", 1e-9)},
+        forbidden=("torch.autograd.functional.vjp", "torch.func.vjp")),
     Exercise(
         "jacobian_loop", 2,
         "the full Jacobian of f at x by a loop of vector-Jacobian products, one row per output",
@@ -13,5 +30,22 @@ EXERCISES = [
         with the unit vector e_i). tf.gradients(f(x), x) returned Σ_i ∂f_i/∂x: the rows summed.
 
         Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,). Return J of shape (m, n).""",
-        forbidden=("torch.autograd.functional.jacobian",)),
+        claims={"jacobian": ("your Jacobian ≡ torch.autograd.functional.jacobian's (max relative |Δ|)", 1e-9)},
+        forbidden=("torch.autograd.functional.jacobian", "torch.func.jacrev", "torch.func.jacfwd")),
+    Exercise(
+        "hvp", 3,
+        "a Hessian-vector product H v by double backward, without building the Hessian",
+        "def hvp(f, x, v):",
+        """H v = ∂/∂x ⟨∇f(x), v⟩ for a scalar f: differentiate the gradient a second time, along v.
+
+        g = autograd.grad(f(x), x, create_graph=True)[0]   the gradient, with a graph of its own
+        H v = autograd.grad(g, x, grad_outputs=v)[0]        its vector-Jacobian product with v (H is symmetric)
+
+        Shapes: f maps x (n,) float64 to a 0-dim tensor; x arrives without requires_grad; v (n,). Return H v of
+        shape (n,). torch.autograd.functional.hvp computes this (the check compares yours with it): use
+        torch.autograd.grad twice here. TF-1: tf.hessians(ys, xs) built the whole Hessian by differentiating
+        tf.gradients's output again; H v needs one backward pass more than the gradient.""",
+        claims={"hvp": ("your H v ≡ torch.autograd.functional.hvp's (max relative |Δ|)", 1e-9)},
+        forbidden=("torch.autograd.functional.hvp", "torch.autograd.functional.vhp",
+                   "torch.autograd.functional.hessian", "torch.func.hessian")),
 ]

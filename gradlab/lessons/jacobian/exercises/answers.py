@@ -10,3 +10,14 @@ def jacobian_loop(f, x):
     y = f(x)
     rows = [torch.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(len(y))]
     return torch.stack(rows)
+
+
+def vjp(f, x, v):
+    x = x.detach().requires_grad_(True)
+    return torch.autograd.grad(f(x), x, grad_outputs=v)[0]  # vᵀJ = Σ_i v_i ∂f_i/∂x
+
+
+def hvp(f, x, v):
+    x = x.detach().requires_grad_(True)
+    g, = torch.autograd.grad(f(x), x, create_graph=True)  # ∇f, with a graph of its own
+    return torch.autograd.grad(g, x, grad_outputs=v)[0]  # H v = ∂⟨∇f, v⟩/∂x

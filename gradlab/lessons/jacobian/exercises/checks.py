@@ -1,5 +1,6 @@
 """The exercises of `gradlab jacobian`, on gradlab's side: each one's reference answer, its known mistakes (a realistic
-wrong implementation and what to tell its author) and what its checks claim. Never imported beside a submission."""
+wrong implementation and what to tell its author) and what the diagnosis measures. Never imported beside a
+submission."""
 
 from __future__ import annotations
 
@@ -7,6 +8,47 @@ import torch
 
 from gradlab.lessons.jacobian.exercises.harness import HARNESSES
 from gradlab.practice.exercise import Checks, Mistake
+
+# ----------------------------------------------------------------------------------------------------------- vjp
+
+def _vjp_reference(f, x, v):
+    """torch.autograd.functional.vjp, the library's vector-Jacobian product (torch.func.vjp computes the same, but
+    its first call costs about a second of imports in gradlab's process)."""
+    return torch.autograd.functional.vjp(f, x, v)[1]
+
+
+def _vjp_ones(f, x, v):
+    x = x.detach().requires_grad_(True)
+    y = f(x)
+    return torch.autograd.grad(y, x, grad_outputs=torch.ones_like(y))[0]
+
+
+def _vjp_full(f, x, v):
+    return torch.autograd.functional.jacobian(f, x)  # the whole m × n matrix, v never used
+
+
+def _vjp_sum_weighted(f, x, v):
+    x = x.detach().requires_grad_(True)
+    return v.sum() * torch.autograd.grad(f(x).sum(), x)[0]
+
+
+VJP = Checks(
+    harness=HARNESSES["vjp"], reference=_vjp_reference,
+    mistakes=[
+        Mistake("ones", _vjp_ones, "you weighed the outputs with ones (tf.gradients's default grad_ys): that is "
+                "Σ_i ∂f_i/∂x, the rows of J summed. Pass grad_outputs=v"),
+        Mistake("the whole Jacobian", _vjp_full, "you returned the whole m × n Jacobian: the vector-Jacobian product "
+                "is one vector of n entries, vᵀJ = Σ_i v_i ∂f_i/∂x, which autograd computes without building J: "
+                "torch.autograd.grad(f(x), x, grad_outputs=v)"),
+        Mistake("Σv × the gradient of Σf", _vjp_sum_weighted, "you scaled the gradient of Σ_i f_i by Σ_i v_i: each "
+                "output's gradient must be weighed by its own v_i, Σ_i v_i ∂f_i/∂x (grad_outputs=v)"),
+    ],
+    names={"vJ": "your vᵀJ"},
+    quantities=lambda case: [("m", len(case["v"]), "the number of outputs")],
+    hints={("*", "scale", "1/m"): "a mean over the outputs where vᵀJ sums them: (v · f(x)).sum(), not .mean()"},
+    errors=[("does not require grad", "x arrives without requires_grad: x = x.detach().requires_grad_(True), then "
+             "y = f(x), then torch.autograd.grad(y, x, grad_outputs=v)")])
+
 
 # ------------------------------------------------------------------------------------------------- jacobian_loop
 
@@ -38,17 +80,73 @@ def _jac_piled(f, x):
 JACOBIAN = Checks(
     harness=HARNESSES["jacobian_loop"], reference=_jac_reference,
     mistakes=[
-        Mistake("rows summed", _jac_summed, lambda s, r: "every row is Σ_i ∂f_i/∂x: that is what tf.gradients (and "
-                "grad_outputs = ones) returns for a non-scalar output. Take one output at a time: row i = "
+        Mistake("rows summed", _jac_summed, "every row is Σ_i ∂f_i/∂x: that is what tf.gradients (and grad_outputs "
+                "= ones) returns for a non-scalar output. Take one output at a time: row i = "
                 "autograd.grad(f(x)[i], x)"),
-        Mistake("transposed", _jac_transposed, lambda s, r: "your Jacobian is transposed: J[i, j] = ∂f_i/∂x_j has one "
-                "row per output (m × n)"),
-        Mistake("rows piled up", _jac_piled, lambda s, r: "each row adds the ones before it: .backward() adds into "
-                "x.grad. Use torch.autograd.grad (it returns a fresh gradient) or zero x.grad between rows"),
+        Mistake("transposed", _jac_transposed, "your Jacobian is transposed: J[i, j] = ∂f_i/∂x_j has one row per "
+                "output (m × n)"),
+        Mistake("rows piled up", _jac_piled, "each row adds the ones before it: .backward() adds into x.grad. Use "
+                "torch.autograd.grad (it returns a fresh gradient) or zero x.grad between rows"),
     ],
-    claims={"jacobian": ("your Jacobian ≡ torch.autograd.functional.jacobian's (max relative |Δ|)", 1e-9)})
+    names={"J": "your Jacobian"},
+    errors=[("out of bounds", "J has one row per output: loop over range(len(f(x))), the m outputs, not "
+             "range(len(x)), the n inputs (they differ here: 3 outputs of 4 inputs)"),
+            ("does not require grad", "x arrives without requires_grad: x = x.detach().requires_grad_(True) before "
+             "y = f(x)")])
+
+
+# ----------------------------------------------------------------------------------------------------------- hvp
+
+def _hvp_reference(f, x, v):
+    """torch.autograd.functional.hvp, the library's Hessian-vector product (double backward inside)."""
+    return torch.autograd.functional.hvp(f, x, v)[1]
+
+
+def _hvp_ones(f, x, v):
+    x = x.detach().requires_grad_(True)
+    g, = torch.autograd.grad(f(x), x, create_graph=True)
+    return torch.autograd.grad(g.sum(), x)[0]
+
+
+def _hvp_elementwise(f, x, v):
+    x = x.detach().requires_grad_(True)
+    return v * torch.autograd.grad(f(x), x)[0]
+
+
+def _hvp_gradient(f, x, v):
+    x = x.detach().requires_grad_(True)
+    return torch.autograd.grad(f(x), x)[0]
+
+
+def _hvp_quantities(case: dict) -> list:
+    x = case["x"].clone().requires_grad_(True)
+    A = case["A"]
+    grad, = torch.autograd.grad(torch.nn.functional.softplus(A @ x).sum() + 0.1 * (x @ x) ** 2, x)
+    return [("∇f", grad.detach(), "the gradient of f at x"), ("v", case["v"], "the direction")]
+
+
+HVP = Checks(
+    harness=HARNESSES["hvp"], reference=_hvp_reference,
+    mistakes=[
+        Mistake("H · ones", _hvp_ones, "you differentiated Σ_j ∂f/∂x_j, so you got H·(1, …, 1) whatever v is: "
+                "differentiate ⟨∇f, v⟩ instead, autograd.grad(g, x, grad_outputs=v)"),
+        Mistake("v ⊙ ∇f", _hvp_elementwise, "you multiplied the gradient by v entry by entry: H v needs the "
+                "gradient differentiated again, autograd.grad(g, x, grad_outputs=v) with g from "
+                "autograd.grad(f(x), x, create_graph=True)"),
+        Mistake("the gradient", _hvp_gradient, "you returned ∇f itself: H v is the derivative of ⟨∇f, v⟩, a second "
+                "autograd.grad through the first one (create_graph=True keeps its graph)"),
+    ],
+    names={"Hv": "your H v"},
+    hints={("*", "scale", "1/n"): "a mean where the sum belongs: differentiate Σ_j g_j v_j = (g * v).sum(), or pass "
+                                  "grad_outputs=v"},
+    quantities=lambda case: [*_hvp_quantities(case), ("n", len(case["x"]), "the number of inputs")],
+    errors=[("does not require grad", "the second autograd.grad needs a graph through the first: pass "
+             "create_graph=True to the first autograd.grad(f(x), x, create_graph=True), and make x a leaf that "
+             "requires grad (x.detach().requires_grad_(True))")])
 
 
 CHECKS: dict[str, Checks] = {
+    "vjp": VJP,
     "jacobian_loop": JACOBIAN,
+    "hvp": HVP,
 }

@@ -8,27 +8,82 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import Harness
+from gradlab.practice.harness import Harness, tensor_out
 
-# ------------------------------------------------------------------------------------------------- jacobian_loop
+# ------------------------------------------------------------------------------------------ vjp and jacobian_loop
 
-def _jac_f(case: dict) -> Callable:
+def _tanh_f(case: dict) -> Callable:
+    """f(v) = tanh(A v): m outputs of n inputs."""
     A = case["A"]
     return lambda v: torch.tanh(A @ v)
 
 
+def _vjp_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for label, m, n in (("3 outputs, 4 inputs", 3, 4), ("6 outputs, 2 inputs", 6, 2), ("square 5 × 5", 5, 5)):
+        out.append({"label": label, "kind": "vjp", "A": torch.randn(m, n, generator=g, dtype=torch.float64),
+                    "x": torch.randn(n, generator=g, dtype=torch.float64),
+                    "v": torch.randn(m, generator=g, dtype=torch.float64)})
+    A, x = torch.randn(4, 3, generator=g, dtype=torch.float64), torch.randn(3, generator=g, dtype=torch.float64)
+    out.append({"label": "4 outputs, v = ones", "kind": "vjp", "A": A, "x": x, "v": torch.ones(4, dtype=torch.float64),
+                "family": "v", "vary": "when v = (1, …, 1)"})
+    out.append({"label": "the same, another v", "kind": "vjp", "A": A, "x": x,
+                "v": torch.randn(4, generator=g, dtype=torch.float64), "family": "v", "vary": "for another v"})
+    return out
+
+
+def _vjp_harness(fn: Callable, case: dict) -> dict:
+    got = tensor_out(fn(_tanh_f(case), case["x"].clone(), case["v"].clone()), "what vjp returned")
+    return {"vJ": got.detach()}
+
+
 def _jac_cases(seed: int) -> list[dict]:
     g = torch.Generator().manual_seed(seed)
-    return [{"label": label, "kind": "jacobian", "A": torch.randn(m, n, generator=g, dtype=torch.float64),
-             "x": torch.randn(n, generator=g, dtype=torch.float64)}
-            for label, m, n in (("3 outputs, 4 inputs", 3, 4), ("one output", 1, 5), ("6 outputs, 2 inputs", 6, 2),
-                                ("square 8 × 8", 8, 8))]
+    out = [{"label": label, "kind": "jacobian", "A": torch.randn(m, n, generator=g, dtype=torch.float64),
+            "x": torch.randn(n, generator=g, dtype=torch.float64)}
+           for label, m, n in (("3 outputs, 4 inputs", 3, 4), ("6 outputs, 2 inputs", 6, 2), ("square 8 × 8", 8, 8))]
+    A, x = torch.randn(4, 5, generator=g, dtype=torch.float64), torch.randn(5, generator=g, dtype=torch.float64)
+    out.append({"label": "one output (a 1 × 5 Jacobian)", "kind": "jacobian", "A": A[:1], "x": x, "family": "m",
+                "vary": "for one output"})
+    out.append({"label": "the same f with 4 outputs", "kind": "jacobian", "A": A, "x": x, "family": "m",
+                "vary": "for several outputs"})
+    return out
 
 
 def _jac_harness(fn: Callable, case: dict) -> dict:
-    return {"J": fn(_jac_f(case), case["x"].clone()).detach()}
+    return {"J": tensor_out(fn(_tanh_f(case), case["x"].clone()), "what jacobian_loop returned").detach()}
+
+
+# ----------------------------------------------------------------------------------------------------------- hvp
+
+def _scalar_f(case: dict) -> Callable:
+    """f(x) = Σ softplus(A x) + 0.1 ‖x‖⁴: a scalar whose Hessian is not constant."""
+    A = case["A"]
+    return lambda x: torch.nn.functional.softplus(A @ x).sum() + 0.1 * (x @ x) ** 2
+
+
+def _hvp_cases(seed: int) -> list[dict]:
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for label, n in (("4 inputs", 4), ("one input", 1), ("8 inputs", 8)):
+        out.append({"label": label, "kind": "hvp", "A": torch.randn(6, n, generator=g, dtype=torch.float64),
+                    "x": torch.randn(n, generator=g, dtype=torch.float64),
+                    "v": torch.randn(n, generator=g, dtype=torch.float64)})
+    A, x = torch.randn(6, 5, generator=g, dtype=torch.float64), torch.randn(5, generator=g, dtype=torch.float64)
+    out.append({"label": "5 inputs, v = ones", "kind": "hvp", "A": A, "x": x, "v": torch.ones(5, dtype=torch.float64),
+                "family": "v", "vary": "when v = (1, …, 1)"})
+    out.append({"label": "the same, another v", "kind": "hvp", "A": A, "x": x,
+                "v": torch.randn(5, generator=g, dtype=torch.float64), "family": "v", "vary": "for another v"})
+    return out
+
+
+def _hvp_harness(fn: Callable, case: dict) -> dict:
+    return {"Hv": tensor_out(fn(_scalar_f(case), case["x"].clone(), case["v"].clone()), "what hvp returned").detach()}
 
 
 HARNESSES: dict[str, Harness] = {
+    "vjp": Harness(cases=_vjp_cases, call=_vjp_harness),
     "jacobian_loop": Harness(cases=_jac_cases, call=_jac_harness),
+    "hvp": Harness(cases=_hvp_cases, call=_hvp_harness),
 }

@@ -15,3 +15,7 @@ class Log1pExp(torch.autograd.Function):
     def backward(ctx, dy):
         x, = ctx.saved_tensors
         return dy * torch.sigmoid(x)
+
+
+def softplus(x):
+    return torch.logaddexp(x, torch.zeros_like(x))  # log(e^x + e^0), computed without overflow; its gradient σ(x)

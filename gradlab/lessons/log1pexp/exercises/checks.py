@@ -1,14 +1,88 @@
 """The exercises of `gradlab log1pexp`, on gradlab's side: each one's reference answer, its known mistakes (a realistic
-wrong implementation and what to tell its author) and what its checks claim. Never imported beside a submission."""
+wrong implementation and what to tell its author) and what the diagnosis measures. Never imported beside a
+submission.
+
+Why the NaNs are what the diagnoses say (the sources gradlab/lessons/log1pexp/lesson.py quotes, and its own
+measurements): autograd differentiates log(1 + eˣ) link by link, and where eˣ is inf the chain multiplies 0 by inf
+(exp's backward), which is NaN; torch.where passes a zero gradient to the branch it did not pick, and that branch's
+exp then gives 0 · inf; the TF-1 tutorial's custom gradient was right to second order in TF-1's graph (e was the
+graph tensor tf.exp(x)), and a PyTorch port that keeps e from forward on ctx loses it (e is a constant to autograd)."""
 
 from __future__ import annotations
 
 import math
 
 import torch
+import torch.nn.functional as F
 
 from gradlab.lessons.log1pexp.exercises.harness import HARNESSES, POINTS
-from gradlab.practice.exercise import Checks, Mistake
+from gradlab.practice.exercise import Checks, Mistake, Variant
+
+SOFTPLUS_THRESHOLD = ("F.softplus's threshold: above x = 20 it returns x itself (torch/nn/functional.py, softplus: "
+                      "\"reverts to the linear function when input × β > threshold\", threshold=20), leaving out "
+                      "log1p(e^−x) ≤ 2.04e-9")
+
+
+def _x_spot(case: dict, key: str):
+    return case["x"], "x"
+
+
+# ------------------------------------------------------------------------------------------------------ softplus
+
+def _stable(x):
+    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
+
+
+def _softplus_reference(x):
+    """log(1 + eˣ) as torch.logaddexp(x, 0), differentiated by autograd (a student's right answer)."""
+    return torch.logaddexp(x, torch.zeros_like(x))
+
+
+def _softplus_expected(case: dict) -> dict:
+    """The closed forms: value max(x, 0) + log1p(e^−|x|), gradient dy · σ(x)."""
+    return {"value": _stable(case["x"]), "gradient": case["dy"] * torch.sigmoid(case["x"])}
+
+
+def _softplus_naive(x):
+    return torch.log(1 + torch.exp(x))
+
+
+def _softplus_where(x):
+    return torch.where(x > 0, x + torch.log1p(torch.exp(-x)), torch.log1p(torch.exp(x)))
+
+
+def _softplus_kink(x):
+    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))  # autograd: d clamp/dx = d|x|/dx = 0 at x = 0
+
+
+def _softplus_library(x):
+    return F.softplus(x)
+
+
+SOFTPLUS = Checks(
+    harness=HARNESSES["softplus"], reference=_softplus_reference, expected=_softplus_expected,
+    mistakes=[
+        Mistake("naive", _softplus_naive, "log(1 + exp(x)) as written: exp(x) is inf in float32 from x ≈ 88.7, so "
+                "the value is inf, and autograd's chain multiplies 0 by inf there (NaN). Use torch.logaddexp(x, "
+                "torch.zeros_like(x)), or F.softplus"),
+        Mistake("where", _softplus_where, "torch.where picks the stable branch for the value, but autograd "
+                "differentiates both: the branch it did not pick gets a zero gradient, and its exp(±x) is inf at "
+                "|x| ≥ 89 in float32, so exp's backward makes 0 · inf = NaN. Make both branches finite (clamp the "
+                "argument of the unused one), or use torch.logaddexp(x, 0)"),
+        Mistake("kink at 0", _softplus_kink, "max(x, 0) + log1p(exp(−|x|)) is right in value, but autograd takes "
+                "d clamp(x, min=0)/dx = 0 and d|x|/dx = 0 at x = 0 (so does relu), so the gradient there is 0 instead "
+                "of σ(0) = 1/2. Use torch.logaddexp(x, 0) (or an autograd.Function whose backward is dy · "
+                "sigmoid(x))"),
+    ],
+    names={"value": "the value", "gradient": "the gradient"},
+    quantities=lambda case: [("dy", case["dy"], "the upstream gradient")],
+    spot=_x_spot,
+    hints={("gradient", "differs", "only at x = 0"): "at x = 0 autograd's derivatives of |x|, clamp, relu and max "
+           "are one-sided choices (d|x|/dx = 0): the formula's kink shows there",
+           ("*", "nonfinite", "*"): "an exp in your formula overflows at large |x| (inf in float32 from 88.7), and "
+                                    "autograd's chain multiplies it by 0: keep every exp's argument ≤ 0"},
+    variants=[Variant(SOFTPLUS_THRESHOLD, _softplus_library)])
+
 
 # ------------------------------------------------------------------------------------------------------ Log1pExp
 
@@ -77,38 +151,82 @@ class _StableForwardExpBackward(torch.autograd.Function):
         return dy * torch.exp(x) / (1 + torch.exp(x))
 
 
-def _lpe_extra(outs: list[dict], cases: list[dict]) -> list[tuple[str, float, float, str]]:
+class _SigmoidSaved(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(torch.sigmoid(x))  # made in forward: a constant to autograd
+        return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
+
+    @staticmethod
+    def backward(ctx, dy):
+        s, = ctx.saved_tensors
+        return dy * s
+
+
+class _SoftplusForward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return F.softplus(x)
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, = ctx.saved_tensors
+        return dy * torch.sigmoid(x)
+
+
+def _lpe_extra(outs: list[dict], cases: list[dict]) -> list[float]:
     at = POINTS.index(100.0)
     bad = sum(int(not math.isfinite(float(o[k][at]))) for o, c in zip(outs, cases, strict=True)
               if c["kind"] == "float32" for k in ("value", "gradient"))
-    return [("no NaN or inf at x = 100 in float32 (value and gradient; count)", bad, 0, "<=")]
+    return [bad]
 
 
 LOG1PEXP = Checks(
     harness=HARNESSES["Log1pExp"], reference=_StableLog1pExp,
     mistakes=[
-        Mistake("naive", _NaiveLog1pExp, lambda s, r: "your forward is log(1 + eˣ) as written: in float32 eˣ is "
-                "inf from x ≈ 88.7, so the value is log(1 + inf) = inf, and your backward's eˣ/(1 + eˣ) is inf/inf = "
-                "NaN there. Compute max(x, 0) + log1p(exp(−|x|)), and the gradient as torch.sigmoid(x)"),
-        Mistake("e kept on ctx", _PortEOnCtx, lambda s, r: "the tutorial's custom gradient, ported with e = eˣ "
-                "computed in forward and kept on ctx: the gradient is finite, but the value is still log(1 + inf) = "
-                "inf, and autograd recorded nothing in forward, so e is a constant to it and the second derivative "
-                "comes out 0 (TF-1's graph rebuilt e = tf.exp(x) and got it right). Compute the value stably and the "
-                "backward from the saved x with torch ops (dy · torch.sigmoid(x))"),
-        Mistake("value inf", _FaithfulPort, lambda s, r: "the tutorial's custom gradient, ported faithfully (e "
-                "rebuilt from x in backward): the first and second derivatives are right where e is finite, but the "
-                "value log(1 + eˣ) is inf once eˣ overflows (x ≥ 89 in float32), and there the second derivative is "
-                "NaN (0 · inf in exp's backward). Compute max(x, 0) + log1p(exp(−|x|)) and dy · torch.sigmoid(x)"),
-        Mistake("exp in the backward", _StableForwardExpBackward, lambda s, r: "the value is right, but the "
-                "backward's eˣ/(1 + eˣ) is inf/inf = NaN once eˣ overflows: use torch.sigmoid(x)"),
+        Mistake("naive", _NaiveLog1pExp, "your forward is log(1 + eˣ) as written: in float32 eˣ is inf from x ≈ "
+                "88.7, so the value is log(1 + inf) = inf, and your backward's eˣ/(1 + eˣ) is inf/inf = NaN there. "
+                "Compute max(x, 0) + log1p(exp(−|x|)), and the gradient as torch.sigmoid(x)"),
+        Mistake("e kept on ctx", _PortEOnCtx, "the tutorial's custom gradient, ported with e = eˣ computed in "
+                "forward and kept on ctx: the gradient is finite, but the value is still log(1 + inf) = inf, and "
+                "autograd recorded nothing in forward, so e is a constant to it and the second derivative comes out "
+                "0 (TF-1's graph rebuilt e = tf.exp(x) and got it right). Compute the value stably and the backward "
+                "from the saved x with torch ops (dy · torch.sigmoid(x))"),
+        Mistake("value inf", _FaithfulPort, "the tutorial's custom gradient, ported faithfully (e rebuilt from x in "
+                "backward): the first and second derivatives are right where e is finite, but the value log(1 + eˣ) "
+                "is inf once eˣ overflows (x ≥ 89 in float32), and there the second derivative is NaN (0 · inf in "
+                "exp's backward). Compute max(x, 0) + log1p(exp(−|x|)) and dy · torch.sigmoid(x)"),
+        Mistake("exp in the backward", _StableForwardExpBackward, "the value is right, but the backward's eˣ/(1 + "
+                "eˣ) is inf/inf = NaN once eˣ overflows: use torch.sigmoid(x)"),
+        Mistake("sigmoid saved in forward", _SigmoidSaved, "the value and the gradient are right, but the second "
+                "derivative is 0: your backward is a constant to autograd. sigmoid(x) computed in forward and saved "
+                "(or computed in backward from x.detach(), or under torch.no_grad()) is a number, not a function of "
+                "x. Save x, and compute dy * torch.sigmoid(x) in backward"),
     ],
-    claims={"float32": ("float32: your value, gradient and second derivative ≡ the stable reference (max relative "
-                        "|Δ|)", 1e-6),
-            "float64": ("float64: your value, gradient and second derivative ≡ the stable reference (max relative "
-                        "|Δ|)", 1e-12)},
-    extra=_lpe_extra)
+    extra=_lpe_extra,
+    names={"value": "the value", "gradient": "the gradient", "second": "the second derivative"},
+    quantities=lambda case: [("dy", case["dy"], "the upstream gradient")],
+    spot=_x_spot,
+    hints={("*", "family", "upstream:when dy = 1"): "summing the output (y.sum().backward()) sends dy = 1, which "
+                                                    "hides a backward that ignores dy",
+           ("gradient", "scale", "expected / dy"): "backward(ctx, dy) must return dy · sigmoid(x): multiply by the "
+                                                   "upstream gradient dy (the chain rule)",
+           ("second", "differs", "only at x = 0"): "at x = 0 autograd's derivative of |x| is 0 (and torch.where's "
+                                                   "branches meet): a backward built from exp(−|x|) loses a term "
+                                                   "there. torch.sigmoid(x) has no kink",
+           ("value", "differs", "where x < 0"): "for x < 0 your value is off: max(x, 0) + log1p(exp(−|x|)) needs "
+                                                "the absolute value inside exp",
+           ("value", "nonfinite", "*"): "your value overflows: in float32 exp(x) is inf from x ≈ 88.7 (exp(−x) for "
+                                        "x ≤ −89): compute max(x, 0) + log1p(exp(−|x|)), whose exp never exceeds 1",
+           ("second", "nonfinite", "*"): "your backward's formula overflows where autograd differentiates it: an "
+                                         "exp(±x) that is inf there (torch.where's unused branch included: it gets a "
+                                         "zero gradient, and exp's backward makes 0 · inf = NaN). Return dy · "
+                                         "torch.sigmoid(x)"},
+    variants=[Variant(SOFTPLUS_THRESHOLD, _SoftplusForward)])
 
 
 CHECKS: dict[str, Checks] = {
+    "softplus": SOFTPLUS,
     "Log1pExp": LOG1PEXP,
 }

@@ -1,6 +1,11 @@
-"""What students write in `gradlab mnist`: each exercise's text (torch-free: `gradlab exercises` reads it). How a
-submission is called is harness.py; its reference, known mistakes and claims are checks.py; model answers are
-answers.py."""
+"""What students write in `gradlab mnist`: each exercise's text and what its checks claim (torch-free: `gradlab
+exercises` and the pre-flight of `gradlab check` read it). How a submission is called is harness.py; its reference,
+known mistakes and what the diagnosis measures are checks.py; model answers are answers.py.
+
+The TF-1 lines quoted are the tutorial's (seed 001, the tutorial's text, lines 44 and 47:
+`pred = tf.nn.softmax(tf.matmul(x, W) + b)`, `cost = tf.reduce_mean(-tf.reduce_sum(y*tf.log(pred),
+reduction_indices=1))`).
+"""
 
 from gradlab.practice.exercise import Exercise
 
@@ -17,6 +22,11 @@ EXERCISES = [
 
         Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot, lr a float. W and b arrive with
         requires_grad=True. TF-1: grad_W, grad_b = tf.gradients(cost, [W, b]); W.assign(W - lr * grad_W).""",
+        claims={"step": ("your step ≡ torch.optim.SGD's step from the same weights (max relative |Δ| over the "
+                         "inputs)", 1e-5),
+                "train": ("20 training steps with your step ≡ with torch.optim.SGD (max relative |Δ| of W, b)",
+                          1e-5)},
+        keeps=("W", "b"),
         forbidden=("torch.optim.Optimizer",)),
     Exercise(
         "softmax_grad", 2,
@@ -27,8 +37,27 @@ EXERCISES = [
         p = softmax(x W + b);  cost = mean_i(−Σ_k y_ik log p_ik)
         ∂cost/∂z = (p − y)/B,  ∂cost/∂W = xᵀ (p − y)/B,  ∂cost/∂b = mean_i (p − y)
 
-        Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot. Return (gW, gb) of shapes (784, 10), (10,).
+        Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot; W, b, x and y are not changed. Return (gW, gb)
+        of shapes (784, 10), (10,). The inputs include logits far above 88, where exp overflows in float32.
         TF-1: what tf.gradients(cost, [W, b]) computes for you.""",
-        forbidden=("torch.autograd.grad", "torch.autograd.backward", "torch.Tensor.backward", "torch.func.grad",
-                   "torch.func.vjp", "torch.autograd.functional.vjp", "torch.autograd.functional.jacobian")),
+        claims={"grad": ("your hand-derived gradient ≡ autograd's (max relative |Δ| over the inputs)", 1e-5)},
+        keeps=("W", "b", "x", "y"), no_autograd=True),
+    Exercise(
+        "LogSoftmax", 3,
+        "log_softmax as a torch.autograd.Function: stable at logits near 100 and −1000 in float32, its backward a "
+        "vector-Jacobian product",
+        "class LogSoftmax(torch.autograd.Function):",
+        """forward(ctx, z) = log softmax(z) along the last dimension, computed so that it never overflows:
+                  z − logsumexp(z) = (z − m) − log Σ_j exp(z_j − m),  m = max_j z_j
+        backward(ctx, dy) = dy − softmax(z) · Σ_j dy_j   (the Jacobian is I − 1·softmax(z)ᵀ), written with
+                  torch operations on the saved z, so that the second derivative is right too.
+
+        Shapes: z (N, K) logits, float32 or float64; dy has z's shape. F.log_softmax computes this (the check
+        compares yours with autograd through it): write it yourself here, without F.log_softmax. TF-1: the
+        tutorial's cost took tf.log(tf.nn.softmax(z)), which is log 0 = −inf once a probability underflows;
+        tf.nn.log_softmax is the stable one.""",
+        claims={"float64": ("float64: your value, gradient (for a random dy) and second derivative ≡ autograd "
+                            "through F.log_softmax (max relative |Δ|)", 1e-9),
+                "float32": ("float32, logits near 100 and −1000: the same, finite (max relative |Δ|)", 1e-5)},
+        forward="z"),
 ]

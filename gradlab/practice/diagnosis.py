@@ -1,0 +1,578 @@
+"""Diagnosis by experiment: what a wrong answer measurably is, in words a student can act on.
+
+A known mistake whose outputs the submission's match on every input is named with its fix. Otherwise the diagnosis
+measures, output by output, how the student's outputs relate to the reference's, and says it:
+
+    shapes      every output's shape first, all at once (the transpose, a mean over the batch, an (N, N) broadcast)
+    which       which output is wrong, and that every other one is right
+    relation    yours = c × expected (c named when it equals a quantity of the input: B, 1/B, K, σ, lr…), the sign,
+                the transpose, the other output, zero or unmoved, NaN where the expected is finite, a known mistake's
+                output, or one of the exercise's relations (another axis, one part, the first output…)
+    where       within a family of inputs that vary one thing (dy = 1 or not, equal or unequal micro-batches,
+                terminal or not, one sample or a batch, float64 or float32, the first update or a later one):
+                which members it is right for; inside an output, where the difference is (only at x = 0)
+    locator     the first input where it fails, the output and index, yours and expected
+
+The references and every alternative are computed in gradlab's process; the student's outputs are data here. The
+work is a few passes over outputs of at most a few thousand numbers, and the known mistakes and relations are run on
+the exercise's inputs once each, lazily.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import torch
+
+from gradlab.practice.exercise import CHANGED, Checks, relative, same, values
+
+MATCHES = 1e-5  # a submission "is" a known mistake when its outputs agree with that mistake's this closely
+RELATE = 1e-4  # a relation (a scale, the transpose…) holds when what is left is this small next to the expected
+SHOWN = 1500  # characters of diagnosis at most
+
+
+class Lab:
+    """The outputs of the reference, the mistakes, relations and variants on each input, computed once, on demand."""
+
+    def __init__(self, checks: Checks, cases: list[dict]) -> None:
+        self.checks, self.cases, self._memo = checks, cases, {}
+
+    def out(self, what, i: int) -> dict | None:
+        key = (id(what), i)
+        if key not in self._memo:
+            try:
+                with warnings.catch_warnings():  # a known mistake's broadcasting warns: not the student's output
+                    warnings.simplefilter("ignore")
+                    self._memo[key] = values(self.checks.run(what, self.cases[i]))
+            except Exception:  # a relation that does not apply to this input (e.g. a shape it cannot take)
+                self._memo[key] = None
+        return self._memo[key]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Numbers as words
+# ---------------------------------------------------------------------------------------------------------------
+
+def num(v: float) -> str:
+    """A number as a student reads it: 100, 0.01, 1/30, −1, 2.5e-09."""
+    if not math.isfinite(v):
+        return str(v)
+    for k in (2, 3, 4, 5, 8, 10):
+        if abs(v * k - round(v * k)) < 1e-9 and abs(round(v * k)) == 1:
+            return f"{'−' if v < 0 else ''}1/{k}"
+    s = f"{v:.4g}"
+    return s.replace("-", "−")
+
+
+def simple(c: float) -> str | None:
+    """c when it is a small integer or the reciprocal of one (2, ½, −1): a factor worth naming by itself."""
+    for k in range(1, 11):
+        if abs(c - k) <= RELATE * k:
+            return str(k)
+        if abs(c + k) <= RELATE * k:
+            return f"−{k}"
+        if abs(c - 1 / k) <= RELATE / k:
+            return f"1/{k}"
+    return None
+
+
+def flat(out) -> list[torch.Tensor]:
+    if isinstance(out, dict):
+        return [t for v in out.values() for t in flat(v)]
+    if isinstance(out, list | tuple):
+        return [t for v in out for t in flat(v)]
+    return [out]
+
+
+def vector(ts: list[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([t.detach().reshape(-1).double() for t in ts]) if ts else torch.zeros(0, dtype=torch.float64)
+
+
+def close(a: torch.Tensor, b: torch.Tensor, tol: float = RELATE) -> bool:
+    """‖a − b‖ ≤ tol·‖b‖ (both finite), or both zero."""
+    if a.shape != b.shape or not (torch.isfinite(a).all() and torch.isfinite(b).all()):
+        return False
+    nb = float(b.norm())
+    return float((a - b).norm()) <= tol * max(nb, 1e-300) if nb > 0 else float(a.norm()) == 0
+
+
+def same_key(a, b, tol: float = MATCHES) -> bool:
+    return same({"k": a}, {"k": b}, tol)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One output on one input: how yours relates to the expected
+# ---------------------------------------------------------------------------------------------------------------
+
+class Finding:
+    """One relation measured of one output on one input: KIND (scale, zero, is…), a signature that two inputs (or two
+    outputs) share when the same relation holds on both, the words, the fix when one is known, and a priority (lower
+    first) that decides between relations covering as many inputs."""
+
+    def __init__(self, kind: str, sig: Any, words: str, hint: str = "", detail: str = "*", prio: int = 5,
+                 value: float | None = None) -> None:
+        self.kind, self.sig, self.words, self.hint, self.detail, self.prio = kind, sig, words, hint, detail, prio
+        self.value = value  # the quantity's value on this input, said as "{values}" in the words
+
+
+def named_scales(c: float, quantities: list[tuple[str, Any, str]]) -> list[tuple[str, float, str]]:
+    """Every (symbol, value, meaning) of the input's quantities that c equals: q itself first, then 1/q and −q
+    (unless the exercise lists that one with a meaning of its own)."""
+    listed = {sym for sym, v, _ in quantities}
+    numbers = [(sym, float(v), meaning) for sym, v, meaning in quantities
+               if not isinstance(v, torch.Tensor) and float(v) != 0]
+    out = [(sym, v, meaning) for sym, v, meaning in numbers if abs(c - v) <= 1e-3 * abs(v)]
+    for sym, v, meaning in numbers:
+        inverse = sym[2:] if sym.startswith("1/") else (f"{sym.split('/')[1]}/{sym.split('/')[0]}" if "/" in sym
+                                                        else f"1/{sym}")
+        for value, s in ((1 / v, inverse), (-v, f"−{sym}")):
+            if s not in listed and abs(c - value) <= 1e-3 * abs(value):
+                out.append((s, value, f"{sym}: {meaning}"))
+    return out
+
+
+def elementwise(A: torch.Tensor, Bv: torch.Tensor, a_shape, quantities) -> list[Finding]:
+    """yours = q ⊙ expected, expected / q, or expected ± q, for a tensor quantity q of the input (σ, dy…)."""
+    found = []
+    for sym, q, meaning in quantities:
+        if not isinstance(q, torch.Tensor):
+            continue
+        try:
+            Q = torch.broadcast_to(q.detach().double(), a_shape).reshape(-1)
+        except RuntimeError:
+            continue
+        for rel, value, s in (("scale", Q * Bv, f"{sym} ⊙ expected"), ("scale", Bv / Q, f"expected / {sym}"),
+                              ("plus", Bv + Q, f"expected + {sym}"), ("plus", Bv - Q, f"expected − {sym}")):
+            if close(A, value):
+                found.append(Finding(rel, (rel, s), f"= {s}, elementwise ({sym}: {meaning})", detail=s, prio=3))
+    return found
+
+
+def spot_words(checks: Checks, case: dict, key: str, bad: torch.Tensor) -> str:
+    """Where in the output the difference is, by the input's coordinates (x = 0 only, where x < 0, |x| ≥ 89)."""
+    where = checks.spot(case, key)
+    if where is None or bad.all() or not bad.any():
+        return ""
+    coords, name = where
+    x = coords.detach().double().reshape(-1)
+    if x.shape != bad.shape:
+        return ""
+    wrong = x[bad]
+    lo = float(wrong.abs().min())
+    tests = [(f"only at {name} = 0", x == 0), (f"where {name} < 0", x < 0), (f"where {name} > 0", x > 0),
+             (f"where {name} ≥ {num(float(wrong.min()))}", x >= wrong.min()),
+             (f"where {name} ≤ {num(float(wrong.max()))}", x <= wrong.max()),
+             (f"where |{name}| ≥ {num(lo)}", x.abs() >= lo)]
+    for words, mask in tests:
+        if torch.equal(mask, bad):
+            return words
+    shown = list(dict.fromkeys(num(float(v)) for v in wrong[:50]))
+    return f"at {name} = {', '.join(shown[:5])}" + (" …" if len(shown) > 5 else "")
+
+
+def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i: dict, refs_i: dict
+           ) -> list[Finding]:
+    """Every relation that holds between the student's output KEY and the expected one on input I (the shapes are
+    the expected ones), most telling first; "differs" when none does."""
+    case = lab.cases[i]
+    a, b = flat(mine), flat(expected)
+    base = checks.base(case).get(key) if checks.base else None
+    A, Bv = vector(a), vector(b)
+    upd = " update" if base is not None else ""
+    if base is not None:
+        base_v = vector(flat(base))
+        A, Bv = A - base_v, Bv - base_v
+    fin_a, fin_b = torch.isfinite(A), torch.isfinite(Bv)
+    if (~fin_a & fin_b).any():
+        bad = ~fin_a & fin_b
+        kinds = " and ".join(k for k, m in (("NaN", A.isnan()), ("inf", A.isinf())) if (m & bad).any())
+        where = spot_words(checks, case, key, bad) if len(a) == 1 else ""
+        share = "everywhere" if bad.all() else where or f"at {int(bad.sum())} of {bad.numel()} entries"
+        return [Finding("nonfinite", ("nonfinite", kinds, where), f"is {kinds} {share} (the expected is finite)",
+                        detail=where or "*", prio=0)]
+    nb, na = float(Bv[fin_b].norm()), float(A[fin_a].norm())
+    found = []
+    for other, theirs in refs_i.items():  # the expected value of another output (two outputs swapped)
+        if other != key and na > 0 and len(flat(theirs)) == len(a) and all(
+                x.shape == y.shape for x, y in zip(a, flat(theirs), strict=True)) and close(
+                vector(a), vector(flat(theirs))):
+            found.append(Finding("swapped", ("swapped", other), f"= the expected {checks.word(other)}",
+                                 detail=other, prio=2))
+    if nb == 0:
+        return [*found, Finding("nonzero", ("nonzero",), f"is not 0 where 0 is expected (its norm is {num(na)})",
+                                prio=3)]
+    for m in lab.checks.mistakes:  # a known mistake's output, or an exercise's relation (another axis, one part…)
+        theirs = lab.out(m, i)
+        if theirs is not None and key in theirs and same_key(mine, theirs[key]) and not same_key(theirs[key],
+                                                                                                 expected):
+            found.append(Finding("mistake", ("mistake", m.name), f"matches the known mistake \"{m.name}\"",
+                                 hint=m.tell(outputs_i, refs_i), detail=m.name, prio=1))
+    for r in lab.checks.relations:
+        theirs = lab.out(r, i)
+        if theirs is not None and key in theirs and same_key(mine, theirs[key]) and not same_key(theirs[key],
+                                                                                                 expected):
+            found.append(Finding("is", ("is", r.what), f"= {r.what}", hint=r.hint, detail=r.what, prio=1))
+    if na <= 1e-12 * nb:
+        found.append(Finding("zero", ("zero",), "did not move (the update is 0)" if base is not None else
+                             "is 0 everywhere", prio=2))
+        return found
+    quantities = checks.quantities(case)
+    c = float(A @ Bv) / nb**2
+    if float((A - c * Bv).norm()) <= RELATE * nb and abs(c - 1) > RELATE:
+        verb = "is" if base is not None else "="
+        if abs(c + 1) <= RELATE:
+            found.append(Finding("scale", ("scale", "−1"), f"{verb} −1 × the expected{upd}: the sign is flipped",
+                                 detail="−1", prio=2))
+        for sym, value, meaning in named_scales(c, quantities):
+            found.append(Finding("scale", ("scale", sym), f"{verb} {sym} × the expected{upd} ({sym} = {{values}}: "
+                                 f"{meaning})", detail=sym, prio=2, value=value))
+        s = simple(c)
+        found.append(Finding("scale", ("scale", s or f"{c:.4g}"), f"{verb} {s or f'{c:.4g}'} × the expected{upd}",
+                             detail=s or "c", prio=4 if s else 6))
+    if len(a) == 1 and a[0].dim() == 2 and a[0].shape[0] == a[0].shape[1] and close(a[0].T.double(),
+                                                                                   b[0].double()):
+        found.append(Finding("transpose", ("transpose",), "is the transpose of the expected", detail="transpose",
+                             prio=2))
+    if len(a) == 1:
+        found += elementwise(A, Bv, a[0].shape, quantities)
+    if found:
+        return found
+    diff = (A - Bv).abs()
+    bad = diff > 1e-6 * max(float(Bv.abs().max()), 1.0)
+    where = spot_words(checks, case, key, bad) if len(a) == 1 else ""
+    rel = float(diff.max()) / max(float(Bv.abs().max()), 1.0)
+    words = f"differs {where}" if where else "differs"
+    if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):
+        words += (f" by at most {rel:.2g} relative: float32 precision (a float32 ulp is 6e-8) where float64 is "
+                  "expected")
+    return [Finding("differs", ("differs", where), words, detail=where or "*", prio=9)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shapes first, all outputs at once
+# ---------------------------------------------------------------------------------------------------------------
+
+def shape_relation(a: torch.Tensor, b: torch.Tensor) -> str:
+    """Why a has the wrong shape, when it can be told: the transpose, a mean or sum, an (N, N) broadcast."""
+    if a.dim() == 2 and b.dim() == 2 and a.shape == b.shape[::-1]:
+        return ": the transpose of the expected" if close(a.T.double(), b.double()) else ": transposed?"
+    if a.numel() == 1 and b.numel() > 1:
+        for how, v in (("the mean", b.double().mean()), ("the sum", b.double().sum())):
+            if abs(float(a) - float(v)) <= RELATE * max(abs(float(v)), 1e-12):
+                return f": {how} of the expected over all its entries (keep one per element)"
+        return ": one number where one per element is expected (a mean or sum too many?)"
+    if b.dim() == 1 and a.dim() == 2 and a.shape == (b.shape[0], b.shape[0]):
+        return (": an (N, N) matrix where N numbers are expected (an (N, 1) and an (N,) broadcast against each "
+                "other, or a whole matrix where its product with a vector is asked?)")
+    if a.dim() == b.dim() + 1 and a.shape[-1] == 1 and a.shape[:-1] == b.shape:
+        return ": an extra dimension of size 1 (squeeze it)"
+    if a.numel() == b.numel():
+        return ": the right number of entries in another shape (a reshape or a view?)"
+    return ""
+
+
+def shapes(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[dict]) -> tuple[str, set]:
+    """One sentence on every output whose shape (or number of tensors) is wrong on some input, and those keys."""
+    wrong, words = set(), []
+    keys = list(values(refs[0]))
+    for key in keys:
+        for i, (o, r) in enumerate(zip(outputs, refs, strict=True)):
+            if key not in r:
+                continue
+            mine, exp = flat(o.get(key, [])), flat(r[key])
+            if len(mine) != len(exp):
+                wrong.add(key)
+                words.append(f"{checks.word(key)} has {len(mine)} tensor{'s' * (len(mine) != 1)} where {len(exp)} "
+                             f"are expected (on '{cases[i]['label']}')")
+                break
+            bad = next(((x, y) for x, y in zip(mine, exp, strict=True) if x.shape != y.shape), None)
+            if bad is not None:
+                wrong.add(key)
+                words.append(f"{checks.word(key)} has shape {tuple(bad[0].shape)} where {tuple(bad[1].shape)} is "
+                             f"expected on '{cases[i]['label']}'{shape_relation(*bad)}")
+                break
+    if not words:
+        return "", wrong
+    right = [checks.word(k) for k in keys if k not in wrong]
+    tail = f"; {', '.join(right)} {'has' if len(right) == 1 else 'have'} the right shape" if right else ""
+    return "shapes: " + "; ".join(words) + tail, wrong
+
+
+def dtypes(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[dict], skip: set) -> str:
+    for key in values(refs[0]):
+        if key in skip:
+            continue
+        for i, (o, r) in enumerate(zip(outputs, refs, strict=True)):
+            mine, exp = flat(o.get(key, [])), flat(r.get(key, []))
+            bad = next(((x, y) for x, y in zip(mine, exp, strict=False) if x.dtype != y.dtype), None)
+            if bad is not None:
+                return (f"{checks.word(key)} comes back as {str(bad[0].dtype)[6:]} where {str(bad[1].dtype)[6:]} "
+                        f"is expected (on '{cases[i]['label']}'): a tensor made without dtype= (torch.zeros, "
+                        "torch.tensor) is float32; use x.new_zeros(...) or dtype=x.dtype")
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every output across the inputs, the families, the whole sentence
+# ---------------------------------------------------------------------------------------------------------------
+
+def hint_for(checks: Checks, key: str, f: Finding) -> str:
+    for k in ((key, f.kind, f.detail), ("*", f.kind, f.detail), (key, f.kind, "*"), ("*", f.kind, "*")):
+        if k in checks.hints:
+            return checks.hints[k]
+    return f.hint
+
+
+def joined(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def where_words(cover: list[int], wrong: list[int], relevant: list[int], cases: list[dict]) -> str:
+    """On which inputs a relation holds, in words: every input, the only wrong one, the wrong ones, or some."""
+    right = [i for i in relevant if i not in wrong]
+    if len(cover) == len(relevant):
+        return "on every input"
+    if sorted(cover) == sorted(wrong):
+        if len(cover) == 1:
+            return f"on '{cases[cover[0]]['label']}' (right on every other input)"
+        named = ", ".join(repr(cases[i]["label"]) for i in right[:2]) + (" …" if len(right) > 2 else "")
+        return f"on every input where it is wrong (right on {named})"
+    return "on " + ", ".join(repr(cases[i]["label"]) for i in cover[:2]) + (" …" if len(cover) > 2 else "")
+
+
+def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Finding]]], wrong: dict[str, list[int]],
+                    relevant: dict[str, list[int]], cases: list[dict]) -> tuple[list[str], list[str], list[str]]:
+    """(sentences, fixes, vague ones: "differs" with nothing more): the relations that explain the most (output,
+    input) pairs, chosen greedily, each said once for the outputs it holds on (W and b: the updates are 1/K × the
+    expected update on every input)."""
+    todo = {(k, i) for k, per in findings.items() for i in per}
+    sentences, fixes, vague = [], [], []
+    while todo:
+        cover: dict[Any, list[tuple[str, int]]] = {}
+        best: dict[Any, Finding] = {}
+        for (k, i) in todo:
+            for f in findings[k][i]:
+                cover.setdefault(f.sig, []).append((k, i))
+                if f.sig not in best or f.prio < best[f.sig].prio:
+                    best[f.sig] = f
+        sig = min(cover, key=lambda s: (-len(set(cover[s])), best[s].prio))
+        pairs = sorted(set(cover[sig]))
+        todo -= set(pairs)
+        by_key: dict[str, list[int]] = {}
+        order = list(findings)
+        for k, i in sorted(pairs, key=lambda p: (order.index(p[0]), p[1])):
+            by_key.setdefault(k, []).append(i)
+        groups: dict[str, list[str]] = {}
+        for k, ids in by_key.items():
+            groups.setdefault(where_words(ids, wrong[k], relevant[k], cases), []).append(k)
+        f = best[sig]
+        shown = dict.fromkeys(f"{g.value:.4g}" for k, i in pairs for g in findings[k][i]
+                              if g.sig == sig and g.value is not None)
+        words = f.words.replace("{values}", ", ".join(list(shown)[:4]) + (" …" if len(shown) > 4 else ""))
+        for where, keys in groups.items():
+            subject = joined([checks.word(k) for k in keys])
+            said = words.replace("is ", "are ", 1) if len(keys) > 1 and words.startswith("is ") else words
+            if checks.base and keys[0] in checks.base(cases[0]):
+                subject += ": the update" if len(keys) == 1 else ": the updates"
+                said = said.replace("is ", "are ", 1) if len(keys) > 1 and said.startswith("is ") else said
+            (vague if f.kind == "differs" and f.detail == "*" else sentences).append(f"{subject} {said} {where}")
+        fix = hint_for(checks, next(iter(by_key)), f)
+        if fix and fix not in fixes:
+            fixes.append(fix)
+    return sentences, fixes, vague
+
+
+def families(checks: Checks, cases: list[dict], passed: list[bool]) -> list[str]:
+    """For each family of inputs that vary one thing: right for some members, wrong for others, in words."""
+    out = []
+    members: dict[str, list[int]] = {}
+    for i, c in enumerate(cases):
+        if c.get("family"):
+            members.setdefault(c["family"], []).append(i)
+    for fam, ids in members.items():
+        good = [cases[i]["vary"] for i in ids if passed[i]]
+        bad = [cases[i]["vary"] for i in ids if not passed[i]]
+        if good and bad:
+            text = f"right {' and '.join(dict.fromkeys(good))}, wrong {' and '.join(dict.fromkeys(bad))}"
+            hint = checks.hints.get(("*", "family", f"{fam}:{good[0]}"), checks.hints.get(("*", "family", fam), ""))
+            out.append(text + (f": {hint}" if hint else ""))
+    return out
+
+
+def locate(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[dict], failing: list[int]) -> str:
+    """The first input that fails, the first output wrong there, the first index where it differs."""
+    for i in failing:
+        for key, exp in refs[i].items():
+            mine = outputs[i].get(key)
+            if mine is None:
+                continue
+            for k, (a, b) in enumerate(zip(flat(mine), flat(exp), strict=False)):
+                if a.shape != b.shape:
+                    continue
+                bad = ((a.double() - b.double()).abs() > MATCHES * max(1.0, float(b.double().abs().max()))) \
+                    | (a.isfinite() != b.isfinite())
+                if bad.any():
+                    at = tuple(int(v) for v in bad.nonzero()[0])
+                    part = f" (tensor {k})" if len(flat(exp)) > 1 else ""
+                    return (f"the first difference is on the input '{cases[i]['label']}', {checks.word(key)}{part} "
+                            f"at index {at}: yours {float(a[at]):.9g}, expected {float(b[at]):.9g}")
+    return ""
+
+
+def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[dict], passed: list[bool],
+             bounds: list[float]) -> str:
+    """What to tell the author of OUTPUTS (on CASES, where REFS is right; PASSED per input, against BOUNDS)."""
+    lab = Lab(checks, cases)
+    mine = [values(o) for o in outputs]
+    refs = [values(r) for r in refs]
+    failing = [i for i, p in enumerate(passed) if not p]
+    for m in checks.mistakes:  # a known mistake, matched on every input
+        if all((theirs := lab.out(m, i)) is not None and same(mine[i], theirs, MATCHES) for i in range(len(cases))):
+            first = failing[0] if failing else 0
+            return f"{m.name}: {m.tell(mine[first], refs[first])}"
+    parts = []
+    shape_text, bad_shape = shapes(checks, cases, mine, refs)
+    if shape_text:
+        parts.append(shape_text)
+    dtype_text = dtypes(checks, cases, mine, refs, bad_shape)
+    if dtype_text:
+        parts.append(dtype_text)
+    findings, wrong, relevant, right_keys = {}, {}, {}, []
+    later, step_note = [], ""  # outputs of the updates after the first wrong one: they follow from it
+    for key in refs[0]:
+        if key in bad_shape or key in later:
+            continue
+        per, bad = {}, []
+        rel = [i for i in range(len(cases)) if key in refs[i] and key in mine[i]]
+        for i in rel:
+            if relative({key: mine[i][key]}, {key: refs[i][key]}) > bounds[i]:
+                bad.append(i)
+        if not bad:
+            right_keys.append(checks.word(key))
+            continue
+        step = next((k for k, keys in enumerate(checks.steps) if key in keys), None)
+        if step is not None and not later:
+            later = [k for keys in checks.steps[step + 1:] for k in keys]
+            if step > 0:
+                step_note = (f"{joined([checks.word(k) for k in checks.steps[0]])} "
+                             f"{'is' if len(checks.steps[0]) == 1 else 'are'} right, a later update is not: what your "
+                             "function keeps or resets between calls (.grad, the optimizer's state) is wrong")
+            elif later:
+                step_note = "the later updates start from these and differ too (not diagnosed)"
+        simple_cases = [i for i in bad if not cases[i].get("compound")]
+        for i in simple_cases or bad:  # a trajectory (20 steps) is explained by its first step when one fails
+            per[i] = relate(checks, lab, i, key, mine[i][key], refs[i][key], mine[i], refs[i])
+        findings[key] = per
+        wrong[key] = list(per)
+        relevant[key] = [i for i in rel if not cases[i].get("compound")] if simple_cases else rel
+    sentences, fixes, vague = explain_outputs(checks, findings, wrong, relevant, cases)
+    said = []
+    for experiment in checks.experiments:
+        try:
+            words = experiment(cases, mine, refs)
+        except Exception:  # an experiment that does not apply to these outputs
+            words = None
+        if words:
+            said.append(words)
+    parts += sentences if sentences or said else vague  # "differs" alone only when nothing more is known
+    if step_note:
+        parts.append(step_note)
+    right_keys = [k for k in right_keys if not any(k == checks.word(x) for x in later)]
+    if right_keys and (sentences or vague or shape_text):
+        parts.append(f"{joined(right_keys)} {'is' if len(right_keys) == 1 else 'are'} right on every input")
+    parts += families(checks, cases, passed)
+    parts += said
+    parts += fixes
+    where = locate(checks, cases, mine, refs, failing or list(range(len(cases))))
+    if where:
+        parts.append(where)
+    text = "; ".join(parts) if parts else "your output differs from the expected one"
+    return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A submission that stopped, and a right one that is close but not exact
+# ---------------------------------------------------------------------------------------------------------------
+
+ERRORS = [  # (text in PyTorch's message, what it means and the fix), for exceptions students meet everywhere
+    ("a leaf Variable that requires grad is being used in an in-place operation",
+     "an in-place update (W -= …, W.sub_(…)) of a tensor that requires grad: autograd forbids it on a leaf. Return "
+     "new tensors instead (W - lr * gW), leaving the caller's W as it is"),
+    ("does not require grad and does not have a grad_fn",
+     "autograd was asked for a gradient of something with no graph: make the input a leaf that requires grad "
+     "first (x = x.detach().requires_grad_(True)), and do not detach what the gradient must flow through"),
+    ("Trying to backward through the graph a second time",
+     "the graph is freed after the first backward/autograd.grad: pass retain_graph=True to every call but the "
+     "last, or rebuild the graph (call f again) before each"),
+    ("must match the size of tensor",
+     "two tensors whose shapes do not broadcast: a sum or max without keepdim=True, or an operand transposed?"),
+    ("Mismatch in shape: grad_output",
+     "grad_outputs must have the shape of the output it weighs (f(x)'s shape), not the input's"),
+]
+
+
+def explain_error(checks: Checks, error: str) -> str:
+    """The fix for an exception the submission raised, when its message is one students meet."""
+    for pattern, fix in [*checks.errors, *ERRORS]:
+        if pattern in error:
+            return fix
+    return ""
+
+
+def accepted(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[dict], diffs: list[float]) -> str:
+    """For a passing answer that differs by more than rounding: by how much, and why, when it is a known correct
+    variant (F.softplus's threshold, clip_grad_norm_'s + 1e-6)."""
+    def rounding(ref: dict) -> float:  # a few ulps of the reference's precision
+        return 8 * max(torch.finfo(t.dtype).eps for t in flat(values(ref)) if t.is_floating_point())
+
+    above = [i for i in range(len(cases)) if diffs[i] > rounding(refs[i])]
+    if not above:
+        return ""
+    worst = max(above, key=lambda i: diffs[i])
+    lab = Lab(checks, cases)
+    for v in checks.variants:
+        theirs = [lab.out(v, i) for i in above]
+        if all(t is not None for t in theirs) and all(
+                relative(values(outputs[i]), t) <= max(diffs[i] / 10, rounding(refs[i]))
+                for i, t in zip(above, theirs, strict=True)):
+            return (f"your answer is not exact: it differs from the reference by up to {diffs[worst]:.2g} (max "
+                    f"relative |Δ|, on '{cases[worst]['label']}'), which is {v.what}; within the bound, accepted")
+    return ""
+
+
+def changed_inputs(exercise, outputs: list[dict]) -> list[str]:
+    """The inputs the function changed in place on some input (the harness reports one 0/1 per input)."""
+    hit = [False] * len(exercise.keeps)
+    for o in outputs:
+        flags = o.get(CHANGED)
+        if flags is not None:
+            hit = [h or bool(f) for h, f in zip(hit, flags.tolist(), strict=False)]
+    return [name for name, h in zip(exercise.keeps, hit, strict=True) if h]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A wrong answer as a weighted sum of parts (micro-batches, ranks): which weights it used
+# ---------------------------------------------------------------------------------------------------------------
+
+def weights_of(mine: list[torch.Tensor], parts: list[list[torch.Tensor]]) -> tuple[torch.Tensor, float]:
+    """(w, what is left): the least-squares weights with mine ≈ Σ_k w_k · parts_k, and ‖mine − Σ w_k parts_k‖ /
+    ‖mine‖ (0 when mine is such a sum)."""
+    y = vector(mine)
+    M = torch.stack([vector(p) for p in parts], dim=1)
+    w = torch.linalg.lstsq(M, y.unsqueeze(1)).solution.squeeze(1)
+    return w, float((M @ w - y).norm()) / max(float(y.norm()), 1e-300)
+
+
+def name_weights(w: torch.Tensor, candidates: dict[str, list[float]]) -> str | None:
+    """The name of the candidate weights (e.g. "n_k/B", "1/K") that W equals, if any."""
+    for name, c in candidates.items():
+        c = torch.tensor(c, dtype=torch.float64)
+        if c.shape == w.shape and torch.allclose(w, c, rtol=1e-3, atol=1e-6 * max(float(c.abs().max()), 1e-12)):
+            return name
+    return None
+
+
+def weights_words(w: torch.Tensor) -> str:
+    return "(" + ", ".join(num(float(v)) for v in w[:6]) + (", …" if len(w) > 6 else "") + ")"

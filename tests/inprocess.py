@@ -1,0 +1,89 @@
+"""A submission judged in the test's own process, for speed: what the sandbox's child does (import the file, call its
+function through the exercise's harness on every input, keep what it printed and warned), without the process. Only
+for the suite's own files (the corpus, the known mistakes): `gradlab check` never runs a submission in its process."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import runpy
+import warnings
+
+from gradlab.practice import EXERCISES, checks_of
+from gradlab.practice.check import judge, preflight
+from gradlab.practice.harness import Returned
+
+_CASES: dict[str, tuple[list[dict], list[dict]]] = {}
+_FORBIDDEN: dict = {}
+
+
+def forbidden(name: str):
+    """The child's watch over exercise NAME's forbidden calls (gradlab.practice.child.Forbidden), made once per run:
+    it wraps the library's functions for good, and notes a call only while a submission's function runs."""
+    if name not in _FORBIDDEN:
+        from gradlab.practice.child import Forbidden
+
+        _FORBIDDEN[name] = Forbidden(list(EXERCISES[name].forbidden))
+    return _FORBIDDEN[name]
+
+
+def cases_and_refs(name: str) -> tuple[list[dict], list[dict]]:
+    """The inputs of exercise NAME on seed 0 and the reference's outputs on them (computed once per run)."""
+    if name not in _CASES:
+        checks = checks_of(EXERCISES[name])
+        cases = checks.cases(0)
+        _CASES[name] = cases, [checks.run(None, c) for c in cases]
+    return _CASES[name]
+
+
+def outputs_of(name: str, fn) -> dict:
+    """What the sandbox would return for FN: {"ok", "outputs"} or {"ok": False, "kind", "error"}, with "printed"
+    and "warnings"."""
+    exercise, checks = EXERCISES[name], checks_of(EXERCISES[name])
+    cases, _ = cases_and_refs(name)
+    watch = forbidden(name)
+    watch.used.clear()
+    watched = watch.watch(fn)
+    printed, outputs, got = io.StringIO(), [], None
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
+        warnings.simplefilter("always")
+        for case in cases:
+            try:
+                watch.active = isinstance(fn, type)  # a class is watched while the harness uses it, as in the child
+                outputs.append(checks.call(watched, case))
+            except NotImplementedError:
+                got = {"ok": False, "kind": "todo", "error": f"{exercise.function} raises NotImplementedError: write "
+                                                             "its body", "trace": ""}
+                break
+            except Returned as e:
+                got = {"ok": False, "kind": "output", "trace": "",
+                       "error": f"{exercise.function}() returned on the input '{case['label']}': {e}"}
+                break
+            except Exception as e:
+                got = {"ok": False, "kind": "raised", "trace": "", "error": f"{exercise.function}() raised on the "
+                       f"input '{case['label']}': {type(e).__name__}: {' '.join(str(e).split())[:300]}"}
+                break
+    watch.active = False
+    got = got or {"ok": True, "outputs": outputs}
+    got["used"] = list(watch.used)
+    got["printed"] = printed.getvalue()
+    got["printed_bytes"] = len(got["printed"].encode())
+    got["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
+    return got
+
+
+def judged(name: str, fn):
+    """The Result for FN as if it had run in the sandbox (its outputs through the exercise's harness)."""
+    cases, refs = cases_and_refs(name)
+    return judge(EXERCISES[name], cases, refs, outputs_of(name, fn))
+
+
+def judged_file(path: str, name: str):
+    """The Result for the submission file PATH: pre-flight, then its function judged in this process."""
+    exercise = EXERCISES[name]
+    with open(path, "rb") as f:
+        stop = preflight(f.read(), path, exercise)
+    if stop is not None:
+        return judge(exercise, [], [], {"ok": False, "kind": "syntax", "error": stop, "trace": ""})
+    namespace = runpy.run_path(path, run_name="student")
+    return judged(name, namespace[exercise.function])

@@ -1,0 +1,470 @@
+"""Diagnosis by experiment, proved on the exercises the corpus does not cover: for each new exercise, wrong answers
+that are NOT among its known mistakes, written the way students write them, must get a diagnosis that names their
+relation (a phrase per answer), and correct answers written differently from the reference must pass. Also: the
+pre-flight, the student's output under the checks, the closed forms beside the gloo runs, and the references that
+claim to be a library's way are that way to the bit."""
+
+import json
+import textwrap
+
+import pytest
+import torch
+from conftest import invoke
+from inprocess import judged
+
+from gradlab.practice import EXERCISES, checks_of
+from gradlab.practice.check import judge, preflight, run_check, starter
+
+
+def fn_of(name: str, source: str):
+    """The function or class named as exercise NAME's, defined by SOURCE (a student's code)."""
+    namespace: dict = {}
+    exec(compile("import math\nimport torch\nimport torch.nn.functional as F\n" + textwrap.dedent(source),
+                 f"<{name}>", "exec"), namespace)
+    return namespace[EXERCISES[name].function]
+
+
+def said(result) -> str:
+    return " ".join(" ".join([result.stopped or "", result.metrics.get("diagnosis") or "", *result.notes]).split())
+
+
+# (exercise, what the student did, their code, the phrase the diagnosis must contain)
+UNKNOWN = [
+    ("mnist.LogSoftmax", "the backward's sign flipped", """
+        class LogSoftmax(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, z):
+                ctx.save_for_backward(z)
+                return z - torch.logsumexp(z, dim=-1, keepdim=True)
+
+            @staticmethod
+            def backward(ctx, dy):
+                z, = ctx.saved_tensors
+                return torch.softmax(z, dim=-1) * dy.sum(dim=-1, keepdim=True) - dy
+        """, "the gradient = −1 × the expected: the sign is flipped"),
+    ("mnist.LogSoftmax", "a sum without keepdim in backward", """
+        class LogSoftmax(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, z):
+                ctx.save_for_backward(z)
+                return z - torch.logsumexp(z, dim=-1, keepdim=True)
+
+            @staticmethod
+            def backward(ctx, dy):
+                z, = ctx.saved_tensors
+                return dy - torch.softmax(z, dim=-1) * dy.sum(dim=-1)
+        """, "keepdim=True"),
+    ("mnist.LogSoftmax", "float32 inside", """
+        class LogSoftmax(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, z):
+                ctx.save_for_backward(z)
+                z32 = z.float()
+                return (z32 - torch.logsumexp(z32, dim=-1, keepdim=True)).to(z.dtype)
+
+            @staticmethod
+            def backward(ctx, dy):
+                z, = ctx.saved_tensors
+                return dy - torch.softmax(z, dim=-1) * dy.sum(dim=-1, keepdim=True)
+        """, "float32 precision"),
+    ("clip.global_norm", "the squared norms averaged over the tensors", """
+        def global_norm(grads):
+            return torch.sqrt(torch.stack([g.norm() ** 2 for g in grads]).mean())
+        """, "1/√T × the expected"),
+    ("clip.global_norm", "squares taken in place", """
+        def global_norm(grads):
+            return torch.sqrt(sum(g.pow_(2).sum() for g in grads))
+        """, "changed grads in place"),
+    ("clip.global_norm", "a Python float", """
+        def global_norm(grads):
+            return float(sum((g ** 2).sum() for g in grads)) ** 0.5
+        """, "is a float, not a tensor"),
+    ("clip.clip_across_ranks", "rescaled to the cap even below it", """
+        def clip_across_ranks(grads, clip_norm):
+            import torch.distributed as dist
+            s = sum((g.double() ** 2).sum() for g in grads).reshape(1)
+            dist.all_reduce(s)
+            return [g * (clip_norm / float(s.sqrt())) for g in grads]
+        """, "scaled up to the cap though the norm is below it"),
+    ("clip.clip_across_ranks", "the square root forgotten", """
+        def clip_across_ranks(grads, clip_norm):
+            import torch.distributed as dist
+            s = sum((g.double() ** 2).sum() for g in grads).reshape(1)
+            dist.all_reduce(s)
+            return [g * (clip_norm / max(float(s), clip_norm)) for g in grads]
+        """, "the square root is missing"),
+    ("jacobian.vjp", "a mean where vᵀJ sums", """
+        def vjp(f, x, v):
+            x = x.detach().requires_grad_(True)
+            (f(x) * v).mean().backward()
+            return x.grad
+        """, "1/m × the expected"),
+    ("jacobian.vjp", "the caller's x differentiated as given", """
+        def vjp(f, x, v):
+            return torch.autograd.grad(f(x), x, grad_outputs=v)[0]
+        """, "x.detach().requires_grad_(True)"),
+    ("jacobian.hvp", "no create_graph", """
+        def hvp(f, x, v):
+            x = x.detach().requires_grad_(True)
+            g, = torch.autograd.grad(f(x), x)
+            return torch.autograd.grad((g * v).sum(), x)[0]
+        """, "create_graph=True"),
+    ("jacobian.hvp", "a mean over the entries", """
+        def hvp(f, x, v):
+            x = x.detach().requires_grad_(True)
+            g, = torch.autograd.grad(f(x), x, create_graph=True)
+            return torch.autograd.grad((g * v).mean(), x)[0]
+        """, "1/n × the expected"),
+    ("jacobian.hvp", "the whole Hessian", """
+        def hvp(f, x, v):
+            return torch.autograd.functional.hessian(f, x)
+        """, "an (N, N) matrix where N numbers are expected"),
+    ("log1pexp.softplus", "the linear part by a bare where", """
+        def softplus(x):
+            return torch.where(x > 20, x, torch.log1p(torch.exp(x)))
+        """, "the gradient is NaN where x ≥ 89"),
+    ("log1pexp.softplus", "exp's argument clamped", """
+        def softplus(x):
+            return torch.log1p(torch.exp(x.clamp(max=80)))
+        """, "differs where x ≥ 88"),
+    ("gaussian-policy.GaussianLogProb", "dy forgotten", """
+        class GaussianLogProb(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, mu, sigma):
+                ctx.save_for_backward(a, mu, sigma)
+                return torch.distributions.Normal(mu, sigma).log_prob(a)
+
+            @staticmethod
+            def backward(ctx, dy):
+                a, mu, sigma = ctx.saved_tensors
+                d = (a - mu) / sigma ** 2
+                return -d, d, ((a - mu) ** 2 - sigma ** 2) / sigma ** 3
+        """, "right when dy = 1, wrong for another upstream gradient dy"),
+    ("gaussian-policy.GaussianLogProb", "the constant left out", """
+        class GaussianLogProb(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, mu, sigma):
+                ctx.save_for_backward(a, mu, sigma)
+                return -(a - mu) ** 2 / (2 * sigma ** 2) - torch.log(sigma)
+
+            @staticmethod
+            def backward(ctx, dy):
+                a, mu, sigma = ctx.saved_tensors
+                d = (a - mu) / sigma ** 2
+                return -dy * d, dy * d, dy * ((a - mu) ** 2 - sigma ** 2) / sigma ** 3
+        """, "the constant −½ ln 2π"),
+    ("gaussian-policy.GaussianLogProb", "∂/∂σ² for σ", """
+        class GaussianLogProb(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, mu, sigma):
+                ctx.save_for_backward(a, mu, sigma)
+                return -(a - mu) ** 2 / (2 * sigma ** 2) - torch.log(sigma) - 0.5 * math.log(2 * math.pi)
+
+            @staticmethod
+            def backward(ctx, dy):
+                a, mu, sigma = ctx.saved_tensors
+                d = (a - mu) / sigma ** 2
+                return -dy * d, dy * d, dy * ((a - mu) ** 2 - sigma ** 2) / (2 * sigma ** 4)
+        """, "the derivative with respect to the variance σ²"),
+    ("dqn.td_target", "done inverted", """
+        def td_target(target, r, s2, done, gamma):
+            with torch.no_grad():
+                return r + gamma * done * target(s2).max(1).values
+        """, "done and 1 − done swapped"),
+    ("dqn.td_target", "left in the graph", """
+        def td_target(target, r, s2, done, gamma):
+            return r + gamma * (1 - done) * target(s2).max(1).values
+        """, "your y carries a graph"),
+    ("dqn.td_target", "keepdim=True", """
+        def td_target(target, r, s2, done, gamma):
+            with torch.no_grad():
+                return r.unsqueeze(1) + gamma * (1 - done.unsqueeze(1)) * target(s2).max(1, keepdim=True).values
+        """, "an extra dimension of size 1"),
+    ("actor-critic.actor_loss", "a sum over the batch", """
+        def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+            with torch.no_grad():
+                delta = r + gamma * (1 - done) * critic(s2).squeeze(1) - critic(s).squeeze(1)
+            logp = torch.log_softmax(actor(s), dim=1)[torch.arange(len(a)), a]
+            return -(logp * delta).sum()
+        """, "N × the expected"),
+    ("actor-critic.actor_loss", "done ignored", """
+        def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+            with torch.no_grad():
+                delta = r + gamma * critic(s2).squeeze(1) - critic(s).squeeze(1)
+            logp = torch.log_softmax(actor(s), dim=1).gather(1, a[:, None]).squeeze(1)
+            return -(logp * delta).mean()
+        """, "right for non-terminal transitions, wrong for terminal ones"),
+    ("actor-critic.actor_loss", "V(s) not squeezed", """
+        def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+            with torch.no_grad():
+                delta = r + gamma * (1 - done) * critic(s2).squeeze(1) - critic(s)
+            logp = torch.log_softmax(actor(s), dim=1).gather(1, a[:, None]).squeeze(1)
+            return -(logp * delta).mean()
+        """, "right for one transition, wrong for a batch"),
+    ("ddp.sync_gradients", "reduced to rank 0", """
+        def sync_gradients(model):
+            import torch.distributed as dist
+            for p in model.parameters():
+                dist.reduce(p.grad, dst=0)
+                p.grad /= dist.get_world_size()
+        """, "rank 0's .grad is right on every input"),
+    ("ddp.sync_gradients", "averaged twice", """
+        def sync_gradients(model):
+            import torch.distributed as dist
+            world = dist.get_world_size()
+            for p in model.parameters():
+                p.grad /= world
+                dist.all_reduce(p.grad)
+                p.grad /= world
+        """, "1/W × the expected"),
+]
+
+
+@pytest.mark.parametrize(("name", "what", "source", "phrase"), UNKNOWN, ids=[f"{u[0]}: {u[1]}" for u in UNKNOWN])
+def test_a_mistake_nobody_listed_gets_a_diagnosis_naming_it(name, what, source, phrase):
+    fn = fn_of(name, source)
+    assert all(m.fn is not fn for m in checks_of(EXERCISES[name]).mistakes)
+    r = judged(name, fn)
+    assert r.exit_code == 1 and phrase in said(r), said(r)
+
+
+RIGHT = [
+    ("mnist.LogSoftmax", "the output saved, exp(out) in backward", """
+        class LogSoftmax(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, z):
+                out = z - torch.logsumexp(z, dim=-1, keepdim=True)
+                ctx.save_for_backward(out)
+                return out
+
+            @staticmethod
+            def backward(ctx, dy):
+                out, = ctx.saved_tensors
+                return dy - out.exp() * dy.sum(dim=-1, keepdim=True)
+        """),
+    ("clip.global_norm", "one vector of everything", """
+        def global_norm(grads):
+            return torch.linalg.vector_norm(torch.cat([g.reshape(-1) for g in grads]))
+        """),
+    ("clip.global_norm", "the norm of the norms", """
+        def global_norm(grads):
+            return torch.norm(torch.stack([g.norm() for g in grads]))
+        """),
+    ("clip.clip_across_ranks", "a flat bucket", """
+        def clip_across_ranks(grads, clip_norm):
+            import torch.distributed as dist
+            sq = torch.cat([g.reshape(-1) for g in grads]).pow(2).sum().reshape(1)
+            dist.all_reduce(sq, op=dist.ReduceOp.SUM)
+            scale = torch.clamp(clip_norm / sq.sqrt(), max=1.0)
+            return [g * scale for g in grads]
+        """),
+    ("jacobian.vjp", "backward with v", """
+        def vjp(f, x, v):
+            x = x.clone().requires_grad_()
+            f(x).backward(v)
+            return x.grad
+        """),
+    ("jacobian.hvp", "forward over reverse (torch.func)", """
+        def hvp(f, x, v):
+            return torch.func.jvp(torch.func.grad(f), (x,), (v,))[1]
+        """),
+    ("jacobian.hvp", "the dot product differentiated", """
+        def hvp(f, x, v):
+            x = x.detach().requires_grad_(True)
+            g, = torch.autograd.grad(f(x), x, create_graph=True)
+            return torch.autograd.grad(g @ v, x)[0]
+        """),
+    ("log1pexp.softplus", "torch.maximum (its gradient splits a tie: 1/2 at x = 0)", """
+        def softplus(x):
+            return torch.maximum(x, torch.zeros_like(x)) + torch.log1p(torch.exp(-x.abs()))
+        """),
+    ("log1pexp.softplus", "the double where", """
+        def softplus(x):
+            pos = x > 0
+            safe_pos = torch.where(pos, x, torch.zeros_like(x))
+            safe_neg = torch.where(pos, torch.zeros_like(x), x)
+            return torch.where(pos, x + torch.log1p(torch.exp(-safe_pos)), torch.log1p(torch.exp(safe_neg)))
+        """),
+    ("gaussian-policy.GaussianLogProb", "standardised", """
+        class GaussianLogProb(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, mu, sigma):
+                ctx.save_for_backward(a, mu, sigma)
+                z = (a - mu) / sigma
+                return -0.5 * z * z - torch.log(sigma) - 0.5 * math.log(2 * math.pi)
+
+            @staticmethod
+            def backward(ctx, dy):
+                a, mu, sigma = ctx.saved_tensors
+                z = (a - mu) / sigma
+                return -dy * z / sigma, dy * z / sigma, dy * (z * z - 1) / sigma
+        """),
+    ("dqn.td_target", "detach and max(1)[0]", """
+        def td_target(target, r, s2, done, gamma):
+            return (r + gamma * (1 - done) * target(s2).detach().max(1)[0])
+        """),
+    ("actor-critic.actor_loss", "cross-entropy is −ln π", """
+        def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+            v, v2 = critic(s).squeeze(-1), critic(s2).squeeze(-1)
+            delta = (r + gamma * (1 - done) * v2 - v).detach()
+            return (F.cross_entropy(actor(s), a, reduction="none") * delta).mean()
+        """),
+    ("actor-critic.actor_loss", "torch.distributions.Categorical", """
+        def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+            with torch.no_grad():
+                delta = r + gamma * (1 - done) * critic(s2)[:, 0] - critic(s)[:, 0]
+            return -(torch.distributions.Categorical(logits=actor(s)).log_prob(a) * delta).mean()
+        """),
+    ("ddp.sync_gradients", "ReduceOp.AVG", """
+        def sync_gradients(model):
+            import torch.distributed as dist
+            for p in model.parameters():
+                dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
+        """),
+]
+
+
+@pytest.mark.parametrize(("name", "what", "source"), RIGHT, ids=[f"{r[0]}: {r[1]}" for r in RIGHT])
+def test_a_right_answer_written_differently_passes(name, what, source):
+    r = judged(name, fn_of(name, source))
+    assert r.exit_code == 0, said(r)
+
+
+def test_the_library_function_an_exercise_asks_you_to_write_is_a_failed_check_of_its_own():
+    """log1pexp.softplus asks for softplus written by hand: F.softplus's values pass the value checks, and the call
+    fails the check of its own, named (issue #27: a call to what the exercise asks students to write)."""
+    r = judged("log1pexp.softplus", fn_of("log1pexp.softplus", """
+        def softplus(x):
+            return F.softplus(x)
+        """))
+    assert r.exit_code == 1 and "uses torch.nn.functional.softplus, which this exercise asks you to write" in said(r)
+    assert [c.passed for c in r.claims if not c.id.endswith(":own")] == [True] * (len(r.claims) - 1)
+
+
+def test_every_new_exercise_has_unknown_mistakes_and_right_alternatives():
+    new = {"mnist.LogSoftmax", "clip.global_norm", "clip.clip_across_ranks", "jacobian.vjp", "jacobian.hvp",
+           "log1pexp.softplus", "gaussian-policy.GaussianLogProb", "dqn.td_target", "actor-critic.actor_loss",
+           "ddp.sync_gradients"}
+    assert new <= set(EXERCISES) and len(EXERCISES) >= 20
+    assert all(sum(u[0] == n for u in UNKNOWN) >= 2 for n in new)
+    assert all(any(r[0] == n for r in RIGHT) for n in new)
+
+
+def test_every_lesson_has_two_exercises_at_different_levels_each_with_three_known_mistakes():
+    from gradlab.lessons import LESSONS
+
+    for lesson in LESSONS:
+        levels = [e.level for e in EXERCISES.values() if e.lesson == lesson]
+        assert len(levels) >= 2 and len(set(levels)) >= 2, lesson
+    assert all(len(checks_of(e).mistakes) >= 3 for e in EXERCISES.values())
+
+
+def test_the_sgd_reference_is_torch_optim_sgd_to_the_bit():
+    checks = checks_of(EXERCISES["mnist.sgd_step"])
+    for case in checks.cases(0)[:5]:
+        W, b = torch.nn.Parameter(case["W"].clone()), torch.nn.Parameter(case["b"].clone())
+        opt = torch.optim.SGD([W, b], lr=case["lr"])
+        (-(case["y"] * torch.log_softmax(case["x"] @ W + b, dim=1)).sum(dim=1).mean()).backward()
+        opt.step()
+        ref = checks.reference(case["W"].clone().requires_grad_(True), case["b"].clone().requires_grad_(True),
+                               case["x"], case["y"], case["lr"])
+        assert torch.equal(ref[0], W.detach()) and torch.equal(ref[1], b.detach())
+
+
+def test_a_backward_that_forgets_dy_fails_on_a_random_upstream_gradient():
+    fn = fn_of("log1pexp.Log1pExp", """
+        class Log1pExp(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))
+
+            @staticmethod
+            def backward(ctx, dy):
+                x, = ctx.saved_tensors
+                return torch.sigmoid(x)
+        """)
+    r = judged("log1pexp.Log1pExp", fn)
+    assert r.exit_code == 1 and "expected / dy" in r.metrics["diagnosis"]
+
+
+def test_a_close_but_not_exact_answer_says_by_how_much_and_why():
+    fn = fn_of("log1pexp.Log1pExp", """
+        class Log1pExp(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return F.softplus(x)
+
+            @staticmethod
+            def backward(ctx, dy):
+                x, = ctx.saved_tensors
+                return dy * torch.sigmoid(x)
+        """)
+    r = judged("log1pexp.Log1pExp", fn)
+    assert r.exit_code == 0 and any("F.softplus's threshold" in n and "not exact" in n for n in r.notes), r.notes
+
+
+def test_preflight_reports_a_syntax_error_and_a_missing_function_without_a_process(tmp_path, monkeypatch):
+    from gradlab.practice import sandbox
+
+    def no_process(*args, **kwargs):
+        raise AssertionError("the pre-flight must not start the sandbox")
+
+    monkeypatch.setattr(sandbox, "Sandbox", no_process)
+    ex = EXERCISES["mnist.sgd_step"]
+    bad = tmp_path / "bad.py"
+    bad.write_text("# gradlab-exercise: mnist.sgd_step\ndef sgd_step(W, b, x, y, lr)\n    return W, b\n")
+    r = run_check(str(bad), ex)
+    assert r.stopped.startswith("syntax error at line 2") and r.exit_code == 1
+    assert [c.text.endswith("not reached") for c in r.claims] == [True] * len(r.claims) and r.claims
+    renamed = tmp_path / "renamed.py"
+    renamed.write_text("def sgd_Step(W, b, x, y, lr):\n    return W, b\n")
+    r = run_check(str(renamed), ex)
+    assert "defines no function sgd_step() at its top level (it has sgd_Step: rename it sgd_step)" in r.stopped
+    assert preflight(renamed.read_bytes(), str(renamed), EXERCISES["log1pexp.Log1pExp"]).startswith(
+        "your file defines no class Log1pExp")
+    for fine in ("from helpers import sgd_step\n", "if True:\n    def sgd_step(W, b, x, y, lr):\n        pass\n",
+                 "exec('def sgd_step(): pass')\n", "sgd_step = lambda W, b, x, y, lr: (W, b)\n"):
+        renamed.write_text(fine)
+        assert preflight(renamed.read_bytes(), str(renamed), ex) is None, fine
+
+
+def test_the_students_output_and_warnings_are_shown_under_the_checks_and_in_json(tmp_path):
+    name = "dqn.td_loss"
+    ex = EXERCISES[name]
+    checks = checks_of(ex)
+    cases = checks.cases(0)
+    refs = [checks.run(None, c) for c in cases]
+    printed = "".join(f"step {i}: loss 0.{i}\n" for i in range(100))
+    got = {"ok": True, "outputs": [checks.call(checks.reference, c) for c in cases], "printed": printed,
+           "printed_bytes": 123456, "warnings": ["UserWarning: Using a target size (torch.Size([32])) that is "
+                                                 "different to the input size (torch.Size([32, 1]))"]}
+    r = judge(ex, cases, refs, got)
+    assert r.metrics["printed"].splitlines()[-1] == "step 99: loss 0.99" and len(r.metrics["printed"].splitlines()) \
+        == 20 and r.metrics["printed_bytes"] == 123456 and "target size" in r.metrics["warnings"][0]
+    data = r.to_json()
+    assert data["metrics"]["printed_lines"] == 100 and json.dumps(data)
+    import io
+
+    from gradlab.report.console import make_console, render
+
+    out = io.StringIO()
+    render(r, make_console(file=out))
+    text = " ".join(out.getvalue().split())
+    assert "your code printed 123,456 bytes (100 lines); the last 20:" in text and "step 99: loss 0.99" in text
+    assert "warnings your code raised:" in text and "different to the input size" in text
+    assert "step 79" not in text
+    from gradlab.report.html import lesson_html
+
+    page = lesson_html(data, "", [], None, 0.0)
+    assert "your code printed 123,456 bytes" in page and "step 99: loss 0.99" in page
+
+
+def test_a_function_that_returns_the_wrong_kind_of_thing_is_told_so(tmp_path):
+    path = tmp_path / "clip.py"
+    path.write_text(starter(EXERCISES["clip.clip_by_global_norm"]).replace(
+        '    raise NotImplementedError("write clip_by_global_norm")', "    return grads, 1.0"))
+    out = invoke("check", str(path))
+    text = " ".join(out.output.split())
+    assert out.exit_code == 1 and "clip_by_global_norm() returned on the input" in text and "a tuple" in text
