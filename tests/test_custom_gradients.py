@@ -310,6 +310,8 @@ def test_given_action_and_cli(tmp_path):
     (["--mu", "0.1,0.2,0.3"], "one number per action dimension"),
     (["--action", "1"], "--action has 1 numbers but --mu has 2"),
     (["--mu", "a,b"], "use comma-separated numbers"),
+    (["--mu", "0.0,1e39"], "every number must be a finite float32"),  # finite in Python, inf in the lesson's float32
+    (["--optimum", "inf,0"], "every number must be a finite float32"),
     (["--samples", "1"], "--samples must be between 2"),
 ])
 def test_gaussian_policy_bad_inputs(args, fragment):

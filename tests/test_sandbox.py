@@ -25,6 +25,10 @@ import gradlab
 from gradlab.practice import EXERCISES, checks_of, isolate, sandbox
 from gradlab.practice.check import starter
 
+# One pytest-xdist process runs this module, so that each class folder below is graded once (a module-scoped fixture
+# is made once per process) and no two attack batches run at the same time.
+pytestmark = pytest.mark.xdist_group("sandbox-attacks")
+
 CLIP = "clip.clip_by_global_norm"
 HEAD = '''# gradlab-exercise: clip.clip_by_global_norm
 import json
@@ -111,7 +115,7 @@ for pid in {os.getppid(), *seen} - {os.getpid()}:  # the grader, as far as it ca
 paused = []
 for p in [p for p in os.listdir("/proc") if p.isdigit()]:  # another submission's sandbox: pause it, as a rival would
     try:
-        if 1600000 <= os.stat(f"/proc/{p}").st_uid < 1600032 and os.stat(f"/proc/{p}").st_uid != os.getuid():
+        if @UID_LO@ <= os.stat(f"/proc/{p}").st_uid < @UID_HI@ and os.stat(f"/proc/{p}").st_uid != os.getuid():
             os.kill(int(p), signal.SIGSTOP)
             os.kill(int(p), signal.SIGCONT)
             paused.append(int(p))
@@ -330,8 +334,15 @@ def _processes(match) -> list[int]:
     return found
 
 
+# The attack batches run their checks on sandbox uids of their own (GRADLAB_SANDBOX_UID_BASE), so that a process
+# left behind is theirs and not a check another test runs at the same time (pytest-xdist runs tests side by side).
+PRIVATE_BASE = 1_700_000 + (os.getpid() % 10_000) * isolate.SLOTS
+PRIVATE_ENV = {"GRADLAB_SANDBOX_UID_BASE": str(PRIVATE_BASE)}
+
+
 def _sandbox_processes() -> list[int]:
-    return _processes(lambda p: isolate.is_sandbox_uid(os.stat(f"/proc/{p}").st_uid))
+    """The processes on this batch's sandbox uids."""
+    return _processes(lambda p: PRIVATE_BASE <= os.stat(f"/proc/{p}").st_uid < PRIVATE_BASE + isolate.SLOTS)
 
 
 def _named(comm: str) -> list[int]:
@@ -378,7 +389,7 @@ def batch(tmp_path_factory):
     known = [str(package / "lessons/clip/exercises/checks.py"), str(package / "practice/check.py"),
              str(REPO / "gradlab/lessons/clip/exercises/answers.py"),
              *(str(p) for d in isolate.masked_dirs() for p in Path(d).rglob("*") if p.is_file())][:50]
-    fills = {"@PATHS@": repr(known),
+    fills = {"@PATHS@": repr(known), "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + isolate.SLOTS),
              "@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
              "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port)}
     for name, body in ATTACKS.items():
@@ -400,7 +411,8 @@ def batch(tmp_path_factory):
            "--gradescope", str(files["gradescope"]), "--junit", str(files["junit"])]
     started = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, timeout=600, cwd=root, env={**os.environ, "COLUMNS": "160"})
+        proc = subprocess.run(cmd, capture_output=True, timeout=600, cwd=root,
+                              env={**os.environ, "COLUMNS": "160", **PRIVATE_ENV})
         wall = time.monotonic() - started
         assert files["gradescope"].is_file(), proc.stderr.decode()[-3000:]
         time.sleep(2)  # the daemon would write 1 s after its check
@@ -484,7 +496,7 @@ def test_disk_memory_and_the_kernel_are_bounded(batch):
     limits = isolate.Limits()
     assert found["/tmp MB"] <= limits.tmp_bytes >> 20 and found[". MB"] <= limits.box_bytes >> 20, found
     assert found["memfd_create"] == found["shmget"] == found["unshare user+mount"] == "Operation not permitted"
-    assert isolate.is_sandbox_uid(found["uid"]) and found["nproc"] == limits.nproc
+    assert PRIVATE_BASE <= found["uid"] < PRIVATE_BASE + isolate.SLOTS and found["nproc"] == limits.nproc
 
 
 def test_what_a_submission_prints_or_raises_comes_back_escaped(batch):
@@ -799,7 +811,8 @@ def simulated_uid(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     try:
         cmd = ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-c", SIMULATE, json.dumps(copies),
                json.dumps(isolate.python_trees()), json.dumps(keep), aside, *argv]
-        return subprocess.run(cmd, capture_output=True, timeout=600, cwd=cwd, env={**os.environ, "COLUMNS": "160"})
+        return subprocess.run(cmd, capture_output=True, timeout=600, cwd=cwd,
+                              env={**os.environ, "COLUMNS": "160", **PRIVATE_ENV})
     finally:
         shutil.rmtree(aside, ignore_errors=True)
 
@@ -821,7 +834,8 @@ def uid_batch(tmp_path_factory):
     os.chmod(scratch, 0o644)
     fills = {"@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
              "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port),
-             "@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py")])}
+             "@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py")]),
+             "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + isolate.SLOTS)}
     for name in ("copy.py", "forge.py", "daemon.py", "site.py", "net.py", "flood.py"):
         body = ATTACKS[name]
         for key, value in fills.items():

@@ -8,6 +8,7 @@ from conftest import invoke
 from rich.console import Console
 
 import gradlab
+import gradlab.api
 from gradlab.lessons import LESSONS
 from gradlab.report import console as report
 from gradlab.result import Table

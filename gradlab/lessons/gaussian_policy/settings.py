@@ -21,7 +21,9 @@ def parse_list(text: str, option: str) -> list[float]:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         raise GradlabError(f"{option} {text!r}: use comma-separated numbers, one per action dimension") from None
-    check(all(math.isfinite(v) for v in values), f"{option} {text!r}: every number must be finite")
+    check(all(math.isfinite(v) and abs(v) <= FLOAT32_MAX for v in values),
+          f"{option} {text!r}: every number must be a finite float32 (at most {FLOAT32_MAX:.3g} in size): the lesson "
+          f"computes in float32; try {option} 0.3,-0.5")
     return values
 
 
