@@ -24,6 +24,8 @@ The agent is a one-step actor-critic (A2C-style: several environments stepped in
 
 from __future__ import annotations
 
+import copy
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -37,9 +39,12 @@ from gradlab import rl
 from gradlab.lessons.actor_critic.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
 )
+from gradlab.optim import TFRMSprop
 from gradlab.result import Claim, Curve, Result, Table
 
 CHECK_STEPS = 2_000  # environment steps of the second (other grad-mode) run behind the bitwise claim
+REPLAY_STEPS = 50  # the critic's first gradients, replayed through both optimizers (the optimizer table) ...
+REPLAY_ROWS = (1, 2, 3, 5, 10, 20, 30, 50)  # ... which shows these updates
 
 
 
@@ -57,7 +62,7 @@ def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:
 # ---------------------------------------------------------------------------------------------------------------
 
 def critic_update(critic, optimizer, s, td_target, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """One RMSprop step on mean (td_target − V(s))²; returns (loss, td). MODE: explicit or backward."""
+    """One optimizer step on mean (td_target − V(s))²; returns (loss, td). MODE: explicit or backward."""
     td = td_target - critic(s).squeeze(1)  # td = td_target − V(s)
     loss = td.pow(2).mean()
     if mode == "explicit":
@@ -101,14 +106,65 @@ def copy_checks(critic: torch.nn.Module, hidden: int, seed: int) -> tuple[float,
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The tutorial's optimizer: TF-1's RMSProp (gradlab.optim.TFRMSprop) beside torch's, on the same gradients
+# ---------------------------------------------------------------------------------------------------------------
+
+def replay(name: str, critic: torch.nn.Module, grads: list[list[torch.Tensor]], lr: float) -> list[torch.Tensor]:
+    """The flat parameters of a float64 copy of CRITIC before and after each update with GRADS by optimizer NAME."""
+    net = copy.deepcopy(critic).double()
+    opt = make_optimizer(name, net.parameters(), lr)
+    out = [get_params(net)]
+    for gs in grads:
+        for p, g in zip(net.parameters(), gs, strict=True):
+            p.grad = g.double()
+        opt.step()
+        out.append(get_params(net))
+    return out
+
+
+def tf1_rmsprop_by_hand(theta: np.ndarray, grads: list[np.ndarray], lr: float, decay: float = 0.9,
+                        epsilon: float = 1e-10) -> list[np.ndarray]:
+    """TF-1's ApplyRMSProp written out in numpy, momentum 0 (training_ops.cc v1.15.0 lines 461-464)."""
+    ms, out = np.ones_like(theta), [theta]  # the "rms" slot starts at ones (rmsprop.py lines 118-123)
+    for g in grads:
+        ms = ms + (g * g - ms) * (1 - decay)  # ms += (g² − ms)·(1 − ρ)
+        theta = theta - lr * g / np.sqrt(ms + epsilon)  # var −= lr·g/√(ms + ε)
+        out.append(theta)
+    return out
+
+
+def optimizer_steps(critic_init: torch.nn.Module, grads: list[list[torch.Tensor]], lr: float) -> dict:
+    """Replay the critic's first GRADS through both optimizers from its initial weights, and TF-1's by hand."""
+    tf1, torch_ = replay("tf1-rmsprop", critic_init, grads, lr), replay("torch-rmsprop", critic_init, grads, lr)
+    flat = [torch.cat([g.reshape(-1) for g in gs]).double() for gs in grads]
+    hand = tf1_rmsprop_by_hand(tf1[0].numpy(), [g.numpy() for g in flat], lr)
+    size = max(float(np.abs(b - a).max()) for a, b in itertools.pairwise(hand))  # the largest step, by hand
+    by_hand = max(float(np.abs(t.numpy() - h).max()) for t, h in zip(tf1, hand, strict=True)) / size
+    step = [[float((b - a).abs().mean()) / lr for a, b in itertools.pairwise(traj)] for traj in (tf1, torch_)]
+    moved = flat[0] != 0
+    ratio = ((torch_[1] - torch_[0]).abs()[moved] / (tf1[1] - tf1[0]).abs()[moved]).median()
+    return {"by_hand": by_hand, "tf1": step[0], "torch": step[1], "first_ratio": float(ratio),
+            "grad_rms": [float(g.pow(2).mean().sqrt()) for g in flat]}
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------------------------
+
+def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
+    """The network's optimizer: TF-1's RMSProp (the tutorial's) or torch's (as A2C implementations configure it)."""
+    if name == "tf1-rmsprop":
+        return TFRMSprop(params, lr=lr)  # tf.train.RMSPropOptimizer(lr): decay 0.9, ε 1e-10 inside √, ms₀ = 1
+    return torch.optim.RMSprop(params, lr=lr, alpha=0.99, eps=1e-5)  # α 0.99, ε outside √, v₀ = 0
+
 
 def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> dict:
     torch.manual_seed(config.seed)
     actor, critic = mlp(4, 2, config.hidden), mlp(4, 1, config.hidden)
-    actor_opt = torch.optim.RMSprop(actor.parameters(), lr=config.actor_lr, alpha=0.99, eps=1e-5)
-    critic_opt = torch.optim.RMSprop(critic.parameters(), lr=config.critic_lr, alpha=0.99, eps=1e-5)
+    critic_init = copy.deepcopy(critic)
+    actor_opt = make_optimizer(config.optimizer, actor.parameters(), config.actor_lr)
+    critic_opt = make_optimizer(config.optimizer, critic.parameters(), config.critic_lr)
+    first_grads: list[list[torch.Tensor]] = []  # the critic's first gradients, replayed by optimizer_steps()
     envs = [rl.make_env() for _ in range(config.envs)]
     checkpoint = rl.BestCheckpoint(config.eval_every, config.checkpoint_episodes, config.seed)
     last_step = config.total_steps - config.total_steps % config.envs
@@ -147,6 +203,8 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
             td_target = torch.from_numpy(r) + config.gamma * (1 - torch.from_numpy(terminal)) * \
                 critic(torch.from_numpy(s2)).squeeze(1)  # bootstraps from s' even when truncated
         loss, td = critic_update(critic, critic_opt, st, td_target, config.grad_mode)
+        if len(first_grads) < REPLAY_STEPS:
+            first_grads.append([p.grad.detach().clone() for p in critic.parameters()])
         # the actor follows the advantage estimate δ, detached so the actor does not train the critic
         actor_loss = -(dist.log_prob(a) * td).mean() - config.entropy * dist.entropy().mean()
         actor_opt.zero_grad()
@@ -162,7 +220,8 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     wall = time.perf_counter() - start
     for env in envs:
         env.close()
-    return {"actor": actor, "critic": critic, "checkpoint": checkpoint, "episodes": episodes, "stopped": stopped,
+    return {"actor": actor, "critic": critic, "critic_init": critic_init, "first_grads": first_grads,
+            "checkpoint": checkpoint, "episodes": episodes, "stopped": stopped,
             "loss": torch.stack(losses) if losses else torch.zeros(0),
             "abs_td": torch.stack(abs_td) if abs_td else torch.zeros(0), "steps": step, "wall_s": wall,
             "steps_per_s": step / wall}
@@ -185,6 +244,7 @@ def run(config: Config, device: torch.device | None = None,
                           [*b["critic"].parameters(), *b["actor"].parameters()], strict=True))
     same = a["episodes"] == b["episodes"] and torch.equal(a["loss"], b["loss"])
     flat_diff, state_diff, n_params = copy_checks(out["critic"], config.hidden, config.seed)
+    opt = optimizer_steps(out["critic_init"], out["first_grads"], config.critic_lr)
 
     n = config.windows
     edges = rl.window_edges(out["steps"], n)
@@ -196,12 +256,18 @@ def run(config: Config, device: torch.device | None = None,
             zip(edges, returns, loss_w, td_w, strict=True)]
     mean_eval = float(np.mean(eval_returns))
     claims = [
-        Claim("explicit-equals-backward", f"critic via autograd.grad → .grad → RMSprop ≡ loss.backward(), same seed, "
-              f"first {short.total_steps:,} steps (max |Δweight|; returns and losses identical too)",
+        Claim("explicit-equals-backward", f"critic via autograd.grad → .grad → {config.optimizer} ≡ loss.backward(), "
+              f"same seed, first {short.total_steps:,} steps (max |Δweight|; returns and losses identical too)",
               weight_diff if same else math.inf, 0.0),
         Claim("copy-flat-vector", f"critic copied through parameters_to_vector / vector_to_parameters ({n_params} "
               f"numbers): max |ΔV| on 256 states", flat_diff, 0.0),
         Claim("copy-state-dict", "critic copied through state_dict: max |ΔV| on 256 states", state_diff, 0.0),
+        Claim("tf1-rmsprop-by-hand", f"TFRMSprop ≡ TF-1's RMSProp kernel written out in numpy (ms₀ = 1, decay 0.9, "
+              f"ε inside √): the critic's first {len(out['first_grads'])} gradients, float64, max |Δθ| relative to "
+              f"the largest step", opt["by_hand"], 1e-9),
+        Claim("optimizers-differ", "same first gradient, same lr: torch.optim.RMSprop's step ÷ TF-1 RMSProp's, "
+              "median over the critic's parameters (torch starts its mean square at 0, TF-1 at 1)",
+              opt["first_ratio"], 3.0, ">="),
         Claim("learns", f"the actor learns: its best checkpoint (step {best.best_step:,} of {out['steps']:,}, chosen "
               f"on {config.checkpoint_episodes} greedy episodes) scores ≥ {rl.SOLVED:.0f} on {config.eval_episodes} "
               f"fresh greedy episodes (mean; the last actor is in the table)", mean_eval, rl.SOLVED, ">="),
@@ -214,9 +280,20 @@ def run(config: Config, device: torch.device | None = None,
                  "eval_returns": eval_returns, "eval_mean": mean_eval, "best_step": best.best_step,
                  "checkpoint_returns": [score for _, score in best.history],
                  "eval_last_mean": float(np.mean(last_returns)), "episodes": len(out["episodes"]),
-                 "steps_per_s": out["steps_per_s"], "wall_s": out["wall_s"], "critic_parameters": n_params},
+                 "steps_per_s": out["steps_per_s"], "wall_s": out["wall_s"], "critic_parameters": n_params,
+                 "optimizer_steps": {k: opt[k] for k in ("tf1", "torch", "grad_rms")}},
         claims=claims,
         tables=[
+            Table(f"two optimizers called RMSProp, lr {config.critic_lr:g}: the critic's first "
+                  f"{len(opt['tf1'])} gradients from this run, replayed through each from its initial weights",
+                  ["update", "rms of g", "tf1-rmsprop: mean |Δθ| / lr", "torch-rmsprop: mean |Δθ| / lr",
+                   "torch ÷ tf1"],
+                  [[k, opt["grad_rms"][k - 1], opt["tf1"][k - 1], opt["torch"][k - 1],
+                    opt["torch"][k - 1] / opt["tf1"][k - 1]] for k in REPLAY_ROWS if k <= len(opt["tf1"])],
+                  [None, ".3g", ".3g", ".3g", ".1f"],
+                  note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
+                       "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr "
+                       "on every coordinate with |g| ≫ 1e-4, whatever |g|"),
             Table(f"training ({config.grad_mode} critic gradients, {config.envs} environments in lockstep)",
                   ["env steps", "mean episodic return", "critic loss", "mean |td|"], rows,
                   [None, ".1f", ".4f", ".4f"]),
