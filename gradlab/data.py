@@ -75,14 +75,16 @@ class Data:
     x_test: Any
     y_test: Any
 
-    def info(self, train: int | None = None, test: int | None = None) -> dict[str, Any]:
-        """Name and sizes for the report (train/test: how many the lesson used, default all)."""
+    def info(self, train: int | None = None, test: int | None = None, images: str = "") -> dict[str, Any]:
+        """Name and sizes for the report (train/test: how many the lesson used, default all; IMAGES: which training
+        images, e.g. "images 5,000–59,999, as the tutorial's mnist.train", printed on the data line)."""
         return {
             "name": self.name,
             "source": self.source,
             "train": len(self.y_train) if train is None else train,
             "test": len(self.y_test) if test is None else test,
             "available": {"train": len(self.y_train), "test": len(self.y_test)},
+            **({"train_images": images} if images else {}),
         }
 
 

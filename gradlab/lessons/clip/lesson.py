@@ -218,7 +218,7 @@ def run(config: Config, data, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
     """Train with the chosen processing (and without, with --compare); check the claims. Pure: no printing."""
     device = device or torch.device("cpu")
-    x, y, x_test, labels_test, orders, notes = prepare(config, data, device)
+    x, y, x_test, labels_test, orders, notes, images = prepare(config, data, device)
     n_train, n_test = len(x), len(x_test)
     runs = [config.clip] + (["none"] if config.compare and config.clip != "none" else [])
     warm_up(runs, config, x, y, orders[0], device)
@@ -276,7 +276,7 @@ def run(config: Config, data, device: torch.device | None = None,
     return Result(
         lesson="clip",
         title="compute → process → apply gradients, with clipping by global norm",
-        seed=config.seed, data=data.info(n_train, n_test), metrics=metrics, claims=claims,
+        seed=config.seed, data=data.info(n_train, n_test, images), metrics=metrics, claims=claims,
         tables=tables(results, metrics, config, first_norm),
         curves=curves(results, config),
         notes=notes,

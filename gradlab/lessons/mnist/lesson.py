@@ -183,7 +183,7 @@ def run(config: Config, data, device: torch.device | None = None,
     """Train the chosen variant(s) on DATA (gradlab.data.Data) and check the claims. Pure: no printing."""
     device = device or torch.device("cpu")
     torch.manual_seed(config.seed)
-    x, y, x_test, labels_test, orders, notes = prepare(config, data, device)
+    x, y, x_test, labels_test, orders, notes, images = prepare(config, data, device)
     labels = y.argmax(dim=1)  # the class numbers, for the autograd ways' F.cross_entropy
     n_train, n_test = len(x), len(x_test)
     variants = list(VARIANTS) if config.variant == "compare" else [config.variant]
@@ -239,7 +239,7 @@ def run(config: Config, data, device: torch.device | None = None,
         title="MNIST softmax regression: optimizer step vs hand-written gradient step vs analytic gradient",
          # filled by the runner with every option
         seed=config.seed,
-        data=data.info(n_train, n_test),
+        data=data.info(n_train, n_test, images),
         metrics=metrics,
         claims=claims,
         tables=tables(metrics, variants, config, data.name),
