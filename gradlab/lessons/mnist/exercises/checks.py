@@ -62,7 +62,7 @@ def _grad_reference(W, b, x, y):
 
 
 def _grad_no_b(W, b, x, y):
-    d = torch.softmax(x @ W + b, dim=1) - y
+    d = torch.softmax(x @ W + b, dim=1) - y  # p − y, not divided by B: ∂W = xᵀd is B× too large, ∂b = mean d is right
     return x.T @ d, d.mean(dim=0)
 
 
@@ -79,8 +79,9 @@ def _grad_b_summed(W, b, x, y):
 GRAD = Checks(
     harness=HARNESSES["softmax_grad"], reference=_grad_reference,
     mistakes=[
-        Mistake("/B forgotten", _grad_no_b, lambda s, r: "your gradient is B times too large: the cost is a mean "
-                "over the batch, so ∂cost/∂z = (p − y)/B"),
+        Mistake("∂W's /B forgotten", _grad_no_b, lambda s, r: "∂cost/∂W is B times too large (your ∂cost/∂b, a "
+                "mean over the batch, is right): xᵀ(p − y) sums over the B samples and the cost is their mean, so "
+                "∂cost/∂W = xᵀ(p − y)/B"),
         Mistake("sign", _grad_uphill, lambda s, r: "your gradient has the wrong sign: ∂cost/∂z = p − y (the "
                 "prediction minus the label), not y − p"),
         Mistake("∂b summed", _grad_b_summed, lambda s, r: "∂cost/∂W is right but ∂cost/∂b is B times too large: "
