@@ -55,8 +55,8 @@ CRITIC = Checks(
         Mistake("uphill", _critic_uphill, lambda s, r: "your update goes uphill: put the gradient itself in .grad; "
                 "the optimizer subtracts it"),
     ],
-    claims={"critic": ("3 updates with your function ≡ with the explicit-gradient RMSprop update (max relative |Δ| "
-                       "of the parameters)", 1e-5)})
+    claims={"critic": ("3 updates with your function ≡ with the explicit-gradient update, torch's RMSprop (max "
+                       "relative |Δ| of the parameters)", 1e-5)})
 
 
 CHECKS: dict[str, Checks] = {

@@ -31,6 +31,8 @@ def _critic_cases(seed: int) -> list[dict]:
 
 def _critic_harness(fn: Callable, case: dict) -> dict:
     critic = _critic(case["weights"])
+    # torch's RMSprop, not gradlab.optim.TFRMSprop: what is checked is how the gradients reach .grad, which does not
+    # depend on the algorithm, and this file imports torch and gradlab.practice.harness only (it runs in the sandbox)
     optimizer = torch.optim.RMSprop(critic.parameters(), lr=0.01, alpha=0.99, eps=1e-5)
     for p, stale in zip(critic.parameters(), case["stale"], strict=True):
         p.grad = stale.clone()  # what .grad holds from the last update
