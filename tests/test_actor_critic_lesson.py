@@ -189,3 +189,23 @@ def test_the_optimizer_option_trains_with_torchs_rmsprop_too():
     claims = {c.id: c for c in result.claims}
     assert claims["explicit-equals-backward"].passed and claims["tf1-rmsprop-by-hand"].passed
     assert "torch-rmsprop" in claims["explicit-equals-backward"].text
+
+
+@pytest.mark.parametrize(("g", "torch_step", "tf1_step"), [(1e-9, 9.090909e-05, 3.152309e-06),
+                                                            (1e-6, 9.900990e-04, 7.597469e-04),
+                                                            (1.0, 1.000000e-03, 9.999997e-04)])
+def test_adams_epsilon_placement_the_readmes_first_steps(g, torch_step, tf1_step):
+    """The README's Adam row: torch.optim.Adam's first step, measured, and TF-1's AdamOptimizer's from its formula
+    (tensorflow/python/training/adam.py, v1.15.0: lr_t = lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ), step = lr_t·m_t/(√v_t + ε̂)), at
+    lr 1e-3, β (0.9, 0.999), ε 1e-8, one constant gradient g."""
+    lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
+    p = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    opt = torch.optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)
+    p.grad = torch.full_like(p, g)
+    opt.step()
+    assert -float(p.detach()) == pytest.approx(torch_step, rel=1e-6)
+    m, v = (1 - b1) * g, (1 - b2) * g * g  # m_1, v_1 from zero
+    lr_t = lr * np.sqrt(1 - b2) / (1 - b1)
+    assert lr_t * m / (np.sqrt(v) + eps) == pytest.approx(tf1_step, rel=1e-6)
+    # TF-1's ε̂ acts as torch's ε / √(1 − β₂) at the first step: the same step with that ε
+    assert lr * g / (g + eps / np.sqrt(1 - b2)) == pytest.approx(tf1_step, rel=1e-6)
