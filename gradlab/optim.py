@@ -26,9 +26,11 @@ import torch
 
 
 class TFRMSprop(torch.optim.Optimizer):
-    """TF-1's `tf.train.RMSPropOptimizer(learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, centered=False)`,
-    same defaults, same formula: ε inside the square root, the mean square starting at ones, plain (not Nesterov)
-    momentum applied to the already-scaled step. Dense gradients only (TF-1's sparse path skipped unused rows)."""
+    """TF-1's `tf.train.RMSPropOptimizer(learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, centered=False)`
+    (rmsprop.py v1.15.0 lines 61-68), same defaults, same formula: ε inside the square root, the mean square
+    starting at ones, the "mg" and "momentum" slots at zeros (lines 116-127), "plain momentum, not Nesterov
+    momentum" (line 28) applied to the already-scaled step. Dense gradients only: TF-1's sparse path, which updated
+    only the rows a gradient touched (lines 71-81), is not reproduced."""
 
     def __init__(self, params, lr: float, decay: float = 0.9, momentum: float = 0.0, epsilon: float = 1e-10,
                  centered: bool = False):
