@@ -323,7 +323,7 @@ def run(config: Config, device: torch.device | None = None,
                   [None, ".3g", ".3g", ".3g", ".1f"],
                   note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
                        "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr "
-                       "on every coordinate with |g| ≫ 1e-4, whatever |g|"),
+                       "on every coordinate whose |g| ≫ 1e-4, however small |g| is"),
             Table(f"training ({config.grad_mode} critic gradients, {config.envs} environments in lockstep)",
                   ["env steps", "mean episodic return", "critic loss", "mean |td|"], rows,
                   [None, ".1f", ".4f", ".4f"]),
