@@ -49,7 +49,8 @@ CRITIC = Checks(
     harness=HARNESSES["critic_update"], reference=_critic_reference,
     mistakes=[
         Mistake("residual gradient", _critic_residual, lambda s, r: "the bootstrap V(s2) was differentiated too (the "
-                "residual gradient): compute the target under torch.no_grad(), it is a number to move towards"),
+                "naive residual gradient, Sutton & Barto §11.5): compute the target under torch.no_grad(), it is a "
+                "number to move towards, as the tutorial's fed td_target"),
         Mistake(".grad added to", _critic_added, lambda s, r: "you added the new gradient to .grad, which still held "
                 "the last one: assign p.grad = g (torch.autograd.grad returns fresh gradients)"),
         Mistake("uphill", _critic_uphill, lambda s, r: "your update goes uphill: put the gradient itself in .grad; "
