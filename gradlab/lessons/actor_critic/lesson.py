@@ -77,7 +77,7 @@ MARKS = {f"learns ({rl.SOLVED:.0f}: v0's 'solved')": rl.SOLVED, f"v1's 'solved' 
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("critic_update", "TFRMSprop", "get_params", "set_params")
+EXPLAIN = ("critic_update", "tf1_rmsprop_by_hand", "get_params", "set_params")
 
 
 def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:
