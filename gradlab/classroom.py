@@ -210,8 +210,8 @@ def notebooks(folder: str, source: str | None, force: bool) -> int:
         if source is not None:
             nb["cells"][1]["source"] = set_source("".join(nb["cells"][1]["source"]), source)
         write_bytes(out / path.name, (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode())
-    click.echo(f"wrote {len(found)} notebooks to {folder}: open them with `jupyter lab {folder}`, or upload one to "
-               f"Colab (File > Upload notebook)")
+    click.echo(f"wrote {len(found)} notebooks to {folder}: open them with `jupyter lab {folder}` (JupyterLab is the "
+               f"extra: pip install 'gradlab[notebooks]'), or upload one to Colab (File > Upload notebook)")
     return 0
 
 

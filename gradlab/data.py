@@ -75,14 +75,16 @@ class Data:
     x_test: Any
     y_test: Any
 
-    def info(self, train: int | None = None, test: int | None = None) -> dict[str, Any]:
-        """Name and sizes for the report (train/test: how many the lesson used, default all)."""
+    def info(self, train: int | None = None, test: int | None = None, images: str = "") -> dict[str, Any]:
+        """Name and sizes for the report (train/test: how many the lesson used, default all; IMAGES: which training
+        images, e.g. "images 5,000–59,999, as the tutorial's mnist.train", printed on the data line)."""
         return {
             "name": self.name,
             "source": self.source,
             "train": len(self.y_train) if train is None else train,
             "test": len(self.y_test) if test is None else test,
             "available": {"train": len(self.y_train), "test": len(self.y_test)},
+            **({"train_images": images} if images else {}),
         }
 
 
@@ -115,16 +117,38 @@ class _NotAvailable(GradlabError):
         self.reason = reason  # short, for the --dataset auto note
 
 
+FULL = "pip install 'gradlab[full]'"  # the extra with torchvision: right unless torch is a CPU-only build
+
+
+def torchvision_command() -> str:
+    """The pip command that adds torchvision and keeps the installed torch (pinned to its version). For a CPU-only
+    build (`+cpu`) it reads PyTorch's CPU index, the one that build came from: `pip install 'gradlab[full]'` would take
+    PyPI's newest torchvision, which may need a newer torch, and pip would then replace the CPU build with PyPI's CUDA
+    one (measured: torch 2.13.0+cpu replaced by 2.15.0 and 15 nvidia-* packages). PyPI's torchvision beside a +cpu
+    torch does not even import (measured with 0.28.0 and 2.13.0+cpu: "operator torchvision::nms does not exist")."""
+    import torch
+
+    version, _, local = torch.__version__.partition("+")
+    index = " --index-url https://download.pytorch.org/whl/cpu" if local == "cpu" else ""
+    return f'pip install torchvision "torch=={version}"{index}'
+
+
 def _torchvision_class(class_name: str):
     """torchvision's dataset class, which reads (and downloads) the full datasets. torchvision is an optional
-    dependency (`pip install 'gradlab[full]'`): every lesson runs on the bundled sample without it."""
+    dependency (the extra `gradlab[full]`, or torchvision_command()): every lesson runs on the bundled sample
+    without it."""
     try:
         import torchvision.datasets
-    except ImportError:  # absent, or a build that does not match the installed torch
+    except (ImportError, RuntimeError, OSError):  # absent; or built for another torch (its operators fail to load)
+        import torch
+
+        command, cpu = torchvision_command(), torch.__version__.endswith("+cpu")
+        how = (f"{command} (not 'gradlab[full]', which would replace this CPU-only torch with PyPI's CUDA build)" if cpu
+               else f"{FULL}, or {command} to keep this torch")
         raise _NotAvailable(
-            f"the full {class_name} dataset needs torchvision, which is not installed (or does not load beside this "
-            f"torch); pip install 'gradlab[full]' (or a torchvision matching your torch), or use --dataset "
-            f"mnist-sample", "torchvision is not installed (pip install 'gradlab[full]')") from None
+            f"the full {class_name} dataset needs torchvision, which is not installed (or does not load beside torch "
+            f"{torch.__version__}); {how}, or use --dataset mnist-sample",
+            f"torchvision is not installed ({command if cpu else FULL})") from None
     return getattr(torchvision.datasets, class_name)
 
 

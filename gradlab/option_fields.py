@@ -163,7 +163,8 @@ def batch_size(default: int, help: str = "Images per gradient step.") -> Any:
 
 
 def train_size() -> Any:
-    return option(55000, "First N training images (all of them when fewer exist, as with the bundled sample).")
+    return option(55000, "N training images: from image 5,000 on for full MNIST and Fashion-MNIST (the tutorial's "
+                         "mnist.train), from 0 for the bundled sample; all of them when fewer exist.")
 
 
 def test_size() -> Any:

@@ -25,7 +25,6 @@ ENV_ID = "CartPole-v1"
 # episodes: id="CartPole-v1", max_episode_steps=500, reward_threshold=475.0). env_note() reads both from gymnasium's
 # registry and says so beside every table; bench/bench_seeds.py counts how many seeds reach each.
 LEARNED = 195.0
-SOLVED = LEARNED  # the older name of the same mark (195: v0's "solved", not v1's), kept for the lessons that read it
 FINAL_SEEDS = 10_000  # episode k of the reported evaluation starts from seed + FINAL_SEEDS + k ...
 CHECKPOINT_SEEDS = 20_000  # ... and of a checkpoint evaluation from seed + CHECKPOINT_SEEDS + k: never the same
 

@@ -42,6 +42,22 @@ def batches(x: torch.Tensor, y: torch.Tensor, order: torch.Tensor | None, batch_
             yield x.index_select(0, idx), y.index_select(0, idx)
 
 
+# The tutorial's split. input_data.read_data_sets (tensorflow/contrib/learn/python/learn/datasets/mnist.py, v1.15.0,
+# lines 232-238 and 283-286) kept `validation_size=5000` back: `validation_images = train_images[:validation_size]`,
+# `train_images = train_images[validation_size:]`. So mnist.train was images 5,000-59,999 of the training file and
+# mnist.validation images 0-4,999. A full training file (mnist, fashion-mnist) is split the same way here. The bundled
+# mnist-sample is only the first 10,000 images of that file: skipping its first 5,000 would halve it, and no lesson
+# validates on anything, so it trains on all 10,000 (images 0-9,999; the tutorial's costs are only shown beside full
+# MNIST's). The data line of every run names the images used.
+VALIDATION_SIZE = 5000
+
+
+def train_start(data) -> int:
+    """The index of the first training image: 5,000 for a full training file (the tutorial's mnist.train starts
+    there), 0 for the bundled sample and for any file of at most 5,000 images."""
+    return VALIDATION_SIZE if data.name != "mnist-sample" and len(data.y_train) > VALIDATION_SIZE else 0
+
+
 class Split(NamedTuple):
     """The slices of a dataset a run trains and tests on, on its device, and the batch order of every epoch."""
 
@@ -51,27 +67,35 @@ class Split(NamedTuple):
     labels_test: torch.Tensor  # (n_test,) integer labels
     orders: list  # one permutation per epoch, or None for file order
     notes: list[str]
+    images: str  # which training images, for the data line: "images 5,000–59,999, as the tutorial's mnist.train"
 
 
 def prepare(config, data, device: torch.device) -> Split:
-    """The first train_size/test_size images (all of them when fewer exist, with a note), one-hot labels made once
-    like the tutorial's, and the shared batch orders. Used by every lesson that trains on MNIST-like data."""
+    """train_size training images from train_start(data) on, the first test_size test images (all there are when
+    fewer exist, with a note), one-hot labels made once like the tutorial's, and the shared batch orders. Used by
+    every lesson that trains on MNIST-like data."""
     notes = []
-    n_train, n_test = min(config.train_size, len(data.y_train)), min(config.test_size, len(data.y_test))
+    start = train_start(data)
+    n_train, n_test = min(config.train_size, len(data.y_train) - start), min(config.test_size, len(data.y_test))
+    after = f" from image {start:,} on (the tutorial's mnist.train)" if start else ""
     defaults = type(config).__dataclass_fields__  # the data line shows "train 10,000 of 10,000" anyway: a note
     if n_train < config.train_size != defaults["train_size"].default:  # only for a size the user chose
-        notes.append(f"--train-size {config.train_size} > the {len(data.y_train):,} training images of "
-                     f"{data.name}: using all {n_train:,}")
+        notes.append(f"--train-size {config.train_size} > the {len(data.y_train) - start:,} training images of "
+                     f"{data.name}{after}: using all {n_train:,}")
     if n_test < config.test_size != defaults["test_size"].default:
         notes.append(f"--test-size {config.test_size} > the {len(data.y_test):,} test images: using all {n_test:,}")
     check(config.batch_size <= n_train,
           f"--batch-size {config.batch_size} is larger than the training set ({n_train} images); "
           f"use a smaller --batch-size or a larger --train-size")
     orders = batch_orders(n_train, config.epochs, config.shuffle, config.seed)
-    return Split(x=data.x_train[:n_train].to(device),
-                 y=F.one_hot(data.y_train[:n_train], 10).to(torch.float32).to(device),
+    images = f"images {start:,}–{start + n_train - 1:,}"
+    if start:  # the tutorial's mnist.train: images 5,000 to the end of the file
+        images += ", as the tutorial's mnist.train" if start + n_train == len(data.y_train) else \
+            f"; the tutorial's mnist.train starts at {start:,}"
+    return Split(x=data.x_train[start:start + n_train].to(device),
+                 y=F.one_hot(data.y_train[start:start + n_train], 10).to(torch.float32).to(device),
                  x_test=data.x_test[:n_test].to(device), labels_test=data.y_test[:n_test].to(device),
-                 orders=[o if o is None else o.to(device) for o in orders], notes=notes)
+                 orders=[o if o is None else o.to(device) for o in orders], notes=notes, images=images)
 
 
 def global_norm(grads: list[torch.Tensor]) -> torch.Tensor:

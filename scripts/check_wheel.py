@@ -8,7 +8,7 @@
 2. The notebooks' own first cell (read from the wheel) installs gradlab from the wheel lying beside it, as on Colab.
    pip must keep that torch: no CUDA build, no nvidia-* package, no torchvision.
 3. From a folder outside the repository: a preset by name, three lessons, `gradlab notebooks`, and the one-line
-   error that full MNIST needs torchvision.
+   error that full MNIST needs torchvision (with a +cpu torch: the command that keeps it, from the CPU index).
 Prints the venv's size and the time of each install; exits 1 at the first thing that is not as it should be.
 """
 
@@ -85,6 +85,8 @@ def main() -> None:
         assert len(list((work / "nbs").glob("*.ipynb"))) == 8
         err = run([gradlab, "mnist", "--dataset", "mnist", "--data-dir", str(work / "none")], work, expect=2).stderr
         assert "needs torchvision" in err and "gradlab[full]" in err and len(err.strip().splitlines()) == 1, err
+        if version.endswith("+cpu"):  # the advice keeps this CPU torch: torchvision from the CPU index, torch pinned
+            assert f'"torch=={version[:-4]}" --index-url https://download.pytorch.org/whl/cpu' in err, err
         print(f"ok: {wheel.name} with torch {version}, from {work}: preset by name, 3 lessons, notebooks, and the "
               f"torchvision message")
 

@@ -3,12 +3,14 @@
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from conftest import assert_one_line_error, invoke
 
 from gradlab.errors import GradlabError
 from gradlab.lessons.actor_critic import lesson as A
+from gradlab.optim import TFRMSprop
 
 TINY = A.Config(total_steps=800, envs=4, hidden=16, eval_episodes=1, windows=2)
 
@@ -88,3 +90,122 @@ def test_cli_bad_inputs(args, fragment):
 def test_config_rejects_negative_entropy():
     with pytest.raises(GradlabError, match="--entropy must be ≥ 0"):
         A.Config(entropy=-0.1)
+
+
+# ------------------------------------------------------------------------ TFRMSprop: TF-1's RMSProp, by hand
+
+def tf1_rmsprop(theta, grads, lr, decay=0.9, momentum=0.0, epsilon=1e-10, centered=False):
+    """TF-1's ApplyRMSProp / ApplyCenteredRMSProp kernels (training_ops.cc, v1.15.0) in float64 numpy, written
+    independently of gradlab: the trajectory of theta."""
+    ms, mg, mom, out = np.ones_like(theta), np.zeros_like(theta), np.zeros_like(theta), []
+    for g in grads:
+        ms = ms + (g * g - ms) * (1 - decay)
+        mg = mg + (g - mg) * (1 - decay)
+        denom = ms - mg * mg + epsilon if centered else ms + epsilon
+        mom = mom * momentum + g * lr / np.sqrt(denom)
+        theta = theta - mom
+        out.append(theta)
+    return np.array(out)
+
+
+GRADS = np.random.default_rng(0).standard_normal((8, 6)) * np.array([1e-3, 0.1, 1.0, 10.0, 0.5, 3.0])
+
+
+@pytest.mark.parametrize("how", [{}, {"momentum": 0.9}, {"centered": True}, {"centered": True, "momentum": 0.5},
+                                 {"epsilon": 0.5}, {"decay": 0.5, "epsilon": 1e-3, "momentum": 0.3}])
+def test_tfrmsprop_is_tf1s_formula_computed_by_hand(how):
+    p = torch.nn.Parameter(torch.linspace(-1, 1, 6, dtype=torch.float64))
+    theta0 = p.detach().numpy().copy()
+    opt = TFRMSprop([p], lr=0.01, **how)
+    got = []
+    for g in GRADS:
+        p.grad = torch.from_numpy(g)
+        opt.step()
+        got.append(p.detach().numpy().copy())
+    want = tf1_rmsprop(theta0, GRADS, 0.01, **how)
+    assert np.abs(np.array(got) - want).max() <= 1e-15
+    # and the formula tells the placement of ε and the start of ms apart (this test could fail)
+    other = dict(how, epsilon=how.get("epsilon", 1e-10) + 0.25)
+    assert np.abs(tf1_rmsprop(theta0, GRADS, 0.01, **other) - want).max() > 1e-6
+
+
+def test_tfrmsprop_first_steps_are_tf1s_not_torchs():
+    """lr 0.01, a constant gradient g: TF 2.21's tf.compat.v1.train.RMSPropOptimizer gave steps 1.05409e-05,
+    0.00105351, 0.01 and 0.0302891 for g = 0.001, 0.1, 1, 10 (run in graph mode): lr·g/√(0.9 + 0.1g²)
+    at the first step, since its mean square starts at 1. torch's RMSprop starts at 0: its first step is
+    lr/√(1 − α) = 0.1 for any |g| ≫ ε."""
+    for g, tf_step in ((0.001, 1.05409e-05), (0.1, 0.00105351), (1.0, 0.01), (10.0, 0.0302891)):
+        p = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+        q = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+        ours, theirs = TFRMSprop([p], lr=0.01), torch.optim.RMSprop([q], lr=0.01)
+        p.grad, q.grad = torch.full_like(p, g), torch.full_like(q, g)
+        ours.step()
+        theirs.step()
+        assert -float(p.detach()) == pytest.approx(tf_step, rel=1e-5)
+        assert -float(q.detach()) == pytest.approx(0.1, rel=2e-4)
+    assert TFRMSprop([torch.nn.Parameter(torch.zeros(1))], lr=0.1).defaults == {
+        "lr": 0.1, "decay": 0.9, "momentum": 0.0, "epsilon": 1e-10, "centered": False}
+
+
+def test_tfrmsprop_imports_torch_only():
+    """gradlab/optim.py may run beside a student's code: it imports torch (and __future__), nothing of gradlab."""
+    import ast
+    from pathlib import Path
+
+    import gradlab.optim
+
+    tree = ast.parse(Path(gradlab.optim.__file__).read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported == {"__future__", "torch"}
+
+
+def test_the_optimizer_claims_can_fail(monkeypatch):
+    """A TFRMSprop whose mean square started at 0 (torch's choice) fails the by-hand claim; torch's RMSprop in
+    place of TF-1's makes the two optimizers the same, which fails optimizers-differ."""
+    out = A.train(replace(TINY, total_steps=200))
+    good = A.optimizer_steps(out["critic_init"], out["first_grads"], 2e-3)
+    assert good["by_hand"] <= 1e-9 and good["first_ratio"] >= 3
+
+    class ZeroStart(TFRMSprop):
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if not self.state[p]:
+                        self.state[p].update(ms=torch.zeros_like(p), mom=torch.zeros_like(p))
+            return super().step(closure)
+
+    monkeypatch.setattr(A, "TFRMSprop", ZeroStart)
+    assert A.optimizer_steps(out["critic_init"], out["first_grads"], 2e-3)["by_hand"] > 1
+    monkeypatch.setattr(A, "TFRMSprop", lambda params, lr: torch.optim.RMSprop(params, lr=lr, alpha=0.99, eps=1e-5))
+    assert A.optimizer_steps(out["critic_init"], out["first_grads"], 2e-3)["first_ratio"] == pytest.approx(1.0)
+
+
+def test_the_optimizer_option_trains_with_torchs_rmsprop_too():
+    a, b = A.train(TINY), A.train(replace(TINY, optimizer="torch-rmsprop"))
+    assert isinstance(A.make_optimizer("tf1-rmsprop", A.mlp(4, 1, 4).parameters(), 1e-3), TFRMSprop)
+    assert not torch.equal(a["loss"], b["loss"])  # another algorithm, another run
+    result = A.run(replace(TINY, optimizer="torch-rmsprop"))
+    claims = {c.id: c for c in result.claims}
+    assert claims["explicit-equals-backward"].passed and claims["tf1-rmsprop-by-hand"].passed
+    assert "torch-rmsprop" in claims["explicit-equals-backward"].text
+
+
+@pytest.mark.parametrize(("g", "torch_step", "tf1_step"), [(1e-9, 9.090909e-05, 3.152309e-06),
+                                                            (1e-6, 9.900990e-04, 7.597469e-04),
+                                                            (1.0, 1.000000e-03, 9.999997e-04)])
+def test_adams_epsilon_placement_the_readmes_first_steps(g, torch_step, tf1_step):
+    """The README's Adam row: torch.optim.Adam's first step, measured, and TF-1's AdamOptimizer's from its formula
+    (tensorflow/python/training/adam.py, v1.15.0: lr_t = lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ), step = lr_t·m_t/(√v_t + ε̂)), at
+    lr 1e-3, β (0.9, 0.999), ε 1e-8, one constant gradient g."""
+    lr, b1, b2, eps = 1e-3, 0.9, 0.999, 1e-8
+    p = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
+    opt = torch.optim.Adam([p], lr=lr, betas=(b1, b2), eps=eps)
+    p.grad = torch.full_like(p, g)
+    opt.step()
+    assert -float(p.detach()) == pytest.approx(torch_step, rel=1e-6)
+    m, v = (1 - b1) * g, (1 - b2) * g * g  # m_1, v_1 from zero
+    lr_t = lr * np.sqrt(1 - b2) / (1 - b1)
+    assert lr_t * m / (np.sqrt(v) + eps) == pytest.approx(tf1_step, rel=1e-6)
+    # TF-1's ε̂ acts as torch's ε / √(1 − β₂) at the first step: the same step with that ε
+    assert lr * g / (g + eps / np.sqrt(1 - b2)) == pytest.approx(tf1_step, rel=1e-6)

@@ -63,7 +63,7 @@ def test_compare_shows_clipping_rescues_the_exploding_mlp(sample):
 def test_tutorial_setting_reports_the_first_norm_at_zero_init(sample):
     result = C.run(C.Config(model="softmax", lr=0.5, clip_norm=1.0, epochs=1, train_size=3000), sample)
     claims = {c.id: c for c in result.claims}
-    assert claims["first-norm-by-hand"].passed and claims["norm-bounded"].passed
+    assert claims["first-norm-by-hand"].passed and claims["step-bounded"].passed
     first = result.metrics["first_batch_global_norm"]
     assert first["model_init"] == first["softmax_zero_init"]  # the softmax starts at zero
     assert f"{first['model_init']:.6f} at the softmax's initial weights (zero init)" in result.tables[1].note
@@ -86,10 +86,31 @@ def test_three_step_path_is_bitwise_the_one_step_path(sample):
     assert C.equivalence_check(C.Config(), x, y, None, torch.device("cpu")) == 0.0
 
 
-def test_the_norm_bound_claim_can_fail(sample, monkeypatch):
-    monkeypatch.setattr(C, "clip_by_global_norm", lambda grads, clip_norm: [g * 1.5 for g in grads])
+def test_the_step_bound_claim_can_fail(sample, monkeypatch):
+    clip = C.clip_by_global_norm
+    monkeypatch.setattr(C, "clip_by_global_norm", lambda grads, clip_norm: [g * 1.5 for g in clip(grads, clip_norm)])
     result = C.run(C.Config(**SMALL), sample)
-    assert not {c.id: c for c in result.claims}["norm-bounded"].passed and result.exit_code == 1
+    claim = {c.id: c for c in result.claims}["step-bounded"]
+    assert not claim.passed and claim.value == pytest.approx(1.5, rel=1e-4) and result.exit_code == 1
+
+
+def test_the_step_bound_is_sgds_only_adam_breaks_it(sample, monkeypatch):
+    """Adam divides each coordinate by its own scale after the clip: its first step is about lr per coordinate, so
+    ‖Δθ‖ ≈ lr·√(number of parameters), far beyond lr·clip_norm (the lesson's docstring says so)."""
+    monkeypatch.setattr(torch.optim, "SGD", torch.optim.Adam)
+    result = C.run(C.Config(model="softmax", lr=0.01, compare=False, **SMALL), sample)
+    claim = {c.id: c for c in result.claims}["step-bounded"]
+    assert not claim.passed and claim.value > 10
+
+
+def test_the_step_bound_is_measured_on_the_parameters_of_every_mode(sample):
+    x, y = sample.x_train[:500], torch.nn.functional.one_hot(sample.y_train[:500], 10).float()
+    for mode, cap in (("global-norm", 1.0), ("norm", 1.0), ("value", 0.05)):
+        config = C.Config(clip=mode, clip_norm=cap, clip_value=cap, lr=2.0, epochs=1, batch_size=50)
+        out = C.train(mode, config, x, y, [None], torch.device("cpu"))
+        assert 0.99 < out["longest_step"] <= 1 + 1e-5, (mode, out["longest_step"])  # clipping acted: at the cap
+    unclipped = C.train("none", C.Config(epochs=1, batch_size=50), x, y, [None], torch.device("cpu"))
+    assert unclipped["longest_step"] > 2  # the same batches, unclipped: steps far past lr·clip_norm
 
 
 @pytest.mark.parametrize("mode", ["norm", "value", "none"])

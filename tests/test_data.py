@@ -7,10 +7,12 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import copy_sample_gz, make_idx_set, write_idx
+from conftest import REPO, copy_sample_gz, invoke, make_idx_set, write_idx
 
 from gradlab import data as datasets
 from gradlab.errors import GradlabError
+from gradlab.lessons.mnist.settings import Config as MnistConfig
+from gradlab.training import prepare
 
 
 def test_sample_is_real_mnist_in_memory(sample):
@@ -158,3 +160,51 @@ def test_a_read_only_data_dir_is_not_blamed_on_the_archive(tmp_path, monkeypatch
     with pytest.raises(GradlabError, match=r"Permission denied.*choose a writable --data-dir") as e:
         datasets.load("mnist", tmp_path, offline=True)
     assert "corrupted" not in str(e.value)
+
+
+FULL_MNIST = REPO / "data" / "MNIST" / "raw" / "train-images-idx3-ubyte"
+
+
+@pytest.mark.parametrize(("name", "folder"), [("mnist", "MNIST"), ("fashion-mnist", "FashionMNIST")])
+def test_a_full_training_file_trains_from_image_5000_as_the_tutorials_mnist_train(tmp_path, name, folder):
+    """read_data_sets(validation_size=5000) made images 0-4,999 mnist.validation: mnist.train starts at image 5,000
+    of the file. The first training image of the split is the file's image 5,000, read from the IDX bytes."""
+    raw = tmp_path / folder / "raw"
+    make_idx_set(raw, n_train=5_100, n_test=40, compress=False)
+    data, _ = datasets.load(name, tmp_path, offline=True)
+    split = prepare(MnistConfig(batch_size=10, test_size=40), data, torch.device("cpu"))
+    pixels = (raw / "train-images-idx3-ubyte").read_bytes()[16:]  # IDX: a 16-byte header, then 784 bytes an image
+    labels = (raw / "train-labels-idx1-ubyte").read_bytes()[8:]
+    image = torch.tensor(list(pixels[5_000 * 784:5_001 * 784]), dtype=torch.float32) / 255
+    assert torch.equal(split.x[0], image) and int(split.y[0].argmax()) == labels[5_000]
+    assert len(split.x) == 100 and torch.equal(split.x[-1], data.x_train[5_099])
+    assert split.images == "images 5,000–5,099, as the tutorial's mnist.train"
+    assert torch.equal(split.x_test, data.x_test[:40])  # the test images are the first ones, as mnist.test[:3000]
+    few = prepare(MnistConfig(batch_size=10, train_size=30), data, torch.device("cpu"))
+    assert torch.equal(few.x, data.x_train[5_000:5_030]) and "mnist.train starts at 5,000" in few.images
+
+
+def test_the_bundled_sample_keeps_all_its_10000_images_from_image_0(sample):
+    split = prepare(MnistConfig(), sample, torch.device("cpu"))
+    assert len(split.x) == 10_000 and torch.equal(split.x, sample.x_train) and split.images == "images 0–9,999"
+
+
+def test_the_data_line_names_the_training_images_used(tmp_path):
+    make_idx_set(tmp_path / "MNIST" / "raw", n_train=5_200, n_test=50, compress=False)
+    out = invoke("mnist", "--dataset", "mnist", "--data-dir", str(tmp_path), "--offline", "--epochs", "1",
+                 "--batch-size", "20", "--test-size", "50", "--no-shuffle", env={"COLUMNS": "200"})
+    assert out.exit_code in (0, 1), out.output  # random images: the claims may or may not hold
+    assert "train 200 of 5,200 (images 5,000–5,199, as the tutorial's mnist.train)" in out.output
+    sample = invoke("mnist", "--dataset", "mnist-sample", "--offline", "--epochs", "1", "--train-size", "500",
+                    env={"COLUMNS": "200"})
+    assert "train 500 of 10,000 (images 0–499)" in sample.output
+
+
+@pytest.mark.skipif(not FULL_MNIST.is_file(), reason="full MNIST is not in data/MNIST/raw")
+def test_real_full_mnist_trains_on_images_5000_to_59999():
+    data, _ = datasets.load("mnist", REPO / "data", offline=True)
+    split = prepare(MnistConfig(), data, torch.device("cpu"))
+    pixels = FULL_MNIST.read_bytes()[16:]
+    assert len(split.x) == 55_000 and torch.equal(
+        split.x[0], torch.tensor(list(pixels[5_000 * 784:5_001 * 784]), dtype=torch.float32) / 255)
+    assert split.images == "images 5,000–59,999, as the tutorial's mnist.train"

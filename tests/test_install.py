@@ -24,7 +24,7 @@ def test_presets_by_name_work_from_any_folder(tmp_path, monkeypatch):
 def test_notebooks_are_copied_out_never_over_a_students_work(tmp_path):
     out = tmp_path / "class"
     first = invoke("notebooks", str(out))
-    assert first.exit_code == 0 and "jupyter lab" in first.output
+    assert first.exit_code == 0 and "jupyter lab" in first.output and "gradlab[notebooks]" in first.output
     assert [p.name for p in sorted(out.glob("*.ipynb"))] == [p.name for p in assets.notebooks()]
     assert len(assets.notebooks()) == len(LESSONS), "one notebook per lesson: notebooks/NN-<lesson>.ipynb"
     assert_one_line_error(invoke("notebooks", str(out)), "already has 01-mnist.ipynb", "--force")
@@ -77,3 +77,37 @@ def test_full_mnist_without_torchvision_is_one_line_and_auto_falls_back_to_the_s
     out = invoke("mnist", "--dataset", "auto", "--data-dir", empty, "--epochs", "1", "--train-size", "500")
     assert out.exit_code == 0 and "mnist-sample" in out.output
     assert "torchvision is not installed (pip install 'gradlab[full]')" in " ".join(out.output.split())
+
+
+def test_on_a_cpu_only_torch_the_advice_keeps_it(tmp_path, monkeypatch):
+    """With a +cpu torch, `pip install 'gradlab[full]'` would replace it with PyPI's CUDA build (the newest torchvision
+    needs a newer torch): the message gives torchvision from PyTorch's CPU index, pinned to the installed torch."""
+    import torch
+
+    monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
+    monkeypatch.setitem(sys.modules, "torchvision", None)
+    monkeypatch.setitem(sys.modules, "torchvision.datasets", None)
+    command = 'pip install torchvision "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu'
+    from gradlab import data
+
+    assert data.torchvision_command() == command
+    empty = str(tmp_path / "data")
+    assert_one_line_error(invoke("mnist", "--dataset", "mnist", "--data-dir", empty), "needs torchvision", command,
+                          "not 'gradlab[full]', which would replace this CPU-only torch")
+    out = invoke("mnist", "--dataset", "auto", "--data-dir", empty, "--epochs", "1", "--train-size", "500")
+    assert out.exit_code == 0 and f"torchvision is not installed ({command})" in " ".join(out.output.split())
+    monkeypatch.setattr(torch, "__version__", "2.14.1+cu130")
+    assert data.torchvision_command() == 'pip install torchvision "torch==2.14.1"'
+
+
+def test_a_torchvision_built_for_another_torch_is_one_line_too(tmp_path, monkeypatch):
+    """PyPI's torchvision 0.28.0 beside torch 2.13.0+cpu raises RuntimeError on import ("operator torchvision::nms
+    does not exist"), not ImportError: the same one-line error, not a traceback."""
+    fake = tmp_path / "site" / "torchvision"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise RuntimeError("operator torchvision::nms does not exist")\n')
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert_one_line_error(invoke("mnist", "--dataset", "mnist", "--data-dir", str(tmp_path / "data")),
+                          "needs torchvision", "does not load beside torch")

@@ -164,3 +164,16 @@ def test_tutorial_column_only_for_full_mnist_with_tutorial_settings(sample):
     assert "tutorial (TF-1)" not in M.tables({"optimizer": {"epoch_cost": [1.0] * 10, "test_accuracy": 0.9,
                                                             "wall_s": 1.0, "samples_per_s": 1.0}},
                                              ["optimizer"], config, "mnist-sample")[0].columns
+
+
+def test_the_forgotten_slash_b_diagnosis_says_exactly_what_is_wrong():
+    """The mistake computes xᵀ(p − y) and mean(p − y): ∂W is B times too large, ∂b is right, as its diagnosis says."""
+    from gradlab.lessons.mnist.exercises.checks import GRAD
+
+    mistake = next(m for m in GRAD.mistakes if m.name == "∂W's /B forgotten")
+    for case in GRAD.cases(0):
+        got, ref = GRAD.call(mistake.fn, case), GRAD.call(GRAD.reference, case)
+        assert torch.allclose(got["gb"], ref["gb"], rtol=1e-5, atol=1e-7)
+        assert torch.allclose(got["gW"], len(case["x"]) * ref["gW"], rtol=1e-4, atol=1e-5)
+    said = mistake.diagnosis
+    assert "∂cost/∂W is B times too large" in said and "∂cost/∂b, a mean over the batch, is right" in said

@@ -219,8 +219,10 @@ def threads_text(n: int, why: str = "") -> str:
 def data_line(data: dict[str, Any]) -> str:
     """e.g. data: mnist-sample — train 10,000 of 10,000, test 3,000 of 10,000 (data/mnist-sample, bundled)"""
     avail = data.get("available", {})
+    which = f" ({escape(str(data['train_images']))})" if data.get("train_images") else ""  # e.g. images 5,000–59,999
     return (f"data: [bold]{escape(str(data['name']))}[/] — train {data['train']:,} of "
-            f"{avail.get('train', data['train']):,}, test {data['test']:,} of {avail.get('test', data['test']):,}  "
+            f"{avail.get('train', data['train']):,}{which}, test {data['test']:,} of "
+            f"{avail.get('test', data['test']):,}  "
             f"[dim]({escape(str(data.get('source', '')))})[/]")
 
 

@@ -90,7 +90,8 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
              f'{passed}/{len(r["claims"])} claims hold</p>']
     if r.get("data"):
         d = r["data"]
-        parts.append(f'<p class="meta">data: <b>{html.escape(d["name"])}</b> — train {d["train"]:,}, test '
+        which = f' ({html.escape(str(d["train_images"]))})' if d.get("train_images") else ""
+        parts.append(f'<p class="meta">data: <b>{html.escape(d["name"])}</b> — train {d["train"]:,}{which}, test '
                      f'{d["test"]:,} ({html.escape(str(d.get("source", "")))})</p>')
     parts += [f'<p class="note">note: {html.escape(n)}</p>' for n in r.get("notes", [])]
     if doc:

@@ -1,29 +1,53 @@
-"""An actor-critic whose critic is trained from explicitly computed gradients with RMSProp.
+"""An actor-critic whose critic is trained from explicitly computed gradients with TF-1's RMSProp.
 
-The tutorial's `CriticNetwork` (TF-1) did three things by hand:
+The tutorial's `CriticNetwork` (seed 003, its last lines: TF-1 code, called through `tf.compat.v1`) does three
+things by hand:
 
-    td        = td_target − V(s)                       td_target fed in: r + γ V(s') (0 after a terminal s')
-    loss      = mean(td²)
-    grads     = tf.gradients(loss, params)             compute
-    optimizer = tf.train.RMSPropOptimizer(lr)
-    optimizer.apply_gradients(zip(grads, params))      apply
+    self.td = tf.subtract(self.td_target, self.out)                        td = td_target − V(s)
+    self.loss = tflearn.mean_square(self.td_target, self.out)              loss = mean(td²)
+    self.critic_gradients = tf.gradients(self.loss, self.network_params)   compute
+    self.optimize = tf.compat.v1.train.RMSPropOptimizer(self.lr_rate).apply_gradients(
+        zip(self.critic_gradients, self.network_params))                   apply
 
-and built placeholders and assign ops to get and set all network parameters, to copy weights between agents.
+with `td_target` a placeholder (fed r + γ V(s'), 0 after a terminal s': no gradient flows through it), and
+placeholders with `self.network_params[idx].assign(param)` ops to set every parameter, to copy weights between
+agents. The seed stops there: it shows no actor.
 
 In PyTorch: `grads = torch.autograd.grad(loss, critic.parameters())`, then `p.grad = g` for each parameter and
-`RMSprop.step()` applies them (`--grad-mode explicit`); `loss.backward(); step()` is the usual one call
+`optimizer.step()` applies them (`--grad-mode explicit`); `loss.backward(); step()` is the usual one call
 (`--grad-mode backward`), and the two must train identically, bit for bit. Parameters are got and set as one
 flat vector with `parameters_to_vector` / `vector_to_parameters` (the assign ops), or as a `state_dict`.
+
+The optimizer. `tf.train.RMSPropOptimizer(lr)` (TF 1.15 tensorflow/python/training/rmsprop.py: `decay=0.9`,
+`epsilon=1e-10`, the "rms" slot made with `init_ops.ones_initializer`, lines 61-68 and 118-123; kernel
+`ApplyRMSProp` in tensorflow/core/kernels/training_ops.cc lines 461-464) is not `torch.optim.RMSprop`
+(torch/optim/rmsprop.py: `alpha=0.99`, `eps=1e-8`, `square_avg` starting at zeros; its doc: "The implementation
+here takes the square root of the gradient average before adding epsilon (note that TensorFlow interchanges
+these two operations)"):
+
+    TF-1   ms₀ = 1   ms += (g² − ms)(1 − 0.9)    θ −= lr·g / √(ms + 1e-10)
+    torch  v₀ = 0    v = α v + (1 − α) g²        θ −= lr·g / (√v + ε)
+
+So with the same lr, torch's first step is lr·g/(√(1 − α)|g| + ε) ≈ 10·lr on every coordinate (α = 0.99), while
+TF-1's is lr·g/√(0.9 + 0.1g²), tiny for small gradients, and grows as ms forgets its start (0.9ᵏ after k
+updates). `gradlab.optim.TFRMSprop` is TF-1's algorithm; it is the default here (`--optimizer tf1-rmsprop`, for both
+networks: the seed shows only the critic's optimizer). `--optimizer torch-rmsprop` is torch's as A2C
+implementations set it (stable-baselines3 stable_baselines3/a2c/a2c.py: `optimizer_kwargs = dict(alpha=0.99,
+eps=rms_prop_eps, weight_decay=0)`, `rms_prop_eps: float = 1e-5`). The run replays the critic's first 50 gradients
+through both (the table) and checks TFRMSprop against the kernel's formula written out in numpy (a claim).
 
 The agent is a one-step actor-critic (A2C-style: several environments stepped in lockstep, one TD step each):
 
     δ   = r + γ (1 − terminal) V(s') − V(s)              the TD error, also the advantage estimate
-    critic: minimise mean δ²                            (δ's target part is a constant, as the fed td_target)
+    critic: minimise mean δ²                            with r + γ(1 − terminal)V(s') held constant (computed
+                                                        under no_grad, as the fed td_target): a semi-gradient
     actor:  minimise −mean(ln π(a|s) · δ) − β·entropy   (δ detached: the actor must not move the critic)
 """
 
 from __future__ import annotations
 
+import copy
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -37,14 +61,22 @@ from gradlab import rl
 from gradlab.lessons.actor_critic.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
 )
+from gradlab.optim import TFRMSprop
 from gradlab.result import Claim, Curve, Result, Table
 
 CHECK_STEPS = 2_000  # environment steps of the second (other grad-mode) run behind the bitwise claim
+REPLAY_STEPS = 50  # the critic's first gradients, replayed through both optimizers (the optimizer table) ...
+REPLAY_ROWS = (1, 2, 3, 5, 10, 20, 30, 50)  # ... which shows these updates
+NAMES = {"tf1-rmsprop": "TF-1's RMSProp", "torch-rmsprop": "torch's RMSprop"}
+# The curves' reference lines: the learns claim's mark (CartPole-v0's registered 'solved' threshold, 195, a bar for
+# learning within the budget) and CartPole-v1's own, for its 500-step episodes (gymnasium's registered 475): gradlab.rl
+V1_SOLVED = rl.registered()[1]
+MARKS = {f"learns ({rl.LEARNED:.0f}: v0's 'solved')": rl.LEARNED, f"v1's 'solved' ({V1_SOLVED:.0f})": V1_SOLVED}
 
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("critic_update", "get_params", "set_params")
+EXPLAIN = ("critic_update", "tf1_rmsprop_by_hand", "get_params", "set_params")
 
 
 def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:
@@ -57,7 +89,7 @@ def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:
 # ---------------------------------------------------------------------------------------------------------------
 
 def critic_update(critic, optimizer, s, td_target, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """One RMSprop step on mean (td_target − V(s))²; returns (loss, td). MODE: explicit or backward."""
+    """One optimizer step on mean (td_target − V(s))²; returns (loss, td). MODE: explicit or backward."""
     td = td_target - critic(s).squeeze(1)  # td = td_target − V(s)
     loss = td.pow(2).mean()
     if mode == "explicit":
@@ -101,14 +133,65 @@ def copy_checks(critic: torch.nn.Module, hidden: int, seed: int) -> tuple[float,
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# The tutorial's optimizer: TF-1's RMSProp (gradlab.optim.TFRMSprop) beside torch's, on the same gradients
+# ---------------------------------------------------------------------------------------------------------------
+
+def replay(name: str, critic: torch.nn.Module, grads: list[list[torch.Tensor]], lr: float) -> list[torch.Tensor]:
+    """The flat parameters of a float64 copy of CRITIC before and after each update with GRADS by optimizer NAME."""
+    net = copy.deepcopy(critic).double()
+    opt = make_optimizer(name, net.parameters(), lr)
+    out = [get_params(net)]
+    for gs in grads:
+        for p, g in zip(net.parameters(), gs, strict=True):
+            p.grad = g.double()
+        opt.step()
+        out.append(get_params(net))
+    return out
+
+
+def tf1_rmsprop_by_hand(theta: np.ndarray, grads: list[np.ndarray], lr: float, decay: float = 0.9,
+                        epsilon: float = 1e-10) -> list[np.ndarray]:
+    """TF-1's ApplyRMSProp written out in numpy, momentum 0 (training_ops.cc v1.15.0 lines 461-464)."""
+    ms, out = np.ones_like(theta), [theta]  # the "rms" slot starts at ones (rmsprop.py lines 118-123)
+    for g in grads:
+        ms = ms + (g * g - ms) * (1 - decay)  # ms += (g² − ms)·(1 − ρ)
+        theta = theta - lr * g / np.sqrt(ms + epsilon)  # var −= lr·g/√(ms + ε)
+        out.append(theta)
+    return out
+
+
+def optimizer_steps(critic_init: torch.nn.Module, grads: list[list[torch.Tensor]], lr: float) -> dict:
+    """Replay the critic's first GRADS through both optimizers from its initial weights, and TF-1's by hand."""
+    tf1, torch_ = replay("tf1-rmsprop", critic_init, grads, lr), replay("torch-rmsprop", critic_init, grads, lr)
+    flat = [torch.cat([g.reshape(-1) for g in gs]).double() for gs in grads]
+    hand = tf1_rmsprop_by_hand(tf1[0].numpy(), [g.numpy() for g in flat], lr)
+    size = max(float(np.abs(b - a).max()) for a, b in itertools.pairwise(hand))  # the largest step, by hand
+    by_hand = max(float(np.abs(t.numpy() - h).max()) for t, h in zip(tf1, hand, strict=True)) / size
+    step = [[float((b - a).abs().mean()) / lr for a, b in itertools.pairwise(traj)] for traj in (tf1, torch_)]
+    moved = flat[0] != 0
+    ratio = ((torch_[1] - torch_[0]).abs()[moved] / (tf1[1] - tf1[0]).abs()[moved]).median()
+    return {"by_hand": by_hand, "tf1": step[0], "torch": step[1], "first_ratio": float(ratio),
+            "grad_rms": [float(g.pow(2).mean().sqrt()) for g in flat]}
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------------------------
+
+def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
+    """The network's optimizer: TF-1's RMSProp (the tutorial's) or torch's (as A2C implementations configure it)."""
+    if name == "tf1-rmsprop":
+        return TFRMSprop(params, lr=lr)  # tf.train.RMSPropOptimizer(lr): decay 0.9, ε 1e-10 inside √, ms₀ = 1
+    return torch.optim.RMSprop(params, lr=lr, alpha=0.99, eps=1e-5)  # α 0.99, ε outside √, v₀ = 0
+
 
 def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> dict:
     torch.manual_seed(config.seed)
     actor, critic = mlp(4, 2, config.hidden), mlp(4, 1, config.hidden)
-    actor_opt = torch.optim.RMSprop(actor.parameters(), lr=config.actor_lr, alpha=0.99, eps=1e-5)
-    critic_opt = torch.optim.RMSprop(critic.parameters(), lr=config.critic_lr, alpha=0.99, eps=1e-5)
+    critic_init = copy.deepcopy(critic)
+    actor_opt = make_optimizer(config.optimizer, actor.parameters(), config.actor_lr)
+    critic_opt = make_optimizer(config.optimizer, critic.parameters(), config.critic_lr)
+    first_grads: list[list[torch.Tensor]] = []  # the critic's first gradients, replayed by optimizer_steps()
     envs = [rl.make_env() for _ in range(config.envs)]
     checkpoint = rl.BestCheckpoint(config.eval_every, config.checkpoint_episodes, config.seed)
     last_step = config.total_steps - config.total_steps % config.envs
@@ -147,6 +230,8 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
             td_target = torch.from_numpy(r) + config.gamma * (1 - torch.from_numpy(terminal)) * \
                 critic(torch.from_numpy(s2)).squeeze(1)  # bootstraps from s' even when truncated
         loss, td = critic_update(critic, critic_opt, st, td_target, config.grad_mode)
+        if len(first_grads) < REPLAY_STEPS:
+            first_grads.append([p.grad.detach().clone() for p in critic.parameters()])
         # the actor follows the advantage estimate δ, detached so the actor does not train the critic
         actor_loss = -(dist.log_prob(a) * td).mean() - config.entropy * dist.entropy().mean()
         actor_opt.zero_grad()
@@ -162,7 +247,8 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     wall = time.perf_counter() - start
     for env in envs:
         env.close()
-    return {"actor": actor, "critic": critic, "checkpoint": checkpoint, "episodes": episodes, "stopped": stopped,
+    return {"actor": actor, "critic": critic, "critic_init": critic_init, "first_grads": first_grads,
+            "checkpoint": checkpoint, "episodes": episodes, "stopped": stopped,
             "loss": torch.stack(losses) if losses else torch.zeros(0),
             "abs_td": torch.stack(abs_td) if abs_td else torch.zeros(0), "steps": step, "wall_s": wall,
             "steps_per_s": step / wall}
@@ -185,6 +271,7 @@ def run(config: Config, device: torch.device | None = None,
                           [*b["critic"].parameters(), *b["actor"].parameters()], strict=True))
     same = a["episodes"] == b["episodes"] and torch.equal(a["loss"], b["loss"])
     flat_diff, state_diff, n_params = copy_checks(out["critic"], config.hidden, config.seed)
+    opt = optimizer_steps(out["critic_init"], out["first_grads"], config.critic_lr)
 
     n = config.windows
     edges = rl.window_edges(out["steps"], n)
@@ -196,27 +283,46 @@ def run(config: Config, device: torch.device | None = None,
             zip(edges, returns, loss_w, td_w, strict=True)]
     mean_eval = float(np.mean(eval_returns))
     claims = [
-        Claim("explicit-equals-backward", f"critic via autograd.grad → .grad → RMSprop ≡ loss.backward(), same seed, "
-              f"first {short.total_steps:,} steps (max |Δweight|; returns and losses identical too)",
+        Claim("explicit-equals-backward", f"critic via autograd.grad → .grad → {config.optimizer} ≡ loss.backward(), "
+              f"same seed, first {short.total_steps:,} steps (max |Δweight|; returns and losses identical too)",
               weight_diff if same else math.inf, 0.0),
         Claim("copy-flat-vector", f"critic copied through parameters_to_vector / vector_to_parameters ({n_params} "
               f"numbers): max |ΔV| on 256 states", flat_diff, 0.0),
         Claim("copy-state-dict", "critic copied through state_dict: max |ΔV| on 256 states", state_diff, 0.0),
+        Claim("tf1-rmsprop-by-hand", f"TFRMSprop ≡ TF-1's RMSProp kernel written out in numpy (ms₀ = 1, decay 0.9, "
+              f"ε inside √): the critic's first {len(out['first_grads'])} gradients, float64, max |Δθ| relative to "
+              f"the largest step", opt["by_hand"], 1e-9),
+        Claim("optimizers-differ", "same first gradient, same lr: torch.optim.RMSprop's step ÷ TF-1 RMSProp's, "
+              "median over the critic's parameters (torch starts its mean square at 0, TF-1 at 1)",
+              opt["first_ratio"], 3.0, ">="),
         Claim("learns", f"the actor learns: its best checkpoint (step {best.best_step:,} of {out['steps']:,}, chosen "
-              f"on {config.checkpoint_episodes} greedy episodes) scores ≥ {rl.SOLVED:.0f} on {config.eval_episodes} "
-              f"fresh greedy episodes (mean; the last actor is in the table)", mean_eval, rl.SOLVED, ">="),
+              f"on {config.checkpoint_episodes} greedy episodes) scores ≥ {rl.LEARNED:.0f} (CartPole-v0's 'solved' "
+              f"mark; v1's is {V1_SOLVED:.0f}) on {config.eval_episodes} fresh greedy episodes (mean; the last actor "
+              f"is in the table)", mean_eval, rl.LEARNED, ">="),
     ]
     centers = [(lo + hi) / 2 for lo, hi in edges]
     return Result(
-        lesson="actor-critic", title="a critic trained from explicit gradients with RMSProp (one-step actor-critic)",
+        lesson="actor-critic",
+        title=f"a critic trained from explicit gradients with {NAMES[config.optimizer]} (one-step actor-critic)",
         seed=config.seed,
         metrics={"window_mean_return": returns, "window_critic_loss": loss_w, "window_mean_abs_td": td_w,
                  "eval_returns": eval_returns, "eval_mean": mean_eval, "best_step": best.best_step,
                  "checkpoint_returns": [score for _, score in best.history],
                  "eval_last_mean": float(np.mean(last_returns)), "episodes": len(out["episodes"]),
-                 "steps_per_s": out["steps_per_s"], "wall_s": out["wall_s"], "critic_parameters": n_params},
+                 "steps_per_s": out["steps_per_s"], "wall_s": out["wall_s"], "critic_parameters": n_params,
+                 "optimizer_steps": {k: opt[k] for k in ("tf1", "torch", "grad_rms")}},
         claims=claims,
         tables=[
+            Table(f"two optimizers called RMSProp, lr {config.critic_lr:g}: the critic's first "
+                  f"{len(opt['tf1'])} gradients from this run, replayed through each from its initial weights",
+                  ["update", "rms of g", "tf1-rmsprop: mean |Δθ| / lr", "torch-rmsprop: mean |Δθ| / lr",
+                   "torch ÷ tf1"],
+                  [[k, opt["grad_rms"][k - 1], opt["tf1"][k - 1], opt["torch"][k - 1],
+                    opt["torch"][k - 1] / opt["tf1"][k - 1]] for k in REPLAY_ROWS if k <= len(opt["tf1"])],
+                  [None, ".3g", ".3g", ".3g", ".1f"],
+                  note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
+                       "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr "
+                       "on every coordinate whose |g| ≫ 1e-4, however small |g| is"),
             Table(f"training ({config.grad_mode} critic gradients, {config.envs} environments in lockstep)",
                   ["env steps", "mean episodic return", "critic loss", "mean |td|"], rows,
                   [None, ".1f", ".4f", ".4f"]),
@@ -229,13 +335,13 @@ def run(config: Config, device: torch.device | None = None,
                   note=best.note("actor")),
         ],
         curves={"training": Curve("environment step", "mean episodic return in the window", centers,
-                                  {"return": returns}, refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED}),
+                                  {"return": returns}, refs=MARKS),
                 "critic": Curve("environment step", "critic loss, mean |td|", centers,
                                 {"critic loss": loss_w, "mean |td|": td_w}, logy=True),
                 "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
                                      [step for step, _ in best.history],
                                      {"actor": [score for _, score in best.history]},
-                                     refs={f"solved ({rl.SOLVED:.0f})": rl.SOLVED})},
+                                     refs=MARKS)},
         notes=[rl.env_note(), *([] if out["stopped"] else rl.collapse_note(
             "the actor", best.best_step, mean_eval, float(np.mean(last_returns)), out["steps"]))],
         stopped=out["stopped"],

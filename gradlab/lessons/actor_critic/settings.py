@@ -12,6 +12,7 @@ from gradlab.errors import check
 from gradlab.option_fields import MAX_ENV_STEPS, check_positive
 
 GRAD_MODES = ("explicit", "backward")
+OPTIMIZERS = ("tf1-rmsprop", "torch-rmsprop")  # TF-1's RMSPropOptimizer (gradlab.optim.TFRMSprop), torch's RMSprop
 
 
 @dataclass
@@ -19,13 +20,17 @@ class Config(o.LessonConfig):
     """Settings of `gradlab actor-critic`; the seed drives the environments and the networks. The networks' width
     and the table's windows have no option (gradlab.lessons.actor_critic.settings.Config(...) takes them)."""
 
-    grad_mode: str = o.option("explicit", "explicit: autograd.grad → .grad → RMSprop.step() (the tutorial); backward: "
-                                          "loss.backward().", choices=GRAD_MODES, listed="choices")
+    grad_mode: str = o.option("explicit", "explicit: autograd.grad → .grad → optimizer.step() (the tutorial); "
+                                          "backward: loss.backward().", choices=GRAD_MODES, listed="choices")
     total_steps: int = o.option(150_000, "Environment steps, summed over the environments.", listed=True)
     envs: int = o.option(16, "CartPole environments stepped in lockstep.", listed=True)  # one update per lockstep
     gamma: float = o.gamma()
-    critic_lr: float = o.option(2e-3, "RMSprop learning rate, critic.")  # the tutorial's optimizer
-    actor_lr: float = o.option(2e-3, "RMSprop learning rate, actor.")
+    optimizer: str = o.option("tf1-rmsprop", "tf1-rmsprop: TF-1's RMSPropOptimizer (decay 0.9, ε 1e-10 inside the "
+                                             "root, mean square starting at 1), the tutorial's; torch-rmsprop: "
+                                             "torch.optim.RMSprop(alpha=0.99, eps=1e-5), mean square starting at 0.",
+                              choices=OPTIMIZERS, listed="choices")  # both networks use it
+    critic_lr: float = o.option(2e-3, "RMSProp learning rate, critic.")
+    actor_lr: float = o.option(2e-3, "RMSProp learning rate, actor.")
     entropy: float = o.option(0.01, "Entropy bonus weight β.")  # keeps the policy exploring
     anneal_lr: bool = o.anneal_lr("Decay both learning rates linearly to 0 over the run.")
     hidden: int = 64  # units in each of the two hidden layers of both networks
@@ -39,6 +44,8 @@ class Config(o.LessonConfig):
 
     def __post_init__(self) -> None:
         check(self.grad_mode in GRAD_MODES, f"unknown --grad-mode {self.grad_mode!r}: use explicit or backward")
+        check(self.optimizer in OPTIMIZERS, f"unknown --optimizer {self.optimizer!r}: use tf1-rmsprop or "
+                                            f"torch-rmsprop")
         check(0 <= self.gamma <= 1 and not math.isnan(self.gamma), f"--gamma must be in [0, 1], got {self.gamma}")
         check(self.total_steps <= MAX_ENV_STEPS, f"--total-steps must be at most {MAX_ENV_STEPS:,}, got "
                                                  f"{self.total_steps}; try 150000")

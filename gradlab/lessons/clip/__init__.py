@@ -10,12 +10,13 @@ from gradlab.lessons.info import LessonInfo
 INFO = LessonInfo(
     name="clip",
     config=Config,
-    idea="compute_gradients → clip_by_global_norm → apply_gradients",
+    idea="tf.gradients (or compute_gradients) → clip_by_global_norm → apply_gradients",
     short_help="Compute → process → apply gradients: clipping by global norm tames exploding gradients.",
-    help="""Train with compute_gradients → clip_by_global_norm → apply_gradients, and without, side by side.
+    help="""Train with compute → clip_by_global_norm → apply_gradients, and without, side by side.
 
     Shows that the three explicit steps equal backward(); step(), that our global-norm formula equals
-    torch.nn.utils.clip_grad_norm_, and what clipping does to a network whose gradients explode.
+    torch.nn.utils.clip_grad_norm_, that every clipped SGD step is at most lr·clip_norm long, and what clipping
+    does to a network whose gradients explode.
     The tutorial's plain setting: --config configs/clip-tutorial.toml.
     """,
     needs_data=True,

@@ -1,24 +1,41 @@
 """Gradient processing between compute and apply: clipping by global norm.
 
-TF-1's `optimizer.minimize(loss)` is two calls, and the tutorial put work between them:
+TF-1's `optimizer.minimize(loss)` is two calls, and the tutorial put work between them. Its generic recipe
+(seed 001, lines 264-276) is the optimizer's own pair of methods:
 
-    grads_and_vars = optimizer.compute_gradients(loss)                 # 1. compute
-    grads, _ = tf.clip_by_global_norm([g for g, v in grads_and_vars], clip_norm)   # 2. process
-    optimizer.apply_gradients(zip(grads, [v for g, v in grads_and_vars]))        # 3. apply
+    grads_and_vars = opt.compute_gradients(loss, <list of variables>)                  # 1. compute
+    capped_grads_and_vars = [(MyCapper(gv[0]), gv[1]) for gv in grads_and_vars]       # 2. process
+    opt.apply_gradients(capped_grads_and_vars)                                         # 3. apply
 
-Clipping by global norm treats all gradients as one long vector:
+and its worked example (lines 283-294) computes with `tf.gradients` and clips by global norm:
+
+    params = tf.trainable_variables()
+    opt = tf.train.GradientDescentOptimizer(self.learning_rate)
+    gradients = tf.gradients(loss, params)                                             # 1. compute
+    clipped_gradients, norm = tf.clip_by_global_norm(gradients, max_gradient_norm)     # 2. process
+    train_op = opt.apply_gradients(zip(clipped_gradients, params))                     # 3. apply
+
+Clipping by global norm treats all gradients as one long vector (tf.clip_by_global_norm's docstring,
+tensorflow/python/ops/clip_ops.py, TF 1.15):
 
     global_norm = sqrt(Σ_i ‖g_i‖²)
     g_i ← g_i · clip_norm / max(global_norm, clip_norm)
 
-so the direction is kept and only the length is capped at clip_norm; a step can never be longer than
-lr · clip_norm, which tames exploding gradients. Other processing: `norm` clips each tensor by its own norm
-(`tf.clip_by_norm`), `value` clamps every element to [−v, v] (`tf.clip_by_value`), which changes the direction.
+so the direction is kept and only the length is capped at clip_norm. With plain SGD (the example's
+GradientDescentOptimizer, and torch.optim.SGD here) the step is lr·g, so a step is never longer than
+lr · clip_norm: the claim measures it on the parameters themselves, at every step. That bound is SGD's only: Adam
+and RMSProp divide each coordinate by its own running scale after the clip, so the step is not lr times the
+clipped gradient. Adam's first step is lr·g/(|g| + ε) ≈ lr on every coordinate (torch/optim/adam.py's doc:
+θ ← θ − γ·m̂/(√v̂ + ε), with m̂ = g and v̂ = g² at the first step), whatever the clipped gradient's length;
+tests/test_clip_lesson.py measures Adam breaking the bound. Other processing: `norm` clips each tensor by its
+own norm (`tf.clip_by_norm`), `value` clamps every element to [−v, v] (`tf.clip_by_value`), which changes the
+direction.
 
 In PyTorch the three steps are `torch.autograd.grad` (compute), any tensor code (process), and writing the
 results into `p.grad` before `optimizer.step()` (apply). `torch.nn.utils.clip_grad_norm_` does step 2 in place
-on `.grad`; it adds 1e-6 to the norm before dividing, so its clipped gradients differ from the formula above by
-about 1e-6/global_norm, relatively.
+on `.grad`; it adds 1e-6 to the norm before dividing (torch/nn/utils/clip_grad.py: `clip_coef = max_norm /
+(total_norm + 1e-6)`), so its clipped gradients differ from the formula above by about 1e-6/global_norm,
+relatively.
 
 Models: `softmax` is the tutorial's (784→10, zero init, as in `gradlab mnist`); its gradients are small and
 bounded, so clipping barely matters. `mlp` (784→256→256→10, ReLU, PyTorch's default init) with a large
@@ -91,9 +108,9 @@ def three_step(model, optimizer, process, x, y):
     """compute → process → apply. Returns (cost, global norm before, global norm after, per-tensor grads after)."""
     params = list(model.parameters())
     cost = cross_entropy(model(x), y)
-    grads = torch.autograd.grad(cost, params)  # 1. compute_gradients: (gradient, parameter) pairs
-    processed = process(list(grads))  # 2. process, e.g. clip_by_global_norm
-    for p, g in zip(params, processed, strict=True):  # 3. apply_gradients: the optimizer reads .grad
+    grads = torch.autograd.grad(cost, params)  # 1. compute: gradients = tf.gradients(loss, params)
+    processed = process(list(grads))  # 2. process: clipped_gradients, norm = tf.clip_by_global_norm(...)
+    for p, g in zip(params, processed, strict=True):  # 3. apply_gradients(zip(clipped_gradients, params)): .grad
         p.grad = g
     optimizer.step()
     # The norms are measured in float64 so that the bound claims test the clipping, not the measurement.
@@ -116,20 +133,20 @@ def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c:
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
     process = processor(mode, config)
     out = {"epoch_cost": [], "norm_mean": [], "norm_max": [], "clipped_fraction": [], "diverged": None,
-           "step_norm_before": [], "step_norm_after": [], "max_tensor_norm_after": 0.0, "max_abs_after": 0.0}
+           "step_norm_before": [], "step_norm_after": []}
+    params = list(model.parameters())
+    longest = torch.zeros((), dtype=torch.float64, device=device)  # the longest step / its cap, over the run
     start = time.perf_counter()
     for epoch, order in enumerate(orders, start=1):
         costs, before, after = [], [], []
         for xb, yb in batches(x, y, order, config.batch_size):
-            c, n_before, n_after, processed = three_step(model, optimizer, process, xb, yb)
+            old = [p.detach().clone() for p in params]
+            c, n_before, n_after, _ = three_step(model, optimizer, process, xb, yb)
+            longest = torch.maximum(longest, step_length([p.detach() - o for p, o in zip(params, old, strict=True)],
+                                                         mode, config))
             costs.append(c)
             before.append(n_before)
             after.append(n_after)
-            if mode == "norm":
-                out["max_tensor_norm_after"] = max(out["max_tensor_norm_after"],
-                                                   max(float(g.double().norm()) for g in processed))
-            if mode == "value":
-                out["max_abs_after"] = max(out["max_abs_after"], max(float(g.abs().max()) for g in processed))
         c, nb, na = torch.stack(costs).double(), torch.stack(before).double(), torch.stack(after).double()
         out["step_norm_before"] += nb.tolist()
         out["step_norm_after"] += na.tolist()
@@ -149,7 +166,18 @@ def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c:
         on_epoch(epoch, out["epoch_cost"][-1])
     out["wall_s"] = time.perf_counter() - start
     out["model"] = model
+    out["longest_step"] = float(longest)
     return out
+
+
+def step_length(steps: list[torch.Tensor], mode: str, config: Config) -> torch.Tensor:
+    """How long one update Δθ (measured on the parameters) was, over what clipping allows an SGD step (1 at the cap):
+    global-norm and none ‖Δθ‖ / (lr·clip_norm), norm max_i ‖Δθ_i‖ / (lr·clip_norm), value max |Δθ| / (lr·clip_value)."""
+    if mode == "value":
+        return max(s.abs().max() for s in steps).double() / (config.lr * config.clip_value)
+    if mode == "norm":
+        return max(torch.linalg.vector_norm(s, dtype=torch.float64) for s in steps) / (config.lr * config.clip_norm)
+    return global_norm(steps) / (config.lr * config.clip_norm)
 
 
 WARM_UP_STEPS = 5
@@ -218,7 +246,7 @@ def run(config: Config, data, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
     """Train with the chosen processing (and without, with --compare); check the claims. Pure: no printing."""
     device = device or torch.device("cpu")
-    x, y, x_test, labels_test, orders, notes = prepare(config, data, device)
+    x, y, x_test, labels_test, orders, notes, images = prepare(config, data, device)
     n_train, n_test = len(x), len(x_test)
     runs = [config.clip] + (["none"] if config.compare and config.clip != "none" else [])
     warm_up(runs, config, x, y, orders[0], device)
@@ -251,15 +279,17 @@ def run(config: Config, data, device: torch.device | None = None,
     claims.append(Claim("clipped-equals-torch", "our clipped gradients ≡ clip_grad_norm_'s (relative; torch divides "
                                                 "by norm + 1e-6)", grad_diff, 1e-6 / config.clip_norm + 1e-12))
     main = results[config.clip]
-    if config.clip == "global-norm":
-        claims.append(Claim("norm-bounded", "after clipping, the global norm ≤ clip_norm at every step "
-                                            "(max over steps)", max(main["step_norm_after"]), config.clip_norm + 1e-6))
-    elif config.clip == "norm":
-        claims.append(Claim("norm-bounded", "after clipping, every tensor's norm ≤ clip_norm at every step",
-                            main["max_tensor_norm_after"], config.clip_norm + 1e-6))
+    unclipped = f"; unclipped: {results['none']['longest_step']:.3g}" if "none" in results and main is not \
+        results["none"] else ""
+    if config.clip in ("global-norm", "norm"):  # the claims measure the update itself, as the parameters moved
+        each = "the parameters" if config.clip == "global-norm" else "each tensor"
+        claims.append(Claim("step-bounded", f"every clipped SGD step moved {each} by at most lr·clip_norm: the "
+                                            f"longest ‖Δθ‖ ÷ (lr·clip_norm), over every step{unclipped}",
+                            main["longest_step"], 1 + 1e-5))
     elif config.clip == "value":
-        claims.append(Claim("value-bounded", "after clipping, every |g| ≤ clip_value at every step",
-                            main["max_abs_after"], config.clip_value + 1e-6))  # + float32 rounding of clip_value
+        claims.append(Claim("step-bounded", f"every clipped SGD step moved each number by at most lr·clip_value: "
+                                            f"the largest |Δθ| ÷ (lr·clip_value), over every step{unclipped}",
+                            main["longest_step"], 1 + 1e-5))
     by_hand = first_batch_norm_by_hand(first_x, first_y)
     claims.append(Claim("first-norm-by-hand", "the tutorial's softmax: first batch's global norm at zero init ≡ the "
                                               "formula with p = 1/10 (relative difference)",
@@ -276,7 +306,7 @@ def run(config: Config, data, device: torch.device | None = None,
     return Result(
         lesson="clip",
         title="compute → process → apply gradients, with clipping by global norm",
-        seed=config.seed, data=data.info(n_train, n_test), metrics=metrics, claims=claims,
+        seed=config.seed, data=data.info(n_train, n_test, images), metrics=metrics, claims=claims,
         tables=tables(results, metrics, config, first_norm),
         curves=curves(results, config),
         notes=notes,

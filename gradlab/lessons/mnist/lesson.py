@@ -4,8 +4,8 @@ The TensorFlow-1 tutorial trained the same model twice: once with
 `GradientDescentOptimizer(lr).minimize(cost)`, once by hand with `grad_W, grad_b = tf.gradients(cost, [W, b])`
 and `W.assign(W - lr * grad_W)`, and showed the two agree. gradlab adds a third way with no autograd at all.
 
-Model and cost (the tutorial's settings: W, b start at zero, lr 0.01, batch 100, 10 epochs,
-the first 55,000 training images, accuracy on the first 3,000 test images):
+Model and cost (the tutorial's settings: W, b start at zero, lr 0.01, batch 100, 10 epochs, mnist.train,
+accuracy on `mnist.test.images[:3000]`):
 
     z    = x W + b                       x: B×784, W: 784×10, b: 10
     p    = softmax(z)                    pred in the tutorial
@@ -35,7 +35,20 @@ Where PyTorch differs from the TF-1 original:
     one-hot formula above; its claim checks that the hand-derived gradient matches autograd's through PyTorch's
     own cross-entropy.
   * The tutorial's epoch cost is the mean of the epoch's batch costs, each computed before its update; so is ours.
-    Batches are shuffled each epoch (seeded); `--no-shuffle` takes them in file order, the same in any framework.
+
+The data, as the tutorial's `input_data.read_data_sets("/tmp/data/", one_hot=True)` split it
+(tensorflow/contrib/learn/python/learn/datasets/mnist.py, TF 1.15; line numbers of v1.15.0):
+  * `validation_size=5000` (line 237): `validation_images = train_images[:validation_size]`,
+    `train_images = train_images[validation_size:]` (lines 283-286). mnist.train is images 5,000–59,999 of the
+    training file, 55,000 images; the first 5,000 are mnist.validation, which the tutorial never used. With full
+    MNIST or Fashion-MNIST gradlab trains on the same images (`--train-size N`: images 5,000 to 5,000 + N − 1).
+    The bundled sample is the file's first 10,000 images: it keeps all of them (images 0–9,999), since skipping
+    5,000 would halve it and nothing here validates. The data line of every run names the images used.
+  * `next_batch` (lines 194-227) shuffles before the first epoch and reshuffles at each epoch's end with numpy's
+    global RNG, which every DataSet reseeds from fresh entropy (`numpy.random.seed(seed1 if seed is None else
+    seed2)`, lines 137-139, with seed=None): the tutorial's batch order differs on every run, so its published
+    costs cannot be repeated digit for digit. gradlab's shuffle is seeded (--seed), one permutation per epoch
+    shared by the three ways; `--no-shuffle` takes the batches in file order, the same in any framework.
 """
 
 from __future__ import annotations
@@ -183,7 +196,7 @@ def run(config: Config, data, device: torch.device | None = None,
     """Train the chosen variant(s) on DATA (gradlab.data.Data) and check the claims. Pure: no printing."""
     device = device or torch.device("cpu")
     torch.manual_seed(config.seed)
-    x, y, x_test, labels_test, orders, notes = prepare(config, data, device)
+    x, y, x_test, labels_test, orders, notes, images = prepare(config, data, device)
     labels = y.argmax(dim=1)  # the class numbers, for the autograd ways' F.cross_entropy
     n_train, n_test = len(x), len(x_test)
     variants = list(VARIANTS) if config.variant == "compare" else [config.variant]
@@ -239,7 +252,7 @@ def run(config: Config, data, device: torch.device | None = None,
         title="MNIST softmax regression: optimizer step vs hand-written gradient step vs analytic gradient",
          # filled by the runner with every option
         seed=config.seed,
-        data=data.info(n_train, n_test),
+        data=data.info(n_train, n_test, images),
         metrics=metrics,
         claims=claims,
         tables=tables(metrics, variants, config, data.name),
@@ -301,8 +314,10 @@ def tables(metrics: dict, variants: list[str], config: Config, data_name: str) -
         rows.append(row + ([TUTORIAL_COSTS[e]] if tutorial else []))
     per_epoch = Table("cost per epoch (mean of its batch costs, each before its update)", cols, rows,
                       [None] + [".9f"] * (len(cols) - 1),
-                      note="" if tutorial else "the tutorial's published numbers appear beside ours when the data is "
-                                               "full MNIST with the tutorial's settings")
+                      note="tutorial (TF-1): its published costs, on the same images (5,000–59,999) in another batch "
+                           "order (its shuffle was unseeded)" if tutorial else
+                      "the tutorial's published numbers appear beside ours when the data is full MNIST with the "
+                      "tutorial's settings")
     summary_rows = [[v, metrics[v]["test_accuracy"], metrics[v]["wall_s"], metrics[v]["samples_per_s"] or None]
                     if v in metrics and metrics[v]["epoch_cost"] else [v, NOT_REACHED, None, None] for v in ran]
     if tutorial:

@@ -25,7 +25,7 @@ EXERCISES = [
         claims={"actor": ("your loss and its gradients ≡ the detached-advantage loss's (max relative |Δ|)", 1e-5)}),
     Exercise(
         "critic_update", 2,
-        "one critic update from explicitly computed gradients: autograd.grad, into .grad, then RMSprop",
+        "one critic update from explicitly computed gradients: autograd.grad, into .grad, then optimizer.step()",
         "def critic_update(critic, optimizer, s, r, s2, done, gamma):",
         """One step of the critic V, the tutorial's tf.gradients + RMSProp.apply_gradients:
 
@@ -34,9 +34,10 @@ EXERCISES = [
         grads  = torch.autograd.grad(loss, critic.parameters());  p.grad = g for each;  optimizer.step()
 
         Shapes: critic maps states (N, 4) to values (N, 1); s, s2 (N, 4); r, done (N,). optimizer is the critic's
-        torch.optim.RMSprop. Return nothing: the critic's parameters are updated in place. The check calls your
-        function three times in a row and compares the gradient optimizer.step() is given and the parameters
-        after each update.""",
-        claims={"critic": ("3 updates with your function ≡ with the explicit-gradient RMSprop update (max relative "
-                           "|Δ| of the gradients given to step() and of the parameters)", 1e-5)}),
+        torch.optim.RMSprop here; the lesson's default is TF-1's RMSProp (gradlab.optim.TFRMSprop), another
+        algorithm with the same interface: your code hands either its gradients the same way, through .grad.
+        Return nothing: the critic's parameters are updated in place. The check calls your function three times in
+        a row and compares the gradient optimizer.step() is given and the parameters after each update.""",
+        claims={"critic": ("3 updates with your function ≡ with the explicit-gradient update, torch's RMSprop (max "
+                           "relative |Δ| of the gradients given to step() and of the parameters)", 1e-5)}),
 ]

@@ -163,8 +163,9 @@ STEPS = ("the first update", "the second update", "the third update")
 CRITIC = Checks(
     harness=HARNESSES["critic_update"], reference=_critic_reference, expected=_critic_expected,
     mistakes=[
-        Mistake("residual gradient", _critic_residual, "the bootstrap V(s2) was differentiated too (the residual "
-                "gradient): compute the target under torch.no_grad(), it is a number to move towards"),
+        Mistake("residual gradient", _critic_residual, "the bootstrap V(s2) was differentiated too (the naive "
+                "residual gradient, Sutton & Barto §11.5): compute the target under torch.no_grad(), it is a number "
+                "to move towards, as the tutorial's fed td_target"),
         Mistake(".grad added to", _critic_added, "you added the new gradient to .grad, which still held the last one: "
                 "assign p.grad = g (torch.autograd.grad returns fresh gradients), or call optimizer.zero_grad() "
                 "before loss.backward()"),

@@ -56,6 +56,8 @@ def _cases(seed: int, steps: int) -> list[dict]:
 
 def _critic_harness(fn: Callable, case: dict) -> dict:
     critic = _critic(case["weights"])
+    # torch's RMSprop, not gradlab.optim.TFRMSprop: what is checked is how the gradients reach .grad, which does not
+    # depend on the algorithm, and this file imports torch and gradlab.practice.harness only (it runs in the sandbox)
     optimizer = torch.optim.RMSprop(critic.parameters(), lr=0.01, alpha=0.99, eps=1e-5)
     params = list(critic.parameters())
     for p, stale in zip(params, case["stale"], strict=True):
