@@ -12,10 +12,10 @@ and how the ranks meet. Three ways it runs:
 Every rank's return value is gathered (all_gather_object) so every rank, and the parent, gets all of them. A
 collective that waits longer than the job's timeout fails (--timeout), and so does the run, naming the rank.
 
-start_workers is also how ddp's exercise runs a student's function on real gloo workers (forked: the workers
-inherit the submission). So this module is importable beside a submission: at module level it imports the standard
-library, gradlab.errors and gradlab.workers only (torch inside the functions, which also keeps `gradlab --help`
-fast).
+At module level this module imports the standard library, gradlab.errors and gradlab.workers only (torch inside the
+functions, which keeps `gradlab --help` fast). The exercises whose functions run on gloo workers do not use it: in the
+sandbox a submission's workers are forked after their groups are formed and before any of its code loads
+(gradlab.practice.harness.gloo_harness), which a launcher that starts, then joins, cannot do.
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ class Job:
     timeout_s: float  # how long a collective may wait for the other ranks
     device_type: str  # cpu | cuda | mps
     threads: int  # torch threads per worker
-    start: str = "spawn"  # how start_workers starts them: spawn, or fork (the workers inherit FN: a submission's)
 
 
 def torchrun_rank() -> tuple[int, int, int] | None:
@@ -224,12 +223,10 @@ def run(job: Job, progress: Callable = lambda *a: None,
 
 
 def start_workers(job: Job, progress: Callable = lambda *a: None,
-                  meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None,
-                  mute: bool = True) -> tuple[list, Any]:
-    """JOB on job.workers processes that gradlab starts (job.start: spawn or fork) and supervises (gradlab.workers),
-    meeting at 127.0.0.1:job.port (a free one when 0) over the job's backend, gloo on the loopback interface; return
-    (every rank's result, what MEANWHILE returned). MUTE: the workers print nothing (their output goes to
-    /dev/null)."""
+                  meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None) -> tuple[list, Any]:
+    """JOB on job.workers processes that gradlab spawns and supervises (gradlab.workers), meeting at
+    127.0.0.1:job.port (a free one when 0) over the job's backend, gloo on the loopback interface; return (every
+    rank's result, what MEANWHILE returned). The workers print nothing (their output goes to /dev/null)."""
     job = replace(job, port=job.port or free_port())
 
     def port_taken(errors: dict[int, str]) -> Exception | None:  # another job took the port between check and bind
@@ -239,8 +236,8 @@ def start_workers(job: Job, progress: Callable = lambda *a: None,
                                 f"picked)")
         return None
 
-    return workers.start(functools.partial(_rank, job), job.workers, timeout_s=job.timeout_s, method=job.start,
-                         name="gradlab-ddp", mute=mute, progress=progress, meanwhile=meanwhile,
+    return workers.start(functools.partial(_rank, job), job.workers, timeout_s=job.timeout_s,
+                         name="gradlab-ddp", progress=progress, meanwhile=meanwhile,
                          refuse=port_taken)
 
 

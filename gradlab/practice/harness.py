@@ -5,9 +5,8 @@ a submission.
 The sandbox's contract (gradlab/practice/isolate.py binds these files one by one and nothing else of gradlab; tests/
 test_sandbox.py imports every harness inside the real sandbox with only its own files bound):
   * a harness module imports torch, the standard library and this module; nothing else of gradlab (no reference,
-    no known mistake, no model answer: those stay in checks.py and answers.py, on gradlab's side). The one exception
-    is a worker launcher for the distributed exercises, named in gradlab.practice.sandbox.SHARED, which must itself
-    import only the standard library and torch at module level;
+    no known mistake, no model answer: those stay in checks.py and answers.py, on gradlab's side); the modules a
+    harness may import are named in gradlab.practice.sandbox.SHARED (this one, and the seccomp filter seal() loads);
   * this module imports only torch and the standard library;
   * a harness opens no socket in `call`: an exercise whose function runs on gloo workers forms their groups in
     `prepare`, which runs BEFORE any code of the submission, because where the sandbox has no network namespace of

@@ -3,7 +3,7 @@ back, checked before anything of gradlab's uses it.
 
 The process runs gradlab/practice/child.py through gradlab/practice/isolate.py (bubblewrap, a uid of its own, or a
 plain child process: isolate.detect()). It gets only the child, the exercise's harness module and what the harness
-imports of gradlab (gradlab.practice.harness, or a worker launcher named in SHARED), found by reading their imports;
+imports of gradlab (gradlab.practice.harness and the seccomp filter it installs: SHARED), found by reading its imports;
 never the references, the known mistakes or the model answers. It is started at once, so that it imports torch while
 gradlab computes the references.
 
@@ -34,8 +34,7 @@ GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
 # What a harness may import of gradlab, besides itself: the shared harness module, and the worker launcher of the
 # distributed exercises (which imports only the standard library and torch at module level). Nothing here may hold
 # a reference, a known mistake or a model answer: tests/test_sandbox.py checks every harness's imports against it.
-SHARED = ("gradlab.practice.harness", "gradlab.practice.seccomp", "gradlab.distributed", "gradlab.workers",
-          "gradlab.errors")
+SHARED = ("gradlab.practice.harness", "gradlab.practice.seccomp")
 ALWAYS = ("gradlab.practice.child", "gradlab.practice.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
