@@ -55,6 +55,9 @@ def wrong_source(name: str) -> str:
 
 def main() -> None:
     names = [n for n in EXERCISES if not sys.argv[1:] or any(a in n for a in sys.argv[1:])]
+    if not names:
+        sys.exit(f"bench_check: no exercise's name contains {' or '.join(sys.argv[1:])}; usage: python "
+                 f"bench/bench_check.py [PART OF A NAME ...], e.g. critic_update (`gradlab exercises` lists them)")
     table = Table(title=f"gradlab check: seconds per exercise, wall (CPU of both processes), fresh process, on "
                         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}", title_justify="left")
     for col in ("exercise", "model answer", "starter", "a wrong answer", "syntax error", f"≤ {TARGET_S:g} s"):

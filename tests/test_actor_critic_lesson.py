@@ -209,3 +209,41 @@ def test_adams_epsilon_placement_the_readmes_first_steps(g, torch_step, tf1_step
     assert lr_t * m / (np.sqrt(v) + eps) == pytest.approx(tf1_step, rel=1e-6)
     # TF-1's ε̂ acts as torch's ε / √(1 − β₂) at the first step: the same step with that ε
     assert lr * g / (g + eps / np.sqrt(1 - b2)) == pytest.approx(tf1_step, rel=1e-6)
+
+
+def test_the_critic_exercise_s_optimizer_written_out_is_torch_s_rmsprop():
+    """gradlab's side runs critic_update's reference, known mistakes and relations with RMSprop written out: on every
+    input each gives what it gives with torch.optim.RMSprop itself (the harness a submission runs in)."""
+    from gradlab.lessons.actor_critic.exercises.checks import CRITIC
+    from gradlab.practice.exercise import relative
+
+    for case in CRITIC.cases(0):
+        for known in (None, *CRITIC.mistakes, *CRITIC.relations):
+            real = CRITIC.call(CRITIC.reference if known is None else known.fn, case)
+            assert relative(CRITIC.run(known, case), real) <= 1e-6, (case["label"], known)
+    def changed_lr(critic, optimizer, s, r, s2, done, gamma):  # the written-out one follows param_groups as torch's
+        optimizer.param_groups[0]["lr"] = 0.1
+        CRITIC.reference(critic, optimizer, s, r, s2, done, gamma)
+
+    case = CRITIC.cases(0)[0]
+    from gradlab.lessons.actor_critic.exercises.checks import _by_hand
+
+    assert relative(_by_hand(changed_lr)(case), CRITIC.call(changed_lr, case)) <= 1e-6
+
+
+def test_judging_critic_update_never_builds_a_torch_optimizer_in_gradlabs_process():
+    """Constructing a torch optimizer imports torch._dynamo (about a second): gradlab's side, which computes the
+    reference and diagnoses a wrong answer with every known mistake and relation, does without."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from gradlab.lessons.actor_critic.exercises.checks import CRITIC
+for case in CRITIC.cases(0):
+    for known in (None, *CRITIC.mistakes, *CRITIC.relations):
+        CRITIC.run(known, case)
+print('torch._dynamo' in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]

@@ -8,7 +8,7 @@ import contextlib
 
 import torch
 
-from gradlab.lessons.actor_critic.exercises.harness import HARNESSES
+from gradlab.lessons.actor_critic.exercises.harness import HARNESSES, _critic_harness
 from gradlab.practice.exercise import Checks, Mistake, Relation
 
 FAMILIES = {
@@ -134,34 +134,44 @@ def _critic_broadcast(critic, optimizer, s, r, s2, done, gamma):
     _critic_step(critic, optimizer, ((target - critic(s)) ** 2).mean(), lambda p, g: setattr(p, "grad", g))
 
 
-def _critic_expected(case: dict) -> dict:
-    """The reference's outputs without torch.optim (whose first step imports torch._dynamo, about a second): the
-    same gradients, and RMSprop's update written out as torch/optim/rmsprop.py computes it (square_avg starts at 0,
-    square_avg ← α·square_avg + (1 − α)·g², p ← p − lr·g/(√square_avg + ε)). The suite checks it against the
-    reference run through the harness with the real optimizer."""
-    from gradlab.lessons.actor_critic.exercises.harness import _critic
+class _RMSpropByHand:
+    """torch.optim.RMSprop(lr=0.01, alpha=0.99, eps=1e-5), the harness's optimizer, written out as
+    torch/optim/rmsprop.py computes it (square_avg starts at 0, square_avg ← α·square_avg + (1 − α)·g²,
+    p ← p − lr·g/(√square_avg + ε)), with the interface the exercise's code uses (param_groups, step, zero_grad).
+    gradlab's process runs the reference and the known mistakes with it: constructing a torch optimizer imports
+    torch._dynamo, about a second. tests/test_practice.py checks every one against the real optimizer."""
 
-    critic = _critic(case["weights"])
-    params = list(critic.parameters())
-    lr, alpha, eps = 0.01, 0.99, 1e-5  # the harness's optimizer
-    square = [torch.zeros_like(p) for p in params]
-    out = {}
-    for k in range(len(case["s"])):
-        loss = _critic_loss(critic, case["s"][k], case["r"][k], case["s2"][k], case["done"][k], case["gamma"])
-        grads = torch.autograd.grad(loss, params)
-        with torch.no_grad():
-            for p, g, sq in zip(params, grads, square, strict=True):
-                sq.mul_(alpha).addcmul_(g, g, value=1 - alpha)
-                p.addcdiv_(g, sq.sqrt().add_(eps), value=-lr)
-        out[f"grad {k + 1}"] = [g.detach().clone() for g in grads]
-        out[f"params {k + 1}"] = [p.detach().clone() for p in params]
-    return out
+    def __init__(self, params) -> None:
+        self.params = list(params)
+        self.param_groups = [{"params": self.params, "lr": 0.01, "alpha": 0.99, "eps": 1e-5}]
+        self.square = [torch.zeros_like(p) for p in self.params]
+
+    @torch.no_grad()
+    def step(self) -> None:
+        group = self.param_groups[0]
+        for p, sq in zip(self.params, self.square, strict=True):
+            if p.grad is None:  # torch's step skips a parameter without a gradient
+                continue
+            sq.mul_(group["alpha"]).addcmul_(p.grad, p.grad, value=1 - group["alpha"])
+            p.addcdiv_(p.grad, sq.sqrt().add_(group["eps"]), value=-group["lr"])
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
+
+
+def _by_hand(fn):
+    """FN's outputs through the harness's own code with _RMSpropByHand in place of torch's RMSprop."""
+    return lambda case: _critic_harness(fn, case, _RMSpropByHand)
 
 
 STEPS = ("the first update", "the second update", "the third update")
 
 CRITIC = Checks(
-    harness=HARNESSES["critic_update"], reference=_critic_reference, expected=_critic_expected,
+    harness=HARNESSES["critic_update"], reference=_critic_reference, expected=_by_hand(_critic_reference),
     mistakes=[
         Mistake("residual gradient", _critic_residual, "the bootstrap V(s2) was differentiated too (the naive "
                 "residual gradient, Sutton & Barto §11.5): compute the target under torch.no_grad(), it is a number "
@@ -191,6 +201,8 @@ CRITIC = Checks(
                                "(optimizer.zero_grad() after setting it?), so the parameters did not move"},
     base=lambda case: {"params 1": case["weights"]},
     steps=[(f"grad {k + 1}", f"params {k + 1}") for k in range(3)])
+for _known in (*CRITIC.mistakes, *CRITIC.relations):  # gradlab's side runs them with the optimizer written out
+    _known.outputs = _by_hand(_known.fn)
 
 
 CHECKS: dict[str, Checks] = {

@@ -54,11 +54,17 @@ def _cases(seed: int, steps: int) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------- critic_update
 
-def _critic_harness(fn: Callable, case: dict) -> dict:
-    critic = _critic(case["weights"])
+def _torch_rmsprop(params) -> torch.optim.Optimizer:
     # torch's RMSprop, not gradlab.optim.TFRMSprop: what is checked is how the gradients reach .grad, which does not
     # depend on the algorithm, and this file imports torch and gradlab.practice.harness only (it runs in the sandbox)
-    optimizer = torch.optim.RMSprop(critic.parameters(), lr=0.01, alpha=0.99, eps=1e-5)
+    return torch.optim.RMSprop(params, lr=0.01, alpha=0.99, eps=1e-5)
+
+
+def _critic_harness(fn: Callable, case: dict, optimizer_for: Callable = _torch_rmsprop) -> dict:
+    """FN's three updates of the critic on CASE, with the optimizer OPTIMIZER_FOR(parameters) makes (gradlab's side
+    computes its references and known mistakes with the same update written out: checks.py)."""
+    critic = _critic(case["weights"])
+    optimizer = optimizer_for(critic.parameters())
     params = list(critic.parameters())
     for p, stale in zip(params, case["stale"], strict=True):
         p.grad = stale.clone()  # what .grad holds from the last update
