@@ -252,3 +252,37 @@ def test_each_harness_imports_first_in_a_fresh_process():
                 "print(sorted(h.HARNESSES))")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert out.returncode == 0 and exercise.function in out.stdout, out.stderr
+
+
+def test_gradlabs_threads_never_parse_python_at_the_same_time(monkeypatch):
+    """A folder is graded two files at a time; CPython 3.11's AST constructor shares its recursion depth across
+    threads ("SystemError: AST constructor recursion depth mismatch" stopped a check under CI). The pre-flight and the
+    sandbox's import scan, run from two threads at once, never overlap inside ast.parse."""
+    import ast
+    import threading
+    import time
+
+    from gradlab.practice.check import preflight
+
+    real, inside, overlaps = ast.parse, [0], []
+    lock = threading.Lock()
+
+    def slow_parse(*args, **kwargs):
+        with lock:
+            inside[0] += 1
+            overlaps.append(inside[0] > 1)
+        time.sleep(0.02)  # long enough for the other thread to arrive
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    monkeypatch.setattr(ast, "parse", slow_parse)
+    exercise = EXERCISES["mnist.sgd_step"]
+    source = starter(exercise).encode()
+    jobs = [lambda: preflight(source, "a.py", exercise),
+            lambda: sandbox_module.gradlab_imports("gradlab.lessons.mnist.exercises.harness")] * 4
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda job: job(), jobs))
+    assert len(overlaps) >= 8 and not any(overlaps)

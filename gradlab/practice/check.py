@@ -136,8 +136,10 @@ def preflight(source: bytes, path: str, exercise: Exercise) -> str | None:
     import ast
     import difflib
 
+    from gradlab.practice.parsing import parse
+
     try:
-        tree = ast.parse(source, filename=path)
+        tree = parse(source, path)
     except SyntaxError as e:
         return f"syntax error at line {e.lineno}: {e.msg}"
     except (ValueError, RecursionError, MemoryError):

@@ -26,6 +26,7 @@ import threading
 from pathlib import Path
 
 from gradlab.practice import isolate
+from gradlab.practice.parsing import parse
 
 TIMEOUT_S = 20.0
 SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.check)
@@ -63,7 +64,7 @@ def gradlab_imports(name: str) -> set[str]:
             continue
         seen.add(current)
         package = current if path.name == "__init__.py" else current.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        for node in ast.walk(parse(path.read_bytes(), str(path))):
             found = []
             if isinstance(node, ast.Import):
                 found = [a.name for a in node.names]
