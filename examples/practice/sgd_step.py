@@ -21,7 +21,7 @@ def sgd_step(W, b, x, y, lr):
     return W − lr·gW, b − lr·gb                               new tensors; W and b are not changed
 
     Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot, lr a float. W and b arrive with
-    requires_grad=True. TF-1: grad_W, grad_b = tf.gradients(cost, [W, b]); W.assign(W - lr * grad_W).
+    requires_grad=True. TF-1: grad_W, grad_b = tf.gradients(xs=[W, b], ys=cost); W.assign(W - lr * grad_W).
     """
     cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum()  # a student's answer, with a classic mistake in it
     gW, gb = torch.autograd.grad(cost, [W, b])

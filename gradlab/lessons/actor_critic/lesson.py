@@ -9,9 +9,10 @@ things by hand:
     self.optimize = tf.compat.v1.train.RMSPropOptimizer(self.lr_rate).apply_gradients(
         zip(self.critic_gradients, self.network_params))                   apply
 
-with `td_target` a placeholder (fed r + γ V(s'), 0 after a terminal s': no gradient flows through it), and
-placeholders with `self.network_params[idx].assign(param)` ops to set every parameter, to copy weights between
-agents. The seed stops there: it shows no actor.
+with `td_target` a placeholder (what is fed into it is not in the seed; gradlab feeds r + γ(1 − terminal)V(s');
+being fed, no gradient flows through it), and placeholders with `self.network_params[idx].assign(param)` ops to set
+every parameter (the seed does not say what for; copying weights between networks is the usual use). The seed stops
+there: it shows no actor.
 
 In PyTorch: `grads = torch.autograd.grad(loss, critic.parameters())`, then `p.grad = g` for each parameter and
 `optimizer.step()` applies them (`--grad-mode explicit`); `loss.backward(); step()` is the usual one call
@@ -28,7 +29,8 @@ these two operations)"):
     TF-1   ms₀ = 1   ms += (g² − ms)(1 − 0.9)    θ −= lr·g / √(ms + 1e-10)
     torch  v₀ = 0    v = α v + (1 − α) g²        θ −= lr·g / (√v + ε)
 
-So with the same lr, torch's first step is lr·g/(√(1 − α)|g| + ε) ≈ 10·lr on every coordinate (α = 0.99), while
+So with the same lr, torch's first step is lr·g/(√(1 − α)|g| + ε) ≈ 10·lr on every coordinate whose
+|g| ≫ ε/√(1 − α) = 1e-4 (α = 0.99, ε = 1e-5), while
 TF-1's is lr·g/√(0.9 + 0.1g²), tiny for small gradients, and grows as ms forgets its start (0.9ᵏ after k
 updates). `gradlab.optim.TFRMSprop` is TF-1's algorithm; it is the default here (`--optimizer tf1-rmsprop`, for both
 networks: the seed shows only the critic's optimizer). `--optimizer torch-rmsprop` is torch's as A2C

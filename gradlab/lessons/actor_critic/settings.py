@@ -39,8 +39,8 @@ class Config(o.LessonConfig):
     eval_episodes: int = o.eval_episodes()  # the chosen checkpoint (and the last actor) reported on fresh episodes
     windows: int = 10  # windows of the training table
 
-    cpu_only: ClassVar[str | None] = "two 64-unit networks fed 8 states per step: a GPU would only add transfer " \
-                                     "latency"
+    cpu_only: ClassVar[str | None] = "two 64-unit networks fed --envs states per update (16 by default): a GPU " \
+                                     "would only add transfer latency"
 
     def __post_init__(self) -> None:
         check(self.grad_mode in GRAD_MODES, f"unknown --grad-mode {self.grad_mode!r}: use explicit or backward")

@@ -15,9 +15,10 @@ INFO = LessonInfo(
     help="""Train with compute → clip_by_global_norm → apply_gradients, and without, side by side.
 
     Shows that the three explicit steps equal backward(); step(), that our global-norm formula equals
-    torch.nn.utils.clip_grad_norm_, that every clipped SGD step is at most lr·clip_norm long, and what clipping
-    does to a network whose gradients explode.
-    The tutorial's plain setting: --config configs/clip-tutorial.toml.
+    torch.nn.utils.clip_grad_norm_, the longest step each run took (a clipped SGD step is at most lr·clip_norm
+    long), and what clipping does to a network whose gradients explode.
+    The tutorial's model with clipping: --config configs/clip-tutorial.toml (its lr and clip norm are gradlab's:
+    the tutorial gives none for its clipping example).
     """,
     needs_data=True,
     quick={"dataset": "mnist-sample", "offline": True, "epochs": 2},

@@ -1,5 +1,5 @@
-"""The settings of `gradlab clip`, each declared once (gradlab.option_fields); configs/clip-tutorial.toml has the
-tutorial's plain setting. No torch here: `gradlab clip --help` reads this module."""
+"""The settings of `gradlab clip`, each declared once (gradlab.option_fields); configs/clip-tutorial.toml runs the
+tutorial's model with clipping. No torch here: `gradlab clip --help` reads this module."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """MNIST softmax regression: `optimizer.minimize(cost)` is "compute the gradients, then apply them".
 
 The TensorFlow-1 tutorial trained the same model twice: once with
-`GradientDescentOptimizer(lr).minimize(cost)`, once by hand with `grad_W, grad_b = tf.gradients(cost, [W, b])`
+`GradientDescentOptimizer(lr).minimize(cost)`, once by hand with `grad_W, grad_b = tf.gradients(xs=[W, b], ys=cost)`
 and `W.assign(W - lr * grad_W)`, and showed the two agree. gradlab adds a third way with no autograd at all.
 
 Model and cost (the tutorial's settings: W, b start at zero, lr 0.01, batch 100, 10 epochs, mnist.train,
@@ -31,7 +31,7 @@ Where PyTorch differs from the TF-1 original:
   * The tutorial wrote `log(softmax(z))`; we use `log_softmax(z)`: the same number, but it cannot hit log(0).
   * The autograd ways take the cost from `F.cross_entropy(z, labels)`: the same cost with the labels as class
     numbers instead of one-hot rows (it picks −log p of each true class instead of multiplying by zeros), in two
-    autograd nodes instead of five, which makes their training loop about 15% faster. The analytic way keeps the
+    autograd nodes instead of five (NllLossBackward0 and LogSoftmaxBackward0). The analytic way keeps the
     one-hot formula above; its claim checks that the hand-derived gradient matches autograd's through PyTorch's
     own cross-entropy.
   * The tutorial's epoch cost is the mean of the epoch's batch costs, each computed before its update; so is ours.
@@ -105,7 +105,7 @@ def manual_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
 
     def step(x, t):
         cost = F.cross_entropy(torch.addmm(b, x, W), t)  # z = xW + b; cost = mean_i(−log p_i,t_i)
-        gW, gb = torch.autograd.grad(cost, [W, b])  # grad_W, grad_b = tf.gradients(cost, [W, b])
+        gW, gb = torch.autograd.grad(cost, [W, b])  # grad_W, grad_b = tf.gradients(xs=[W, b], ys=cost)
         with torch.no_grad():  # the update itself must not be recorded by autograd
             W.copy_(W - lr * gW)  # W.assign(W - lr * grad_W)
             b.copy_(b - lr * gb)  # b.assign(b - lr * grad_b)

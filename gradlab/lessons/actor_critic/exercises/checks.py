@@ -139,7 +139,7 @@ class _RMSpropByHand:
     torch/optim/rmsprop.py computes it (square_avg starts at 0, square_avg ← α·square_avg + (1 − α)·g²,
     p ← p − lr·g/(√square_avg + ε)), with the interface the exercise's code uses (param_groups, step, zero_grad).
     gradlab's process runs the reference and the known mistakes with it: constructing a torch optimizer imports
-    torch._dynamo, about a second. tests/test_practice.py checks every one against the real optimizer."""
+    torch._dynamo, about a second. tests/test_actor_critic_lesson.py checks every one against the real optimizer."""
 
     def __init__(self, params) -> None:
         self.params = list(params)

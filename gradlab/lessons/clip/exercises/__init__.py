@@ -59,8 +59,9 @@ EXERCISES = [
         g ← g · clip_norm / max(sqrt(S), clip_norm)    the same scale on every rank
 
         Shapes: grads, this rank's list of tensors (float64); clip_norm a positive float. Return the list of clipped
-        tensors. TF-1's tf.clip_by_global_norm saw every gradient on one device; a model whose parameters are
-        split over processes needs the all-reduce first.""",
+        tensors. TF-1's tf.clip_by_global_norm received the whole list of gradients in one graph (TF moved tensors
+        between devices itself); when each process holds only its shard of the gradients, the squared norms must be
+        all-reduced first.""",
         claims={"ranks": ("on real gloo workers, every rank's clipped shard ≡ the whole model's gradients clipped "
                           "together (max relative |Δ|)", 1e-9)},
         forbidden=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm")),

@@ -21,7 +21,7 @@ EXERCISES = [
         return W − lr·gW, b − lr·gb                               new tensors; W and b are not changed
 
         Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot, lr a float. W and b arrive with
-        requires_grad=True. TF-1: grad_W, grad_b = tf.gradients(cost, [W, b]); W.assign(W - lr * grad_W).""",
+        requires_grad=True. TF-1: grad_W, grad_b = tf.gradients(xs=[W, b], ys=cost); W.assign(W - lr * grad_W).""",
         claims={"step": ("your step ≡ torch.optim.SGD's step from the same weights (max relative |Δ| over the "
                          "inputs)", 1e-5),
                 "train": ("20 training steps with your step ≡ with torch.optim.SGD (max relative |Δ| of W, b)",
@@ -39,7 +39,7 @@ EXERCISES = [
 
         Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot; W, b, x and y are not changed. Return (gW, gb)
         of shapes (784, 10), (10,). The inputs include logits far above 88, where exp overflows in float32.
-        TF-1: what tf.gradients(cost, [W, b]) computes for you.""",
+        TF-1: what tf.gradients(xs=[W, b], ys=cost) computes for you.""",
         claims={"grad": ("your hand-derived gradient ≡ autograd's (max relative |Δ| over the inputs)", 1e-5)},
         keeps=("W", "b", "x", "y"), no_autograd=True),
     Exercise(
