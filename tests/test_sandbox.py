@@ -305,6 +305,11 @@ MALFORMED = {
     "out_garbage.py": ("send(os.urandom(5000))", "are not a torch.save file"),
     "out_legacy.py": ('send(saved({"ok": True}, _use_new_zipfile_serialization=False))', "not a torch.save file"),
     "out_huge.py": ('send(b"PK" * (33 << 20))', "sent back more than 64 MB"),
+    # torch.save writes a shared object once: a few KB that stand for 64³ references to one tensor
+    "out_shared.py": ('nested = [torch.zeros(1)] * 64\nfor _ in range(2):\n    nested = [nested] * 64\n'
+                      f'send(saved({{"ok": True, "outputs": [{{"bomb": nested, "grads": [ZERO], KEPT: ZERO}}] * '
+                      f'{N_CASES}}}))',
+                      "hold more than 100,000"),
     # a zip whose storage is deflated: 3 MB that unpack to 3 GB of zeros in whoever reads it
     "out_bomb.py": ('''import struct
 import zlib

@@ -197,6 +197,27 @@ def _text(value, most: int) -> str:
     return isolate.sanitize(value, most)
 
 
+# What one result may hold beyond the references' own values: torch.save writes an object once however often it is
+# referenced, so a few KB can stand for 64⁴ references to one tensor; walking and copying them would hold gradlab for
+# hours (measured: 14 GB within 50 s). Every container and value the check walks counts against one budget.
+MOST_ITEMS = 100_000  # containers, tensors and numbers in one result
+MOST_EXTRA_VALUES = 1 << 20  # numbers in tensors the references do not have (rule outputs and the like)
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.items, self.extra = MOST_ITEMS, MOST_EXTRA_VALUES
+
+    def spend(self, where: str, extra_values: int = 0) -> None:
+        self.items -= 1
+        self.extra -= extra_values
+        if self.items < 0:
+            raise Bad(f"hold more than {MOST_ITEMS:,} tensors, lists and numbers (the limit was reached {where})")
+        if self.extra < 0:
+            raise Bad(f"hold more than {MOST_EXTRA_VALUES:,} values the reference does not have (the limit was "
+                      f"reached {where})")
+
+
 def _checked(got, expected: list[dict] | None) -> dict:
     """GOT, the child's dict, checked and cleaned: its strings sanitized, its outputs shaped as EXPECTED."""
     if type(got) is not dict or type(got.get("ok")) is not bool:
@@ -213,10 +234,12 @@ def _checked(got, expected: list[dict] | None) -> dict:
         raise Bad(f"are {_kind(outputs)} where a list of outputs is expected")
     if expected is not None and len(outputs) != len(expected):
         raise Bad(f"are {len(outputs)} where {len(expected)} (one per input) are expected")
+    budget = _Budget()
     if expected is None:
-        return out | {"ok": True, "outputs": [_clean(o, None, f"output {i + 1}", 0) for i, o in enumerate(outputs)]}
-    return out | {"ok": True, "outputs": [_output(o, e, i) for i, (o, e) in enumerate(zip(outputs, expected,
-                                                                                              strict=True))]}
+        return out | {"ok": True, "outputs": [_clean(o, None, f"output {i + 1}", 0, budget)
+                                              for i, o in enumerate(outputs)]}
+    return out | {"ok": True, "outputs": [_output(o, e, i, budget) for i, (o, e) in enumerate(zip(outputs, expected,
+                                                                                                      strict=True))]}
 
 
 def _items(value, most: int) -> list:
@@ -225,7 +248,7 @@ def _items(value, most: int) -> list:
     return list(value[:most])
 
 
-def _output(got, want: dict, i: int) -> dict:
+def _output(got, want: dict, i: int, budget: _Budget) -> dict:
     where = f"on input {i + 1}"
     if not isinstance(got, dict):
         raise Bad(f"{where} are {_kind(got)}, not a dict of tensors")
@@ -236,16 +259,17 @@ def _output(got, want: dict, i: int) -> dict:
     for key, value in got.items():
         if type(key) is not str:
             raise Bad(f"{where} have a key that is {_kind(key)}")
-        clean[key] = _clean(value, want.get(key), f"{where}: {key!r}", 0)
+        clean[key] = _clean(value, want.get(key), f"{where}: {key!r}", 0, budget)
     return clean
 
 
-def _clean(got, want, where: str, depth: int):
-    """GOT, checked against WANT (None: a value the reference does not have, kept only if small)."""
+def _clean(got, want, where: str, depth: int, budget: _Budget):
+    """GOT, checked against WANT (None: a value the reference does not have, kept only if small), within BUDGET."""
     import torch
 
     if depth > 4:
         raise Bad(f"{where} is nested too deep")
+    budget.spend(where, got.numel() if want is None and type(got) in (torch.Tensor, torch.nn.Parameter) else 0)
     if isinstance(want, torch.Tensor) or (want is None and isinstance(got, torch.Tensor)):
         return _tensor(got, want, where)
     if isinstance(want, list | tuple) or (want is None and type(got) in (list, tuple)):
@@ -256,12 +280,13 @@ def _clean(got, want, where: str, depth: int):
                       f"{'is' if len(want) == 1 else 'are'} expected")
         if want is None and len(got) > 64:
             raise Bad(f"{where} has {len(got)} items")
-        return [_clean(g, w, f"{where}[{j}]", depth + 1)
+        return [_clean(g, w, f"{where}[{j}]", depth + 1, budget)
                 for j, (g, w) in enumerate(zip(got, want if want is not None else [None] * len(got), strict=True))]
     if isinstance(want, dict) or (want is None and isinstance(got, dict)):
         if not isinstance(got, dict) or (want is not None and set(got) != set(want)) or len(got) > 64:
             raise Bad(f"{where} is {_kind(got)} where {_kind(want)} is expected")
-        return {k: _clean(v, want.get(k) if want else None, f"{where}[{k!r}]", depth + 1) for k, v in got.items()
+        return {k: _clean(v, want.get(k) if want else None, f"{where}[{k!r}]", depth + 1, budget)
+                for k, v in got.items()
                 if type(k) is str}
     if type(got) in (bool, int, float) and (want is None or type(want) in (bool, int, float)):
         return got if not isinstance(got, float) or math.isfinite(got) or want is not None else float("nan")
