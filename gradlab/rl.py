@@ -1,7 +1,8 @@
 """The plumbing the reinforcement-learning lessons (dqn, actor-critic) share: CartPole, greedy evaluation, the best
 checkpoint, and statistics over windows of a run. No lesson logic lives here.
 
-Evaluation follows the well-tuned RL libraries (rl-baselines3-zoo's EvalCallback with `save_best_model`): every
+Evaluation follows the well-tuned RL libraries (SB3's EvalCallback with `best_model_save_path`, which
+rl-baselines3-zoo uses; reporting the chosen checkpoint on fresh episodes is gradlab's addition): every
 `every` environment steps the current policy plays a few greedy episodes and, if it is the best so far, a copy of it
 is kept. A checkpoint is *chosen* on those episodes and then *reported* on fresh ones (other start states), so the
 number a claim shows is not the lucky maximum of many noisy evaluations.

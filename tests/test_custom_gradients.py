@@ -304,9 +304,10 @@ def test_given_action_and_cli(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
-    (["--sigma", "0.7,0"], "σ must be between 1.18e-38 and"),
+    (["--sigma", "0.7,0"], "σ must be between 1e-12 and 1e+12"),
     (["--sigma", "-1,1"], "σ must be between"),
-    (["--sigma", "1e-45,1"], "float32's normal range"),
+    (["--sigma", "1e-45,1"], "σ³ and 1/σ³ must be float32 numbers"),
+    (["--sigma", "1e-30,1"], "σ must be between"),  # σ² underflows to 0 in float32
     (["--mu", "0.1,0.2,0.3"], "one number per action dimension"),
     (["--action", "1"], "--action has 1 numbers but --mu has 2"),
     (["--mu", "a,b"], "use comma-separated numbers"),

@@ -44,7 +44,8 @@ class Config(o.LessonConfig):
     target_update: int = o.option(10, "Sync the target network every N environment steps.")
     buffer_size: int = o.option(100_000, "Replay buffer capacity.")  # transitions
     batch_size: int = o.batch_size(64, "Transitions per gradient step.")
-    learning_starts: int = o.option(1000, "Random steps before learning.")
+    learning_starts: int = o.option(1000, "Environment steps before the first gradient step (ε-greedy from the "
+                                          "start of the ε schedule).")
     train_every: int = o.option(128, "Environment steps between training rounds.")
     gradient_steps: int = o.option(64, "Gradient steps per round.")  # the target net is fixed within a round
     eps_start: float = 1.0  # ε-greedy: start fully random ...

@@ -11,7 +11,9 @@ from gradlab import option_fields as o
 from gradlab.errors import GradlabError, check
 from gradlab.option_fields import ADAM_MAX_LR, FLOAT32_MAX, check_positive
 
-FLOAT32_TINY = 1.1754943508222875e-38  # float32's smallest normal number
+# σ's range: the σ-score ((a − μ)² − σ²)/σ³ needs σ³ and 1/σ³ finite in float32 (largest 3.4e38): |σ| within
+# 1e±12 keeps them below 1e36
+SIGMA_MIN, SIGMA_MAX = 1e-12, 1e12
 MAX_EPOCHS = 10_000_000  # REINFORCE updates a run may ask for
 MAX_SAMPLES = 1_000_000  # actions per update: 1e6 × a few dimensions is a few MB
 
@@ -45,9 +47,9 @@ class Config(o.LessonConfig):
     def __post_init__(self) -> None:
         mu, sigma = parse_list(self.mu, "--mu"), parse_list(self.sigma, "--sigma")
         opt = parse_list(self.optimum, "--optimum")
-        check(all(FLOAT32_TINY <= s <= FLOAT32_MAX for s in sigma),
-              f"--sigma {self.sigma!r}: σ must be between {FLOAT32_TINY:.3g} and {FLOAT32_MAX:.3g} in every dimension "
-              f"(float32's normal range: 1/σ² must be a number); try --sigma 0.7,1.2")
+        check(all(SIGMA_MIN <= s <= SIGMA_MAX for s in sigma),
+              f"--sigma {self.sigma!r}: σ must be between {SIGMA_MIN:g} and {SIGMA_MAX:g} in every dimension (the "
+              f"score's σ³ and 1/σ³ must be float32 numbers); try --sigma 0.7,1.2")
         check(len(mu) == len(sigma) == len(opt), f"--mu, --sigma and --optimum need one number per action "
                                                  f"dimension; got {len(mu)}, {len(sigma)} and {len(opt)}")
         if self.action:

@@ -131,7 +131,8 @@ def hessian_fd(f: Callable, x: torch.Tensor, h: float = 1e-4) -> torch.Tensor:
 
 def run(config: Config, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
-    """Reproduce the question, compute the Jacobian five ways and the Hessian three ways. Pure: no printing."""
+    """Reproduce the question, compute the Jacobian five ways and the Hessian four ways (and by finite
+    differences). Pure: no printing."""
     device = device or torch.device("cpu")
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64, device=device)
     y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64, device=device)

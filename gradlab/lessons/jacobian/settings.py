@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from gradlab import option_fields as o
 from gradlab.errors import GradlabError, check
 
-MAX_ENTRIES = 256  # numbers in X: the Hessian check by finite differences costs 2·(rows·columns)² evaluations
+MAX_ENTRIES = 256  # numbers in X: the Hessian check by finite differences costs 4·(rows·columns)² evaluations
 
 
 def parse_matrix(text: str) -> list[list[float]]:

@@ -61,8 +61,9 @@ itself by `autograd.grad` twice raises "does not require grad". What survives a 
 documentation says so (`FunctionCtx.save_for_backward`, torch/autograd/function.py in torch 2.14, lines 53-62:
 intermediaries saved for backward may not support double backward; "recompute intermediaries based on the inputs
 during backward", or mark the backward `@once_differentiable` "so that performing double backward raises an
-error"). So the faithful port saves x and recomputes e = exp(x) inside `backward`, which is what TF-1's graph
-did, and its second derivative is right. `@once_differentiable` does not make every route raise (measured): a
+error"). So the faithful port saves x and recomputes e = exp(x) inside `backward`: equivalent to TF-1, whose
+`grad` used the forward's graph tensor Exp(x), a tensor PyTorch's autograd does not record inside `forward`; its
+second derivative is right. `@once_differentiable` does not make every route raise (measured): a
 `.backward()` through the gradient raises "trying to differentiate twice a function that was marked with
 @once_differentiable", `autograd.grad` raises that x "appears to not have been used in the graph", and
 `autograd.functional.hessian` returns zeros without a word.
@@ -72,9 +73,10 @@ The fully right version computes the forward stably and writes the backward with
     forward:   max(x, 0) + log1p(exp(−|x|))    (never overflows: exp of a non-positive number)
     backward:  dy · sigmoid(x)                  (torch records it, so the second derivative is right too)
 
-For x ≪ 0 the naive form and the tutorial's lose everything too: 1 + e rounds to 1 and log(1) = 0, where the
-answer is eˣ (log1p avoids that). `F.softplus` switches to x above its threshold 20 (torch/nn/functional.py: "For
-numerical stability the implementation reverts to the linear function when" input · beta > threshold).
+For x ≪ 0 the naive value and the tutorial's value and gradient come out 0: 1 + e rounds to 1 and log(1) = 0,
+where the answer is eˣ (log1p avoids that; the naive gradient, e/u, stays right). `F.softplus` switches to x
+above its threshold 20 (torch/nn/functional.py: "For numerical stability the implementation reverts to the
+linear function when" input · beta > threshold).
 """
 
 from __future__ import annotations
@@ -137,7 +139,8 @@ class PortEOnCtx(torch.autograd.Function):
 
 
 class FaithfulPort(torch.autograd.Function):
-    """The tutorial's custom gradient as TF-1's graph computed it: save x, rebuild e = exp(x) inside backward."""
+    """The tutorial's custom gradient with TF-1's derivatives: save x, recompute e = exp(x) inside backward (TF-1's
+    grad used the forward's graph tensor Exp(x), which a second tf.gradients differentiated)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -453,8 +456,9 @@ def run(config: Config, device: torch.device | None = None,
                      all(gchecks["stable Function"])),
         Claim("port-e-on-ctx-second-wrong", "port keeping e on ctx: d²/dx² Σ f(x)² by autograd.grad twice comes "
               "out 2f'², silently missing the 2f·f'' term (max |Δ| from 2f'²)", missing, 1e-12),
-        Claim("faithful-port-second-right", "faithful port (e rebuilt from the saved x in backward, as TF-1's graph "
-              "did): f'' ≡ sigmoid'(x) (max |Δ|)", _number(faithful["f'': grad twice of Σ f"]), 1e-12),
+        Claim("faithful-port-second-right", "faithful port (e recomputed from the saved x in backward, equivalent "
+              "to TF-1's graph tensor e): f'' ≡ sigmoid'(x) (max |Δ|)", _number(faithful["f'': grad twice of Σ f"]),
+              1e-12),
         Claim.yes_no("once-differentiable-raises", "@once_differentiable: .backward() through the gradient raises "
                      "instead of giving a wrong number",
                      once["Σ f²: .backward() on the grad"] == 'raises "trying to differentiate twice"'),

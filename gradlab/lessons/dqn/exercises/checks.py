@@ -143,7 +143,8 @@ TD = Checks(
         Mistake("done ignored", _td_no_done, "terminal transitions bootstrap from the next state: multiply γ · max "
                 "target(s2) by (1 − done): after a termination there is no next state to value"),
         Mistake("online target", _td_online_target, "the target comes from the online network: use the target "
-                "network, target(s2), which is what stabilises DQN"),
+                "network, target(s2): a target held fixed between syncs, which Mnih et al. (2015, Nature, 'Human-level "
+                "control through deep reinforcement learning') introduced to stabilise DQN"),
         Mistake("q[:, a]", _td_columns, "online(s)[:, a] takes whole columns, an (N, N) matrix (row i, column j: "
                 "Q(s_i, a_j)), and the loss then compares every Q with every y: pick one entry per row, "
                 "online(s).gather(1, a.unsqueeze(1)).squeeze(1) or online(s)[torch.arange(N), a]"),
@@ -157,7 +158,8 @@ TD = Checks(
                  "(N,)", _td_unsqueezed, "squeeze Q(s, a) to shape (N,): gather(1, a.unsqueeze(1)).squeeze(1) (PyTorch "
                  "warns \"Using a target size that is different to the input size\")"),
         Relation("the squared error (F.mse_loss), not the Huber loss (F.smooth_l1_loss)", _td_mse,
-                 "DQN's loss is Huber: ½δ² for |δ| < 1, |δ| − ½ beyond (F.smooth_l1_loss)"),
+                 "this lesson's DQN, like stable-baselines3's (dqn.py: F.smooth_l1_loss), uses the Huber loss: ½δ² "
+                 "for |δ| < 1, |δ| − ½ beyond"),
         Relation("the loss whose target bootstraps from the index of the best action (.max(1)[1]), not its value",
                  _td_argmax, "use target(s2).max(dim=1).values (or .max(1)[0]): the value, not the index"),
         Relation("the loss whose target has done and 1 − done swapped (only terminal transitions bootstrap)",

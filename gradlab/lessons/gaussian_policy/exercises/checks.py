@@ -127,7 +127,8 @@ LAYER = Checks(
         Mistake("−1/σ missing", _LayerNoLogSigma, "∂ln π/∂σ misses −1/σ: ln π has the term −ln σ (from the "
                 "normalisation), so ∂ln π/∂σ = ((a − μ)² − σ²)/σ³"),
         Mistake("None for a", _LayerNoA, "you returned None as a's gradient: ln π depends on the action too "
-                "(∂ln π/∂a = −(a − μ)/σ²); None says it does not, and autograd then gives a a zero gradient"),
+                "(∂ln π/∂a = −(a − μ)/σ²); None says it does not (autograd.grad then raises for a unless "
+                "allow_unused=True, .backward() leaves a.grad None), and the check counts it as 0"),
         Mistake("scores saved in forward", _LayerSaved, "the value and the gradients are right, but the second "
                 "derivatives are not: the scores computed in forward and saved are constants to autograd. Save a, μ "
                 "and σ, and compute the gradients from them in backward"),

@@ -40,7 +40,8 @@ EXERCISES = [
 
         Shapes: x any shape, float32 or float64. TF-1: @tf.custom_gradient, whose backward dy · (1 − 1/(1 + e))
         was built from the graph tensor e = tf.exp(x), so a second tf.gradients differentiated it. Keeping e from
-        forward on ctx instead makes it a constant to autograd: the second derivative comes out 0.""",
+        forward on ctx instead makes it a constant to autograd: a second derivative then raises or silently
+        drops the f'' term, and the check measures it as 0.""",
         claims={"float32": ("float32: your value, gradient (for a random dy) and second derivative ≡ the stable "
                             "reference (max relative |Δ|)", 1e-6),
                 "float64": FLOAT64},

@@ -20,7 +20,7 @@ from gradlab.practice.exercise import Checks, Mistake, Variant
 
 SOFTPLUS_THRESHOLD = ("F.softplus's threshold: above x = 20 it returns x itself (torch/nn/functional.py, softplus: "
                       "\"reverts to the linear function when input × β > threshold\", threshold=20), leaving out "
-                      "log1p(e^−x) ≤ 2.04e-9")
+                      "log1p(e^−x) < 2.07e-9")
 
 
 def _x_spot(case: dict, key: str):
@@ -77,8 +77,8 @@ SOFTPLUS = Checks(
     names={"value": "the value", "gradient": "the gradient"},
     quantities=lambda case: [("dy", case["dy"], "the upstream gradient")],
     spot=_x_spot,
-    hints={("gradient", "differs", "only at x = 0"): "at x = 0 autograd's derivatives of |x|, clamp, relu and max "
-           "are one-sided choices (d|x|/dx = 0): the formula's kink shows there",
+    hints={("gradient", "differs", "only at x = 0"): "at x = 0 autograd picks one value of each kink's derivative "
+           "(|x|, clamp and relu give 0, torch.maximum ½): the formula's kink shows there",
            ("*", "nonfinite", "*"): "an exp in your formula overflows at large |x| (inf in float32 from 88.7), and "
                                     "autograd's chain multiplies it by 0: keep every exp's argument ≤ 0"},
     variants=[Variant(SOFTPLUS_THRESHOLD, _softplus_library)])
@@ -126,7 +126,7 @@ class _PortEOnCtx(torch.autograd.Function):
 
 
 class _FaithfulPort(torch.autograd.Function):
-    """The tutorial's custom gradient as TF-1's graph computed it: e rebuilt from the saved x in backward."""
+    """The tutorial's custom gradient with TF-1's derivatives: e recomputed from the saved x in backward."""
 
     @staticmethod
     def forward(ctx, x):
@@ -190,8 +190,10 @@ LOG1PEXP = Checks(
                 "Compute max(x, 0) + log1p(exp(−|x|)), and the gradient as torch.sigmoid(x)"),
         Mistake("e kept on ctx", _PortEOnCtx, "the tutorial's custom gradient, ported with e = eˣ computed in "
                 "forward and kept on ctx: the gradient is finite, but the value is still log(1 + inf) = inf, and "
-                "autograd recorded nothing in forward, so e is a constant to it and the second derivative comes out "
-                "0 (TF-1's graph rebuilt e = tf.exp(x) and got it right). Compute the value stably and the backward "
+                "autograd recorded nothing in forward, so e is a constant to it: a second derivative then raises "
+                "('does not require grad') or silently drops the f'' term, and the check measures it as 0 (in TF-1 "
+                "e was the graph tensor Exp(x), so the tutorial got it right there). Compute the value stably and the "
+                "backward "
                 "from the saved x with torch ops (dy · torch.sigmoid(x))"),
         Mistake("value inf", _FaithfulPort, "the tutorial's custom gradient, ported faithfully (e rebuilt from x in "
                 "backward): the first and second derivatives are right where e is finite, but the value log(1 + eˣ) "
