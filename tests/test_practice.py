@@ -286,3 +286,14 @@ def test_gradlabs_threads_never_parse_python_at_the_same_time(monkeypatch):
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda job: job(), jobs))
     assert len(overlaps) >= 8 and not any(overlaps)
+
+
+def test_an_autograd_function_whose_apply_is_replaced_by_the_library_fails(tmp_path):
+    """apply = F.log_softmax would pass every value, gradient and second-derivative check with no forward or
+    backward written: the harness requires the output to come from the class's own autograd node."""
+    path = tmp_path / "apply.py"
+    path.write_text("import torch\nimport torch.nn.functional as F\n\n\nclass LogSoftmax(torch.autograd.Function):\n"
+                    "    apply = staticmethod(lambda z: F.log_softmax(z, dim=-1))\n")
+    r = run_check(str(path), EXERCISES["mnist.LogSoftmax"])
+    assert r.exit_code == 1 and not any(c.passed for c in r.claims)
+    assert "did not run LogSoftmax's own forward and backward" in json.dumps(r.to_json(), ensure_ascii=False)

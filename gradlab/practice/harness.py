@@ -138,6 +138,10 @@ def function_outputs(cls, inputs: list[torch.Tensor], dy: torch.Tensor, directio
                        "expected")
     if not y.requires_grad:
         raise Returned(f"{name}.forward's output has no graph: return a tensor computed from the inputs")
+    if type(y.grad_fn) is not getattr(cls, "_backward_cls", None):  # autograd's node of this very Function
+        raise Returned(f"{name}.apply did not run {name}'s own forward and backward (its output comes from "
+                       f"{type(y.grad_fn).__name__}): write forward and backward, and leave apply as "
+                       "torch.autograd.Function defines it")
     grads = torch.autograd.grad(y, xs, grad_outputs=dy, create_graph=True, allow_unused=True)
     grads = [torch.zeros_like(x) if g is None else g for x, g in zip(xs, grads, strict=True)]
     inner = sum((g * v).sum() for g, v in zip(grads, directions, strict=True) if g.requires_grad)
