@@ -4,6 +4,7 @@ fail). The sandbox turns a syntax error, an endless loop, os._exit, megabytes of
 one line each; the real process path runs end to end for a right and a wrong answer."""
 
 import json
+import re
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
@@ -236,6 +237,20 @@ def test_a_folder_gets_one_summary_table(tmp_path):
     data = json.loads((tmp_path / "all.json").read_text())
     # one point per check: the claim, 2 rules, the inputs left unchanged, no clip_grad_norm_
     assert [d["points"] for d in data] == [{"score": 5, "max_score": 5}, {"score": 0, "max_score": 5}]
+    # a course's inputs are drawn afresh (the inputs of seed 0, and so their answers, are public), said and recorded
+    seed = int(re.search(r"inputs drawn with seed (\d+)", out.output).group(1))
+    assert {d["seed"] for d in data} == {seed}
+    again = invoke("check", str(tmp_path), "--exercise", "clip.clip_by_global_norm", "--seed", "7", "--json",
+                   str(tmp_path / "seven.json"))
+    assert "--seed 7 draws them again" in " ".join(again.output.split())
+    assert {d["seed"] for d in json.loads((tmp_path / "seven.json").read_text())} == {7}
+
+
+def test_a_students_own_check_uses_seed_0(tmp_path):
+    (tmp_path / "a.py").write_text(solution("clip.clip_by_global_norm", CLIP_RIGHT))
+    out = invoke("check", str(tmp_path / "a.py"), "--json", str(tmp_path / "a.json"))
+    assert out.exit_code == 0 and json.loads((tmp_path / "a.json").read_text())["seed"] == 0
+    assert "inputs drawn with seed" not in out.output
 
 
 def test_each_harness_imports_first_in_a_fresh_process():

@@ -122,9 +122,12 @@ def read_course(path: str) -> dict[str, str]:
               help="Write JUnit XML (GitHub Classroom, CI): one test case per check.")
 @click.option("--gradescope", "gradescope_path", type=click.Path(dir_okay=False), default=None,
               help="Write Gradescope's autograder results.json: one test per check, one point each.")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
+              help="The seed of the generated inputs (default: 0 for your own check; a fresh random one for a "
+                   "course's checks, printed and recorded, so that no submission can carry the expected answers).")
 @click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and the files).")
 def check_cmd(path: str, exercise_name: str | None, course_path: str | None, json_path: str | None,
-              junit_path: str | None, gradescope_path: str | None, quiet: bool) -> int:
+              junit_path: str | None, gradescope_path: str | None, seed: int | None, quiet: bool) -> int:
     """Run PATH's function in a sandbox (time, memory and process limits) on generated inputs, edge cases included,
     compare it with the reference computed here, run the lesson's claims on its outputs, and name the mistake when
     a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails.
@@ -163,10 +166,17 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     if found.mode == "uid" and not quiet:
         console.print(f"gradlab: note: {isolate.not_isolated_message(found)}", markup=False, highlight=False)
     todo = _submissions(path, folder, exercise_name, files_of, course)
+    if seed is None:  # a course's inputs are drawn afresh: the inputs of seed 0 (and so their answers) are public
+        import secrets
+
+        seed = secrets.randbelow(2**31) if course else 0
+    if course and not quiet:
+        console.print(f"inputs drawn with seed {seed} (gradlab check … --seed {seed} draws them again)",
+                      markup=False, highlight=False)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(2) as pool:  # a class's folder: two submissions at a time, each in its own sandbox
-        results = list(pool.map(_checked, todo))
+        results = list(pool.map(lambda item: _checked(item, seed), todo))
     # torch is not imported before the checks: each starts its submission's process first, so that both processes
     # import torch at the same time (and a syntax error is reported without importing it at all)
     torch_version = installed_torch()
@@ -247,7 +257,7 @@ def _submissions(path: str, folder: bool, exercise_name: str | None, files_of: d
     return todo
 
 
-def _checked(item: tuple):
+def _checked(item: tuple, seed: int = 0):
     """One submission's Result: never an exception (one file's trouble never stops a class's grading)."""
     shown, path, exercise, why, follow = item
     from gradlab.practice.check import marker, run_check, stopped_result
@@ -255,18 +265,19 @@ def _checked(item: tuple):
     from gradlab.practice.sandbox import read_submission
 
     if why is not None:
-        return stopped_result(exercise, shown, why, "missing")
+        return stopped_result(exercise, shown, why, "missing", seed)
     try:
         source = read_submission(path, follow=follow)
     except (OSError, ValueError) as e:
-        return stopped_result(exercise, shown, f"cannot read {shown}: {getattr(e, 'strerror', None) or e}")
+        return stopped_result(exercise, shown, f"cannot read {shown}: {getattr(e, 'strerror', None) or e}",
+                              seed=seed)
     named = marker(source)
     if not follow and named is not None and named != exercise.name:
         return stopped_result(exercise, shown, f"this file says it is {one_line(named, 80)} (its '# gradlab-exercise:'"
                                                f" line) but is graded as {exercise.name}: fix that line, or hand in "
-                                               "the file of this exercise", "missing")
+                                               "the file of this exercise", "missing", seed)
     try:
-        return run_check(shown, exercise, source=source)
+        return run_check(shown, exercise, seed, source=source)
     except Exception as e:  # gradlab's own trouble with this one file: said, and the others go on
         why = one_line(f"{type(e).__name__}: {e}", 200)
-        return stopped_result(exercise, shown, f"gradlab could not check this file: {why}")
+        return stopped_result(exercise, shown, f"gradlab could not check this file: {why}", seed=seed)
