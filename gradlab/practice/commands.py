@@ -277,7 +277,7 @@ def _checked(item: tuple, seed: int = 0):
                                                f" line) but is graded as {exercise.name}: fix that line, or hand in "
                                                "the file of this exercise", "missing", seed)
     try:
-        return run_check(shown, exercise, seed, source=source)
+        return run_check(shown, exercise, seed=seed, source=source)
     except Exception as e:  # gradlab's own trouble with this one file: said, and the others go on
         why = one_line(f"{type(e).__name__}: {e}", 200)
         return stopped_result(exercise, shown, f"gradlab could not check this file: {why}", seed=seed)
