@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import socket
 import stat
 import subprocess
@@ -19,15 +20,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import REPO, assert_one_line_error, invoke, require_sandbox
+from conftest import REPO, assert_one_line_error, invoke, once, require_sandbox
 
 import gradlab
 from gradlab.practice import EXERCISES, checks_of, isolate, sandbox
 from gradlab.practice.check import starter
-
-# One pytest-xdist process runs this module, so that each class folder below is graded once (a module-scoped fixture
-# is made once per process) and no two attack batches run at the same time.
-pytestmark = pytest.mark.xdist_group("sandbox-attacks")
 
 CLIP = "clip.clip_by_global_norm"
 HEAD = '''# gradlab-exercise: clip.clip_by_global_norm
@@ -373,9 +370,23 @@ class Listener:
                 conn.sendall(b"GRADLAB-SIDE-SECRET")
 
 
+def shared(tmp_path_factory, name: str, make):
+    """MAKE(tmp_path_factory)'s result, made once for the whole session however many pytest-xdist processes ask
+    (conftest.once; the others wait for it and read it back): a class folder graded twice side by side would cost
+    its CPU twice. (pytest-xdist's loadgroup would keep this module on one process, but with pytest 9.2 it no longer
+    groups: pytest-dev/pytest-xdist#1386.)"""
+    folder = once(tmp_path_factory, name, lambda f: (f / "result.pickle").write_bytes(
+        pickle.dumps(make(tmp_path_factory))))
+    return pickle.loads((folder / "result.pickle").read_bytes())
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
     """One class folder of attacks, malformed outputs and hostile entries, graded once as a course grades it."""
+    return shared(tmp_path_factory, "sandbox-attack-batch", _batch)
+
+
+def _batch(tmp_path_factory):
     require_sandbox("bwrap")
     root = tmp_path_factory.mktemp("attack")
     folder, out = root / "class", root / "out"
@@ -438,7 +449,8 @@ def batch(tmp_path_factory):
         for line in d["metrics"].get("printed", "").splitlines():
             if line.startswith("ATTACK {"):
                 reports[name] = json.loads(line[7:])
-    return {"proc": proc, "wall": wall, "after": after, "files": files, "by_file": by_file, "reports": reports}
+    return {"proc": proc, "wall": wall, "after": after, "files": files, "by_file": by_file, "reports": reports,
+            "uid_base": PRIVATE_BASE}  # the process that graded the folder chose it
 
 
 def passed(entry: dict) -> bool:
@@ -501,7 +513,7 @@ def test_disk_memory_and_the_kernel_are_bounded(batch):
     limits = isolate.Limits()
     assert found["/tmp MB"] <= limits.tmp_bytes >> 20 and found[". MB"] <= limits.box_bytes >> 20, found
     assert found["memfd_create"] == found["shmget"] == found["unshare user+mount"] == "Operation not permitted"
-    assert PRIVATE_BASE <= found["uid"] < PRIVATE_BASE + isolate.SLOTS and found["nproc"] == limits.nproc
+    assert batch["uid_base"] <= found["uid"] < batch["uid_base"] + isolate.SLOTS and found["nproc"] == limits.nproc
 
 
 def test_what_a_submission_prints_or_raises_comes_back_escaped(batch):
@@ -825,6 +837,10 @@ def simulated_uid(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def uid_batch(tmp_path_factory):
     """A smaller class folder graded in the uid fallback: what it must stop, and gloo on sealed workers."""
+    return shared(tmp_path_factory, "sandbox-uid-batch", _uid_batch)
+
+
+def _uid_batch(tmp_path_factory):
     root = tmp_path_factory.mktemp("uid")
     folder, out, drop = root / "class", root / "out", root / "drop"
     for d in (folder, out, drop):
