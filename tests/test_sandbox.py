@@ -989,6 +989,21 @@ def sgd_step(W, b, x, y, lr):
 def jacobian_loop(f, x):
     return torch.func.jacrev(f)(x)
 """, "torch.func.jacrev"),
+    # on gloo workers: each worker watches the calls and reports them with its result
+    "clip.clip_across_ranks": ("""
+import torch.distributed as dist
+
+
+def clip_across_ranks(grads, clip_norm):
+    ps = [torch.nn.Parameter(g.clone()) for g in grads]
+    for p, g in zip(ps, grads, strict=True):
+        p.grad = g.clone()
+    local = torch.nn.utils.clip_grad_norm_(ps, float("inf"))  # this rank's norm; clips nothing
+    s = (local.double() ** 2).reshape(1)
+    dist.all_reduce(s)
+    scale = clip_norm / max(float(s.sqrt()), clip_norm)
+    return [g * scale for g in grads]
+""", "torch.nn.utils.clip_grad_norm_"),
 }
 
 
