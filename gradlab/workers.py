@@ -1,21 +1,19 @@
 """gradlab's own worker processes: started, watched, reaped. The supervision half of a distributed job (the launch
 half, gradlab.distributed, says what each worker runs: joining the process group and the job's function).
 
-start() runs BODY(rank, report) in N processes and returns rank 0's return value. Two ways to start them:
-  * spawn (gradlab ddp): fresh interpreters; BODY must be importable (spawn pickles it), and the parent's main
-    script is not run again in them;
-  * fork (an exercise's harness): the workers inherit BODY as it is, so it may call a function that cannot be
-    imported, such as a student's submission.
-Every message a worker sends goes through one queue, read in one place (_Mailbox): progress (rank 0's moves the
-progress bar), rank 0's result, a worker's error.
+start() runs BODY(rank, report) in N spawned processes (fresh interpreters: BODY must be importable, spawn pickles
+it, and the parent's main script is not run again in them) and returns rank 0's return value. Every message a worker
+sends goes through one queue, read in one place (_Mailbox): progress (rank 0's moves the progress bar), rank 0's
+result, a worker's error.
 
 A worker that raises, dies or stops answering never hangs gradlab: the parent watches every child, gives the others
 a moment to fail on their own (so the report tells the cause from its consequences), kills the rest, reaps them,
 and names the rank that failed (RunFailed: exit code 1). Workers ignore Ctrl-C (the terminal sends it to all of
 them; the parent stops them) and exit if the parent disappears.
 
-Importable beside a submission: at module level this module imports the standard library and gradlab.errors only
-(torch inside the functions), so the sandbox that runs a student's code with an exercise's harness can bind it alone.
+At module level this module imports the standard library and gradlab.errors only (torch inside the functions, which
+keeps `gradlab --help` fast). The exercises whose functions run on gloo workers start theirs themselves
+(gradlab.practice.harness.gloo_harness: forked before the submission loads, which the sandbox needs).
 """
 
 from __future__ import annotations
@@ -39,23 +37,23 @@ STARTUP_S = 60.0
 GRACE_S = 3.0  # after one worker fails, how long the others get to fail on their own before they are killed
 
 
-def start(body: Callable[[int, Callable], Any], workers: int, *, timeout_s: float, method: str = "spawn",
-          name: str = "gradlab-worker", mute: bool = True, progress: Callable = lambda *a: None,
+def start(body: Callable[[int, Callable], Any], workers: int, *, timeout_s: float,
+          name: str = "gradlab-worker", progress: Callable = lambda *a: None,
           meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None,
           refuse: Callable[[dict[int, str]], Exception | None] = lambda errors: None) -> tuple[Any, Any]:
-    """Run BODY(rank, report) in WORKERS processes (METHOD: spawn or fork; named NAME-rank-R), MEANWHILE in a thread
+    """Run BODY(rank, report) in WORKERS spawned processes (named NAME-rank-R), MEANWHILE in a thread
     of this one, watch both; stop and reap the workers in any case. Return (rank 0's return value, what MEANWHILE
     returned). REPORT(text, done, total) moves PROGRESS (rank 0's). TIMEOUT_S: how long a worker may wait for the
-    others in a collective (a worker silent longer than that plus STARTUP_S has hung). MUTE: the workers' standard
-    output and error go to /dev/null (torch's C++ warnings would interleave with the parent's report). MEANWHILE must
+    others in a collective (a worker silent longer than that plus STARTUP_S has hung). The workers' standard output
+    and error go to /dev/null (torch's C++ warnings would interleave with the parent's report). MEANWHILE must
     call stop_if_cancelled() often: it raises Cancelled once the job has failed or been interrupted. REFUSE(errors),
     asked while the workers run, may turn their errors at once into the exception to raise (a taken port, say)."""
     import torch.multiprocessing as mp
 
-    ctx = mp.get_context(method)
+    ctx = mp.get_context("spawn")
     messages = ctx.Queue()
     procs = [ctx.Process(target=_worker, name=f"{name}-rank-{r}", daemon=True,
-                         args=(r, body, messages, os.getpid(), mute)) for r in range(workers)]
+                         args=(r, body, messages, os.getpid())) for r in range(workers)]
     stop, mine = threading.Event(), {}
     side = threading.Thread(target=_capture, args=(meanwhile, stop, mine), daemon=True)
     try:
@@ -83,16 +81,15 @@ def exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _worker(rank: int, body: Callable, messages, parent: int, mute: bool) -> None:
-    """One rank. It never prints (MUTE): progress, the result (rank 0) and errors go to the parent's queue."""
+def _worker(rank: int, body: Callable, messages, parent: int) -> None:
+    """One rank. It never prints: progress, the result (rank 0) and errors go to the parent's queue."""
     for signum in STOP_SIGNALS:  # Ctrl-C (or SIGTERM to the group) reaches every process: the parent decides
         signal.signal(signum, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     exit_with_parent(parent)
-    if mute:
-        devnull = os.open(os.devnull, os.O_WRONLY)  # torch's C++ warnings would interleave with the parent's report
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
+    devnull = os.open(os.devnull, os.O_WRONLY)  # torch's C++ warnings would interleave with the parent's report
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
     try:
         def report(text: str, done: int, total: int) -> None:
             messages.put(("progress", rank, text, done, total))

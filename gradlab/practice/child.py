@@ -225,7 +225,7 @@ def main() -> None:
         try:
             if calls:
                 outputs.append(calls[i]())
-                forbidden.used += [u for u in shared.REPORTED if u not in forbidden.used]
+                forbidden.used += [u for u in dict.fromkeys(shared.REPORTED) if u not in forbidden.used]
             elif isinstance(fn, type):
                 forbidden.active = True
                 outputs.append(harness.call(fn, case))

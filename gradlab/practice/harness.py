@@ -322,7 +322,7 @@ def _gloo_groups(inputs: list[dict], load: Callable[[], Callable], rank_args: Ca
                 os.waitpid(m["pid"], 0)
         for g in got:
             if g[0] == "ok" and len(g) > 2 and isinstance(g[2], list):
-                REPORTED.extend(u for u in g[2] if isinstance(u, str) and u not in REPORTED)
+                REPORTED.extend(u for u in g[2] if isinstance(u, str))  # the child keeps each name once
         if failed:
             rank, why = failed[0]
             if any(g[0] == "returned" for g in got[rank:rank + 1]):

@@ -32,9 +32,9 @@ TIMEOUT_S = 20.0
 SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.check)
 MAX_SOURCE = 1 << 20  # bytes of a submission's file
 GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
-# What a harness may import of gradlab, besides itself: the shared harness module, and the worker launcher of the
-# distributed exercises (which imports only the standard library and torch at module level). Nothing here may hold
-# a reference, a known mistake or a model answer: tests/test_sandbox.py checks every harness's imports against it.
+# What a harness may import of gradlab, besides itself: the shared harness module and the seccomp filter its seal()
+# installs. Nothing here may hold a reference, a known mistake or a model answer: tests/test_sandbox.py checks every
+# harness's imports against it.
 SHARED = ("gradlab.practice.harness", "gradlab.practice.seccomp")
 ALWAYS = ("gradlab.practice.child", "gradlab.practice.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
