@@ -23,7 +23,7 @@ import pytest
 from conftest import REPO, assert_one_line_error, invoke, once, require_sandbox
 
 import gradlab
-from gradlab.practice import EXERCISES, checks_of, isolate, sandbox
+from gradlab.practice import EXERCISES, checks_of, isolate, sandbox, wire
 from gradlab.practice.check import starter
 
 CLIP = "clip.clip_by_global_norm"
@@ -265,7 +265,9 @@ def clip_by_global_norm(grads, clip_norm):
 # Outputs no child of gradlab's would send: the submission writes them itself to the output channel, then leaves
 SEND = '''
 import io
+import struct
 
+from gradlab.practice import wire
 
 KEPT, ZERO = "inputs changed", torch.zeros(1)  # the rule output the harness adds beside "grads"
 
@@ -277,6 +279,11 @@ def send(data):
     os._exit(0)
 
 
+def raw(header, tensors=b""):  # a result in the channel's format, its header as given
+    head = json.dumps(header).encode()
+    return wire.MAGIC + struct.pack("<I", len(head)) + head + tensors
+
+
 def saved(value, **kw):
     buf = io.BytesIO()
     torch.save(value, buf, **kw)
@@ -286,41 +293,32 @@ def saved(value, **kw):
 '''
 N_CASES = len(checks_of(EXERCISES["clip.clip_by_global_norm"]).cases(0))  # one output per input, as the child sends
 MALFORMED = {
-    "out_strings.py": (f'send(saved({{"ok": True, "outputs": [{{"grads": ["a", "b", "c"], KEPT: ZERO}}] * '
+    "out_strings.py": (f'send(wire.encode({{"ok": True, "outputs": [{{"grads": ["a", "b", "c"], KEPT: ZERO}}] * '
                        f'{N_CASES}}}))', "is a str, not a tensor"),
-    "out_stride0.py": (f'send(saved({{"ok": True, "outputs": [{{"grads": [torch.zeros(1).expand(10**12)] * 3, '
-                       f'KEPT: ZERO}}] * {N_CASES}}}))', "has shape (1000000000000,) where (784, 10) is expected"),
-    "out_subclass.py": ('import types\n\nm = types.ModuleType("glsub")\n'
-                        'exec("import torch\\nclass Sub(torch.Tensor):\\n    pass", m.__dict__)\n'
-                        'sys.modules["glsub"] = m\n'
-                        f'send(saved({{"ok": True, "outputs": [{{"grads": [torch.zeros(3).as_subclass(m.Sub)]}}] * '
-                        f'{N_CASES}}}))',
-                        "could not be read"),
-    "out_cases.py": ('send(saved({"ok": True, "outputs": [{"grads": []}] * 2}))',
+    # a tensor that declares 10¹² values and sends 4 bytes
+    "out_declared.py": (f'send(raw({{"result": {{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}]}}] * '
+                        f'{N_CASES}}}, "tensors": [{{"dtype": "float32", "shape": [10**12]}}]}}, bytes(4)))',
+                        "declare 4,000,000,000,000 bytes of tensors and hold 4"),
+    "out_cases.py": ('send(wire.encode({"ok": True, "outputs": [{"grads": []}] * 2}))',
                      f"are 2 where {N_CASES} (one per input) are expected"),
-    "out_notdict.py": ("send(saved([1, 2, 3]))", "not the result gradlab's child sends"),
-    "out_garbage.py": ("send(os.urandom(5000))", "are not a torch.save file"),
-    "out_legacy.py": ('send(saved({"ok": True}, _use_new_zipfile_serialization=False))', "not a torch.save file"),
+    "out_notdict.py": ("send(wire.encode([1, 2, 3]))", "not the result gradlab's child sends"),
+    "out_garbage.py": ("send(os.urandom(5000))", "are not a gradlab result"),
+    # a pickle is never read: this one (torch.save's format) would run code in a torch without weights_only
+    "out_pickle.py": ('send(saved({"ok": True, "outputs": [{"grads": [ZERO] * 3, KEPT: ZERO}] * 5}))',
+                      "are not a gradlab result"),
     "out_huge.py": ('send(b"PK" * (33 << 20))', "sent back more than 64 MB"),
-    # torch.save writes a shared object once: a few KB that stand for 64³ references to one tensor
-    "out_shared.py": ('nested = [torch.zeros(1)] * 64\nfor _ in range(2):\n    nested = [nested] * 64\n'
-                      f'send(saved({{"ok": True, "outputs": [{{"bomb": nested, "grads": [ZERO], KEPT: ZERO}}] * '
-                      f'{N_CASES}}}))',
-                      "hold more than 100,000"),
-    # a zip whose storage is deflated: 3 MB that unpack to 3 GB of zeros in whoever reads it
-    "out_bomb.py": ('''import struct
-import zlib
-
-pkl = saved({"ok": True, "outputs": [{"grads": [torch.zeros(1)]}] * 5})
-c = zlib.compressobj(9, zlib.DEFLATED, -15)
-block = c.compress(b"\\0" * (1 << 20)) + c.flush(zlib.Z_FULL_FLUSH)
-bomb, size = block * 3000 + b"\\x03\\x00", 3000 << 20
-name = b"out/data/0"
-local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, 0, len(bomb), size, len(name), 0) + name
-central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0, 0, len(bomb), size, len(name), 0, 0, 0,
-                      0, 0, 0) + name
-end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local) + len(bomb), 0)
-send(local + bomb + central + end)''', "compressed"),
+    "out_header.py": ('send(wire.MAGIC + struct.pack("<I", 1 << 31) + bytes(100))', "declare a header of"),
+    "out_deep.py": ('send(wire.MAGIC + struct.pack("<I", 200_000) + b"[" * 100_000 + b"]" * 100_000)',
+                    "not JSON (RecursionError)"),
+    # one tensor named by every output: the tree would share it (a few KB standing for 64³ references)
+    "out_shared.py": (f'send(raw({{"result": {{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}] * 3}}] * '
+                      f'{N_CASES}}}, "tensors": [{{"dtype": "float32", "shape": [1]}}]}}, bytes(4)))',
+                      "was used already"),
+    # 64³ numbers in a few hundred KB: walking them is bounded
+    "out_many.py": ('nested = [0] * 64\nfor _ in range(2):\n    nested = [nested] * 64\n'
+                    f'send(wire.encode({{"ok": True, "outputs": [{{"bomb": nested, "grads": [ZERO], KEPT: ZERO}}] * '
+                    f'{N_CASES}}}))',
+                    "hold more than 100,000"),
 }
 
 
@@ -918,20 +916,13 @@ def test_the_uid_fallback_seals_the_network_after_gloo_connects(uid_batch):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _outcome(value=None, raw: bytes | None = None) -> isolate.Outcome:
-    import io
-
-    import torch
-
     if raw is None:
-        buf = io.BytesIO()
-        torch.save(value, buf)
-        raw = buf.getvalue()
+        raw = wire.encode(value)
     return isolate.Outcome(mode="bwrap", returncode=0, output=raw, printed=b"hi \x1b[2J\n", printed_bytes=9)
 
 
 @pytest.mark.parametrize(("value", "fragment"), [
-    ("storage", "keeps 4,000,000 bytes of storage for 10 values"),
-    ("complex", "not a real-valued CPU tensor"),
+    ("float", "'x' is a float, not a tensor"),
     ("warnings", "hold a dict of 1 item where a list is expected"),
     ("missing", "on input 1 lack 'x'"),
     ("nested", "'ys' has 1 tensor where 2 are expected"),
@@ -940,8 +931,7 @@ def test_outputs_are_checked_against_the_references_shape(value, fragment):
     import torch
 
     want = [{"x": torch.zeros(10), "ys": [torch.zeros(2), torch.zeros(3)]}]
-    outputs = {"storage": [{"x": torch.zeros(1_000_000)[:10], "ys": [torch.zeros(2), torch.zeros(3)]}],
-               "complex": [{"x": torch.zeros(10, dtype=torch.complex64), "ys": [torch.zeros(2), torch.zeros(3)]}],
+    outputs = {"float": [{"x": 1.5, "ys": [torch.zeros(2), torch.zeros(3)]}],
                "missing": [{"ys": [torch.zeros(2), torch.zeros(3)]}],
                "nested": [{"x": torch.zeros(10), "ys": [[torch.zeros(2), torch.zeros(3)]]}]}
     got = {"ok": True, "outputs": outputs.get(value, want), **({"warnings": {"a": 1}} if value == "warnings" else {})}
@@ -961,6 +951,54 @@ def test_right_outputs_come_back_as_plain_tensors_of_their_own():
     x = r["outputs"][0]["x"]
     assert r["ok"] and type(x) is torch.Tensor and x.is_contiguous() and not x.requires_grad and x.sum() == 10
     assert r["warnings"] == ["UserWarning: \\x1b[31m"]
+
+
+def test_the_channel_sends_values_only_and_refuses_what_it_cannot_hold():
+    import torch
+
+    view = torch.arange(1_000_000, dtype=torch.float32)[10:20]  # a view: only its 10 values travel
+    data = wire.encode({"x": view, "n": [1, 2.5, None, True, "a"]})
+    assert len(data) < 200 and torch.equal(wire.decode(data)["x"], view)
+    assert wire.decode(data)["x"].untyped_storage().nbytes() == 40 and wire.decode(data)["n"] == [1, 2.5, None, True,
+                                                                                                    "a"]
+    for value in (torch.zeros(2, dtype=torch.complex64), object(), {1: torch.zeros(1)}):
+        with pytest.raises(TypeError):
+            wire.encode(value)
+
+
+def colliding_pickle(n: int) -> bytes:
+    """torch.save's format holding {"ok": True, "x": {k·(2⁶¹−1): 0 for 1 ≤ k ≤ N}}, written without building the dict
+    (every key hashes alike: building it, or torch.load(weights_only=True) reading it, takes time quadratic in N)."""
+    import io
+    import zipfile
+
+    body = bytearray(b"\x80\x02}q\x00(X\x02\x00\x00\x00okq\x01\x88X\x01\x00\x00\x00xq\x02}q\x03(")
+    for k in range(1, n + 1):
+        key = (k * ((1 << 61) - 1)).to_bytes(12, "little", signed=True)
+        body += b"\x8a" + bytes([len(key)]) + key + b"K\x00"  # LONG1 key, BININT1 0
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", bytes(body + b"uu."))
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/version", "3\n")
+    return buf.getvalue()
+
+
+def test_a_result_that_would_hold_gradlab_for_hours_is_refused_at_once():
+    # 30,000 colliding keys: about 8 s in torch.load (400,000: hours); the channel never unpickles
+    started = time.monotonic()
+    r = sandbox.received(_outcome(raw=colliding_pickle(30_000)), None, 20)
+    assert time.monotonic() - started < 2 and r["kind"] == "output" and "not a gradlab result" in r["error"]
+
+
+def test_reading_the_largest_result_takes_little_time():
+    import torch
+
+    want = [{"x": torch.zeros(4000, 1000)} for _ in range(4)]  # 64 MB of float32, the channel's cap
+    data = wire.encode({"ok": True, "outputs": want})
+    started = time.monotonic()
+    r = sandbox.received(_outcome(raw=data), want, 20)
+    assert r["ok"] and time.monotonic() - started < 2
 
 
 def test_a_child_that_stopped_is_said_in_one_line():
