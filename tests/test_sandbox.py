@@ -7,9 +7,11 @@ twenty sandbox start-ups for all of it. Without bubblewrap and root these tests 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
+import signal
 import socket
 import stat
 import subprocess
@@ -594,6 +596,56 @@ def test_a_crash_on_one_file_does_not_stop_the_others(tmp_path, monkeypatch):
     suites = {s.get("name"): s for s in ET.parse(tmp_path / "j.xml").getroot().findall("testsuite")}
     assert suites["a.py"].get("failures") == suites["a.py"].get("tests") and suites["b.py"].get("failures") == "0"
     assert "gradlab could not check this file: MemoryError" in (tmp_path / "j.xml").read_text()
+
+
+def _sandboxes_of(pid: int) -> set[int]:
+    """PID's children that are a submission's bwrap (not detect()'s probe: only a sandbox reads its options from
+    --args)."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[:2] == [b"bwrap", b"--args"]:
+                    found.add(int(child))
+    return found
+
+
+def test_sigterm_ends_a_folder_at_once_and_writes_what_was_graded(tmp_path):
+    """a.py (right) is graded, b.py and c.py sleep through their time limit: SIGTERM once c.py's sandbox has started
+    ends gradlab within seconds (exit 143), its course files written: a.py graded, b.py and c.py said not graded.
+    (Before: the first SIGTERM waited for every queued check, and nothing was written.)"""
+    require_sandbox("bwrap")
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "a.py").write_text(HEAD)
+    for name in ("b.py", "c.py"):
+        (folder / name).write_text(HEAD + "\nimport time\n\n\ndef clip_by_global_norm(grads, clip_norm):\n"
+                                   "    time.sleep(60)\n")
+    files = {"json": tmp_path / "all.json", "gradescope": tmp_path / "results.json"}
+    proc = subprocess.Popen([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json",
+                             str(files["json"]), "--gradescope", str(files["gradescope"])], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **PRIVATE_ENV})
+    try:
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while len(seen) < 3 and proc.poll() is None and time.monotonic() < deadline:  # the third sandbox: c.py's
+            seen |= _sandboxes_of(proc.pid)
+            time.sleep(0.1)
+        assert len(seen) == 3, f"saw {len(seen)} sandboxes start"
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM and took < 10, (proc.returncode, took, err.decode()[-2000:])
+    by_file = {d["config"]["file"]: d for d in json.loads(files["json"].read_text())}
+    assert passed(by_file["a.py"]), by_file["a.py"]["stopped"]
+    for name in ("b.py", "c.py"):
+        assert "not graded: gradlab was stopped" in by_file[name]["stopped"]
+    assert len(json.loads(files["gradescope"].read_text())["tests"]) > 0
 
 
 def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():

@@ -173,10 +173,7 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     if course and not quiet:
         console.print(f"inputs drawn with seed {seed} (gradlab check … --seed {seed} draws them again)",
                       markup=False, highlight=False)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(2) as pool:  # a class's folder: two submissions at a time, each in its own sandbox
-        results = list(pool.map(lambda item: _checked(item, seed), todo))
+    results, signum = _graded(todo, seed)
     # torch is not imported before the checks: each starts its submission's process first, so that both processes
     # import torch at the same time (and a syntax error is reported without importing it at all)
     torch_version = installed_torch()
@@ -212,7 +209,50 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
             write_bytes(target, text().encode())
             if target != STDOUT:
                 console.print(f"wrote {isolate.sanitize(target)}", markup=False)
+    if signum is not None:  # what was graded is written: now the stop that Ctrl-C or SIGTERM asked for
+        from gradlab import process
+
+        raise process.Interrupted(signum)
     return 0 if all(r.exit_code == 0 for r in results) else 1
+
+
+def _graded(todo: list[tuple], seed: int) -> tuple[list, int | None]:
+    """Each of TODO's Results, two submissions at a time (each in its own sandbox), in TODO's order, and None; on
+    Ctrl-C or SIGTERM (a KeyboardInterrupt here), at once: every sandbox killed, the files not graded said so, and
+    the signal's number. The threads are daemons: a check in progress never holds gradlab's exit."""
+    import queue
+    import threading
+
+    from gradlab.practice import isolate
+    from gradlab.practice.check import stopped_result
+
+    jobs: queue.SimpleQueue = queue.SimpleQueue()
+    for i, item in enumerate(todo):
+        jobs.put((i, item))
+    done: dict[int, object] = {}
+    finished = threading.Semaphore(0)
+
+    def work() -> None:
+        while True:
+            try:
+                i, item = jobs.get_nowait()
+            except queue.Empty:
+                return
+            done[i] = _checked(item, seed)
+            finished.release()
+
+    for _ in range(min(2, len(todo))):
+        threading.Thread(target=work, daemon=True).start()
+    try:
+        for _ in todo:
+            finished.acquire()
+        return [done[i] for i in range(len(todo))], None
+    except KeyboardInterrupt as e:
+        graded = dict(done)  # before the kill: the checks it stops midway are not graded
+        isolate.stop_all()
+        why = "not graded: gradlab was stopped before this file's check ended"
+        return [graded[i] if i in graded else stopped_result(item[2], item[0], why, "died", seed)
+                for i, item in enumerate(todo)], getattr(e, "signum", 2)
 
 
 def _submissions(path: str, folder: bool, exercise_name: str | None, files_of: dict[str, str] | None,

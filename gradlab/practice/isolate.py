@@ -402,6 +402,22 @@ def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str) -> list[str
 
 # ------------------------------------------------------------------------------------------------------------- run
 
+_LIVE: dict[int, object] = {}  # run()s in progress: their kill_all, so that stop_all() can end them from any thread
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def stop_all() -> None:
+    """Kill every sandbox this process runs, and start no new one (Ctrl-C or SIGTERM on a class's folder: gradlab
+    writes what was graded and leaves at once, its sandboxes with it)."""
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        kills = list(_LIVE.values())
+    for kill in kills:
+        with contextlib.suppress(Exception):
+            kill()
+
+
 class _Reader(threading.Thread):
     """Drains a pipe: keeps the first KEEP bytes (or, TAIL, the last KEEP), counts them all, notes when the first
     arrived, and calls TOO_MUCH once past MOST."""
@@ -438,6 +454,8 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
     gradlab's the process gets. INPUTS reach it through $GRADLAB_IN ("fd:N" or a path); what it writes to
     $GRADLAB_OUT comes back as Outcome.output; stdout and stderr come back cut to their last bytes."""
     mode = mode or detect().mode
+    if _STOPPING.is_set():
+        raise RuntimeError("gradlab is stopping: no new sandbox is started")
     started = time.monotonic()
     slot = Slot() if mode != "plain" else None
     uid = slot.uid if slot else None
@@ -502,6 +520,9 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             if uid is not None:
                 kill_uid(uid)
 
+        with _LIVE_LOCK:
+            _LIVE[id(state)] = kill_all
+
         def too_much(why: str):
             def stop() -> None:
                 if not state["stopped"]:
@@ -544,6 +565,8 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
                        printed_bytes=readers[0].total, output=None if state["stopped"] else output,
                        wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers)
     finally:
+        with _LIVE_LOCK:
+            _LIVE.pop(id(state), None)
         if state["proc"] is not None and state["proc"].poll() is None:  # an exception of our own midway
             _kill(state["proc"], mode)
             state["proc"].wait()
