@@ -648,6 +648,89 @@ def test_sigterm_ends_a_folder_at_once_and_writes_what_was_graded(tmp_path):
     assert len(json.loads(files["gradescope"].read_text())["tests"]) > 0
 
 
+BARE = {f"gradlab/practice/{n}.py": str(Path(gradlab.__file__).parent / "practice" / f"{n}.py")
+        for n in ("stage1", "seccomp")}  # what isolate.run needs to run a command that is not gradlab's child
+STARTED = 'import os\nos.write(int(os.environ["GRADLAB_OUT"][3:]), b"S")\n'  # the time limit starts now
+
+
+def test_a_sandbox_is_bounded_as_a_whole_and_first_for_the_oom_killer():
+    """Six processes of 150 MB, each within RLIMIT_AS, in a sandbox of 512 MB: the sandbox's cgroup kills some (before:
+    900 MB together, 80 such processes made the kernel kill gradlab); its processes are the OOM killer's first choice
+    and cannot make themselves gradlab's equal."""
+    require_sandbox()
+    code = STARTED + '''import time
+kids = []
+for _ in range(6):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(150 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(2)
+        os._exit(0)
+    kids.append(pid)
+print("killed", sum(os.waitpid(k, 0)[1] == 9 for k in kids))
+print("oom", open("/proc/self/oom_score_adj").read().strip())
+try:
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("0")
+    print("lowered")
+except OSError:
+    print("refused")
+'''
+    limits = isolate.Limits(timeout_s=30, group_memory=512 << 20)
+    o = isolate.run([sys.executable, "-c", code], package=BARE, inputs=b"", limits=limits)
+    printed = o.printed.decode()
+    assert o.cgroup in ("v1", "v2") and o.memory_peak <= 512 << 20 and o.leftovers == [], (o, printed)
+    assert "killed 0" not in printed and "killed" in printed and "oom 1000" in printed, printed
+    assert "refused" in printed or o.mode == "uid", printed
+    effective = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("CapEff"))
+    if int(effective.split()[1], 16) >> 24 & 1:  # CAP_SYS_RESOURCE (a container may lack it): gradlab lowered its own
+        assert int(Path("/proc/self/oom_score_adj").read_text()) < 0  # gradlab's own: the OOM killer's last choice
+
+
+def test_a_cpu_flood_leaves_its_neighbour_the_cpu_it_needs():
+    """On one CPU, a sandbox of 89 busy processes (each its own session) beside one that needs 1 s of CPU: with a
+    cgroup each, the flood gets one sandbox's share, and the neighbour finishes within its 15 s (before: about 1/90th
+    of the CPU, stopped at 15 s, as a right answer got 0 beside such a flood in 3 of 3 runs)."""
+    require_sandbox()
+    flood = STARTED + ("for _ in range(88):\n    if os.fork() == 0:\n        break\nif os.getpid() != os.getsid(0):\n"
+                       "    os.setsid()\nwhile True:\n    pass\n")
+    honest = STARTED + ("import time\nt = time.monotonic()\ntime.sleep(1)\nwhile time.process_time() < 1:\n"
+                        "    pass\nprint(f'done in {time.monotonic() - t:.1f} s')\n")
+    script = f'''import json, os, sys, threading
+from gradlab.practice import isolate
+os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
+limits, found = isolate.Limits(timeout_s=15), {{}}
+def run(name, code):
+    o = isolate.run([sys.executable, "-c", code], package={BARE!r}, inputs=b"", limits=limits)
+    found[name] = {{"stopped": o.stopped, "printed": o.printed.decode()[-300:], "cgroup": o.cgroup}}
+threads = [threading.Thread(target=run, args=a) for a in (("flood", {flood!r}), ("honest", {honest!r}))]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(found))
+'''
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **PRIVATE_ENV, "PYTHONPATH": str(REPO)})
+    found = json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else pytest.fail(r.stderr[-2000:])
+    assert found["flood"]["stopped"] == "timeout" and found["honest"]["cgroup"], found
+    assert found["honest"]["stopped"] is None and "done in" in found["honest"]["printed"], found
+
+
+def test_a_sandbox_without_a_cgroup_is_said_in_the_line_that_names_the_mode(tmp_path, monkeypatch):
+    require_sandbox()
+    from gradlab.practice import cgroups
+
+    monkeypatch.setattr(cgroups, "available", lambda: ("", "no cgroupfs (test)"))
+    (tmp_path / "a.py").write_text(HEAD)
+    out = invoke("check", str(tmp_path / "a.py"), "--exercise", CLIP, "--junit", str(tmp_path / "j.xml"))
+    said = " ".join(out.output.split())
+    assert out.exit_code == 0 and "gradlab: note: submissions run" in said, out.output
+    assert "no cgroup here (no cgroupfs (test)): a sandbox's processes together are bounded in neither" in said
+
+
 def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():
     """The contract of gradlab/practice/harness.py, run for real: in the sandbox, each exercise's harness imports with
     only the files gradlab binds for it (an import hook refuses any other module of gradlab), and nothing of gradlab

@@ -163,8 +163,8 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
         raise GradlabError(f"{'checking a folder' if folder else 'a course file'} grades other people's code, and "
                            f"{isolate.not_isolated_message(found)}; nothing was written")
     console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path))
-    if found.mode == "uid" and not quiet:
-        console.print(f"gradlab: note: {isolate.not_isolated_message(found)}", markup=False, highlight=False)
+    if found.isolated and not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup
+        console.print(f"gradlab: note: {note}", markup=False, highlight=False)
     todo = _submissions(path, folder, exercise_name, files_of, course)
     if seed is None:  # a course's inputs are drawn afresh: the inputs of seed 0 (and so their answers) are public
         import secrets

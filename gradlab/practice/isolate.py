@@ -50,12 +50,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gradlab.practice import cgroups
+
 MODES = ("plain", "uid", "bwrap")  # weakest to strongest
 UID_BASE = int(os.environ.get("GRADLAB_SANDBOX_UID_BASE", "1600000"))  # sandbox uids: UID_BASE + slot
 SLOTS = 32  # concurrent sandboxes on one machine (across gradlab processes)
 LOCK_DIR = Path(os.environ.get("GRADLAB_SANDBOX_LOCKS", "/run/gradlab-sandbox"))
 PKG, BOX = "/opt/gradlab-child", "/box"  # in the bwrap sandbox: gradlab's files for the child, the working folder
 START = b"S"  # the child's first byte out: the submission's own code starts now, and its time limit with it
+SANDBOX_OOM_SCORE_ADJ, GRADLAB_OOM_SCORE_ADJ = 1000, -500  # the OOM killer takes a sandbox first, gradlab last
 STARTUP_S = 90.0  # how long the child may take to get there (torch's import, the harness's prepare) on a busy machine
 
 
@@ -71,7 +74,9 @@ class Limits:
     box_bytes: int = 16 << 20  # bwrap: tmpfs /box, the working folder
     printed_kept: int = 16 << 10  # bytes of stdout + stderr kept: the last ones
     printed_max: int = 64 << 20  # printing more stops the run
-    output_max: int = 64 << 20  # bytes of outputs (torch.save) accepted
+    output_max: int = 64 << 20  # bytes of the result (gradlab/practice/wire.py) accepted
+    group_memory: int = 2 << 30  # the cgroup: memory of all the sandbox's processes together (measured: a gloo
+    cpus: float = 2.0  # exercise's four processes, torch imported, 330 MB at most), and the CPUs they may use together
 
 
 @dataclass
@@ -85,6 +90,8 @@ class Outcome:
     wall_s: float = 0.0
     uid: int | None = None
     leftovers: list[int] = field(default_factory=list)  # pids of the sandbox's uid still alive after cleanup
+    cgroup: str = ""  # "v1" | "v2": the sandbox ran in a cgroup of its own; "": it did not (cgroups.available())
+    memory_peak: int | None = None  # bytes: the most its processes held together (cgroup)
 
 
 # ------------------------------------------------------------------------------------------------------- detection
@@ -135,15 +142,20 @@ def _detect(cap: str) -> Detected:
 
 
 def not_isolated_message(found: Detected | None = None) -> str | None:
-    """One line on what the mode leaves open and how to get full isolation; None in bwrap mode."""
+    """One line on what the mode leaves open and how to get full isolation; None in bwrap mode with a cgroup per
+    sandbox."""
     found = found or detect()
+    cgroup, why_not = cgroups.available() if found.isolated else ("", "")
+    unbounded = "" if cgroup or not found.isolated else (f"; no cgroup here ({why_not}): a sandbox's processes "
+                                                         "together are bounded in neither memory nor CPU")
     if found.mode == "bwrap":
-        return None
+        return f"submissions run in bubblewrap{unbounded}" if unbounded else None
     install = ("run gradlab as root with bubblewrap installed (apt-get install bubblewrap) where namespaces are "
                "allowed (Docker: --cap-add SYS_ADMIN --security-opt seccomp=unconfined)")
     if found.mode == "uid":
         return (f"submissions run under a uid of their own with limits and seccomp, but no namespaces here "
-                f"({found.why}): they can see other processes and fill the disk; for full isolation {install}")
+                f"({found.why}): they can see other processes and fill the disk{unbounded}; for full isolation "
+                f"{install}")
     return f"submissions run unisolated ({found.why}); to isolate them {install}"
 
 
@@ -352,7 +364,7 @@ def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[i
     for path, content in _etc_files(uid).items():
         a += ["--perms", "0444", "--ro-bind-data", data(content), path]
     # the kernel's views and the private, bounded folders first: a Python installed under /tmp is bound over them
-    a += ["--proc", "/proc", "--dev", "/dev"]
+    a += ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]  # read-only: oom_score_adj stays 1000
     a += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     a += ["--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
     made: set[str] = {"/", "/etc", "/usr", "/proc", "/dev", "/tmp", "/dev/shm"}
@@ -392,8 +404,8 @@ def init_stubs(package: dict[str, str]) -> list[str]:
     return sorted(f"{d}/__init__.py" for d in dirs if f"{d}/__init__.py" not in package)
 
 
-def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str) -> list[str]:
-    spec = {"uid": uid, "gid": uid, "keep_fds": keep_fds, "rlimits": {
+def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str, cgroup_fds: list[int]) -> list[str]:
+    spec = {"uid": uid, "gid": uid, "keep_fds": keep_fds, "cgroup_fds": cgroup_fds, "rlimits": {
         "CORE": 0, "AS": limits.memory, "FSIZE": limits.fsize, "NOFILE": limits.nofile, "NPROC": limits.nproc,
         # CPU seconds per process: an orphan that outlives a gradlab killed mid-check (uid mode) stops burning
         "CPU": int(limits.timeout_s + STARTUP_S) + 10}}
@@ -461,6 +473,9 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
     uid = slot.uid if slot else None
     work: Path | None = None
     fds: list[int] = []
+    group = _group(limits) if mode != "plain" else None
+    group_fds = group.procs_fds() if group else []
+    fds += group_fds
     state: dict = {"stopped": None, "proc": None}
     try:
         base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
@@ -482,7 +497,7 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
             args_fd = _memfd(b"".join(s.encode() + b"\0" for s in options), "bwrap-args")
             fds.append(args_fd)
-            cmd = ["bwrap", "--args", str(args_fd), "--", *_stage1(uid, limits, [in_fd, out_w], PKG),
+            cmd = ["bwrap", "--args", str(args_fd), "--", *_stage1(uid, limits, [in_fd, out_w], PKG, group_fds),
                    *(a.replace("{pkg}", PKG) for a in command)]
             popen_env, cwd, new_session = {}, "/", False
         elif mode == "uid":
@@ -494,7 +509,8 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             for p in (box, box / "tmp"):
                 os.chown(p, uid, uid)
             os.chmod(work, 0o711)  # others may pass through to pkg/, not list; box/ is the sandbox uid's alone
-            cmd = [*_stage1(uid, limits, [in_fd, out_w], str(pkg)), *(a.replace("{pkg}", str(pkg)) for a in command)]
+            cmd = [*_stage1(uid, limits, [in_fd, out_w], str(pkg), group_fds),
+                   *(a.replace("{pkg}", str(pkg)) for a in command)]
             popen_env = {**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"}
             cwd, new_session = str(box), True
         else:  # plain: as the caller, where it runs (a laptop; Windows too: no pipe to pass, a file instead)
@@ -507,6 +523,8 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
                          "GRADLAB_OUT": f"fd:{out_w}" if out_w is not None else str(out_file)}
             popen_env.pop("PYTHONPATH", None)
             cwd, new_session = str(work), os.name == "posix"
+        if mode != "plain":  # the OOM killer's first choice, inherited by all of it (bwrap's /proc is read-only)
+            cmd = ["/bin/sh", "-c", f'echo {SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj && exec "$@"', "sh", *cmd]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 env=popen_env, cwd=cwd, pass_fds=fds, start_new_session=new_session,
                                 preexec_fn=_plain_limits(limits) if mode == "plain" and os.name == "posix" else None)
@@ -559,11 +577,14 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
                 else b""
         output = output[1:] if output[:1] == START else b""
         leftovers = kill_uid(uid) if uid is not None else []
+        peak = group.memory_peak() if group else None
+        leftovers += group.remove() if group else []
         if mode == "uid":
             remove_files_of_uid(uid)
         return Outcome(mode=mode, returncode=proc.returncode, stopped=state["stopped"], printed=readers[0].kept(),
                        printed_bytes=readers[0].total, output=None if state["stopped"] else output,
-                       wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers)
+                       wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers,
+                       cgroup=group.version if group else "", memory_peak=peak)
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(id(state), None)
@@ -572,10 +593,27 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             state["proc"].wait()
         for fd in fds:
             os.close(fd)
+        if group is not None:
+            group.remove()
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
         if slot:
             slot.release()
+
+
+def _group(limits: Limits) -> cgroups.Group | None:
+    """The sandbox's own cgroup where this machine allows one (cgroups.available()), else None; gradlab's own process
+    is made the OOM killer's last choice (the sandbox's processes are its first: stage 1)."""
+    if not cgroups.available()[0]:
+        return None
+    _protect_gradlab()
+    return cgroups.Group(memory=limits.group_memory, pids=limits.nproc, cpus=limits.cpus)
+
+
+@functools.cache
+def _protect_gradlab() -> None:
+    with contextlib.suppress(OSError):  # root only: lowering it needs CAP_SYS_RESOURCE
+        Path("/proc/self/oom_score_adj").write_text(str(GRADLAB_OOM_SCORE_ADJ))
 
 
 def _copy_package(package: dict[str, str], pkg: Path) -> None:
