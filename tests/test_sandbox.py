@@ -848,9 +848,38 @@ def test_reading_a_submission_never_follows_a_link_or_blocks(tmp_path):
     assert stat.S_ISFIFO(os.lstat(tmp_path / "p.py").st_mode)
 
 
+def test_two_files_that_look_alike_are_neither_graded(tmp_path):
+    require_sandbox()
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("alice.py", "ALICE.py", "\uff41lice.py"):  # a fullwidth a
+        (folder / name).write_text(HEAD)
+    out = invoke("check", str(folder), "--exercise", CLIP, "--json", str(tmp_path / "all.json"))
+    by_file = {d["config"]["file"]: d for d in json.loads((tmp_path / "all.json").read_text())}
+    assert out.exit_code == 1 and len(by_file) == 3, out.output
+    for name, entry in by_file.items():
+        assert entry["points"]["score"] == 0 and "its name looks like" in entry["stopped"], (name, entry["stopped"])
+    assert "ALICE.py and \uff41lice.py" in by_file["alice.py"]["stopped"]
+
+
 def test_sanitize_leaves_text_and_escapes_controls():
     assert isolate.sanitize("a\tb\nc ✓ ∂") == "a\tb\nc ✓ ∂"
-    assert isolate.sanitize("\x1b[2J\r\x07\x9b\u202e" + os.fsdecode(b"\xe9")) == "\\x1b[2J\\r\\x07\\x9b\\u202e\\xe9"
+    assert isolate.sanitize("\x1b[2J\r\x07\x9b\u202e" + os.fsdecode(b"\xe9")) == "\\x1b[2J\\r\\x07\\u009b\\u202e\\xe9"
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("x\x1b.py", "x\\x1b.py"),  # an escape, and the text of that escape
+    ("alice.py", "alice\u200b.py"),  # a zero-width space
+    ("bob.py", "bob\u2060.py"),  # a word joiner
+    ("a b.py", "a\u00a0b.py"),  # a no-break space
+    ("c\x9b.py", "c" + os.fsdecode(b"\x9b") + ".py"),  # a C1 code, and an undecodable byte
+])
+def test_names_that_differ_are_shown_differently(one, other):
+    import unicodedata
+
+    shown = isolate.sanitize(one), isolate.sanitize(other)
+    assert shown[0] != shown[1]
+    assert all(c == " " or unicodedata.category(c)[0] not in "CZ" for c in "".join(shown)), shown  # all visible
     assert isolate.one_line("a\nb\tc", 10) == "a b c"
 
 

@@ -290,11 +290,22 @@ def _submissions(path: str, folder: bool, exercise_name: str | None, files_of: d
         todo = [(n, os.path.join(path, n) if n in names else None, EXERCISES[e], None if n in names else
                  f"{n} is missing from this submission", False) for n, e in sorted(files_of.items())]
     else:
-        todo = [(isolate.sanitize(n), os.path.join(path, n), EXERCISES[exercise_name], None, False)
-                for n in names if n.endswith(".py")]
+        names = [n for n in names if n.endswith(".py")]
+        alike: dict[str, list[str]] = {}  # two files no one can tell apart in a table of grades: neither is graded
+        for n in names:
+            alike.setdefault(isolate.looks_alike(n), []).append(n)
+        todo = [(isolate.sanitize(n), os.path.join(path, n), EXERCISES[exercise_name], _alike(n, alike), False)
+                for n in names]
     if not todo:
         raise GradlabError(f"{path} has no .py files to check")
     return todo
+
+
+def _alike(name: str, alike: dict[str, list[str]]) -> str | None:
+    from gradlab.practice import isolate
+
+    others = [isolate.sanitize(m) for m in alike[isolate.looks_alike(name)] if m != name]
+    return f"its name looks like {' and '.join(others)}: rename one of them" if others else None
 
 
 def _checked(item: tuple, seed: int = 0):

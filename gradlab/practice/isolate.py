@@ -47,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -677,28 +678,39 @@ def _plain_limits(limits: Limits):
 
 # -------------------------------------------------------------------------------------------- text that came out
 
-_BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+_HIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}  # controls, format (zero-width, bidi), surrogates, private,
+# unassigned, line and paragraph separators, spaces other than " ": shown as an escape
 
 
 def sanitize(text: str, most: int | None = None) -> str:
-    """Text that came out of a sandbox (or a file name a student chose), safe for a terminal, JUnit and JSON: every
-    control character but newline and tab (ANSI escapes, carriage returns, backspaces, C1 codes), bidi overrides and
-    undecodable bytes shown as a visible escape, never interpreted. MOST: keep at most that many characters."""
+    """Text that came out of a sandbox (or a file name a student chose), safe for a terminal, JUnit and JSON, and
+    distinct when its input was: every control character but newline and tab (ANSI escapes, carriage returns, C1
+    codes), every format character (zero-width ones, bidi overrides), separators and spaces other than " ", and
+    undecodable bytes are shown as a visible escape, never interpreted; a backslash as two, so that an escape
+    shown is never the student's own text. MOST: keep at most that many characters."""
     text = str(text)
     if most is not None and len(text) > most:
         text = text[:most] + "…"
     out = []
     for c in text:
         o = ord(c)
-        if c in "\n\t" or (0x20 <= o < 0x7F) or (o >= 0xA0 and o not in _BIDI and not 0xD800 <= o < 0xE000
-                                                  and o not in (0xFFFE, 0xFFFF)):
+        if c == "\\":
+            out.append("\\\\")
+        elif c in "\n\t" or (0x20 <= o < 0x7F) or (o >= 0xA0 and unicodedata.category(c) not in _HIDDEN):
             out.append(c)
         elif 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
             out.append(f"\\x{o - 0xDC00:02x}")
-        else:
-            out.append(c.encode("unicode_escape", "backslashreplace").decode("ascii") if o < 0xD800 or o >= 0xE000
-                       else f"\\u{o:04x}")
+        elif o < 0x80:  # \r, \x1b
+            out.append(c.encode("unicode_escape").decode("ascii"))
+        else:  # \u009b: a C1 code, never to be read as the undecodable byte \x9b
+            out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
     return "".join(out)
+
+
+def looks_alike(name: str) -> str:
+    """What NAME shows as, give or take case and compatibility forms (ｆｕｌｌｗｉｄｔｈ, ﬁ, é as e + ◌́): two
+    files with the same looks_alike() are told apart by no one reading a table of grades."""
+    return unicodedata.normalize("NFKC", name).casefold()
 
 
 def one_line(text: str, most: int = 300) -> str:
