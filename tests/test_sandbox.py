@@ -11,11 +11,13 @@ import contextlib
 import json
 import os
 import pickle
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -731,6 +733,66 @@ def test_a_sandbox_without_a_cgroup_is_said_in_the_line_that_names_the_mode(tmp_
     assert "no cgroup here (no cgroupfs (test)): a sandbox's processes together are bounded in neither" in said
 
 
+def test_a_posix_message_queue_is_refused():
+    """A queue outlives its process (the uid fallback has no ipc namespace to drop it with): mq_open is refused."""
+    require_sandbox()
+    code = STARTED + ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                      "fd = libc.syscall(240 if os.uname().machine == 'x86_64' else 180, b'gl-q', 0o102, 0o600, None)\n"
+                      "print('mq_open', fd, os.strerror(ctypes.get_errno()) if fd < 0 else 'opened')\n")
+    o = isolate.run([sys.executable, "-c", code], package=BARE, inputs=b"", limits=isolate.Limits(timeout_s=20))
+    assert "mq_open -1 Operation not permitted" in o.printed.decode(), o.printed
+
+
+def _as_uid(uid: int, code: str) -> None:
+    subprocess.run(["/usr/bin/python3", "-I", "-S", "-c", code], user=uid, group=uid, extra_groups=[], cwd="/",
+                   check=True, timeout=60)
+
+
+def test_the_uid_cleanup_runs_as_the_uid_walks_any_depth_and_covers_run_lock(tmp_path):
+    """What a sandbox uid left is removed by a process of that uid (a race can make it remove only what the uid could
+    remove itself: root deleted a classmate's file that way), through a 1,500-deep chain (RecursionError before),
+    in /run/lock too."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    uid = PRIVATE_BASE + isolate.SLOTS - 1
+    tag = f"gl-clean-{os.getpid()}"
+    _as_uid(uid, f'''import os
+os.makedirs("/tmp/{tag}", exist_ok=True)
+os.chdir("/tmp/{tag}")
+for _ in range(1500):
+    os.mkdir("d")
+    os.chdir("d")
+open("deep", "w").close()
+for folder in ("/run/lock", "/dev/shm", "/var/tmp"):
+    if os.path.isdir(folder):
+        open(f"{{folder}}/{tag}", "w").close()
+''')
+    assert isolate.clean_as_uid(uid)
+    assert not os.path.lexists(f"/tmp/{tag}") and not any(os.path.lexists(f"{d}/{tag}") for d in
+                                                           ("/run/lock", "/dev/shm", "/var/tmp"))
+    guarded = Path(tempfile.mkdtemp(prefix="gl-guarded-"))  # a folder the uid cannot write in, holding a file of
+    try:  # the uid's: root would remove it, the uid cannot
+        os.chmod(guarded, 0o755)
+        (guarded / "victim").write_text("kept")
+        os.chown(guarded / "victim", uid, uid)
+        assert not isolate.clean_as_uid(uid, (str(guarded),)) and (guarded / "victim").read_text() == "kept"
+    finally:
+        shutil.rmtree(guarded)
+
+
+def test_a_uid_whose_cleanup_failed_is_not_used_again(tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    monkeypatch.setattr(isolate, "LOCK_DIR", tmp_path)
+    monkeypatch.setattr(isolate, "UID_BASE", PRIVATE_BASE)
+    monkeypatch.setattr(isolate, "recover", lambda uid: uid != PRIVATE_BASE)  # slot 0's leftovers stay
+    (tmp_path / "slot-0.used").write_text("a gradlab that died mid-check\n")
+    slot = isolate.Slot("uid")
+    assert slot.uid == PRIVATE_BASE + 1 and (tmp_path / "slot-1.used").exists()
+    slot.release(cleaned=True)
+    assert not (tmp_path / "slot-1.used").exists() and (tmp_path / "slot-0.used").exists()
+
+
 def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():
     """The contract of gradlab/practice/harness.py, run for real: in the sandbox, each exercise's harness imports with
     only the files gradlab binds for it (an import hook refuses any other module of gradlab), and nothing of gradlab
@@ -1024,11 +1086,13 @@ def _uid_batch(tmp_path_factory):
         for key, value in fills.items():
             body = body.replace(key, value)
         (folder / name).write_text(HEAD + body)
-    (root / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
+    os.chmod(folder, 0o700)  # as a course must keep them in the uid fallback (test_..._refuses_a_readable_class)
+    (root / "ddp").mkdir(mode=0o700)
+    (root / "ddp" / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
     try:
         clip = simulated_uid([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json",
                               str(out / "all.json"), "--gradescope", str(out / "results.json")], root)
-        ddp = simulated_uid([sys.executable, "-m", "gradlab", "check", str(root / "ddp.py"), "--exercise",
+        ddp = simulated_uid([sys.executable, "-m", "gradlab", "check", str(root / "ddp" / "ddp.py"), "--exercise",
                              "ddp.average_gradients", "--json", str(out / "ddp.json"), "--junit",
                              str(out / "ddp.xml")], root)
         time.sleep(2)  # the daemon would write 1 s after its check
@@ -1046,6 +1110,22 @@ def _uid_batch(tmp_path_factory):
                .splitlines() if line.startswith("ATTACK {")}
     return {"clip": clip, "by_file": by_file, "reports": reports, "after": after,
             "ddp": json.loads((out / "ddp.json").read_text())}
+
+
+def test_the_uid_fallback_refuses_a_class_other_users_can_read(tmp_path):
+    """No mount namespace hides a class's folder from a sandbox uid: one readable by others (unpacked with umask 022)
+    let a submission copy a classmate's file, 5 of 5; the wheel beside a course file gave the model answers."""
+    folder = Path(tempfile.mkdtemp(prefix="gl-class-"))  # in /tmp: reachable by any uid (tmp_path is not)
+    try:
+        os.chmod(folder, 0o755)
+        (folder / "a.py").write_text(HEAD)
+        r = simulated_uid([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--junit",
+                           str(tmp_path / "j.xml")], tmp_path)
+    finally:
+        shutil.rmtree(folder)
+    said = " ".join(r.stderr.decode().split())
+    assert r.returncode == 2 and f"{folder} is readable by other users" in said, said
+    assert not (tmp_path / "j.xml").exists()
 
 
 def test_the_uid_fallback_grades_and_says_what_it_leaves_open(uid_batch):

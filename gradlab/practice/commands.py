@@ -162,6 +162,14 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     if course and not found.isolated:
         raise GradlabError(f"{'checking a folder' if folder else 'a course file'} grades other people's code, and "
                            f"{isolate.not_isolated_message(found)}; nothing was written")
+    if course and found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
+        shown = [os.path.abspath(path) if folder else os.path.dirname(os.path.abspath(path))]
+        readable = isolate.readable_by_sandbox(shown + ([os.path.dirname(os.path.abspath(course_path))]
+                                                        if course_path else []))
+        if readable:
+            raise GradlabError(f"{isolate.sanitize(readable)} is readable by other users, so a submission could "
+                               f"copy it (a classmate's file, the wheel's model answers): chmod o-rwx it and its "
+                               f"folder; nothing was written")
     console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path))
     if found.isolated and not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup
         console.print(f"gradlab: note: {note}", markup=False, highlight=False)

@@ -188,6 +188,21 @@ def uid_mode_problem() -> str | None:
     return None
 
 
+def readable_by_sandbox(folders: list[str]) -> str | None:
+    """The first of FOLDERS, or of the files and folders in them, that a sandbox uid could read (a class's
+    submissions, the wheel beside a course file: the uid fallback has no mount namespace to hide them), or None."""
+    paths = []
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            paths += [folder, *(os.path.join(folder, n) for n in sorted(os.listdir(folder)))]
+    code = "import os, sys; print(next((p for p in sys.argv[1:] if os.access(p, os.R_OK)), '-'))"
+    r = subprocess.run([sys.executable, "-I", "-S", "-c", code, *paths], capture_output=True, text=True,
+                       user=UID_BASE + SLOTS, group=UID_BASE + SLOTS, extra_groups=[], timeout=60, cwd="/",
+                       stdin=subprocess.DEVNULL)
+    found = r.stdout.strip()
+    return None if r.returncode == 0 and found == "-" else found or "(the check itself failed)"
+
+
 def package_dir() -> str:
     """The folder of the gradlab package this process runs."""
     return str(Path(__file__).resolve().parent.parent)
@@ -210,24 +225,52 @@ def _lock_dir_problem() -> str | None:
 class Slot:
     """A sandbox uid of its own for one run: an flock on LOCK_DIR/slot-N (a root-only folder), held across gradlab
     processes, so two concurrent sandboxes (a folder's two workers, two CI jobs) never share a uid: RLIMIT_NPROC,
-    kill(-1) and the /proc scans count per uid."""
+    kill(-1) and the /proc scans count per uid. The lock is checked after flock to be the file LOCK_DIR names (not
+    one unlinked meanwhile). slot-N.used stands while a run's cleanup is not done: the next to take the slot (its
+    owner is dead: the flock is free) cleans up first, and skips the uid if that fails; a uid never runs two
+    submissions' code with the first one's leftovers."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str) -> None:
         import fcntl  # POSIX only: isolate.py also runs, in plain mode, on Windows
 
         for n in range(SLOTS):
-            fd = os.open(LOCK_DIR / f"slot-{n}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            path = LOCK_DIR / f"slot-{n}"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+                held, named = os.fstat(fd), os.stat(path, follow_symlinks=False)
+                if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino):
+                    raise BlockingIOError  # unlinked and made again by another process: not the lock others see
+            except (BlockingIOError, FileNotFoundError):
                 os.close(fd)
                 continue
-            self.fd, self.uid = fd, UID_BASE + n
+            self.fd, self.uid, self.used = fd, UID_BASE + n, LOCK_DIR / f"slot-{n}.used"
+            if self.used.exists() and (mode != "uid" or not recover(self.uid)):
+                os.close(fd)
+                continue
+            if mode == "uid":  # bwrap leaves nothing on the machine but processes (killed by the next run)
+                self.used.write_text(f"{os.getpid()}\n")
             return
-        raise RuntimeError(f"all {SLOTS} sandbox slots are busy")
+        raise RuntimeError(f"all {SLOTS} sandbox slots are busy, or their uid's leftovers could not be removed "
+                           f"(remove {LOCK_DIR}/slot-*.used once they are)")
 
-    def release(self) -> None:
+    def release(self, cleaned: bool) -> None:
+        """CLEANED: every process and file of the uid is gone (else the next to take the slot tries again)."""
+        if cleaned:
+            self.used.unlink(missing_ok=True)
         os.close(self.fd)
+
+
+def recover(uid: int) -> bool:
+    """What a run on UID that did not finish left (its gradlab killed mid-check): its processes, its working folders,
+    its files in SHARED_TMP. Whether all of it went."""
+    kill_uid(uid)
+    stale = sorted(Path(tempfile.gettempdir()).glob(f"gradlab-box-{uid}-*"))
+    if not clean_as_uid(uid, (*(str(w / "box") for w in stale), *SHARED_TMP)):
+        return False
+    for work in stale:  # what is left is root's (pkg/) and the emptied box/: nothing of the uid's to race
+        shutil.rmtree(work, ignore_errors=True)
+    return True
 
 
 def is_sandbox_uid(uid: int) -> bool:
@@ -257,34 +300,80 @@ def kill_uid(uid: int, rounds: int = 50) -> list[int]:
     return pids_of_uid(uid)
 
 
-def remove_files_of_uid(uid: int, roots: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")) -> int:
-    """The fallback's sandbox could write in the machine's world-writable folders: remove what UID owns there. Its
-    processes are dead by now, so nothing races the walk; links are removed, never followed; only folders UID could
-    write in (its own, and world-writable ones) are entered."""
-    removed = 0
-
-    def walk(folder: str) -> None:
-        nonlocal removed
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where any uid may write (the uid fallback)
+# Run AS the sandbox's uid, never as root: whatever a race makes it remove (a folder swapped for a link by another
+# sandbox), it removes with that uid's rights, which the submission had anyway. Iterative, by chdir into each folder
+# (no path grows, no recursion: a 1,200-deep chain is walked like a flat one); prints the entries it could not remove.
+CLEANUP = r"""
+import os, stat, sys
+uid, done, left = os.getuid(), set(), 0
+def own_or_open(st):
+    return st.st_uid == uid or st.st_mode & 0o002
+for root in sys.argv[1:]:
+    try:
+        os.chdir(root)
+    except FileNotFoundError:
+        continue
+    except OSError:
+        left += 1
+        continue
+    path = []  # the names walked down from ROOT
+    while True:
+        here = os.stat(".")
+        down = None
         try:
-            names = os.listdir(folder)
+            entries = list(os.scandir("."))
         except OSError:
-            return
-        for name in names:
-            p = os.path.join(folder, name)
+            entries = []
+            left += 1
+        for e in entries:
             try:
-                st = os.lstat(p)
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    if own_or_open(st) and (st.st_dev, st.st_ino) not in done:
+                        if st.st_uid == uid:
+                            os.chmod(e.name, 0o700, follow_symlinks=False)
+                        down = e.name
+                        break
+                elif st.st_uid == uid:
+                    os.unlink(e.name)
             except OSError:
+                left += 1
+        if down is not None:
+            try:
+                os.chdir(down)  # follows a link swapped in since: harmless, as this uid
+                path.append(down)
                 continue
-            if stat.S_ISDIR(st.st_mode) and (st.st_uid == uid or st.st_mode & 0o002):
-                walk(p)
-            if st.st_uid == uid:
-                with contextlib.suppress(OSError):
-                    (os.rmdir if stat.S_ISDIR(st.st_mode) else os.unlink)(p)
-                    removed += 1
+            except OSError:
+                left += 1
+        done.add((here.st_dev, here.st_ino))
+        if not path:
+            break
+        os.chdir("..")
+        name = path.pop()
+        try:
+            if os.lstat(name).st_uid == uid:
+                os.rmdir(name)
+        except OSError:
+            left += 1
+print(left)
+"""
 
-    for root in roots:
-        walk(root)
-    return removed
+
+def clean_as_uid(uid: int, roots: tuple[str, ...] = SHARED_TMP, timeout_s: float = 60.0) -> bool:
+    """Remove what UID left in ROOTS, run as UID (after every process of it is dead): whether all of it went."""
+    r = None
+    for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):  # one the uid can run (the uid fallback
+        try:  # checks it can run sys.executable; bwrap's recovery may run where it cannot)
+            r = subprocess.run([python, "-I", "-S", "-c", CLEANUP, *roots], user=uid, group=uid, extra_groups=[],
+                               cwd="/", stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s,
+                               env={"PATH": "/usr/bin:/bin"})
+            break
+        except PermissionError:
+            continue
+        except (OSError, subprocess.SubprocessError):
+            break
+    return r is not None and r.returncode == 0 and r.stdout.strip() == "0" and not kill_uid(uid)
 
 
 # -------------------------------------------------------------------------------------------------- the bwrap argv
@@ -470,7 +559,7 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
     if _STOPPING.is_set():
         raise RuntimeError("gradlab is stopping: no new sandbox is started")
     started = time.monotonic()
-    slot = Slot() if mode != "plain" else None
+    slot = Slot(mode) if mode != "plain" else None
     uid = slot.uid if slot else None
     work: Path | None = None
     fds: list[int] = []
@@ -489,8 +578,6 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             fds.append(out_w)
         if uid is not None:
             kill_uid(uid)  # leftovers of a gradlab that crashed: they would count against RLIMIT_NPROC
-            for stale in Path(tempfile.gettempdir()).glob(f"gradlab-box-{uid}-*"):  # and its folder (we hold the slot,
-                shutil.rmtree(stale, ignore_errors=True)  # so its owner is dead)
             in_fd = _memfd(inputs, "gradlab-inputs")
             fds.append(in_fd)
             base_env |= {"GRADLAB_IN": f"fd:{in_fd}", "GRADLAB_OUT": f"fd:{out_w}", "GLOO_SOCKET_IFNAME": "lo"}
@@ -580,8 +667,10 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
         leftovers = kill_uid(uid) if uid is not None else []
         peak = group.memory_peak() if group else None
         leftovers += group.remove() if group else []
-        if mode == "uid":
-            remove_files_of_uid(uid)
+        if mode == "uid":  # as the uid: what it wrote in its box and the machine's shared folders
+            state["cleaned"] = clean_as_uid(uid, (str(work / "box"), *SHARED_TMP))
+        else:
+            state["cleaned"] = not leftovers
         return Outcome(mode=mode, returncode=proc.returncode, stopped=state["stopped"], printed=readers[0].kept(),
                        printed_bytes=readers[0].total, output=None if state["stopped"] else output,
                        wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers,
@@ -596,10 +685,10 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             os.close(fd)
         if group is not None:
             group.remove()
-        if work is not None:
+        if work is not None and (mode == "plain" or state.get("cleaned")):  # else left to recover() (as the uid)
             shutil.rmtree(work, ignore_errors=True)
         if slot:
-            slot.release()
+            slot.release(cleaned=bool(state.get("cleaned")))
 
 
 def _group(limits: Limits) -> cgroups.Group | None:
