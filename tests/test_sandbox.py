@@ -471,7 +471,8 @@ def test_copying_finds_no_reference(batch):
     found = batch["reports"]["copy.py"]
     assert found["frames"] == [] and found["imports"] == [] and found["files"] == [], found
     assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child",
-                                     "gradlab.practice.harness", "gradlab.lessons", "gradlab.lessons.clip",
+                                     "gradlab.practice.harness", "gradlab.practice.wire", "gradlab.lessons",
+                                     "gradlab.lessons.clip",
                                      "gradlab.lessons.clip.exercises", "gradlab.lessons.clip.exercises.harness"}, \
         found["modules"]
     assert passed(batch["by_file"]["copy.py"])  # a right answer: only the copying was in vain

@@ -771,12 +771,14 @@ _HIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}  # controls, format (
 # unassigned, line and paragraph separators, spaces other than " ": shown as an escape
 
 
-def sanitize(text: str, most: int | None = None) -> str:
+def sanitize(text: str, most: int | None = None, *, backslash: bool = True) -> str:
     """Text that came out of a sandbox (or a file name a student chose), safe for a terminal, JUnit and JSON, and
     distinct when its input was: every control character but newline and tab (ANSI escapes, carriage returns, C1
     codes), every format character (zero-width ones, bidi overrides), separators and spaces other than " ", and
     undecodable bytes are shown as a visible escape, never interpreted; a backslash as two, so that an escape
-    shown is never the student's own text. MOST: keep at most that many characters."""
+    shown is never the student's own text. MOST: keep at most that many characters. BACKSLASH=False: the last guard
+    on text sanitized already (JUnit, Gradescope): what is still unsafe is escaped, a backslash kept (escaping it
+    again would show every escape twice)."""
     text = str(text)
     if most is not None and len(text) > most:
         text = text[:most] + "…"
@@ -784,7 +786,7 @@ def sanitize(text: str, most: int | None = None) -> str:
     for c in text:
         o = ord(c)
         if c == "\\":
-            out.append("\\\\")
+            out.append("\\\\" if backslash else c)
         elif c in "\n\t" or (0x20 <= o < 0x7F) or (o >= 0xA0 and unicodedata.category(c) not in _HIDDEN):
             out.append(c)
         elif 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
