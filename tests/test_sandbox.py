@@ -1315,6 +1315,49 @@ def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(batch, 
     assert "Write it yourself" in starter(EXERCISES[CLIP])
 
 
+# autograd.Functions whose forward calls what the exercise asks for (their backward is right): every value passes
+FORBIDDEN_IN_FORWARD = {
+    "mnist.LogSoftmax": ("""
+class LogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return F.log_softmax(z, dim=-1)
+
+    @staticmethod
+    def backward(ctx, dy):
+        z, = ctx.saved_tensors
+        return dy - torch.softmax(z, dim=-1) * dy.sum(dim=-1, keepdim=True)
+""", "torch.nn.functional.log_softmax"),
+    "gaussian-policy.GaussianLogProb": ("""
+class GaussianLogProb(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, mu, sigma):
+        ctx.save_for_backward(a, mu, sigma)
+        return torch.distributions.Normal(mu, sigma).log_prob(a)
+
+    @staticmethod
+    def backward(ctx, dy):
+        a, mu, sigma = ctx.saved_tensors
+        d = (a - mu) / sigma ** 2
+        return -dy * d, dy * d, dy * ((a - mu) ** 2 - sigma ** 2) / sigma ** 3
+""", "torch.distributions.Normal.log_prob"),
+}
+
+
+@pytest.mark.parametrize("name", FORBIDDEN_IN_FORWARD)
+def test_the_library_in_an_autograd_functions_forward_fails_its_own_check(tmp_path, name):
+    """The exercise's text says to write the forward without the library: before, such a class passed every check."""
+    from gradlab.practice.check import run_check
+
+    path = tmp_path / "f.py"
+    path.write_text("import torch\nimport torch.nn.functional as F\n" + FORBIDDEN_IN_FORWARD[name][0])
+    r = run_check(str(path), EXERCISES[name])
+    failed = [c.id for c in r.claims if not c.passed]
+    assert failed == [f"{name}:own"], (failed, r.stopped)
+    assert r.metrics["diagnosis"] == f"uses {FORBIDDEN_IN_FORWARD[name][1]}, which this exercise asks you to write"
+
+
 @pytest.mark.parametrize(("course", "fragment"), [
     ("[exercises\n", "is not valid TOML"),
     ("[other]\n", "has no [exercises] table"),
