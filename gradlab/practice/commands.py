@@ -228,6 +228,7 @@ def _graded(todo: list[tuple], seed: int) -> tuple[list, int | None]:
     """Each of TODO's Results, two submissions at a time (each in its own sandbox), in TODO's order, and None; on
     Ctrl-C or SIGTERM (a KeyboardInterrupt here), at once: every sandbox killed, the files not graded said so, and
     the signal's number. The threads are daemons: a check in progress never holds gradlab's exit."""
+    import contextlib
     import queue
     import threading
 
@@ -257,6 +258,9 @@ def _graded(todo: list[tuple], seed: int) -> tuple[list, int | None]:
         return [done[i] for i in range(len(todo))], None
     except KeyboardInterrupt as e:
         graded = dict(done)  # before the kill: the checks it stops midway are not graded
+        with contextlib.suppress(queue.Empty):
+            while True:  # the workers take nothing more
+                jobs.get_nowait()
         isolate.stop_all()
         why = "not graded: gradlab was stopped before this file's check ended"
         return [graded[i] if i in graded else stopped_result(item[2], item[0], why, "died", seed)

@@ -561,114 +561,44 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
     started = time.monotonic()
     slot = Slot(mode) if mode != "plain" else None
     uid = slot.uid if slot else None
-    work: Path | None = None
-    fds: list[int] = []
-    group = _group(limits) if mode != "plain" else None
-    group_fds = group.procs_fds() if group else []
-    fds += group_fds
-    state: dict = {"stopped": None, "proc": None}
+    fds: list[int] = []  # what the process inherits, closed here once it started
+    state: dict = {"stopped": None, "proc": None, "group": None, "work": None, "cleaned": False}
     try:
-        base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-                    "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-                    "PYTHONIOENCODING": "utf-8:backslashreplace", **(env or {})}
-        out_file = None
+        group = state["group"] = _group(limits) if mode != "plain" else None
+        group_fds = group.procs_fds() if group else []
+        fds += group_fds
         out_r, out_w = os.pipe() if os.name == "posix" else (None, None)
         if out_w is not None:
             os.set_inheritable(out_w, True)
             fds.append(out_w)
         if uid is not None:
             kill_uid(uid)  # leftovers of a gradlab that crashed: they would count against RLIMIT_NPROC
-            in_fd = _memfd(inputs, "gradlab-inputs")
-            fds.append(in_fd)
-            base_env |= {"GRADLAB_IN": f"fd:{in_fd}", "GRADLAB_OUT": f"fd:{out_w}", "GLOO_SOCKET_IFNAME": "lo"}
-        if mode == "bwrap":
-            options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
-            args_fd = _memfd(b"".join(s.encode() + b"\0" for s in options), "bwrap-args")
-            fds.append(args_fd)
-            cmd = ["bwrap", "--args", str(args_fd), "--", *_stage1(uid, limits, [in_fd, out_w], PKG, group_fds),
-                   *(a.replace("{pkg}", PKG) for a in command)]
-            popen_env, cwd, new_session = {}, "/", False
-        elif mode == "uid":
-            work = Path(tempfile.mkdtemp(prefix=f"gradlab-box-{uid}-"))  # root 0700 until filled
-            pkg, box = work / "pkg", work / "box"
-            _copy_package(package, pkg)
-            box.mkdir(mode=0o700)
-            (box / "tmp").mkdir(mode=0o700)
-            for p in (box, box / "tmp"):
-                os.chown(p, uid, uid)
-            os.chmod(work, 0o711)  # others may pass through to pkg/, not list; box/ is the sandbox uid's alone
-            cmd = [*_stage1(uid, limits, [in_fd, out_w], str(pkg), group_fds),
-                   *(a.replace("{pkg}", str(pkg)) for a in command)]
-            popen_env = {**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"}
-            cwd, new_session = str(box), True
-        else:  # plain: as the caller, where it runs (a laptop; Windows too: no pipe to pass, a file instead)
-            work = Path(tempfile.mkdtemp(prefix="gradlab-check-"))
-            _copy_package(package, work / "pkg")
-            (work / "in").write_bytes(inputs)
-            out_file = None if out_w is not None else work / "out"
-            cmd = [a.replace("{pkg}", str(work / "pkg")) for a in command]
-            popen_env = {**os.environ, **base_env, "GRADLAB_IN": str(work / "in"),
-                         "GRADLAB_OUT": f"fd:{out_w}" if out_w is not None else str(out_file)}
-            popen_env.pop("PYTHONPATH", None)
-            cwd, new_session = str(work), os.name == "posix"
-        if mode != "plain":  # the OOM killer's first choice, inherited by all of it (bwrap's /proc is read-only)
-            cmd = ["/bin/sh", "-c", f'echo {SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj && exec "$@"', "sh", *cmd]
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env=popen_env, cwd=cwd, pass_fds=fds, start_new_session=new_session,
-                                preexec_fn=_plain_limits(limits) if mode == "plain" and os.name == "posix" else None)
-        state["proc"] = proc
+        launch = _launch(mode, command, uid=uid, limits=limits, package=package, inputs=inputs, env=env or {},
+                         out_w=out_w, fds=fds, group_fds=group_fds)
+        state["work"] = launch.work
+        proc = state["proc"] = subprocess.Popen(
+            launch.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=launch.env,
+            cwd=launch.cwd, pass_fds=fds, start_new_session=launch.new_session,
+            preexec_fn=_plain_limits(limits) if mode == "plain" and os.name == "posix" else None)
         for fd in fds:
             os.close(fd)
         fds.clear()
-
-        def kill_all() -> None:
-            _kill(proc, mode)
-            if uid is not None:
-                kill_uid(uid)
-
+        kill_all = functools.partial(_kill_all, proc, mode, uid)
         with _LIVE_LOCK:
             _LIVE[id(state)] = kill_all
-
-        def too_much(why: str):
-            def stop() -> None:
-                if not state["stopped"]:
-                    state["stopped"] = why
-                    kill_all()
-            return stop
-
-        readers = [_Reader(proc.stdout, limits.printed_kept, limits.printed_max, too_much("printed too much"), True)]
-        if out_r is not None:
-            readers.append(_Reader(open(out_r, "rb", buffering=0), limits.output_max + 2,  # noqa: SIM115 (closed by
-                                   limits.output_max + 1, too_much("output too large")))  # the reader)
-        for r in readers:
-            r.start()
-        while True:  # the time limit runs from the moment the submission's own code starts (the child says so with
-            started_at = readers[-1].first_at if out_r is not None else started  # its first byte out): torch's
-            if started_at is None:  # import on a busy machine is not the student's time; STARTUP_S caps it
-                deadline, step = started + STARTUP_S + limits.timeout_s, 0.05
-            else:
-                deadline, step = started_at + limits.timeout_s, math.inf
-            left = deadline - time.monotonic()
-            if left <= 0:
-                state["stopped"] = state["stopped"] or "timeout"
-                break
-            if _wait(proc, min(left, step)):
-                break
+        readers = _readers(proc, out_r, limits, state, kill_all)
+        _watch(proc, readers[-1] if out_r is not None else None, limits, started, state)
         kill_all()  # whatever it left behind (daemons, workers) dies with it
         proc.wait()
         for r in readers:
             r.join(5)
-        if out_r is not None:
-            output = readers[1].kept()
-        else:
-            output = out_file.read_bytes() if out_file.is_file() and out_file.stat().st_size <= limits.output_max \
-                else b""
+        output = readers[1].kept() if out_r is not None else _output_file(launch.out_file, limits)
         output = output[1:] if output[:1] == START else b""
         leftovers = kill_uid(uid) if uid is not None else []
         peak = group.memory_peak() if group else None
         leftovers += group.remove() if group else []
         if mode == "uid":  # as the uid: what it wrote in its box and the machine's shared folders
-            state["cleaned"] = clean_as_uid(uid, (str(work / "box"), *SHARED_TMP))
+            state["cleaned"] = clean_as_uid(uid, (str(launch.work / "box"), *SHARED_TMP))
         else:
             state["cleaned"] = not leftovers
         return Outcome(mode=mode, returncode=proc.returncode, stopped=state["stopped"], printed=readers[0].kept(),
@@ -676,19 +606,134 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
                        wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers,
                        cgroup=group.version if group else "", memory_peak=peak)
     finally:
-        with _LIVE_LOCK:
-            _LIVE.pop(id(state), None)
-        if state["proc"] is not None and state["proc"].poll() is None:  # an exception of our own midway
-            _kill(state["proc"], mode)
-            state["proc"].wait()
-        for fd in fds:
-            os.close(fd)
-        if group is not None:
-            group.remove()
-        if work is not None and (mode == "plain" or state.get("cleaned")):  # else left to recover() (as the uid)
-            shutil.rmtree(work, ignore_errors=True)
-        if slot:
-            slot.release(cleaned=bool(state.get("cleaned")))
+        _release(state, fds, mode, slot)
+
+
+def _release(state: dict, fds: list[int], mode: str, slot: Slot | None) -> None:
+    """What run() holds, let go whatever happened: the process, the fds, the cgroup, the folder, the slot."""
+    with _LIVE_LOCK:
+        _LIVE.pop(id(state), None)
+    if state["proc"] is not None and state["proc"].poll() is None:  # an exception of our own midway
+        _kill(state["proc"], mode)
+        state["proc"].wait()
+    for fd in fds:
+        os.close(fd)
+    if state["group"] is not None:
+        state["group"].remove()
+    if state["work"] is not None and (mode == "plain" or state["cleaned"]):  # else left to recover() (as the uid)
+        shutil.rmtree(state["work"], ignore_errors=True)
+    if slot:
+        slot.release(cleaned=state["cleaned"])
+
+
+@dataclass
+class _Launch:
+    cmd: list[str]
+    env: dict[str, str]
+    cwd: str
+    new_session: bool  # its own session and process group (bwrap makes one itself)
+    work: Path | None = None  # a folder of gradlab's for this run (uid, plain)
+    out_file: Path | None = None  # where the outputs are written when no pipe can be passed (Windows)
+
+
+def _launch(mode: str, command: list[str], *, uid: int | None, limits: Limits, package: dict[str, str],
+            inputs: bytes, env: dict[str, str], out_w: int | None, fds: list[int], group_fds: list[int]) -> _Launch:
+    """How COMMAND starts in MODE; the fds it must inherit are added to FDS."""
+    base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+                "PYTHONIOENCODING": "utf-8:backslashreplace", **env}
+    if mode == "plain":
+        return _launch_plain(command, package, inputs, base_env, out_w)
+    in_fd = _memfd(inputs, "gradlab-inputs")
+    fds.append(in_fd)
+    base_env |= {"GRADLAB_IN": f"fd:{in_fd}", "GRADLAB_OUT": f"fd:{out_w}", "GLOO_SOCKET_IFNAME": "lo"}
+    if mode == "bwrap":
+        options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
+        args_fd = _memfd(b"".join(s.encode() + b"\0" for s in options), "bwrap-args")
+        fds.append(args_fd)
+        launch = _Launch(["bwrap", "--args", str(args_fd), "--", *_stage1(uid, limits, [in_fd, out_w], PKG,
+                                                                          group_fds),
+                          *(a.replace("{pkg}", PKG) for a in command)], {}, "/", False)
+    else:
+        work = Path(tempfile.mkdtemp(prefix=f"gradlab-box-{uid}-"))  # root 0700 until filled
+        pkg, box = work / "pkg", work / "box"
+        _copy_package(package, pkg)
+        box.mkdir(mode=0o700)
+        (box / "tmp").mkdir(mode=0o700)
+        for p in (box, box / "tmp"):
+            os.chown(p, uid, uid)
+        os.chmod(work, 0o711)  # others may pass through to pkg/, not list; box/ is the sandbox uid's alone
+        launch = _Launch([*_stage1(uid, limits, [in_fd, out_w], str(pkg), group_fds),
+                          *(a.replace("{pkg}", str(pkg)) for a in command)],
+                         {**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"},
+                         str(box), True, work)
+    # the OOM killer's first choice, inherited by all of it (bwrap's /proc is read-only: it cannot lower it)
+    launch.cmd = ["/bin/sh", "-c", f'echo {SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj && exec "$@"', "sh",
+                  *launch.cmd]
+    return launch
+
+
+def _launch_plain(command: list[str], package: dict[str, str], inputs: bytes, base_env: dict[str, str],
+                  out_w: int | None) -> _Launch:
+    """As the caller, where it runs (a laptop; Windows too: no pipe to pass, a file instead)."""
+    work = Path(tempfile.mkdtemp(prefix="gradlab-check-"))
+    _copy_package(package, work / "pkg")
+    (work / "in").write_bytes(inputs)
+    out_file = None if out_w is not None else work / "out"
+    popen_env = {**os.environ, **base_env, "GRADLAB_IN": str(work / "in"),
+                 "GRADLAB_OUT": f"fd:{out_w}" if out_w is not None else str(out_file)}
+    popen_env.pop("PYTHONPATH", None)
+    return _Launch([a.replace("{pkg}", str(work / "pkg")) for a in command], popen_env, str(work), os.name == "posix",
+                   work, out_file)
+
+
+def _kill_all(proc: subprocess.Popen, mode: str, uid: int | None) -> None:
+    _kill(proc, mode)
+    if uid is not None:
+        kill_uid(uid)
+
+
+def _readers(proc: subprocess.Popen, out_r: int | None, limits: Limits, state: dict, kill_all) -> list[_Reader]:
+    """Threads draining stdout + stderr and, where there is one, the output pipe; either stops the run when it
+    carries too much."""
+    def too_much(why: str):
+        def stop() -> None:
+            if not state["stopped"]:
+                state["stopped"] = why
+                kill_all()
+        return stop
+
+    readers = [_Reader(proc.stdout, limits.printed_kept, limits.printed_max, too_much("printed too much"), True)]
+    if out_r is not None:
+        readers.append(_Reader(open(out_r, "rb", buffering=0), limits.output_max + 2,  # noqa: SIM115 (closed by
+                               limits.output_max + 1, too_much("output too large")))  # the reader)
+    for r in readers:
+        r.start()
+    return readers
+
+
+def _watch(proc: subprocess.Popen, out: _Reader | None, limits: Limits, started: float, state: dict) -> None:
+    """Wait for PROC within its time limit, which runs from the moment the submission's own code starts (the child
+    says so with its first byte out, on OUT): torch's import on a busy machine is not the student's time; STARTUP_S
+    caps it."""
+    while True:
+        started_at = out.first_at if out is not None else started
+        if started_at is None:
+            deadline, step = started + STARTUP_S + limits.timeout_s, 0.05
+        else:
+            deadline, step = started_at + limits.timeout_s, math.inf
+        left = deadline - time.monotonic()
+        if left <= 0:
+            state["stopped"] = state["stopped"] or "timeout"
+            return
+        if _wait(proc, min(left, step)):
+            return
+
+
+def _output_file(out_file: Path | None, limits: Limits) -> bytes:
+    if out_file is None or not out_file.is_file() or out_file.stat().st_size > limits.output_max:
+        return b""
+    return out_file.read_bytes()
 
 
 def _group(limits: Limits) -> cgroups.Group | None:
