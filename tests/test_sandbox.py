@@ -1209,6 +1209,9 @@ def test_the_channel_sends_values_only_and_refuses_what_it_cannot_hold():
     for value in (torch.zeros(2, dtype=torch.complex64), object(), {1: torch.zeros(1)}):
         with pytest.raises(TypeError):
             wire.encode(value)
+    many = wire.encode([torch.zeros(0)] * (wire.MOST_TENSORS + 1))  # each tensor costs a torch call to read
+    with pytest.raises(wire.Malformed, match="at most"):
+        wire.decode(many)
 
 
 def colliding_pickle(n: int) -> bytes:
