@@ -22,7 +22,7 @@ import os
 import time
 from pathlib import Path
 
-ROOT = Path(os.environ.get("GRADLAB_CGROUP_ROOT", "/sys/fs/cgroup"))
+ROOT = Path("/sys/fs/cgroup")
 V1 = ("memory", "pids", "cpu")  # hierarchies a group needs under cgroup v1
 PERIOD_US = 100_000
 _serial = itertools.count()
