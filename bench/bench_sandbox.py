@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gradlab.practice import EXERCISES, answer_source, isolate, sandbox
+from gradlab.practice import EXERCISES, answer_source, cgroups, isolate, sandbox
 from gradlab.practice.check import HEADER, run_check
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10
@@ -44,6 +44,9 @@ def main() -> None:
             o = isolate.run([sys.executable, "-I", "-c", "pass"], package=package, inputs=b"", mode=mode)
             assert o.returncode == 0 and not o.stopped, (mode, o.printed[-500:])
         variants[f"isolate.run({mode}) python -c pass"] = one
+    if cgroups.available()[0]:  # the cgroup each isolated sandbox gets: made, its limits written, removed
+        variants[f"cgroup {cgroups.available()[0]} made and removed"] = lambda: cgroups.Group(
+            memory=2 << 30, pids=96, cpus=2.0).remove()
     if found.mode == "bwrap":
         variants["bare bwrap (namespaces, /usr, proc, dev, tmpfs) true"] = lambda: subprocess.run(
             ["bwrap", *isolate._namespaces(), *isolate._system_binds(), "--proc", "/proc", "--dev", "/dev", "--size",

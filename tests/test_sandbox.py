@@ -7,13 +7,17 @@ twenty sandbox start-ups for all of it. Without bubblewrap and root these tests 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
+import shutil
+import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -23,7 +27,7 @@ import pytest
 from conftest import REPO, assert_one_line_error, invoke, once, require_sandbox
 
 import gradlab
-from gradlab.practice import EXERCISES, checks_of, isolate, sandbox
+from gradlab.practice import EXERCISES, checks_of, isolate, sandbox, wire
 from gradlab.practice.check import starter
 
 CLIP = "clip.clip_by_global_norm"
@@ -265,7 +269,9 @@ def clip_by_global_norm(grads, clip_norm):
 # Outputs no child of gradlab's would send: the submission writes them itself to the output channel, then leaves
 SEND = '''
 import io
+import struct
 
+from gradlab.practice import wire
 
 KEPT, ZERO = "inputs changed", torch.zeros(1)  # the rule output the harness adds beside "grads"
 
@@ -277,6 +283,11 @@ def send(data):
     os._exit(0)
 
 
+def raw(header, tensors=b""):  # a result in the channel's format, its header as given
+    head = json.dumps(header).encode()
+    return wire.MAGIC + struct.pack("<I", len(head)) + head + tensors
+
+
 def saved(value, **kw):
     buf = io.BytesIO()
     torch.save(value, buf, **kw)
@@ -286,41 +297,32 @@ def saved(value, **kw):
 '''
 N_CASES = len(checks_of(EXERCISES["clip.clip_by_global_norm"]).cases(0))  # one output per input, as the child sends
 MALFORMED = {
-    "out_strings.py": (f'send(saved({{"ok": True, "outputs": [{{"grads": ["a", "b", "c"], KEPT: ZERO}}] * '
+    "out_strings.py": (f'send(wire.encode({{"ok": True, "outputs": [{{"grads": ["a", "b", "c"], KEPT: ZERO}}] * '
                        f'{N_CASES}}}))', "is a str, not a tensor"),
-    "out_stride0.py": (f'send(saved({{"ok": True, "outputs": [{{"grads": [torch.zeros(1).expand(10**12)] * 3, '
-                       f'KEPT: ZERO}}] * {N_CASES}}}))', "has shape (1000000000000,) where (784, 10) is expected"),
-    "out_subclass.py": ('import types\n\nm = types.ModuleType("glsub")\n'
-                        'exec("import torch\\nclass Sub(torch.Tensor):\\n    pass", m.__dict__)\n'
-                        'sys.modules["glsub"] = m\n'
-                        f'send(saved({{"ok": True, "outputs": [{{"grads": [torch.zeros(3).as_subclass(m.Sub)]}}] * '
-                        f'{N_CASES}}}))',
-                        "could not be read"),
-    "out_cases.py": ('send(saved({"ok": True, "outputs": [{"grads": []}] * 2}))',
+    # a tensor that declares 10¹² values and sends 4 bytes
+    "out_declared.py": (f'send(raw({{"result": {{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}]}}] * '
+                        f'{N_CASES}}}, "tensors": [{{"dtype": "float32", "shape": [10**12]}}]}}, bytes(4)))',
+                        "declare 4,000,000,000,000 bytes of tensors and hold 4"),
+    "out_cases.py": ('send(wire.encode({"ok": True, "outputs": [{"grads": []}] * 2}))',
                      f"are 2 where {N_CASES} (one per input) are expected"),
-    "out_notdict.py": ("send(saved([1, 2, 3]))", "not the result gradlab's child sends"),
-    "out_garbage.py": ("send(os.urandom(5000))", "are not a torch.save file"),
-    "out_legacy.py": ('send(saved({"ok": True}, _use_new_zipfile_serialization=False))', "not a torch.save file"),
+    "out_notdict.py": ("send(wire.encode([1, 2, 3]))", "not the result gradlab's child sends"),
+    "out_garbage.py": ("send(os.urandom(5000))", "are not a gradlab result"),
+    # a pickle is never read: this one (torch.save's format) would run code in a torch without weights_only
+    "out_pickle.py": ('send(saved({"ok": True, "outputs": [{"grads": [ZERO] * 3, KEPT: ZERO}] * 5}))',
+                      "are not a gradlab result"),
     "out_huge.py": ('send(b"PK" * (33 << 20))', "sent back more than 64 MB"),
-    # torch.save writes a shared object once: a few KB that stand for 64³ references to one tensor
-    "out_shared.py": ('nested = [torch.zeros(1)] * 64\nfor _ in range(2):\n    nested = [nested] * 64\n'
-                      f'send(saved({{"ok": True, "outputs": [{{"bomb": nested, "grads": [ZERO], KEPT: ZERO}}] * '
-                      f'{N_CASES}}}))',
-                      "hold more than 100,000"),
-    # a zip whose storage is deflated: 3 MB that unpack to 3 GB of zeros in whoever reads it
-    "out_bomb.py": ('''import struct
-import zlib
-
-pkl = saved({"ok": True, "outputs": [{"grads": [torch.zeros(1)]}] * 5})
-c = zlib.compressobj(9, zlib.DEFLATED, -15)
-block = c.compress(b"\\0" * (1 << 20)) + c.flush(zlib.Z_FULL_FLUSH)
-bomb, size = block * 3000 + b"\\x03\\x00", 3000 << 20
-name = b"out/data/0"
-local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, 0, len(bomb), size, len(name), 0) + name
-central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0, 0, len(bomb), size, len(name), 0, 0, 0,
-                      0, 0, 0) + name
-end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local) + len(bomb), 0)
-send(local + bomb + central + end)''', "compressed"),
+    "out_header.py": ('send(wire.MAGIC + struct.pack("<I", 1 << 31) + bytes(100))', "declare a header of"),
+    "out_deep.py": ('send(wire.MAGIC + struct.pack("<I", 200_000) + b"[" * 100_000 + b"]" * 100_000)',
+                    "not JSON (RecursionError)"),
+    # one tensor named by every output: the tree would share it (a few KB standing for 64³ references)
+    "out_shared.py": (f'send(raw({{"result": {{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}] * 3}}] * '
+                      f'{N_CASES}}}, "tensors": [{{"dtype": "float32", "shape": [1]}}]}}, bytes(4)))',
+                      "was used already"),
+    # 64³ numbers in a few hundred KB: walking them is bounded
+    "out_many.py": ('nested = [0] * 64\nfor _ in range(2):\n    nested = [nested] * 64\n'
+                    f'send(wire.encode({{"ok": True, "outputs": [{{"bomb": nested, "grads": [ZERO], KEPT: ZERO}}] * '
+                    f'{N_CASES}}}))',
+                    "hold more than 100,000"),
 }
 
 
@@ -469,7 +471,8 @@ def test_copying_finds_no_reference(batch):
     found = batch["reports"]["copy.py"]
     assert found["frames"] == [] and found["imports"] == [] and found["files"] == [], found
     assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child",
-                                     "gradlab.practice.harness", "gradlab.lessons", "gradlab.lessons.clip",
+                                     "gradlab.practice.harness", "gradlab.practice.wire", "gradlab.lessons",
+                                     "gradlab.lessons.clip",
                                      "gradlab.lessons.clip.exercises", "gradlab.lessons.clip.exercises.harness"}, \
         found["modules"]
     assert passed(batch["by_file"]["copy.py"])  # a right answer: only the copying was in vain
@@ -596,6 +599,199 @@ def test_a_crash_on_one_file_does_not_stop_the_others(tmp_path, monkeypatch):
     suites = {s.get("name"): s for s in ET.parse(tmp_path / "j.xml").getroot().findall("testsuite")}
     assert suites["a.py"].get("failures") == suites["a.py"].get("tests") and suites["b.py"].get("failures") == "0"
     assert "gradlab could not check this file: MemoryError" in (tmp_path / "j.xml").read_text()
+
+
+def _sandboxes_of(pid: int) -> set[int]:
+    """PID's children that are a submission's bwrap (not detect()'s probe: only a sandbox reads its options from
+    --args)."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[:2] == [b"bwrap", b"--args"]:
+                    found.add(int(child))
+    return found
+
+
+def test_sigterm_ends_a_folder_at_once_and_writes_what_was_graded(tmp_path):
+    """a.py (right) is graded, b.py and c.py sleep through their time limit: SIGTERM once c.py's sandbox has started
+    ends gradlab within seconds (exit 143), its course files written: a.py graded, b.py and c.py said not graded.
+    (Before: the first SIGTERM waited for every queued check, and nothing was written.)"""
+    require_sandbox("bwrap")
+    folder = tmp_path / "class"
+    folder.mkdir()
+    (folder / "a.py").write_text(HEAD)
+    for name in ("b.py", "c.py"):
+        (folder / name).write_text(HEAD + "\nimport time\n\n\ndef clip_by_global_norm(grads, clip_norm):\n"
+                                   "    time.sleep(60)\n")
+    files = {"json": tmp_path / "all.json", "gradescope": tmp_path / "results.json"}
+    proc = subprocess.Popen([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json",
+                             str(files["json"]), "--gradescope", str(files["gradescope"])], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **PRIVATE_ENV})
+    try:
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while len(seen) < 3 and proc.poll() is None and time.monotonic() < deadline:  # the third sandbox: c.py's
+            seen |= _sandboxes_of(proc.pid)
+            time.sleep(0.1)
+        assert len(seen) == 3, f"saw {len(seen)} sandboxes start"
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM and took < 10, (proc.returncode, took, err.decode()[-2000:])
+    by_file = {d["config"]["file"]: d for d in json.loads(files["json"].read_text())}
+    assert passed(by_file["a.py"]), by_file["a.py"]["stopped"]
+    for name in ("b.py", "c.py"):
+        assert "not graded: gradlab was stopped" in by_file[name]["stopped"]
+    assert len(json.loads(files["gradescope"].read_text())["tests"]) > 0
+
+
+BARE = {f"gradlab/practice/{n}.py": str(Path(gradlab.__file__).parent / "practice" / f"{n}.py")
+        for n in ("stage1", "seccomp")}  # what isolate.run needs to run a command that is not gradlab's child
+STARTED = 'import os\nos.write(int(os.environ["GRADLAB_OUT"][3:]), b"S")\n'  # the time limit starts now
+
+
+def test_a_sandbox_is_bounded_as_a_whole_and_first_for_the_oom_killer():
+    """Six processes of 150 MB, each within RLIMIT_AS, in a sandbox of 512 MB: the sandbox's cgroup kills some (before:
+    900 MB together, 80 such processes made the kernel kill gradlab); its processes are the OOM killer's first choice
+    and cannot make themselves gradlab's equal."""
+    require_sandbox()
+    code = STARTED + '''import time
+kids = []
+for _ in range(6):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(150 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(2)
+        os._exit(0)
+    kids.append(pid)
+print("killed", sum(os.waitpid(k, 0)[1] == 9 for k in kids))
+print("oom", open("/proc/self/oom_score_adj").read().strip())
+try:
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("0")
+    print("lowered")
+except OSError:
+    print("refused")
+'''
+    limits = isolate.Limits(timeout_s=30, group_memory=512 << 20)
+    o = isolate.run([sys.executable, "-c", code], package=BARE, inputs=b"", limits=limits)
+    printed = o.printed.decode()
+    assert o.cgroup in ("v1", "v2") and o.memory_peak <= 512 << 20 and o.leftovers == [], (o, printed)
+    assert "killed 0" not in printed and "killed" in printed and "oom 1000" in printed, printed
+    assert "refused" in printed or o.mode == "uid", printed
+    effective = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("CapEff"))
+    if int(effective.split()[1], 16) >> 24 & 1:  # CAP_SYS_RESOURCE (a container may lack it): gradlab lowered its own
+        assert int(Path("/proc/self/oom_score_adj").read_text()) < 0  # gradlab's own: the OOM killer's last choice
+
+
+def test_a_cpu_flood_leaves_its_neighbour_the_cpu_it_needs():
+    """On one CPU, a sandbox of 89 busy processes (each its own session) beside one that needs 1 s of CPU: with a
+    cgroup each, the flood gets one sandbox's share, and the neighbour finishes within its 15 s (before: about 1/90th
+    of the CPU, stopped at 15 s, as a right answer got 0 beside such a flood in 3 of 3 runs)."""
+    require_sandbox()
+    flood = STARTED + ("for _ in range(88):\n    if os.fork() == 0:\n        break\nif os.getpid() != os.getsid(0):\n"
+                       "    os.setsid()\nwhile True:\n    pass\n")
+    honest = STARTED + ("import time\nt = time.monotonic()\ntime.sleep(1)\nwhile time.process_time() < 1:\n"
+                        "    pass\nprint(f'done in {time.monotonic() - t:.1f} s')\n")
+    script = f'''import json, os, sys, threading
+from gradlab.practice import isolate
+os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
+limits, found = isolate.Limits(timeout_s=15), {{}}
+def run(name, code):
+    o = isolate.run([sys.executable, "-c", code], package={BARE!r}, inputs=b"", limits=limits)
+    found[name] = {{"stopped": o.stopped, "printed": o.printed.decode()[-300:], "cgroup": o.cgroup}}
+threads = [threading.Thread(target=run, args=a) for a in (("flood", {flood!r}), ("honest", {honest!r}))]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps(found))
+'''
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **PRIVATE_ENV, "PYTHONPATH": str(REPO)})
+    found = json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else pytest.fail(r.stderr[-2000:])
+    assert found["flood"]["stopped"] == "timeout" and found["honest"]["cgroup"], found
+    assert found["honest"]["stopped"] is None and "done in" in found["honest"]["printed"], found
+
+
+def test_a_sandbox_without_a_cgroup_is_said_in_the_line_that_names_the_mode(tmp_path, monkeypatch):
+    require_sandbox()
+    from gradlab.practice import cgroups
+
+    monkeypatch.setattr(cgroups, "available", lambda: ("", "no cgroupfs (test)"))
+    (tmp_path / "a.py").write_text(HEAD)
+    out = invoke("check", str(tmp_path / "a.py"), "--exercise", CLIP, "--junit", str(tmp_path / "j.xml"))
+    said = " ".join(out.output.split())
+    assert out.exit_code == 0 and "gradlab: note: submissions run" in said, out.output
+    assert "no cgroup here (no cgroupfs (test)): a sandbox's processes together are bounded in neither" in said
+
+
+def test_a_posix_message_queue_is_refused():
+    """A queue outlives its process (the uid fallback has no ipc namespace to drop it with): mq_open is refused."""
+    require_sandbox()
+    code = STARTED + ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                      "fd = libc.syscall(240 if os.uname().machine == 'x86_64' else 180, b'gl-q', 0o102, 0o600, None)\n"
+                      "print('mq_open', fd, os.strerror(ctypes.get_errno()) if fd < 0 else 'opened')\n")
+    o = isolate.run([sys.executable, "-c", code], package=BARE, inputs=b"", limits=isolate.Limits(timeout_s=20))
+    assert "mq_open -1 Operation not permitted" in o.printed.decode(), o.printed
+
+
+def _as_uid(uid: int, code: str) -> None:
+    subprocess.run(["/usr/bin/python3", "-I", "-S", "-c", code], user=uid, group=uid, extra_groups=[], cwd="/",
+                   check=True, timeout=60)
+
+
+def test_the_uid_cleanup_runs_as_the_uid_walks_any_depth_and_covers_run_lock(tmp_path):
+    """What a sandbox uid left is removed by a process of that uid (a race can make it remove only what the uid could
+    remove itself: root deleted a classmate's file that way), through a 1,500-deep chain (RecursionError before),
+    in /run/lock too."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    uid = PRIVATE_BASE + isolate.SLOTS - 1
+    tag = f"gl-clean-{os.getpid()}"
+    _as_uid(uid, f'''import os
+os.makedirs("/tmp/{tag}", exist_ok=True)
+os.chdir("/tmp/{tag}")
+for _ in range(1500):
+    os.mkdir("d")
+    os.chdir("d")
+open("deep", "w").close()
+for folder in ("/run/lock", "/dev/shm", "/var/tmp"):
+    if os.path.isdir(folder):
+        open(f"{{folder}}/{tag}", "w").close()
+''')
+    assert isolate.clean_as_uid(uid)
+    assert not os.path.lexists(f"/tmp/{tag}") and not any(os.path.lexists(f"{d}/{tag}") for d in
+                                                           ("/run/lock", "/dev/shm", "/var/tmp"))
+    guarded = Path(tempfile.mkdtemp(prefix="gl-guarded-"))  # a folder the uid cannot write in, holding a file of
+    try:  # the uid's: root would remove it, the uid cannot
+        os.chmod(guarded, 0o755)
+        (guarded / "victim").write_text("kept")
+        os.chown(guarded / "victim", uid, uid)
+        assert not isolate.clean_as_uid(uid, (str(guarded),)) and (guarded / "victim").read_text() == "kept"
+    finally:
+        shutil.rmtree(guarded)
+
+
+def test_a_uid_whose_cleanup_failed_is_not_used_again(tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    monkeypatch.setattr(isolate, "LOCK_DIR", tmp_path)
+    monkeypatch.setattr(isolate, "UID_BASE", PRIVATE_BASE)
+    monkeypatch.setattr(isolate, "recover", lambda uid: uid != PRIVATE_BASE)  # slot 0's leftovers stay
+    (tmp_path / "slot-0.used").write_text("a gradlab that died mid-check\n")
+    slot = isolate.Slot("uid")
+    assert slot.uid == PRIVATE_BASE + 1 and (tmp_path / "slot-1.used").exists()
+    slot.release(cleaned=True)
+    assert not (tmp_path / "slot-1.used").exists() and (tmp_path / "slot-0.used").exists()
 
 
 def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():
@@ -731,9 +927,38 @@ def test_reading_a_submission_never_follows_a_link_or_blocks(tmp_path):
     assert stat.S_ISFIFO(os.lstat(tmp_path / "p.py").st_mode)
 
 
+def test_two_files_that_look_alike_are_neither_graded(tmp_path):
+    require_sandbox()
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("alice.py", "ALICE.py", "\uff41lice.py"):  # a fullwidth a
+        (folder / name).write_text(HEAD)
+    out = invoke("check", str(folder), "--exercise", CLIP, "--json", str(tmp_path / "all.json"))
+    by_file = {d["config"]["file"]: d for d in json.loads((tmp_path / "all.json").read_text())}
+    assert out.exit_code == 1 and len(by_file) == 3, out.output
+    for name, entry in by_file.items():
+        assert entry["points"]["score"] == 0 and "its name looks like" in entry["stopped"], (name, entry["stopped"])
+    assert "ALICE.py and \uff41lice.py" in by_file["alice.py"]["stopped"]
+
+
 def test_sanitize_leaves_text_and_escapes_controls():
     assert isolate.sanitize("a\tb\nc ✓ ∂") == "a\tb\nc ✓ ∂"
-    assert isolate.sanitize("\x1b[2J\r\x07\x9b\u202e" + os.fsdecode(b"\xe9")) == "\\x1b[2J\\r\\x07\\x9b\\u202e\\xe9"
+    assert isolate.sanitize("\x1b[2J\r\x07\x9b\u202e" + os.fsdecode(b"\xe9")) == "\\x1b[2J\\r\\x07\\u009b\\u202e\\xe9"
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("x\x1b.py", "x\\x1b.py"),  # an escape, and the text of that escape
+    ("alice.py", "alice\u200b.py"),  # a zero-width space
+    ("bob.py", "bob\u2060.py"),  # a word joiner
+    ("a b.py", "a\u00a0b.py"),  # a no-break space
+    ("c\x9b.py", "c" + os.fsdecode(b"\x9b") + ".py"),  # a C1 code, and an undecodable byte
+])
+def test_names_that_differ_are_shown_differently(one, other):
+    import unicodedata
+
+    shown = isolate.sanitize(one), isolate.sanitize(other)
+    assert shown[0] != shown[1]
+    assert all(c == " " or unicodedata.category(c)[0] not in "CZ" for c in "".join(shown)), shown  # all visible
     assert isolate.one_line("a\nb\tc", 10) == "a b c"
 
 
@@ -878,11 +1103,13 @@ def _uid_batch(tmp_path_factory):
         for key, value in fills.items():
             body = body.replace(key, value)
         (folder / name).write_text(HEAD + body)
-    (root / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
+    os.chmod(folder, 0o700)  # as a course must keep them in the uid fallback (test_..._refuses_a_readable_class)
+    (root / "ddp").mkdir(mode=0o700)
+    (root / "ddp" / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
     try:
         clip = simulated_uid([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json",
                               str(out / "all.json"), "--gradescope", str(out / "results.json")], root)
-        ddp = simulated_uid([sys.executable, "-m", "gradlab", "check", str(root / "ddp.py"), "--exercise",
+        ddp = simulated_uid([sys.executable, "-m", "gradlab", "check", str(root / "ddp" / "ddp.py"), "--exercise",
                              "ddp.average_gradients", "--json", str(out / "ddp.json"), "--junit",
                              str(out / "ddp.xml")], root)
         time.sleep(2)  # the daemon would write 1 s after its check
@@ -900,6 +1127,22 @@ def _uid_batch(tmp_path_factory):
                .splitlines() if line.startswith("ATTACK {")}
     return {"clip": clip, "by_file": by_file, "reports": reports, "after": after,
             "ddp": json.loads((out / "ddp.json").read_text())}
+
+
+def test_the_uid_fallback_refuses_a_class_other_users_can_read(tmp_path):
+    """No mount namespace hides a class's folder from a sandbox uid: one readable by others (unpacked with umask 022)
+    let a submission copy a classmate's file, 5 of 5; the wheel beside a course file gave the model answers."""
+    folder = Path(tempfile.mkdtemp(prefix="gl-class-"))  # in /tmp: reachable by any uid (tmp_path is not)
+    try:
+        os.chmod(folder, 0o755)
+        (folder / "a.py").write_text(HEAD)
+        r = simulated_uid([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--junit",
+                           str(tmp_path / "j.xml")], tmp_path)
+    finally:
+        shutil.rmtree(folder)
+    said = " ".join(r.stderr.decode().split())
+    assert r.returncode == 2 and f"{folder} is readable by other users" in said, said
+    assert not (tmp_path / "j.xml").exists()
 
 
 def test_the_uid_fallback_grades_and_says_what_it_leaves_open(uid_batch):
@@ -934,20 +1177,13 @@ def test_the_uid_fallback_seals_the_network_after_gloo_connects(uid_batch):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _outcome(value=None, raw: bytes | None = None) -> isolate.Outcome:
-    import io
-
-    import torch
-
     if raw is None:
-        buf = io.BytesIO()
-        torch.save(value, buf)
-        raw = buf.getvalue()
+        raw = wire.encode(value)
     return isolate.Outcome(mode="bwrap", returncode=0, output=raw, printed=b"hi \x1b[2J\n", printed_bytes=9)
 
 
 @pytest.mark.parametrize(("value", "fragment"), [
-    ("storage", "keeps 4,000,000 bytes of storage for 10 values"),
-    ("complex", "not a real-valued CPU tensor"),
+    ("float", "'x' is a float, not a tensor"),
     ("warnings", "hold a dict of 1 item where a list is expected"),
     ("missing", "on input 1 lack 'x'"),
     ("nested", "'ys' has 1 tensor where 2 are expected"),
@@ -956,8 +1192,7 @@ def test_outputs_are_checked_against_the_references_shape(value, fragment):
     import torch
 
     want = [{"x": torch.zeros(10), "ys": [torch.zeros(2), torch.zeros(3)]}]
-    outputs = {"storage": [{"x": torch.zeros(1_000_000)[:10], "ys": [torch.zeros(2), torch.zeros(3)]}],
-               "complex": [{"x": torch.zeros(10, dtype=torch.complex64), "ys": [torch.zeros(2), torch.zeros(3)]}],
+    outputs = {"float": [{"x": 1.5, "ys": [torch.zeros(2), torch.zeros(3)]}],
                "missing": [{"ys": [torch.zeros(2), torch.zeros(3)]}],
                "nested": [{"x": torch.zeros(10), "ys": [[torch.zeros(2), torch.zeros(3)]]}]}
     got = {"ok": True, "outputs": outputs.get(value, want), **({"warnings": {"a": 1}} if value == "warnings" else {})}
@@ -977,6 +1212,57 @@ def test_right_outputs_come_back_as_plain_tensors_of_their_own():
     x = r["outputs"][0]["x"]
     assert r["ok"] and type(x) is torch.Tensor and x.is_contiguous() and not x.requires_grad and x.sum() == 10
     assert r["warnings"] == ["UserWarning: \\x1b[31m"]
+
+
+def test_the_channel_sends_values_only_and_refuses_what_it_cannot_hold():
+    import torch
+
+    view = torch.arange(1_000_000, dtype=torch.float32)[10:20]  # a view: only its 10 values travel
+    data = wire.encode({"x": view, "n": [1, 2.5, None, True, "a"]})
+    assert len(data) < 200 and torch.equal(wire.decode(data)["x"], view)
+    assert wire.decode(data)["x"].untyped_storage().nbytes() == 40 and wire.decode(data)["n"] == [1, 2.5, None, True,
+                                                                                                    "a"]
+    for value in (torch.zeros(2, dtype=torch.complex64), object(), {1: torch.zeros(1)}):
+        with pytest.raises(TypeError):
+            wire.encode(value)
+    many = wire.encode([torch.zeros(0)] * (wire.MOST_TENSORS + 1))  # each tensor costs a torch call to read
+    with pytest.raises(wire.Malformed, match="at most"):
+        wire.decode(many)
+
+
+def colliding_pickle(n: int) -> bytes:
+    """torch.save's format holding {"ok": True, "x": {k·(2⁶¹−1): 0 for 1 ≤ k ≤ N}}, written without building the dict
+    (every key hashes alike: building it, or torch.load(weights_only=True) reading it, takes time quadratic in N)."""
+    import io
+    import zipfile
+
+    body = bytearray(b"\x80\x02}q\x00(X\x02\x00\x00\x00okq\x01\x88X\x01\x00\x00\x00xq\x02}q\x03(")
+    for k in range(1, n + 1):
+        key = (k * ((1 << 61) - 1)).to_bytes(12, "little", signed=True)
+        body += b"\x8a" + bytes([len(key)]) + key + b"K\x00"  # LONG1 key, BININT1 0
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", bytes(body + b"uu."))
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/version", "3\n")
+    return buf.getvalue()
+
+
+def test_a_result_that_would_hold_gradlab_for_hours_is_refused_at_once():
+    # 30,000 colliding keys: about 8 s in torch.load (400,000: hours); the channel never unpickles
+    started = time.monotonic()
+    r = sandbox.received(_outcome(raw=colliding_pickle(30_000)), None, 20)
+    assert time.monotonic() - started < 2 and r["kind"] == "output" and "not a gradlab result" in r["error"]
+
+
+def test_reading_the_largest_result_takes_little_time():
+    import torch
+
+    want = [{"x": torch.zeros(4000, 1000)} for _ in range(4)]  # 64 MB of float32, the channel's cap
+    data = wire.encode({"ok": True, "outputs": want})
+    started = time.monotonic()
+    r = sandbox.received(_outcome(raw=data), want, 20)
+    assert r["ok"] and time.monotonic() - started < 2
 
 
 def test_a_child_that_stopped_is_said_in_one_line():
@@ -1046,6 +1332,49 @@ def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(batch, 
         assert [c.id for c in failed] == [f"{name}:own"], (name, [(c.id, c.value) for c in failed], r.stopped)
         assert r.metrics["diagnosis"] == f"uses {FORBIDDEN[name][1]}, which this exercise asks you to write"
     assert "Write it yourself" in starter(EXERCISES[CLIP])
+
+
+# autograd.Functions whose forward calls what the exercise asks for (their backward is right): every value passes
+FORBIDDEN_IN_FORWARD = {
+    "mnist.LogSoftmax": ("""
+class LogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return F.log_softmax(z, dim=-1)
+
+    @staticmethod
+    def backward(ctx, dy):
+        z, = ctx.saved_tensors
+        return dy - torch.softmax(z, dim=-1) * dy.sum(dim=-1, keepdim=True)
+""", "torch.nn.functional.log_softmax"),
+    "gaussian-policy.GaussianLogProb": ("""
+class GaussianLogProb(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, mu, sigma):
+        ctx.save_for_backward(a, mu, sigma)
+        return torch.distributions.Normal(mu, sigma).log_prob(a)
+
+    @staticmethod
+    def backward(ctx, dy):
+        a, mu, sigma = ctx.saved_tensors
+        d = (a - mu) / sigma ** 2
+        return -dy * d, dy * d, dy * ((a - mu) ** 2 - sigma ** 2) / sigma ** 3
+""", "torch.distributions.Normal.log_prob"),
+}
+
+
+@pytest.mark.parametrize("name", FORBIDDEN_IN_FORWARD)
+def test_the_library_in_an_autograd_functions_forward_fails_its_own_check(tmp_path, name):
+    """The exercise's text says to write the forward without the library: before, such a class passed every check."""
+    from gradlab.practice.check import run_check
+
+    path = tmp_path / "f.py"
+    path.write_text("import torch\nimport torch.nn.functional as F\n" + FORBIDDEN_IN_FORWARD[name][0])
+    r = run_check(str(path), EXERCISES[name])
+    failed = [c.id for c in r.claims if not c.passed]
+    assert failed == [f"{name}:own"], (failed, r.stopped)
+    assert r.metrics["diagnosis"] == f"uses {FORBIDDEN_IN_FORWARD[name][1]}, which this exercise asks you to write"
 
 
 @pytest.mark.parametrize(("course", "fragment"), [

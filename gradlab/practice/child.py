@@ -7,10 +7,11 @@ shared harness module, stage 1 and the seccomp filters), so it imports nothing e
 
 $GRADLAB_IN ("fd:N" or a path) holds a JSON header line, then the submission: its source, or a function pickled by
 cloudpickle (gradlab.check in a notebook; unpickled here, never in gradlab's process). The header names the harness
-module, the function, the seed (the child makes the inputs itself, from the seed, while gradlab makes the same ones
-for the references), the file's name as the student knows it, and the calls the exercise asks students not to use.
-The result goes to $GRADLAB_OUT as torch.save bytes: {"ok", "outputs" | "kind", "error", "trace"; "warnings",
-"used"}. The process then leaves with os._exit: a thread the submission left running cannot keep it alive.
+module, the function, the seed (the child makes the inputs itself, from the seed, while gradlab makes the same ones for
+the references), the file's name as the student knows it, and the calls the exercise asks students not to use. The
+result goes to $GRADLAB_OUT in gradlab/practice/wire.py's format (JSON and raw tensor bytes): {"ok", "outputs" | "kind",
+"error", "trace"; "warnings", "used"}. The process then leaves with os._exit: a thread the submission left running
+cannot keep it alive.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import io
 import json
 import os
 import sys
@@ -154,8 +154,7 @@ def main() -> None:
     import linecache
     import warnings
 
-    import torch
-
+    from gradlab.practice import wire
     from gradlab.practice.harness import seal
 
     function, shown = header["function"], header["shown"]
@@ -177,9 +176,13 @@ def main() -> None:
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
 
     def done(**result) -> None:
-        buf = io.BytesIO()
-        torch.save({**result, "warnings": caught, "used": forbidden.used}, buf)
-        out.write(buf.getvalue())
+        try:
+            data = wire.encode({**result, "warnings": caught, "used": forbidden.used})
+        except TypeError as e:  # an output no result can hold (an object of the student's, a complex tensor)
+            data = wire.encode({"ok": False, "kind": "output", "error": f"{function} returned {e}, which is not "
+                                "a tensor, a number or a list of them", "trace": "", "warnings": caught,
+                                "used": forbidden.used})
+        out.write(data)
         out.close()
         sys.stdout.flush()
         sys.stderr.flush()

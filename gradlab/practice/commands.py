@@ -162,9 +162,17 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     if course and not found.isolated:
         raise GradlabError(f"{'checking a folder' if folder else 'a course file'} grades other people's code, and "
                            f"{isolate.not_isolated_message(found)}; nothing was written")
+    if course and found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
+        shown = [os.path.abspath(path) if folder else os.path.dirname(os.path.abspath(path))]
+        readable = isolate.readable_by_sandbox(shown + ([os.path.dirname(os.path.abspath(course_path))]
+                                                        if course_path else []))
+        if readable:
+            raise GradlabError(f"{isolate.sanitize(readable)} is readable by other users, so a submission could "
+                               f"copy it (a classmate's file, the wheel's model answers): chmod o-rwx it and its "
+                               f"folder; nothing was written")
     console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path))
-    if found.mode == "uid" and not quiet:
-        console.print(f"gradlab: note: {isolate.not_isolated_message(found)}", markup=False, highlight=False)
+    if found.isolated and not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup
+        console.print(f"gradlab: note: {note}", markup=False, highlight=False)
     todo = _submissions(path, folder, exercise_name, files_of, course)
     if seed is None:  # a course's inputs are drawn afresh: the inputs of seed 0 (and so their answers) are public
         import secrets
@@ -173,10 +181,7 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     if course and not quiet:
         console.print(f"inputs drawn with seed {seed} (gradlab check … --seed {seed} draws them again)",
                       markup=False, highlight=False)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(2) as pool:  # a class's folder: two submissions at a time, each in its own sandbox
-        results = list(pool.map(lambda item: _checked(item, seed), todo))
+    results, signum = _graded(todo, seed)
     # torch is not imported before the checks: each starts its submission's process first, so that both processes
     # import torch at the same time (and a syntax error is reported without importing it at all)
     torch_version = installed_torch()
@@ -212,7 +217,54 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
             write_bytes(target, text().encode())
             if target != STDOUT:
                 console.print(f"wrote {isolate.sanitize(target)}", markup=False)
+    if signum is not None:  # what was graded is written: now the stop that Ctrl-C or SIGTERM asked for
+        from gradlab import process
+
+        raise process.Interrupted(signum)
     return 0 if all(r.exit_code == 0 for r in results) else 1
+
+
+def _graded(todo: list[tuple], seed: int) -> tuple[list, int | None]:
+    """Each of TODO's Results, two submissions at a time (each in its own sandbox), in TODO's order, and None; on
+    Ctrl-C or SIGTERM (a KeyboardInterrupt here), at once: every sandbox killed, the files not graded said so, and
+    the signal's number. The threads are daemons: a check in progress never holds gradlab's exit."""
+    import contextlib
+    import queue
+    import threading
+
+    from gradlab.practice import isolate
+    from gradlab.practice.check import stopped_result
+
+    jobs: queue.SimpleQueue = queue.SimpleQueue()
+    for i, item in enumerate(todo):
+        jobs.put((i, item))
+    done: dict[int, object] = {}
+    finished = threading.Semaphore(0)
+
+    def work() -> None:
+        while True:
+            try:
+                i, item = jobs.get_nowait()
+            except queue.Empty:
+                return
+            done[i] = _checked(item, seed)
+            finished.release()
+
+    for _ in range(min(2, len(todo))):
+        threading.Thread(target=work, daemon=True).start()
+    try:
+        for _ in todo:
+            finished.acquire()
+        return [done[i] for i in range(len(todo))], None
+    except KeyboardInterrupt as e:
+        graded = dict(done)  # before the kill: the checks it stops midway are not graded
+        with contextlib.suppress(queue.Empty):
+            while True:  # the workers take nothing more
+                jobs.get_nowait()
+        isolate.stop_all()
+        why = "not graded: gradlab was stopped before this file's check ended"
+        return [graded[i] if i in graded else stopped_result(item[2], item[0], why, "died", seed)
+                for i, item in enumerate(todo)], getattr(e, "signum", 2)
 
 
 def _submissions(path: str, folder: bool, exercise_name: str | None, files_of: dict[str, str] | None,
@@ -250,11 +302,22 @@ def _submissions(path: str, folder: bool, exercise_name: str | None, files_of: d
         todo = [(n, os.path.join(path, n) if n in names else None, EXERCISES[e], None if n in names else
                  f"{n} is missing from this submission", False) for n, e in sorted(files_of.items())]
     else:
-        todo = [(isolate.sanitize(n), os.path.join(path, n), EXERCISES[exercise_name], None, False)
-                for n in names if n.endswith(".py")]
+        names = [n for n in names if n.endswith(".py")]
+        alike: dict[str, list[str]] = {}  # two files no one can tell apart in a table of grades: neither is graded
+        for n in names:
+            alike.setdefault(isolate.looks_alike(n), []).append(n)
+        todo = [(isolate.sanitize(n), os.path.join(path, n), EXERCISES[exercise_name], _alike(n, alike), False)
+                for n in names]
     if not todo:
         raise GradlabError(f"{path} has no .py files to check")
     return todo
+
+
+def _alike(name: str, alike: dict[str, list[str]]) -> str | None:
+    from gradlab.practice import isolate
+
+    others = [isolate.sanitize(m) for m in alike[isolate.looks_alike(name)] if m != name]
+    return f"its name looks like {' and '.join(others)}: rename one of them" if others else None
 
 
 def _checked(item: tuple, seed: int = 0):

@@ -18,16 +18,17 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _xml(text: str) -> str:
-    return _NOT_XML.sub("\ufffd", sanitize(text))
+    return _NOT_XML.sub("\ufffd", sanitize(text, backslash=False))
 
 
 def points(result: Result) -> list[dict]:
     """[{"name", "score", "max_score", "output"}] one per check, the diagnosis in the output of those that fail."""
     why = result.stopped or result.metrics.get("diagnosis", "")
-    return [{"name": sanitize(f"{result.metrics['exercise']}: {c.text}"), "score": int(c.passed), "max_score": 1,
-             "output": sanitize(f"measured {c.value:.6g}, bound {c.op} {c.bound:.6g}"
-                                + ("" if c.passed or not why else
-                                   f"\n{'stopped' if result.stopped else 'diagnosis'}: {why}"))}
+    return [{"name": sanitize(f"{result.metrics['exercise']}: {c.text}", backslash=False), "score": int(c.passed),
+             "max_score": 1, "output": sanitize(f"measured {c.value:.6g}, bound {c.op} {c.bound:.6g}"
+                                                + ("" if c.passed or not why else
+                                                   f"\n{'stopped' if result.stopped else 'diagnosis'}: {why}"),
+                                                backslash=False)}
             for c in result.claims]
 
 

@@ -47,8 +47,11 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gradlab.practice import cgroups
 
 MODES = ("plain", "uid", "bwrap")  # weakest to strongest
 UID_BASE = int(os.environ.get("GRADLAB_SANDBOX_UID_BASE", "1600000"))  # sandbox uids: UID_BASE + slot
@@ -56,6 +59,7 @@ SLOTS = 32  # concurrent sandboxes on one machine (across gradlab processes)
 LOCK_DIR = Path(os.environ.get("GRADLAB_SANDBOX_LOCKS", "/run/gradlab-sandbox"))
 PKG, BOX = "/opt/gradlab-child", "/box"  # in the bwrap sandbox: gradlab's files for the child, the working folder
 START = b"S"  # the child's first byte out: the submission's own code starts now, and its time limit with it
+SANDBOX_OOM_SCORE_ADJ, GRADLAB_OOM_SCORE_ADJ = 1000, -500  # the OOM killer takes a sandbox first, gradlab last
 STARTUP_S = 90.0  # how long the child may take to get there (torch's import, the harness's prepare) on a busy machine
 
 
@@ -71,7 +75,9 @@ class Limits:
     box_bytes: int = 16 << 20  # bwrap: tmpfs /box, the working folder
     printed_kept: int = 16 << 10  # bytes of stdout + stderr kept: the last ones
     printed_max: int = 64 << 20  # printing more stops the run
-    output_max: int = 64 << 20  # bytes of outputs (torch.save) accepted
+    output_max: int = 64 << 20  # bytes of the result (gradlab/practice/wire.py) accepted
+    group_memory: int = 2 << 30  # the cgroup: memory of all the sandbox's processes together (measured: a gloo
+    cpus: float = 2.0  # exercise's four processes, torch imported, 330 MB at most), and the CPUs they may use together
 
 
 @dataclass
@@ -85,6 +91,8 @@ class Outcome:
     wall_s: float = 0.0
     uid: int | None = None
     leftovers: list[int] = field(default_factory=list)  # pids of the sandbox's uid still alive after cleanup
+    cgroup: str = ""  # "v1" | "v2": the sandbox ran in a cgroup of its own; "": it did not (cgroups.available())
+    memory_peak: int | None = None  # bytes: the most its processes held together (cgroup)
 
 
 # ------------------------------------------------------------------------------------------------------- detection
@@ -135,15 +143,20 @@ def _detect(cap: str) -> Detected:
 
 
 def not_isolated_message(found: Detected | None = None) -> str | None:
-    """One line on what the mode leaves open and how to get full isolation; None in bwrap mode."""
+    """One line on what the mode leaves open and how to get full isolation; None in bwrap mode with a cgroup per
+    sandbox."""
     found = found or detect()
+    cgroup, why_not = cgroups.available() if found.isolated else ("", "")
+    unbounded = "" if cgroup or not found.isolated else (f"; no cgroup here ({why_not}): a sandbox's processes "
+                                                         "together are bounded in neither memory nor CPU")
     if found.mode == "bwrap":
-        return None
+        return f"submissions run in bubblewrap{unbounded}" if unbounded else None
     install = ("run gradlab as root with bubblewrap installed (apt-get install bubblewrap) where namespaces are "
                "allowed (Docker: --cap-add SYS_ADMIN --security-opt seccomp=unconfined)")
     if found.mode == "uid":
         return (f"submissions run under a uid of their own with limits and seccomp, but no namespaces here "
-                f"({found.why}): they can see other processes and fill the disk; for full isolation {install}")
+                f"({found.why}): they can see other processes and fill the disk{unbounded}; for full isolation "
+                f"{install}")
     return f"submissions run unisolated ({found.why}); to isolate them {install}"
 
 
@@ -175,6 +188,21 @@ def uid_mode_problem() -> str | None:
     return None
 
 
+def readable_by_sandbox(folders: list[str]) -> str | None:
+    """The first of FOLDERS, or of the files and folders in them, that a sandbox uid could read (a class's
+    submissions, the wheel beside a course file: the uid fallback has no mount namespace to hide them), or None."""
+    paths = []
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            paths += [folder, *(os.path.join(folder, n) for n in sorted(os.listdir(folder)))]
+    code = "import os, sys; print(next((p for p in sys.argv[1:] if os.access(p, os.R_OK)), '-'))"
+    r = subprocess.run([sys.executable, "-I", "-S", "-c", code, *paths], capture_output=True, text=True,
+                       user=UID_BASE + SLOTS, group=UID_BASE + SLOTS, extra_groups=[], timeout=60, cwd="/",
+                       stdin=subprocess.DEVNULL)
+    found = r.stdout.strip()
+    return None if r.returncode == 0 and found == "-" else found or "(the check itself failed)"
+
+
 def package_dir() -> str:
     """The folder of the gradlab package this process runs."""
     return str(Path(__file__).resolve().parent.parent)
@@ -197,24 +225,52 @@ def _lock_dir_problem() -> str | None:
 class Slot:
     """A sandbox uid of its own for one run: an flock on LOCK_DIR/slot-N (a root-only folder), held across gradlab
     processes, so two concurrent sandboxes (a folder's two workers, two CI jobs) never share a uid: RLIMIT_NPROC,
-    kill(-1) and the /proc scans count per uid."""
+    kill(-1) and the /proc scans count per uid. The lock is checked after flock to be the file LOCK_DIR names (not
+    one unlinked meanwhile). slot-N.used stands while a run's cleanup is not done: the next to take the slot (its
+    owner is dead: the flock is free) cleans up first, and skips the uid if that fails; a uid never runs two
+    submissions' code with the first one's leftovers."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str) -> None:
         import fcntl  # POSIX only: isolate.py also runs, in plain mode, on Windows
 
         for n in range(SLOTS):
-            fd = os.open(LOCK_DIR / f"slot-{n}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            path = LOCK_DIR / f"slot-{n}"
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+                held, named = os.fstat(fd), os.stat(path, follow_symlinks=False)
+                if (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino):
+                    raise BlockingIOError  # unlinked and made again by another process: not the lock others see
+            except (BlockingIOError, FileNotFoundError):
                 os.close(fd)
                 continue
-            self.fd, self.uid = fd, UID_BASE + n
+            self.fd, self.uid, self.used = fd, UID_BASE + n, LOCK_DIR / f"slot-{n}.used"
+            if self.used.exists() and (mode != "uid" or not recover(self.uid)):
+                os.close(fd)
+                continue
+            if mode == "uid":  # bwrap leaves nothing on the machine but processes (killed by the next run)
+                self.used.write_text(f"{os.getpid()}\n")
             return
-        raise RuntimeError(f"all {SLOTS} sandbox slots are busy")
+        raise RuntimeError(f"all {SLOTS} sandbox slots are busy, or their uid's leftovers could not be removed "
+                           f"(remove {LOCK_DIR}/slot-*.used once they are)")
 
-    def release(self) -> None:
+    def release(self, cleaned: bool) -> None:
+        """CLEANED: every process and file of the uid is gone (else the next to take the slot tries again)."""
+        if cleaned:
+            self.used.unlink(missing_ok=True)
         os.close(self.fd)
+
+
+def recover(uid: int) -> bool:
+    """What a run on UID that did not finish left (its gradlab killed mid-check): its processes, its working folders,
+    its files in SHARED_TMP. Whether all of it went."""
+    kill_uid(uid)
+    stale = sorted(Path(tempfile.gettempdir()).glob(f"gradlab-box-{uid}-*"))
+    if not clean_as_uid(uid, (*(str(w / "box") for w in stale), *SHARED_TMP)):
+        return False
+    for work in stale:  # what is left is root's (pkg/) and the emptied box/: nothing of the uid's to race
+        shutil.rmtree(work, ignore_errors=True)
+    return True
 
 
 def is_sandbox_uid(uid: int) -> bool:
@@ -244,34 +300,80 @@ def kill_uid(uid: int, rounds: int = 50) -> list[int]:
     return pids_of_uid(uid)
 
 
-def remove_files_of_uid(uid: int, roots: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")) -> int:
-    """The fallback's sandbox could write in the machine's world-writable folders: remove what UID owns there. Its
-    processes are dead by now, so nothing races the walk; links are removed, never followed; only folders UID could
-    write in (its own, and world-writable ones) are entered."""
-    removed = 0
-
-    def walk(folder: str) -> None:
-        nonlocal removed
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where any uid may write (the uid fallback)
+# Run AS the sandbox's uid, never as root: whatever a race makes it remove (a folder swapped for a link by another
+# sandbox), it removes with that uid's rights, which the submission had anyway. Iterative, by chdir into each folder
+# (no path grows, no recursion: a 1,200-deep chain is walked like a flat one); prints the entries it could not remove.
+CLEANUP = r"""
+import os, stat, sys
+uid, done, left = os.getuid(), set(), 0
+def own_or_open(st):
+    return st.st_uid == uid or st.st_mode & 0o002
+for root in sys.argv[1:]:
+    try:
+        os.chdir(root)
+    except FileNotFoundError:
+        continue
+    except OSError:
+        left += 1
+        continue
+    path = []  # the names walked down from ROOT
+    while True:
+        here = os.stat(".")
+        down = None
         try:
-            names = os.listdir(folder)
+            entries = list(os.scandir("."))
         except OSError:
-            return
-        for name in names:
-            p = os.path.join(folder, name)
+            entries = []
+            left += 1
+        for e in entries:
             try:
-                st = os.lstat(p)
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    if own_or_open(st) and (st.st_dev, st.st_ino) not in done:
+                        if st.st_uid == uid:
+                            os.chmod(e.name, 0o700, follow_symlinks=False)
+                        down = e.name
+                        break
+                elif st.st_uid == uid:
+                    os.unlink(e.name)
             except OSError:
+                left += 1
+        if down is not None:
+            try:
+                os.chdir(down)  # follows a link swapped in since: harmless, as this uid
+                path.append(down)
                 continue
-            if stat.S_ISDIR(st.st_mode) and (st.st_uid == uid or st.st_mode & 0o002):
-                walk(p)
-            if st.st_uid == uid:
-                with contextlib.suppress(OSError):
-                    (os.rmdir if stat.S_ISDIR(st.st_mode) else os.unlink)(p)
-                    removed += 1
+            except OSError:
+                left += 1
+        done.add((here.st_dev, here.st_ino))
+        if not path:
+            break
+        os.chdir("..")
+        name = path.pop()
+        try:
+            if os.lstat(name).st_uid == uid:
+                os.rmdir(name)
+        except OSError:
+            left += 1
+print(left)
+"""
 
-    for root in roots:
-        walk(root)
-    return removed
+
+def clean_as_uid(uid: int, roots: tuple[str, ...] = SHARED_TMP, timeout_s: float = 60.0) -> bool:
+    """Remove what UID left in ROOTS, run as UID (after every process of it is dead): whether all of it went."""
+    r = None
+    for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):  # one the uid can run (the uid fallback
+        try:  # checks it can run sys.executable; bwrap's recovery may run where it cannot)
+            r = subprocess.run([python, "-I", "-S", "-c", CLEANUP, *roots], user=uid, group=uid, extra_groups=[],
+                               cwd="/", stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s,
+                               env={"PATH": "/usr/bin:/bin"})
+            break
+        except PermissionError:
+            continue
+        except (OSError, subprocess.SubprocessError):
+            break
+    return r is not None and r.returncode == 0 and r.stdout.strip() == "0" and not kill_uid(uid)
 
 
 # -------------------------------------------------------------------------------------------------- the bwrap argv
@@ -352,7 +454,7 @@ def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[i
     for path, content in _etc_files(uid).items():
         a += ["--perms", "0444", "--ro-bind-data", data(content), path]
     # the kernel's views and the private, bounded folders first: a Python installed under /tmp is bound over them
-    a += ["--proc", "/proc", "--dev", "/dev"]
+    a += ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]  # read-only: oom_score_adj stays 1000
     a += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
     a += ["--perms", "1777", "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm"]
     made: set[str] = {"/", "/etc", "/usr", "/proc", "/dev", "/tmp", "/dev/shm"}
@@ -392,8 +494,8 @@ def init_stubs(package: dict[str, str]) -> list[str]:
     return sorted(f"{d}/__init__.py" for d in dirs if f"{d}/__init__.py" not in package)
 
 
-def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str) -> list[str]:
-    spec = {"uid": uid, "gid": uid, "keep_fds": keep_fds, "rlimits": {
+def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str, cgroup_fds: list[int]) -> list[str]:
+    spec = {"uid": uid, "gid": uid, "keep_fds": keep_fds, "cgroup_fds": cgroup_fds, "rlimits": {
         "CORE": 0, "AS": limits.memory, "FSIZE": limits.fsize, "NOFILE": limits.nofile, "NPROC": limits.nproc,
         # CPU seconds per process: an orphan that outlives a gradlab killed mid-check (uid mode) stops burning
         "CPU": int(limits.timeout_s + STARTUP_S) + 10}}
@@ -401,6 +503,22 @@ def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str) -> list[str
 
 
 # ------------------------------------------------------------------------------------------------------------- run
+
+_LIVE: dict[int, object] = {}  # run()s in progress: their kill_all, so that stop_all() can end them from any thread
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+
+
+def stop_all() -> None:
+    """Kill every sandbox this process runs, and start no new one (Ctrl-C or SIGTERM on a class's folder: gradlab
+    writes what was graded and leaves at once, its sandboxes with it)."""
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        kills = list(_LIVE.values())
+    for kill in kills:
+        with contextlib.suppress(Exception):
+            kill()
+
 
 class _Reader(threading.Thread):
     """Drains a pipe: keeps the first KEEP bytes (or, TAIL, the last KEEP), counts them all, notes when the first
@@ -438,121 +556,199 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
     gradlab's the process gets. INPUTS reach it through $GRADLAB_IN ("fd:N" or a path); what it writes to
     $GRADLAB_OUT comes back as Outcome.output; stdout and stderr come back cut to their last bytes."""
     mode = mode or detect().mode
+    if _STOPPING.is_set():
+        raise RuntimeError("gradlab is stopping: no new sandbox is started")
     started = time.monotonic()
-    slot = Slot() if mode != "plain" else None
+    slot = Slot(mode) if mode != "plain" else None
     uid = slot.uid if slot else None
-    work: Path | None = None
-    fds: list[int] = []
-    state: dict = {"stopped": None, "proc": None}
+    fds: list[int] = []  # what the process inherits, closed here once it started
+    state: dict = {"stopped": None, "proc": None, "group": None, "work": None, "cleaned": False}
     try:
-        base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-                    "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
-                    "PYTHONIOENCODING": "utf-8:backslashreplace", **(env or {})}
-        out_file = None
+        group = state["group"] = _group(limits) if mode != "plain" else None
+        group_fds = group.procs_fds() if group else []
+        fds += group_fds
         out_r, out_w = os.pipe() if os.name == "posix" else (None, None)
         if out_w is not None:
             os.set_inheritable(out_w, True)
             fds.append(out_w)
         if uid is not None:
             kill_uid(uid)  # leftovers of a gradlab that crashed: they would count against RLIMIT_NPROC
-            for stale in Path(tempfile.gettempdir()).glob(f"gradlab-box-{uid}-*"):  # and its folder (we hold the slot,
-                shutil.rmtree(stale, ignore_errors=True)  # so its owner is dead)
-            in_fd = _memfd(inputs, "gradlab-inputs")
-            fds.append(in_fd)
-            base_env |= {"GRADLAB_IN": f"fd:{in_fd}", "GRADLAB_OUT": f"fd:{out_w}", "GLOO_SOCKET_IFNAME": "lo"}
-        if mode == "bwrap":
-            options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
-            args_fd = _memfd(b"".join(s.encode() + b"\0" for s in options), "bwrap-args")
-            fds.append(args_fd)
-            cmd = ["bwrap", "--args", str(args_fd), "--", *_stage1(uid, limits, [in_fd, out_w], PKG),
-                   *(a.replace("{pkg}", PKG) for a in command)]
-            popen_env, cwd, new_session = {}, "/", False
-        elif mode == "uid":
-            work = Path(tempfile.mkdtemp(prefix=f"gradlab-box-{uid}-"))  # root 0700 until filled
-            pkg, box = work / "pkg", work / "box"
-            _copy_package(package, pkg)
-            box.mkdir(mode=0o700)
-            (box / "tmp").mkdir(mode=0o700)
-            for p in (box, box / "tmp"):
-                os.chown(p, uid, uid)
-            os.chmod(work, 0o711)  # others may pass through to pkg/, not list; box/ is the sandbox uid's alone
-            cmd = [*_stage1(uid, limits, [in_fd, out_w], str(pkg)), *(a.replace("{pkg}", str(pkg)) for a in command)]
-            popen_env = {**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"}
-            cwd, new_session = str(box), True
-        else:  # plain: as the caller, where it runs (a laptop; Windows too: no pipe to pass, a file instead)
-            work = Path(tempfile.mkdtemp(prefix="gradlab-check-"))
-            _copy_package(package, work / "pkg")
-            (work / "in").write_bytes(inputs)
-            out_file = None if out_w is not None else work / "out"
-            cmd = [a.replace("{pkg}", str(work / "pkg")) for a in command]
-            popen_env = {**os.environ, **base_env, "GRADLAB_IN": str(work / "in"),
-                         "GRADLAB_OUT": f"fd:{out_w}" if out_w is not None else str(out_file)}
-            popen_env.pop("PYTHONPATH", None)
-            cwd, new_session = str(work), os.name == "posix"
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env=popen_env, cwd=cwd, pass_fds=fds, start_new_session=new_session,
-                                preexec_fn=_plain_limits(limits) if mode == "plain" and os.name == "posix" else None)
-        state["proc"] = proc
+        launch = _launch(mode, command, uid=uid, limits=limits, package=package, inputs=inputs, env=env or {},
+                         out_w=out_w, fds=fds, group_fds=group_fds)
+        state["work"] = launch.work
+        proc = state["proc"] = subprocess.Popen(
+            launch.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=launch.env,
+            cwd=launch.cwd, pass_fds=fds, start_new_session=launch.new_session,
+            preexec_fn=_plain_limits(limits) if mode == "plain" and os.name == "posix" else None)
         for fd in fds:
             os.close(fd)
         fds.clear()
-
-        def kill_all() -> None:
-            _kill(proc, mode)
-            if uid is not None:
-                kill_uid(uid)
-
-        def too_much(why: str):
-            def stop() -> None:
-                if not state["stopped"]:
-                    state["stopped"] = why
-                    kill_all()
-            return stop
-
-        readers = [_Reader(proc.stdout, limits.printed_kept, limits.printed_max, too_much("printed too much"), True)]
-        if out_r is not None:
-            readers.append(_Reader(open(out_r, "rb", buffering=0), limits.output_max + 2,  # noqa: SIM115 (closed by
-                                   limits.output_max + 1, too_much("output too large")))  # the reader)
-        for r in readers:
-            r.start()
-        while True:  # the time limit runs from the moment the submission's own code starts (the child says so with
-            started_at = readers[-1].first_at if out_r is not None else started  # its first byte out): torch's
-            if started_at is None:  # import on a busy machine is not the student's time; STARTUP_S caps it
-                deadline, step = started + STARTUP_S + limits.timeout_s, 0.05
-            else:
-                deadline, step = started_at + limits.timeout_s, math.inf
-            left = deadline - time.monotonic()
-            if left <= 0:
-                state["stopped"] = state["stopped"] or "timeout"
-                break
-            if _wait(proc, min(left, step)):
-                break
+        kill_all = functools.partial(_kill_all, proc, mode, uid)
+        with _LIVE_LOCK:
+            _LIVE[id(state)] = kill_all
+        readers = _readers(proc, out_r, limits, state, kill_all)
+        _watch(proc, readers[-1] if out_r is not None else None, limits, started, state)
         kill_all()  # whatever it left behind (daemons, workers) dies with it
         proc.wait()
         for r in readers:
             r.join(5)
-        if out_r is not None:
-            output = readers[1].kept()
-        else:
-            output = out_file.read_bytes() if out_file.is_file() and out_file.stat().st_size <= limits.output_max \
-                else b""
+        output = readers[1].kept() if out_r is not None else _output_file(launch.out_file, limits)
         output = output[1:] if output[:1] == START else b""
         leftovers = kill_uid(uid) if uid is not None else []
-        if mode == "uid":
-            remove_files_of_uid(uid)
+        peak = group.memory_peak() if group else None
+        leftovers += group.remove() if group else []
+        if mode == "uid":  # as the uid: what it wrote in its box and the machine's shared folders
+            state["cleaned"] = clean_as_uid(uid, (str(launch.work / "box"), *SHARED_TMP))
+        else:
+            state["cleaned"] = not leftovers
         return Outcome(mode=mode, returncode=proc.returncode, stopped=state["stopped"], printed=readers[0].kept(),
                        printed_bytes=readers[0].total, output=None if state["stopped"] else output,
-                       wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers)
+                       wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers,
+                       cgroup=group.version if group else "", memory_peak=peak)
     finally:
-        if state["proc"] is not None and state["proc"].poll() is None:  # an exception of our own midway
-            _kill(state["proc"], mode)
-            state["proc"].wait()
-        for fd in fds:
-            os.close(fd)
-        if work is not None:
-            shutil.rmtree(work, ignore_errors=True)
-        if slot:
-            slot.release()
+        _release(state, fds, mode, slot)
+
+
+def _release(state: dict, fds: list[int], mode: str, slot: Slot | None) -> None:
+    """What run() holds, let go whatever happened: the process, the fds, the cgroup, the folder, the slot."""
+    with _LIVE_LOCK:
+        _LIVE.pop(id(state), None)
+    if state["proc"] is not None and state["proc"].poll() is None:  # an exception of our own midway
+        _kill(state["proc"], mode)
+        state["proc"].wait()
+    for fd in fds:
+        os.close(fd)
+    if state["group"] is not None:
+        state["group"].remove()
+    if state["work"] is not None and (mode == "plain" or state["cleaned"]):  # else left to recover() (as the uid)
+        shutil.rmtree(state["work"], ignore_errors=True)
+    if slot:
+        slot.release(cleaned=state["cleaned"])
+
+
+@dataclass
+class _Launch:
+    cmd: list[str]
+    env: dict[str, str]
+    cwd: str
+    new_session: bool  # its own session and process group (bwrap makes one itself)
+    work: Path | None = None  # a folder of gradlab's for this run (uid, plain)
+    out_file: Path | None = None  # where the outputs are written when no pipe can be passed (Windows)
+
+
+def _launch(mode: str, command: list[str], *, uid: int | None, limits: Limits, package: dict[str, str],
+            inputs: bytes, env: dict[str, str], out_w: int | None, fds: list[int], group_fds: list[int]) -> _Launch:
+    """How COMMAND starts in MODE; the fds it must inherit are added to FDS."""
+    base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
+                "PYTHONIOENCODING": "utf-8:backslashreplace", **env}
+    if mode == "plain":
+        return _launch_plain(command, package, inputs, base_env, out_w)
+    in_fd = _memfd(inputs, "gradlab-inputs")
+    fds.append(in_fd)
+    base_env |= {"GRADLAB_IN": f"fd:{in_fd}", "GRADLAB_OUT": f"fd:{out_w}", "GLOO_SOCKET_IFNAME": "lo"}
+    if mode == "bwrap":
+        options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
+        args_fd = _memfd(b"".join(s.encode() + b"\0" for s in options), "bwrap-args")
+        fds.append(args_fd)
+        launch = _Launch(["bwrap", "--args", str(args_fd), "--", *_stage1(uid, limits, [in_fd, out_w], PKG,
+                                                                          group_fds),
+                          *(a.replace("{pkg}", PKG) for a in command)], {}, "/", False)
+    else:
+        work = Path(tempfile.mkdtemp(prefix=f"gradlab-box-{uid}-"))  # root 0700 until filled
+        pkg, box = work / "pkg", work / "box"
+        _copy_package(package, pkg)
+        box.mkdir(mode=0o700)
+        (box / "tmp").mkdir(mode=0o700)
+        for p in (box, box / "tmp"):
+            os.chown(p, uid, uid)
+        os.chmod(work, 0o711)  # others may pass through to pkg/, not list; box/ is the sandbox uid's alone
+        launch = _Launch([*_stage1(uid, limits, [in_fd, out_w], str(pkg), group_fds),
+                          *(a.replace("{pkg}", str(pkg)) for a in command)],
+                         {**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"},
+                         str(box), True, work)
+    # the OOM killer's first choice, inherited by all of it (bwrap's /proc is read-only: it cannot lower it)
+    launch.cmd = ["/bin/sh", "-c", f'echo {SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj && exec "$@"', "sh",
+                  *launch.cmd]
+    return launch
+
+
+def _launch_plain(command: list[str], package: dict[str, str], inputs: bytes, base_env: dict[str, str],
+                  out_w: int | None) -> _Launch:
+    """As the caller, where it runs (a laptop; Windows too: no pipe to pass, a file instead)."""
+    work = Path(tempfile.mkdtemp(prefix="gradlab-check-"))
+    _copy_package(package, work / "pkg")
+    (work / "in").write_bytes(inputs)
+    out_file = None if out_w is not None else work / "out"
+    popen_env = {**os.environ, **base_env, "GRADLAB_IN": str(work / "in"),
+                 "GRADLAB_OUT": f"fd:{out_w}" if out_w is not None else str(out_file)}
+    popen_env.pop("PYTHONPATH", None)
+    return _Launch([a.replace("{pkg}", str(work / "pkg")) for a in command], popen_env, str(work), os.name == "posix",
+                   work, out_file)
+
+
+def _kill_all(proc: subprocess.Popen, mode: str, uid: int | None) -> None:
+    _kill(proc, mode)
+    if uid is not None:
+        kill_uid(uid)
+
+
+def _readers(proc: subprocess.Popen, out_r: int | None, limits: Limits, state: dict, kill_all) -> list[_Reader]:
+    """Threads draining stdout + stderr and, where there is one, the output pipe; either stops the run when it
+    carries too much."""
+    def too_much(why: str):
+        def stop() -> None:
+            if not state["stopped"]:
+                state["stopped"] = why
+                kill_all()
+        return stop
+
+    readers = [_Reader(proc.stdout, limits.printed_kept, limits.printed_max, too_much("printed too much"), True)]
+    if out_r is not None:
+        readers.append(_Reader(open(out_r, "rb", buffering=0), limits.output_max + 2,  # noqa: SIM115 (closed by
+                               limits.output_max + 1, too_much("output too large")))  # the reader)
+    for r in readers:
+        r.start()
+    return readers
+
+
+def _watch(proc: subprocess.Popen, out: _Reader | None, limits: Limits, started: float, state: dict) -> None:
+    """Wait for PROC within its time limit, which runs from the moment the submission's own code starts (the child
+    says so with its first byte out, on OUT): torch's import on a busy machine is not the student's time; STARTUP_S
+    caps it."""
+    while True:
+        started_at = out.first_at if out is not None else started
+        if started_at is None:
+            deadline, step = started + STARTUP_S + limits.timeout_s, 0.05
+        else:
+            deadline, step = started_at + limits.timeout_s, math.inf
+        left = deadline - time.monotonic()
+        if left <= 0:
+            state["stopped"] = state["stopped"] or "timeout"
+            return
+        if _wait(proc, min(left, step)):
+            return
+
+
+def _output_file(out_file: Path | None, limits: Limits) -> bytes:
+    if out_file is None or not out_file.is_file() or out_file.stat().st_size > limits.output_max:
+        return b""
+    return out_file.read_bytes()
+
+
+def _group(limits: Limits) -> cgroups.Group | None:
+    """The sandbox's own cgroup where this machine allows one (cgroups.available()), else None; gradlab's own process
+    is made the OOM killer's last choice (the sandbox's processes are its first: stage 1)."""
+    if not cgroups.available()[0]:
+        return None
+    _protect_gradlab()
+    return cgroups.Group(memory=limits.group_memory, pids=limits.nproc, cpus=limits.cpus)
+
+
+@functools.cache
+def _protect_gradlab() -> None:
+    with contextlib.suppress(OSError):  # root only: lowering it needs CAP_SYS_RESOURCE
+        Path("/proc/self/oom_score_adj").write_text(str(GRADLAB_OOM_SCORE_ADJ))
 
 
 def _copy_package(package: dict[str, str], pkg: Path) -> None:
@@ -616,28 +812,41 @@ def _plain_limits(limits: Limits):
 
 # -------------------------------------------------------------------------------------------- text that came out
 
-_BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+_HIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}  # controls, format (zero-width, bidi), surrogates, private,
+# unassigned, line and paragraph separators, spaces other than " ": shown as an escape
 
 
-def sanitize(text: str, most: int | None = None) -> str:
-    """Text that came out of a sandbox (or a file name a student chose), safe for a terminal, JUnit and JSON: every
-    control character but newline and tab (ANSI escapes, carriage returns, backspaces, C1 codes), bidi overrides and
-    undecodable bytes shown as a visible escape, never interpreted. MOST: keep at most that many characters."""
+def sanitize(text: str, most: int | None = None, *, backslash: bool = True) -> str:
+    """Text that came out of a sandbox (or a file name a student chose), safe for a terminal, JUnit and JSON, and
+    distinct when its input was: every control character but newline and tab (ANSI escapes, carriage returns, C1
+    codes), every format character (zero-width ones, bidi overrides), separators and spaces other than " ", and
+    undecodable bytes are shown as a visible escape, never interpreted; a backslash as two, so that an escape
+    shown is never the student's own text. MOST: keep at most that many characters. BACKSLASH=False: the last guard
+    on text sanitized already (JUnit, Gradescope): what is still unsafe is escaped, a backslash kept (escaping it
+    again would show every escape twice)."""
     text = str(text)
     if most is not None and len(text) > most:
         text = text[:most] + "…"
     out = []
     for c in text:
         o = ord(c)
-        if c in "\n\t" or (0x20 <= o < 0x7F) or (o >= 0xA0 and o not in _BIDI and not 0xD800 <= o < 0xE000
-                                                  and o not in (0xFFFE, 0xFFFF)):
+        if c == "\\":
+            out.append("\\\\" if backslash else c)
+        elif c in "\n\t" or (0x20 <= o < 0x7F) or (o >= 0xA0 and unicodedata.category(c) not in _HIDDEN):
             out.append(c)
         elif 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
             out.append(f"\\x{o - 0xDC00:02x}")
-        else:
-            out.append(c.encode("unicode_escape", "backslashreplace").decode("ascii") if o < 0xD800 or o >= 0xE000
-                       else f"\\u{o:04x}")
+        elif o < 0x80:  # \r, \x1b
+            out.append(c.encode("unicode_escape").decode("ascii"))
+        else:  # \u009b: a C1 code, never to be read as the undecodable byte \x9b
+            out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
     return "".join(out)
+
+
+def looks_alike(name: str) -> str:
+    """What NAME shows as, give or take case and compatibility forms (ｆｕｌｌｗｉｄｔｈ, ﬁ, é as e + ◌́): two
+    files with the same looks_alike() are told apart by no one reading a table of grades."""
+    return unicodedata.normalize("NFKC", name).casefold()
 
 
 def one_line(text: str, most: int = 300) -> str:

@@ -7,17 +7,16 @@ imports of gradlab (gradlab.practice.harness and the seccomp filter it installs:
 never the references, the known mistakes or the model answers. It is started at once, so that it imports torch while
 gradlab computes the references.
 
-Everything that comes back is untrusted: a zip whose entries are stored, not compressed, within a size cap, loaded
-with torch.load(weights_only=True) (tensors and plain containers: nothing that runs code); then its structure is
-checked against the references' (one output per input, the same keys, the same number of tensors, plain CPU tensors
-of the expected shapes whose storage is no larger than they need); every string in it is sanitized. Any violation is
-a failed check of that submission, said in one line.
+Everything that comes back is untrusted: plain data (gradlab/practice/wire.py: JSON and raw tensor bytes, read in time
+linear in their size, within a size cap; never a pickle, which can be made to hold gradlab for hours); then its
+structure is checked against the references' (one output per input, the same keys, the same number of tensors, plain CPU
+tensors of the expected shapes whose storage is no larger than they need); every string in it is sanitized. Any
+violation is a failed check of that submission, said in one line.
 """
 
 from __future__ import annotations
 
 import ast
-import io
 import json
 import math
 import signal
@@ -25,7 +24,7 @@ import sys
 import threading
 from pathlib import Path
 
-from gradlab.practice import isolate
+from gradlab.practice import isolate, wire
 from gradlab.practice.parsing import parse
 
 TIMEOUT_S = 20.0
@@ -36,7 +35,8 @@ GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
 # installs. Nothing here may hold a reference, a known mistake or a model answer: tests/test_sandbox.py checks every
 # harness's imports against it.
 SHARED = ("gradlab.practice.harness", "gradlab.practice.seccomp")
-ALWAYS = ("gradlab.practice.child", "gradlab.practice.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp")
+ALWAYS = ("gradlab.practice.child", "gradlab.practice.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp",
+          "gradlab.practice.wire")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
 
@@ -164,45 +164,21 @@ def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: f
             error = f"your code ended the process (exit code {code}) before returning: os._exit or similar"
         return base | {"ok": False, "kind": "died", "error": error}
     try:
-        got = _load(outcome.output, limits.output_max)
+        got = wire.decode(outcome.output)
         return base | _checked(got, expected)
-    except Bad as e:
+    except (Bad, wire.Malformed) as e:
         return base | {"ok": False, "kind": "output", "error": isolate.one_line(f"your code's outputs {e}", 400)}
 
 
-def _load(data: bytes, most: int):
-    """torch.load of untrusted bytes: a zip (torch.save's format; the legacy one declares storage sizes that are
-    allocated before they are read) whose entries are stored, not compressed, their sizes within MOST."""
-    import zipfile
-
-    import torch
-
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            infos = z.infolist()
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:
-        raise Bad(f"are not a torch.save file ({type(e).__name__})") from None
-    if len(infos) > 10_000:
-        raise Bad(f"are a file of {len(infos)} parts")
-    if any(i.compress_type != zipfile.ZIP_STORED for i in infos):
-        raise Bad("are a compressed file: torch.save never compresses, and a compressed file may unpack to gigabytes")
-    if sum(i.file_size for i in infos) > most:
-        raise Bad(f"would unpack to more than {most >> 20} MB")
-    try:
-        return torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
-    except Exception as e:
-        raise Bad(f"could not be read: {isolate.one_line(str(e), 120)}") from None
-
-
 def _text(value, most: int) -> str:
+    """VALUE, text of the submission's, cut to MOST characters: sanitized once, by the caller."""
     if not isinstance(value, str):
         raise Bad(f"hold {type(value).__name__} where text is expected")
-    return isolate.sanitize(value, most)
+    return value[:most]
 
 
-# What one result may hold beyond the references' own values: torch.save writes an object once however often it is
-# referenced, so a few KB can stand for 64⁴ references to one tensor; walking and copying them would hold gradlab for
-# hours (measured: 14 GB within 50 s). Every container and value the check walks counts against one budget.
+# What one result may hold beyond the references' own values: a result of a few MB can hold 300,000 small lists and
+# numbers; walking and copying them is bounded by one budget that every container and value the check walks spends.
 MOST_ITEMS = 100_000  # containers, tensors and numbers in one result
 MOST_EXTRA_VALUES = 1 << 20  # numbers in tensors the references do not have (rule outputs and the like)
 
@@ -231,7 +207,7 @@ def _checked(got, expected: list[dict] | None) -> dict:
         kind = got.get("kind")
         return out | {"ok": False, "kind": kind if kind in KINDS else "raised",
                       "error": isolate.one_line(_text(got.get("error", ""), 4000), 1000),
-                      "trace": _text(got.get("trace", ""), 20_000)}
+                      "trace": isolate.sanitize(_text(got.get("trace", ""), 20_000))}
     outputs = got.get("outputs")
     if type(outputs) not in (list, tuple):
         raise Bad(f"are {_kind(outputs)} where a list of outputs is expected")

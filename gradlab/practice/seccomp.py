@@ -8,10 +8,11 @@ into the sandbox, so it imports nothing but the standard library.
 BASE   kills any other syscall ABI (i386, x32: their numbers differ and would bypass the table), and answers EPERM to
        creating or entering namespaces (unshare, setns, clone with a CLONE_NEW* flag; clone3 answers ENOSYS, so glibc
        falls back to clone, whose flags a filter can read), mount and the new mount API, io_uring (it opens files and
-       sockets without passing through these syscalls), bpf, perf_event_open, userfaultfd, the keyring, reaching
-       into another process (ptrace, process_vm_readv/writev, pidfd_getfd) and memory that RLIMIT_AS does not count
-       (memfd_create, SysV shmget/semget/msgget). Without it a submission could unshare a user and mount namespace
-       and mount a tmpfs of any size outside the sandbox's limits, or hold memfds and SysV segments far beyond
+       sockets without passing through these syscalls), bpf, perf_event_open, userfaultfd, the keyring, reaching into
+       another process (ptrace, process_vm_readv/writev, pidfd_getfd) and memory that RLIMIT_AS does not count
+       (memfd_create, SysV shmget/semget/msgget), and POSIX message queues (mq_open: a queue outlives its process, and
+       the uid fallback has no ipc namespace to drop it with). Without it a submission could unshare a user and mount
+       namespace and mount a tmpfs of any size outside the sandbox's limits, or hold memfds and SysV segments far beyond
        RLIMIT_AS (a SysV segment outlives the process). torch, multiprocessing and gloo use none of these: POSIX
        semaphores and shared memory live in /dev/shm, a size-limited tmpfs in the sandbox.
 INET   socket() fails with EACCES for every family, AF_UNIX included (socketpair() stays: multiprocessing's pipes and
@@ -37,20 +38,20 @@ _ARCH = {  # machine -> (AUDIT_ARCH, the seccomp syscall, {name: number})
         "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248, "request_key": 249,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
         "mount_setattr": 442, "memfd_create": 319, "shmget": 29, "semget": 64, "msgget": 68, "ptrace": 101,
-        "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438}),
+        "process_vm_readv": 310, "process_vm_writev": 311, "pidfd_getfd": 438, "mq_open": 240}),
     "aarch64": (0xC00000B7, 277, {
         "socket": 198, "clone": 220, "clone3": 435, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39,
         "pivot_root": 41, "chroot": 51, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
         "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "keyctl": 219, "add_key": 217, "request_key": 218,
         "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
         "mount_setattr": 442, "memfd_create": 279, "shmget": 194, "semget": 190, "msgget": 186, "ptrace": 117,
-        "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438}),
+        "process_vm_readv": 270, "process_vm_writev": 271, "pidfd_getfd": 438, "mq_open": 180}),
 }
 DENIED = ["unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "io_uring_setup", "io_uring_enter",
           "io_uring_register", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key",
           "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
           "memfd_create", "shmget", "semget", "msgget", "ptrace", "process_vm_readv", "process_vm_writev",
-          "pidfd_getfd"]
+          "pidfd_getfd", "mq_open"]
 NAMESPACES = ["unshare", "setns", "mount", "umount2", "pivot_root"]  # what Docker's default profile refuses (tests)
 CLONE_NEW = 0x7E020000 | 0x80  # CLONE_NEWNS NEWCGROUP NEWUTS NEWIPC NEWUSER NEWPID NEWNET, and NEWTIME
 

@@ -3,10 +3,10 @@ submission, in bwrap's namespaces or directly (the uid fallback). Run as `python
 or the environment is imported); bound into the sandbox, so it imports nothing but the standard library and its
 neighbour seccomp.py.
 
-It sets the rlimits, empties the capability bounding set, drops to the sandbox's own uid and gid for good
-(setgroups, setresgid, setresuid: the kernel then clears every capability), empties every capability set, sets
-no_new_privs and the BASE seccomp filter, closes every inherited fd but 0-2 and the two channels, and execs the
-child.
+It sets the rlimits, moves itself into the sandbox's cgroup (the cgroup.procs files gradlab opened: cgroup_fds), empties
+the capability bounding set, drops to the sandbox's own uid and gid for good (setgroups, setresgid, setresuid: the
+kernel then clears every capability), empties every capability set, sets no_new_privs and the BASE seccomp filter,
+closes every inherited fd but 0-2 and the two channels, and execs the child.
 
     python -I -S stage1.py '{"uid": U, "gid": U, "rlimits": {"NPROC": n, ...}, "keep_fds": [...]}' ARGV...
 """
@@ -26,6 +26,9 @@ def main() -> None:
         os.setsid()  # its own session and process group (bwrap --new-session did it already)
     for name, value in spec["rlimits"].items():
         resource.setrlimit(getattr(resource, "RLIMIT_" + name), (value, value))
+    for fd in spec.get("cgroup_fds", []):  # into the sandbox's cgroup, for good: every process after it starts there
+        os.write(fd, b"0")
+        os.close(fd)
     uid, gid = spec["uid"], spec["gid"]
     import ctypes
 

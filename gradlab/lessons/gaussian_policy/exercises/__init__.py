@@ -39,5 +39,6 @@ EXERCISES = [
         gradient function; here the forward is ln π and the backward the scores.""",
         claims={"layer": ("your value, three gradients (for a random dy) and second derivatives ≡ autograd through "
                           "Normal(μ, σ).log_prob (max relative |Δ|)", 1e-9)},
-        forward="a, mu, sigma"),
+        forward="a, mu, sigma",
+        forbidden=("torch.distributions.Normal.log_prob",)),
 ]

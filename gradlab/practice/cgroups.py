@@ -1,0 +1,145 @@
+"""One cgroup per sandbox (gradlab/practice/isolate.py): the submission's processes bounded as a whole, as PrairieLearn
+and Jobe bound theirs. RLIMIT_AS bounds each process; 80 processes of 130 MB each, all within it, made the kernel's
+OOM killer pick gradlab itself, and 88 busy processes left a neighbour's right answer 1/89th of the CPU.
+
+A Group has a memory limit (swap included where the kernel accounts it), a process limit, and a CPU quota and weight
+(the same weight as every other sandbox: a flood in one gets one sandbox's share, not one share per process). cgroup
+v2 where gradlab's own cgroup can delegate memory, pids and cpu; cgroup v1 otherwise (memory, pids and cpu
+hierarchies mounted under /sys/fs/cgroup). gradlab opens the group's cgroup.procs files and passes them to stage 1,
+which writes "0" (itself) into each as root before it drops to the sandbox's uid: every process of the submission
+starts inside, none can leave (moving needs write access to a cgroup.procs file, all root's).
+
+available() says why not, in words, when neither can be used (no cgroupfs, not root, a v2 cgroup with processes of
+its own so that no controller can be enabled below it); the sandbox then runs without one and gradlab says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import os
+import time
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+V1 = ("memory", "pids", "cpu")  # hierarchies a group needs under cgroup v1
+PERIOD_US = 100_000
+_serial = itertools.count()
+
+
+def _own(hierarchy: str) -> str:
+    """This process's cgroup path in HIERARCHY ("" for v2's unified one) from /proc/self/cgroup."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if names.split(",") == ([hierarchy] if hierarchy else [""]) or (hierarchy and hierarchy in names.split(",")):
+            return path
+    raise OSError(f"no {hierarchy or 'cgroup v2'} line in /proc/self/cgroup")
+
+
+def _v2_base() -> Path | None:
+    """Where a v2 group can be made (this process's cgroup, with memory, pids and cpu delegated), or None."""
+    if not (ROOT / "cgroup.controllers").is_file():
+        return None
+    base = ROOT / _own("").lstrip("/")
+    wanted = {"memory", "pids", "cpu"}
+    if not wanted <= set((base / "cgroup.controllers").read_text().split()):
+        raise OSError(f"cgroup v2 at {base} lacks {' '.join(sorted(wanted))} controllers")
+    if not wanted <= set((base / "cgroup.subtree_control").read_text().split()):
+        (base / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))  # EBUSY: processes
+    return base
+
+
+@functools.cache
+def available() -> tuple[str, str]:
+    """("v2" | "v1", "") when a group can be made here, else ("", why not): a group is made and removed to see."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return "", "not root"
+    try:
+        group = Group(memory=64 << 20, pids=8, cpus=1.0)
+    except OSError as e:
+        return "", f"no cgroup could be made ({e.strerror or e})"
+    version = group.version
+    group.remove()
+    return version, ""
+
+
+class Group:
+    """A new cgroup: MEMORY bytes (swap included where accounted), PIDS tasks, CPUS CPUs at most. Raises OSError when
+    it cannot be made; remove() it after its processes are dead."""
+
+    def __init__(self, *, memory: int, pids: int, cpus: float) -> None:
+        name = f"gradlab-{os.getpid()}-{next(_serial)}"
+        self.dirs: list[Path] = []
+        try:
+            base = _v2_base()
+            if base is not None:
+                self.version = "v2"
+                self._make(base / name)
+                self._set(self.dirs[0], {"memory.max": memory, "pids.max": pids,
+                                         "cpu.max": f"{int(cpus * PERIOD_US)} {PERIOD_US}"},
+                          {"memory.swap.max": 0, "memory.oom.group": 1})
+            else:
+                self.version = "v1"
+                for hierarchy in V1:
+                    self._make(ROOT / hierarchy / _own(hierarchy).lstrip("/") / name)
+                memory_dir, pids_dir, cpu_dir = self.dirs
+                self._set(memory_dir, {"memory.limit_in_bytes": memory}, {"memory.memsw.limit_in_bytes": memory})
+                self._set(pids_dir, {"pids.max": pids}, {})
+                self._set(cpu_dir, {"cpu.cfs_period_us": PERIOD_US, "cpu.cfs_quota_us": int(cpus * PERIOD_US)}, {})
+        except BaseException:
+            self.remove()
+            raise
+
+    @staticmethod
+    def _set(folder: Path, needed: dict, optional: dict) -> None:
+        """NEEDED's settings, then OPTIONAL's where the kernel has them (swap accounting, v2's oom.group)."""
+        for key, value in needed.items():
+            (folder / key).write_text(str(value))
+        for key, value in optional.items():
+            if (folder / key).exists():
+                (folder / key).write_text(str(value))
+
+    def _make(self, path: Path) -> None:
+        path.mkdir(mode=0o700)
+        self.dirs.append(path)
+
+    def procs_fds(self) -> list[int]:
+        """cgroup.procs of each of the group's folders, open for writing (stage 1 writes "0" into each)."""
+        return [os.open(d / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for d in self.dirs]
+
+    def members(self) -> list[int]:
+        found: set[int] = set()
+        for d in self.dirs:
+            with contextlib.suppress(OSError):
+                found |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+        return sorted(found)
+
+    def memory_peak(self) -> int | None:
+        for d in self.dirs:
+            for key in ("memory.peak", "memory.max_usage_in_bytes"):
+                with contextlib.suppress(OSError, ValueError):
+                    return int((d / key).read_text())
+        return None
+
+    def remove(self) -> list[int]:
+        """Kill what is left in the group, remove its folders; returns the pids that would not die (should be [])."""
+        for _ in range(50):
+            left = self.members()
+            if not left:
+                break
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, 9)
+            time.sleep(0.02)
+        for d in reversed(self.dirs):
+            for _ in range(50):  # a process just killed leaves its cgroup a moment later
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        self.dirs = [d for d in self.dirs if d.exists()]
+        return self.members()
