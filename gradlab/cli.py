@@ -147,6 +147,10 @@ def run_lesson(ctx: click.Context, name: str) -> int:
         result = runner.execute(name, run, config, console, progress)
     report.render(result, console)
     write_outputs(result, run, console)
+    if run.graph_path:
+        from gradlab.report.graph import write_lesson_graph
+
+        write_lesson_graph(run.graph_path, LESSONS[name].load(), config, console)
     return result.exit_code
 
 
