@@ -113,6 +113,10 @@ class Graph:
         outs = self.nodes[e.src].grads_out
         return outs[e.slot] if e.slot < len(outs) else None
 
+    def named_grads(self, group: str = "") -> dict[str, torch.Tensor]:
+        """The gradient autograd returned for each leaf of GROUP, by its name ("0.weight"; "" for lone tensors)."""
+        return {self.nodes[i].label: g for i, g in self.leaf_grads.items() if self.nodes[i].group == group}
+
     def group_norm(self, group: str) -> float:
         """‖∇‖ over every leaf of GROUP (0 when none received a gradient)."""
         squares = [float(g.double().pow(2).sum()) for i, g in self.leaf_grads.items()
@@ -185,7 +189,10 @@ class _Recorder(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         inputs = list(_tensors(list(args) + list((kwargs or {}).values())))
-        cuts = tuple(dict.fromkeys(self.constants[id(t)][1] for t in inputs if id(t) in self.constants))
+        # a constant that requires grad again is none: a custom Function's forward runs under no_grad, and its
+        # output then gets the Function's grad_fn
+        cuts = tuple(dict.fromkeys(self.constants[id(t)][1] for t in inputs
+                                   if id(t) in self.constants and not t.requires_grad))
         name = getattr(func, "__name__", "")
         for t in _tensors(out):
             if t.grad_fn is not None:
