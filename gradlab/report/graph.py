@@ -302,6 +302,29 @@ def tree(graph: Graph) -> Tree:
     return root
 
 
+@dataclass
+class GraphView:
+    """What gradlab.graph returns: Jupyter shows it as the drawing (_repr_html_), rich as the tree; save() writes
+    it as .html or .svg."""
+
+    graphs: list[Graph]
+
+    def _repr_html_(self) -> str:
+        return f'<div style="overflow:auto">{svg(self.graphs)}</div>'
+
+    def __rich__(self):
+        from rich.console import Group
+
+        return Group(*(tree(g) for g in self.graphs))
+
+    def save(self, path: str) -> None:
+        """Write the drawing to PATH (.html: a self-contained page; .svg)."""
+        from gradlab.report.files import check_graph_suffix
+
+        check_graph_suffix(path)
+        write_graph(path, self.graphs, self.graphs[0].title, None)
+
+
 def write_graph(path: str, graphs: list[Graph], title: str, console) -> None:
     """--graph PATH: an .html page, an .svg, or - (a tree on CONSOLE). Files are written atomically."""
     if path == STDOUT:
@@ -310,6 +333,8 @@ def write_graph(path: str, graphs: list[Graph], title: str, console) -> None:
         return
     text = page(graphs, title) if Path(path).suffix.lower() == ".html" else svg(graphs)
     write_bytes(path, text.encode())
+    if console is not None:
+        console.print(f"wrote {path}", markup=False)
 
 
 def write_lesson_graph(path: str, lesson, config, console) -> None:
