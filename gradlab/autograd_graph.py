@@ -91,6 +91,8 @@ class Graph:
     leaf_grads: dict[int, torch.Tensor]  # a leaf's node id → the gradient autograd returned for it
     forbidden: dict[str, float] = field(default_factory=dict)  # group → ‖∇‖ of its leaves, when gradient flows in
     note: str = ""  # what the reader should look at
+    output: torch.Tensor | None = None  # the tensor traced (its graph retained: a real backward may follow)
+    variables: dict[int, torch.Tensor] = field(default_factory=dict)  # a leaf's node id → the tensor itself
 
     @property
     def first_nonfinite(self) -> Node | None:
@@ -128,17 +130,18 @@ class Graph:
 # Summaries of tensors, short enough for a box in a drawing.
 # ---------------------------------------------------------------------------------------------------------------
 
-def summary(t: torch.Tensor | None) -> str:
-    """'0.5' for a scalar, '[0.1, -2, 3]' for up to 4 numbers, else 'mean 0.1 · ‖·‖ 3.2 · 2 NaN'."""
+def summary(t: torch.Tensor | None, limit: int = 4) -> str:
+    """'0.5' for a scalar, '[0.1, -2, 3]' for up to LIMIT numbers, else 'mean 0.1 · ‖·‖ 3.2 · 2 non-finite'."""
     if t is None:
         return ""
     t = t.detach()
     if not t.is_floating_point():
-        return "[" + ", ".join(str(int(v)) for v in t.flatten()[:4].tolist()) + (", …]" if t.numel() > 4 else "]")
+        return "[" + ", ".join(str(int(v)) for v in t.flatten()[:limit].tolist()) + (", …]" if t.numel() > limit
+                                                                                     else "]")
     flat = t.double().flatten().cpu()
     if flat.numel() == 1:
         return f"{flat.item():.4g}"
-    if flat.numel() <= 4:
+    if flat.numel() <= limit:
         return "[" + ", ".join(f"{v:.3g}" for v in flat.tolist()) + "]"
     bad = int((~torch.isfinite(flat)).sum())
     ok = flat[torch.isfinite(flat)]
@@ -299,7 +302,8 @@ def trace(output: torch.Tensor, *, title: str, names: dict[str, object] | None =
         for h in handles:
             h.remove()
     graph = Graph(title=title, nodes=nodes, edges=edges, seed="1" if output.numel() == 1 else "ones",
-                  leaf_grads={n.id: g for n, g in zip(leaves, grads, strict=True)}, note=note)
+                  leaf_grads={n.id: g for n, g in zip(leaves, grads, strict=True)}, note=note, output=output,
+                  variables={n.id: fns[n.id].variable for n in leaves})
     _fill_leaves(graph)
     _mark_forbidden(graph, set(forbidden))
     return graph

@@ -318,7 +318,8 @@ def graphs(config: Config, transitions: int = 256) -> list[autograd_graph.Graph]
         with autograd_graph.record():
             loss = td_loss(online, target_net, batch, c.gamma, mode)
         names = {"online": online, "target": target_net} if separate else {"online": online}
-        out.append(autograd_graph.trace(loss, title=f"dqn, {name}: TD loss on {transitions} transitions",
+        out.append(autograd_graph.trace(loss, title=f"dqn, {name}: TD loss on {transitions} "
+                                              f"transition{'s' * (transitions != 1)}",
                                         names=names, forbidden=("target",)))
     return out
 

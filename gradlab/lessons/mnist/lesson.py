@@ -125,8 +125,8 @@ def graphs(config: Config, pixels: int = 3, classes: int = 2, images: int = 2) -
     b = torch.zeros(classes, requires_grad=True)
     with autograd_graph.record():
         cost = F.cross_entropy(torch.addmm(b, x, W), t)  # z = xW + b; cost = mean_i(−log p_i,t_i)
-    return [autograd_graph.trace(cost, title=f"mnist: the cost on {images} images of {pixels} pixels, {classes} "
-                                             f"classes", names={"W": W, "b": b})]
+    return [autograd_graph.trace(cost, title=f"mnist: the cost on {images} random images of {pixels} "
+                                             f"pixels, {classes} classes", names={"W": W, "b": b})]
 
 
 def analytic_gradients(x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor):
