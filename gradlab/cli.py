@@ -147,10 +147,11 @@ def run_lesson(ctx: click.Context, name: str) -> int:
         result = runner.execute(name, run, config, console, progress)
     report.render(result, console)
     write_outputs(result, run, console)
-    if run.graph_path:
+    if run.graph_path:  # asked for by name, so drawn even with --quiet (as --json - is written)
         from gradlab.report.graph import write_lesson_graph
 
-        write_lesson_graph(run.graph_path, LESSONS[name].load(), config, console)
+        write_lesson_graph(run.graph_path, LESSONS[name].load(), config,
+                           report.make_console(quiet=run.quiet and run.graph_path != STDOUT, stderr=to_stdout))
     return result.exit_code
 
 

@@ -267,16 +267,16 @@ def page(graphs: list[Graph], title: str) -> str:
 # The terminal: a rich Tree.
 # ---------------------------------------------------------------------------------------------------------------
 
-def _tree_label(graph: Graph, node: Node, via: str) -> str:
+def _tree_label(graph: Graph, node: Node, forbidden: bool) -> str:
     from rich.markup import escape
 
     lines = box_lines(graph, node)
-    text = f"[bold]{escape(lines[0])}[/] {escape('  '.join(lines[1:3]))}"
+    text = f"#{node.id} [bold]{escape(lines[0])}[/]  {escape('  '.join(lines[1:3]))}"
     if born_here(graph, node):
         text += f" [bold red]← {escape(why_nonfinite(node))}[/]"
     for _, cut in ((n, c) for n, c in graph.cuts if n.id == node.id):
         text += f" [dim]✂ {escape(cut.why)}: {escape(cut.where)}[/]"
-    return (f"[red]{via}[/] " if "forbidden" in via else f"[dim]{via}[/] " if via else "") + text
+    return text + (" [red](on the forbidden path)[/]" if forbidden else "")
 
 
 def tree(graph: Graph) -> Tree:
@@ -287,18 +287,16 @@ def tree(graph: Graph) -> Tree:
                           for i, line in enumerate(_header(graph))))
     seen: set[int] = set()
 
-    def add(parent: Tree, node: Node, via: str) -> None:
+    def add(parent: Tree, node: Node, forbidden: bool) -> None:
         if node.id in seen:
-            parent.add(f"[dim]{via} ↑ {escape(node.name)} #{node.id} again: its gradients add up[/]")
+            parent.add(f"[dim]↑ #{node.id} {escape(node.name)} again: the gradients it receives add up[/]")
             return
         seen.add(node.id)
-        branch = parent.add(f"#{node.id} " + _tree_label(graph, node, via))
+        branch = parent.add(_tree_label(graph, node, forbidden))
         for e in (e for e in graph.edges if e.src == node.id):
-            g = graph.edge_grad(e)
-            label = f"‖∇‖ {norm(g):.3g}" + (" forbidden" if e.forbidden else "") if g is not None else ""
-            add(branch, graph.nodes[e.dst], label)
+            add(branch, graph.nodes[e.dst], e.forbidden)
 
-    add(root, graph.nodes[0], "")
+    add(root, graph.nodes[0], False)
     return root
 
 
