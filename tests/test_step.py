@@ -72,3 +72,19 @@ def test_every_lesson_steps(lesson):
 def test_unknown_lesson_is_one_line():
     result = invoke("step", "nope")
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_readme_step_block_matches_what_step_prints():
+    """The README's `gradlab step` example is generated; it fails here when it drifts (numbers masked)."""
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("readme", REPO / "scripts" / "readme.py")
+    readme = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme)
+    from test_readme import words
+
+    (block,) = [m for m in readme.blocks(readme.README.read_text(encoding="utf-8")) if m["cmd"].startswith(
+        "gradlab step ")]
+    assert words(readme.run(block["cmd"])) == words(block["out"]), "run `make docs`"
