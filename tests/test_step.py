@@ -17,7 +17,7 @@ def test_log1pexp_piped_shows_the_nan_being_born():
     naive = result.output.split("torch.where guard")[0]
     names = re.findall(r"step \d+/\d+\s+(\w+)", naive)
     assert names == ["LogBackward0", "AddBackward0", "ExpBackward0"]  # the order autograd ran them
-    assert "arrives  ∇ = 0  from AddBackward0" in naive and "exp(x); here inf" in naive
+    assert "arrives  ∇ = 0  from AddBackward0" in naive and "exp(x); here the local derivative is inf" in naive
     assert "first non-finite gradient is born here: ∇ 0 × local inf = nan" in naive
     assert "✓ the gradients shown arriving at each leaf add up to its .grad" in result.output
 

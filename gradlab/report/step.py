@@ -155,8 +155,8 @@ def walk(graph, console, *, interactive: bool, predict: bool, score: Score) -> N
         console.print(f"  arrives  ∇ = {escape(arriving_text(graph, node))}")
         local = local_value(node)
         formula = FORMULAS.get(node.name, "(no formula here: the backward this op defines)")
-        console.print(f"  local    {escape(formula)}" + (f"; here {escape(numbers(local))}" if local is not None
-                                                           else ""))
+        here = f"; here the local derivative is {escape(numbers(local))}" if local is not None else ""
+        console.print(f"  local    {escape(formula)}{here}")
         if predict and interactive:
             ask(node, graph, score)
         for line in sends_text(graph, node):
