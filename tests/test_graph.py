@@ -121,6 +121,23 @@ def test_clip_note_is_the_global_norm_of_the_leaves(graphs):
     assert f"global norm of the leaves' gradients {norm:.6g}" in g.note
 
 
+def test_readme_pictures_are_the_lessons_graphs(graphs):
+    """docs/graphs/<lesson>.svg (`make docs`) draws the nodes a fresh drawing has: it fails when a lesson's key
+    computation changed and the pictures were not redrawn."""
+    from collections import Counter
+
+    from conftest import REPO
+
+    def node_names(text):
+        return Counter(re.findall(r">(\w+Backward\w*|[\w.]+  \(AccumulateGrad\))<", text))
+
+    for name, gs in graphs.items():
+        picture = REPO / "docs" / "graphs" / f"{name}.svg"
+        assert picture.exists(), f"{picture} is missing: run `make docs`"
+        assert node_names(picture.read_text()) == node_names(drawing.svg(gs)), f"{name}: run `make docs`"
+        assert f"(docs/graphs/{name}.svg)" in (REPO / "README.md").read_text()
+
+
 def test_graph_option_writes_svg_html_and_a_tree(tmp_path):
     page, picture = tmp_path / "g.html", tmp_path / "g.svg"
     for path in (page, picture):
