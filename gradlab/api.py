@@ -63,7 +63,7 @@ def graph(tensor, *, names: dict[str, Any] | None = None, title: str = "", forbi
     from gradlab.report.graph import GraphView
 
     check(isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None,
-          "gradlab.graph(tensor): give a tensor computed from one that requires grad (it has no grad_fn)")
+          "gradlab.graph(tensor): give a tensor computed from one that requires grad (this one has no grad_fn)")
     return GraphView([autograd_graph.trace(tensor, title=title or "the backward graph", names=names,
                                            forbidden=forbidden)])
 

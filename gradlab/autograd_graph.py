@@ -24,7 +24,10 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
+from gradlab.errors import GradlabError, check
+
 KEY = "gradlab"  # the key of what record() keeps in a node's metadata dict
+MAX_NODES = 600  # larger graphs take grandalf minutes to lay out, and nobody reads them
 SMALL = 64  # forward inputs up to this many elements are kept, so gradlab step can show the local derivative
 
 
@@ -278,9 +281,10 @@ def trace(output: torch.Tensor, *, title: str, names: dict[str, object] | None =
     """Walk OUTPUT's backward graph, run torch.autograd.grad through it with a hook on every node and return what
     each node received and sent. NAMES groups the leaves (a module's parameters by their names); a group in
     FORBIDDEN that receives a gradient has its path marked and its ‖∇‖ kept."""
-    if output.grad_fn is None:
-        raise ValueError("the tensor has no grad_fn: nothing in its computation requires a gradient")
+    check(output.grad_fn is not None, "the tensor has no grad_fn: nothing in its computation requires a gradient")
     fns, edges = _walk(output.grad_fn)
+    check(len(fns) <= MAX_NODES, f"the graph has {len(fns)} nodes; gradlab draws up to {MAX_NODES} (a computation "
+                                 f"small enough to read): draw a smaller piece of it")
     named = _named_leaves(names)
     nodes = [_node(i, fn, named) for i, fn in enumerate(fns)]
     ran = []
@@ -298,6 +302,11 @@ def trace(output: torch.Tensor, *, title: str, names: dict[str, object] | None =
     try:
         grads = torch.autograd.grad(output, [fns[n.id].variable for n in leaves], seed, retain_graph=True,
                                     allow_unused=True)
+    except RuntimeError as e:
+        if "second time" not in str(e):
+            raise
+        raise GradlabError("the tensor's graph was freed by an earlier backward(): compute it again, or call "
+                           "backward(retain_graph=True) first") from None
     finally:
         for h in handles:
             h.remove()

@@ -169,9 +169,17 @@ def test_api_graph_draws_in_jupyter():
     g = view.graphs[0]
     leaf = next(n for n in g.nodes if n.leaf)
     assert len(g.incoming(leaf)) == 2 and torch.equal(g.leaf_grads[leaf.id], 2 * x.detach())
-    assert view._repr_html_().startswith('<div style="overflow:auto"><svg') and x.grad is None
+    assert view._repr_html_().startswith('<div style="overflow:auto"><svg') and x.grad is None  # .grad untouched
     with pytest.raises(gradlab.errors.GradlabError, match="no grad_fn"):
         gradlab.graph(torch.ones(2))
+    z = (x * 3).sum()
+    z.backward()  # frees z's graph
+    with pytest.raises(gradlab.errors.GradlabError, match="freed by an earlier backward"):
+        gradlab.graph(z)
+    x.grad = None
+    deep = torch.nn.Sequential(*[torch.nn.Tanh() for _ in range(700)])(x).sum()
+    with pytest.raises(gradlab.errors.GradlabError, match="draws up to 600"):
+        gradlab.graph(deep)
 
 
 def _browser() -> str | None:
