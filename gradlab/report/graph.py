@@ -197,8 +197,9 @@ def _header(graph: Graph) -> list[str]:
     return lines
 
 
-def svg(graphs: list[Graph]) -> str:
-    """Every graph in one SVG, one under the other, each under its header."""
+def svg(graphs: list[Graph], inline: bool = False) -> str:
+    """Every graph in one SVG, one under the other, each under its header. INLINE: for an HTML page, which needs no
+    XML namespace (so the page holds no URL at all)."""
     parts, y, width = [], 10.0, 0.0
     for graph in graphs:
         groups = list(dict.fromkeys(n.group for n in graph.nodes if n.group))
@@ -218,7 +219,8 @@ def svg(graphs: list[Graph]) -> str:
         parts.append("</g>")
         y += lay.height + 50
         width = max(width, lay.width + 20, max(len(s) for s in header) * 7.6 + 20)
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
+    namespace = "" if inline else ' xmlns="http://www.w3.org/2000/svg"'
+    return (f'<svg{namespace} width="{width:.0f}" height="{y:.0f}" '
             f'viewBox="0 0 {width:.0f} {y:.0f}" font-family="DejaVu Sans Mono, Menlo, monospace" font-size="12">'
             f'<defs>{MARKERS}</defs><rect width="100%" height="100%" fill="white"/>{"".join(parts)}</svg>')
 
@@ -259,7 +261,7 @@ def page(graphs: list[Graph], title: str) -> str:
     return (f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title><style>'
             "body{font:14px system-ui,sans-serif;margin:1em} svg{border:1px solid #ddd;max-width:100%;height:auto;"
             "cursor:grab} button{margin:0 .3em .6em 0} button.folded{background:#ddd}</style></head><body>"
-            f"<h1>{html.escape(title)}</h1><p>Drag to pan, scroll to zoom. {buttons}</p>{svg(graphs)}"
+            f"<h1>{html.escape(title)}</h1><p>Drag to pan, scroll to zoom. {buttons}</p>{svg(graphs, inline=True)}"
             f"<script>{PAGE_SCRIPT}</script></body></html>")
 
 
@@ -308,7 +310,7 @@ class GraphView:
     graphs: list[Graph]
 
     def _repr_html_(self) -> str:
-        return f'<div style="overflow:auto">{svg(self.graphs)}</div>'
+        return f'<div style="overflow:auto">{svg(self.graphs, inline=True)}</div>'
 
     def __rich__(self):
         from rich.console import Group
