@@ -182,9 +182,10 @@ MARKERS = "".join(
     for name, colour in (("red", RED), ("grey", GREY), ("dark", "#444")))
 
 
-def _header(graph: Graph) -> list[str]:
-    """The lines above a drawing: its title and what was measured."""
-    lines = [graph.title, f"backward from ∂out/∂out = {graph.seed}; arrows: the gradient's way, each with its ‖∇‖"]
+def _header(graph: Graph, drawing: bool = True) -> list[str]:
+    """The lines above a drawing (or the terminal's tree): its title and what was measured."""
+    shown = "arrows: the gradient's way, each with its ‖∇‖" if drawing else "∇: the gradient arriving at each node"
+    lines = [graph.title, f"backward from ∂out/∂out = {graph.seed}; {shown}"]
     for group, value in graph.forbidden.items():
         lines.append(f"gradient flows into {group} (red path): ‖∇ {group}‖ = {value:.6g}")
     first = graph.first_nonfinite
@@ -286,7 +287,7 @@ def tree(graph: Graph) -> Tree:
     from rich.markup import escape
 
     root = Tree("\n".join(f"[bold]{escape(line)}[/]" if i == 0 else escape(line)
-                          for i, line in enumerate(_header(graph))))
+                          for i, line in enumerate(_header(graph, drawing=False))))
     seen: set[int] = set()
 
     def add(parent: Tree, node: Node, forbidden: bool) -> None:

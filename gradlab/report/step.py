@@ -192,7 +192,7 @@ def check_walk(graphs) -> Claim:
                  "backward() (max |Δ|; NaN where .grad has NaN)", worst, 1e-6)
 
 
-@click.command("step", short_help="Walk a lesson's backward pass node by node; stops where a NaN is born.")
+@click.command("step", short_help="Walk a lesson's backward pass node by node; stops where a NaN or inf is born.")
 @click.argument("lesson", type=click.Choice(list(LESSONS)))
 @click.option("--predict", is_flag=True, help="Before each gradient is shown, guess it (on a terminal); scored.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Random seed.")
