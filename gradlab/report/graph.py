@@ -109,7 +109,8 @@ def _boxes(graph: Graph) -> _Layout:
     for k, (node, cut) in enumerate(graph.cuts):
         key = f"c{k}"
         boxes[key] = _Box(key, [f"✂ cut: {cut.why}", cut.where[:60]], cut=cut)
-        layout.arrows.append((key, f"n{node.id}", "no gradient", {"color": GREY, "dash": True}))
+        # drawn as the input it is, below the node it feeds: the gradient stops there
+        layout.arrows.append((f"n{node.id}", key, "no gradient", {"color": GREY, "dash": True}))
     return layout
 
 

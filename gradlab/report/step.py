@@ -194,7 +194,8 @@ def check_walk(graphs) -> Claim:
 
 @click.command("step", short_help="Walk a lesson's backward pass node by node; stops where a NaN or inf is born.")
 @click.argument("lesson", type=click.Choice(list(LESSONS)))
-@click.option("--predict", is_flag=True, help="Before each gradient is shown, guess it (on a terminal); scored.")
+@click.option("--predict", is_flag=True,
+              help="On a terminal: guess each one-number gradient before it is shown; the guesses are scored.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Random seed.")
 def step(lesson: str, predict: bool, seed: int) -> int:
     """Walk LESSON's backward pass (its key computation, on a tiny input) one node at a time in the order autograd
