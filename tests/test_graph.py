@@ -1,6 +1,7 @@
 """--graph and gradlab.graph: the drawn backward graph of each lesson agrees with what the lesson measures, the page
 opens offline in a real browser, and bad paths are one line and exit 2."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -146,6 +147,22 @@ def test_graph_option_writes_svg_html_and_a_tree(tmp_path):
     tree = invoke("log1pexp", "--graph", "-")
     assert tree.exit_code == 0
     assert re.search(r"ExpBackward0 .*NaN born here: ∇ 0 × inf", tree.output), tree.output
+
+
+def test_graph_beside_json_on_standard_output_keeps_the_json_pure():
+    import json
+
+    result = invoke("log1pexp", "--x", "0", "--json", "-", "--graph", "-")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["lesson"] == "log1pexp"  # the tree went to standard error
+    assert "NaN born here" in result.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_disk_is_one_error_line(tmp_path):
+    full = tmp_path / "g.svg"
+    full.symlink_to("/dev/full")  # a name --graph takes, on a device that is always full
+    assert_one_line_error(invoke("jacobian", "--graph", str(full)), "No space left on device")
 
 
 @pytest.mark.parametrize(("json_name", "name", "fragment"), [
