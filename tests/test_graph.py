@@ -226,3 +226,20 @@ def test_each_lesson_page_opens_offline_in_a_browser(graphs, name, tmp_path):
                     f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
     pixels = matplotlib.image.imread(str(shot))
     assert pixels.std() > 0.05  # not blank: boxes and text were drawn
+
+
+def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
+    """The page's fold button hides a group's leaves and the arrows into them (page.html#fold=GROUP presses it)."""
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no headless browser (apt-get install chromium) to open the page in")
+    g = next(g for g in graphs["dqn"] if g.forbidden)
+    page = tmp_path / "dqn.html"
+    page.write_text(drawing.page([g], "dqn"))
+    dom = subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
+                          "--dump-dom", page.as_uri() + "#fold=target"], capture_output=True, text=True,
+                         timeout=120).stdout
+    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)" style="display: none;"', dom)
+    targets = [n for n in g.nodes if n.group == "target"]
+    assert sorted(k for k, _ in hidden) == sorted(["node"] * len(targets) + ["edge"] * len(targets))
+    assert {group for _, group in hidden} == {"target"} and 'class="folded"' in dom

@@ -227,7 +227,7 @@ def svg(graphs: list[Graph], inline: bool = False) -> str:
             f'<defs>{MARKERS}</defs><rect width="100%" height="100%" fill="white"/>{"".join(parts)}</svg>')
 
 
-PAGE_SCRIPT = """
+PAGE_SCRIPT = r"""
 // pan (drag), zoom (wheel) and fold a parameter group away (its button): plain DOM, nothing fetched
 var svg = document.querySelector('svg'), box = svg.viewBox.baseVal, drag = null;
 svg.addEventListener('wheel', function (e) {
@@ -251,6 +251,11 @@ document.querySelectorAll('button[data-group]').forEach(function (b) {
       if (el !== b) el.style.display = hide ? '' : 'none';
     });
   });
+});
+// page.html#fold=target,actor opens with those groups folded
+((location.hash.match(/fold=([\w.,-]+)/) || [])[1] || '').split(',').forEach(function (g) {
+  var b = document.querySelector('button[data-group="' + g + '"]');
+  if (b) b.click();
 });
 document.body.setAttribute('data-drawn', document.querySelectorAll('g.node').length);
 """
