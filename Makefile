@@ -3,23 +3,57 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# The developers' environment and CI, locked: every package at one version, with its hashes (`make lock` refreshes it)
+LOCK   := requirements.lock
+PIP    := 26.3
 
-.PHONY: install demo test lint bench runtimes docs notebooks wheel wheel-check clean
+.PHONY: install demo test lint lock test-latest test-oldest bench runtimes docs notebooks wheel wheel-check clean
 
 install: $(STAMP)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Re-install only when the project's requirements change. The developers' environment has everything: the full
-# datasets (torchvision), the tests, JupyterLab. pip prints each package as it goes (torch is the long one).
+# Re-install only when the lock changes. The developers' environment has everything: the full datasets (torchvision),
+# the tests, JupyterLab, each at the version requirements.lock names and checked against its hashes; then gradlab
+# itself, editable, with the locked build backend. pip prints each package as it goes (torch is the long one).
 # ($(STAMP) depends on the Makefile too: a new install line re-installs.)
-$(STAMP): pyproject.toml constraints.txt Makefile | $(BIN)/python
-	@echo "make install: pip, then gradlab with torch, torchvision and the test and notebook tools into $(VENV)"
+$(STAMP): pyproject.toml $(LOCK) Makefile | $(BIN)/python
+	@echo "make install: pip, then the locked packages (requirements.lock: torch, torchvision, the test and notebook tools), then gradlab, into $(VENV)"
 	@echo "  (about 70 s and 5.7 GB here: PyPI's Linux torch is the CUDA build; see README 'Install' for a CPU-only one)"
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install -c constraints.txt -e '.[dev,notebooks,full]'
+	$(BIN)/python -m pip install --quiet pip==$(PIP)
+	$(BIN)/python -m pip install --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Refresh requirements.lock: the newest releases pyproject.toml allows (torch and torchvision as constraints.txt pins
+# them), for this project's machines (Linux x86_64, Python 3.11), with their hashes. Commit it after `make test`.
+lock: $(BIN)/python
+	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip compile --quiet --upgrade --prerelease disallow --generate-hashes --extra dev --extra notebooks --extra full \
+		-c constraints.txt --python-version 3.11 --python-platform x86_64-manylinux_2_28 -o $(LOCK) pyproject.toml
+
+# The suite against the newest releases pyproject.toml allows, unlocked (what a student's pip would pick), in a venv
+# of its own: run before each release, so that a new release of a dependency is found by us, not by a student.
+test-latest:
+	rm -rf .venv-latest
+	$(PYTHON) -m venv .venv-latest
+	.venv-latest/bin/python -m pip install --quiet --upgrade pip
+	.venv-latest/bin/python -m pip install -e '.[dev,notebooks,full]'
+	.venv-latest/bin/ruff check .
+	.venv-latest/bin/python -m pytest -q
+
+# The suite against the oldest releases the wheel declares (each floor of pyproject.toml's dependencies, found by
+# uv's lowest-direct resolution), the test tools at their newest: the floors a class's wheel declares are tested.
+test-oldest: $(BIN)/python
+	$(BIN)/python -m pip install --quiet uv
+	rm -rf .venv-oldest
+	$(PYTHON) -m venv .venv-oldest
+	$(BIN)/uv pip compile --quiet --resolution lowest-direct --no-deps --python-version 3.11 pyproject.toml \
+		-o .venv-oldest/floors.txt
+	.venv-oldest/bin/python -m pip install --quiet --upgrade pip
+	.venv-oldest/bin/python -m pip install -c .venv-oldest/floors.txt -e '.[dev,notebooks]'
+	.venv-oldest/bin/python -m pytest -q
 
 demo: install
 	$(BIN)/gradlab mnist --dataset mnist-sample --offline
@@ -32,11 +66,13 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
-# Speed and dependability figures, printed (never asserted): MNIST loops vs a naive loop, every lesson quiet vs
+# Speed and dependability figures, printed (never asserted): MNIST loops vs a naive loop, CPU vs CUDA (where there is
+# a GPU), every lesson quiet vs
 # beside busy programs, and the claims of the RL lessons and of ddp over 20 seeds. About 45 minutes on 2 cores; run
 # it quiet.
 bench: install
 	$(BIN)/python bench/bench_mnist.py
+	$(BIN)/python bench/bench_gpu.py
 	$(BIN)/python bench/bench_check.py
 	$(BIN)/python bench/bench_threads.py
 	$(BIN)/python bench/bench_seeds.py

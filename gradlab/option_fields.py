@@ -125,8 +125,9 @@ class LessonConfig:
 class RunOptions:
     """How a lesson runs and where its output goes: the same on every lesson, never part of its Config."""
 
-    device: str = option("auto", "auto: CUDA, then MPS, else the CPU. An explicit absent device is an error.",
-                         choices=DEVICES)
+    device: str = option("auto", "auto: CUDA, then MPS, else the CPU, unless the lesson is faster on the CPU (it says "
+                                 "so). An explicit absent device is an error. Env GRADLAB_DEVICE.",
+                         choices=DEVICES, envvar="GRADLAB_DEVICE")
     threads: int | None = option(None, "CPU threads for torch (default: 1; more only help large tensors on an idle "
                                        "machine).")
     # --config: a preset (gradlab.presets), by its name or a TOML file's path; the result records it as "config"

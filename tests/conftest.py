@@ -2,7 +2,10 @@ import gzip
 import os
 import shutil
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +16,14 @@ from gradlab import data as datasets
 from gradlab.cli import cli
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The suite runs as on a machine without a GPU, whatever this one has, in this process and in every process it starts:
+# CUDA hidden (torch reads CUDA_VISIBLE_DEVICES when it first uses CUDA, not at import) and --device auto resolved to
+# the CPU (GRADLAB_DEVICE, which covers Apple's MPS too). A test that needs the GPU is marked `gpu` and runs its
+# commands with gpu_env(): skipped where there is none.
+GPU_ENV = {**os.environ}
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+os.environ["GRADLAB_DEVICE"] = "cpu"
 
 
 def once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
@@ -32,6 +43,29 @@ def once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
             make(folder)
             (root / f"{name}.done").touch()
     return folder
+
+
+@cache
+def cuda_devices() -> int:
+    """How many CUDA GPUs this machine has, asked in a process of its own (this one has them hidden)."""
+    env = {k: v for k, v in GPU_ENV.items() if k not in ("CUDA_VISIBLE_DEVICES", "GRADLAB_DEVICE")}
+    proc = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    return int(proc.stdout.strip() or 0) if proc.returncode == 0 else 0
+
+
+def gpu_env() -> dict[str, str]:
+    """The environment gradlab was started in, GPUs visible: for the commands of a test marked `gpu`."""
+    return {k: v for k, v in GPU_ENV.items() if k not in ("CUDA_VISIBLE_DEVICES", "GRADLAB_DEVICE")}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `gpu` are skipped on a machine without a CUDA GPU (only then is the GPU asked about)."""
+    marked = [item for item in items if item.get_closest_marker("gpu")]
+    if marked and not cuda_devices():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu)")
+        for item in marked:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -258,3 +258,13 @@ def test_quick_on_every_lesson_is_the_budget_all_quick_uses_and_explicit_values_
     r = gradlab.run("ddp", quick=True, workers=1)
     assert r.config["steps"] == 10 and r.exit_code == 0
     assert gradlab.run("ddp", quick=True, workers=1, steps=3).config["steps"] == 3
+
+
+def test_gradlab_device_sets_the_default_device(monkeypatch):
+    """GRADLAB_DEVICE gives --device when it is not typed (the suite sets it to cpu: tests/conftest.py)."""
+    monkeypatch.setenv("GRADLAB_DEVICE", "cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert_one_line_error(invoke("mnist", *FAST), "--device cuda asked for")
+    assert invoke("mnist", *FAST, "--device", "cpu").exit_code == 0  # a flag overrides it
+    monkeypatch.setenv("GRADLAB_DEVICE", "gpu")
+    assert_one_line_error(invoke("mnist", *FAST), "gpu")

@@ -468,3 +468,45 @@ def test_a_function_that_returns_the_wrong_kind_of_thing_is_told_so(tmp_path):
     out = invoke("check", str(path))
     text = " ".join(out.output.split())
     assert out.exit_code == 1 and "clip_by_global_norm() returned on the input" in text and "a tuple" in text
+
+
+def _leaf_in_place():
+    w = torch.zeros(2, requires_grad=True)
+    w -= 1
+
+
+def _backward_twice():
+    x = torch.ones(2, requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+
+
+def _grad_output_shape():
+    x = torch.ones(2, requires_grad=True)
+    torch.autograd.grad(x * 2, x, grad_outputs=torch.ones(3))
+
+
+# Each text a diagnosis looks for in PyTorch's messages, and a line that makes this torch raise it
+RAISES = {
+    "a leaf Variable that requires grad is being used in an in-place operation": _leaf_in_place,
+    "does not require grad and does not have a grad_fn": lambda: torch.zeros(2).sum().backward(),
+    "does not require grad": lambda: torch.zeros(2).sum().backward(),
+    "Trying to backward through the graph a second time": _backward_twice,
+    "must match the size of tensor": lambda: torch.zeros(2) + torch.zeros(3),
+    "Mismatch in shape: grad_output": _grad_output_shape,
+    "out of bounds": lambda: torch.zeros(2)[5],
+}
+
+
+def test_the_error_texts_diagnoses_look_for_are_this_torchs():
+    """Every PyTorch message a diagnosis matches is the one the installed torch raises (make test-latest and make
+    test-oldest run this against the newest and the oldest torch the wheel allows)."""
+    from gradlab.practice.diagnosis import ERRORS
+
+    patterns = {p for p, _ in ERRORS} | {p for e in EXERCISES.values() for p, _ in checks_of(e).errors}
+    assert patterns <= set(RAISES), f"no line raises {patterns - set(RAISES)}: add one to RAISES"
+    for pattern in patterns:
+        with pytest.raises((RuntimeError, IndexError)) as raised:
+            RAISES[pattern]()
+        assert pattern in str(raised.value), (pattern, str(raised.value))

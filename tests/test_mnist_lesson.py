@@ -115,7 +115,7 @@ def test_no_shuffle_takes_batches_in_file_order(sample):
         seen.append(xb)
         return torch.tensor(1.0)
 
-    costs, bad = M.train(step, x, y, [None], 100)
+    costs, bad = M.train(M.epoch_runner(step, (), x, y, 100), [None])
     assert costs == [1.0] and bad is None
     assert all(torch.equal(s, x[i * 100:(i + 1) * 100]) for i, s in enumerate(seen))
 
@@ -177,3 +177,24 @@ def test_the_forgotten_slash_b_diagnosis_says_exactly_what_is_wrong():
         assert torch.allclose(got["gW"], len(case["x"]) * ref["gW"], rtol=1e-4, atol=1e-5)
     said = mistake.diagnosis
     assert "∂cost/∂W is B times too large" in said and "∂cost/∂b, a mean over the batch, is right" in said
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_a_graphed_epoch_trains_as_the_eager_loop(sample, monkeypatch, shuffle):
+    """training.graphed_epoch's bookkeeping on the CPU, with CUDA's capture replaced by "run the epoch again": the
+    warm-up's changes are undone, each epoch takes its own order and the costs land in place, bit for bit as the
+    eager loop (the CUDA graph itself is checked by tests/test_gpu.py where there is a GPU)."""
+    monkeypatch.setattr(T, "capture", lambda fn, warm_up: (warm_up(), fn)[1])
+    x, y = sample.x_train[:500], F.one_hot(sample.y_train[:500], 10).float()
+    orders = T.batch_orders(500, 3, shuffle, seed=2)
+    W0, b0 = torch.zeros(784, 10), torch.zeros(10)
+    runs = {}
+    for how in ("eager", "graphed"):
+        for name in M.VARIANTS:
+            step, p = M.STEP_MAKERS[name](W0, b0, 0.1)
+            t = M.targets(name, y, y.argmax(dim=1))
+            run_epoch = T.eager_epoch(step, x, t, 100) if how == "eager" else T.graphed_epoch(step, p, x, t, 100)
+            runs[how, name] = M.train(run_epoch, orders)[0], [q.detach().clone() for q in p]
+    for name in M.VARIANTS:
+        (costs_e, p_e), (costs_g, p_g) = runs["eager", name], runs["graphed", name]
+        assert costs_e == costs_g and all(torch.equal(a, b) for a, b in zip(p_e, p_g, strict=True)), name

@@ -73,9 +73,9 @@ def pickled(fn) -> tuple[bytes, dict[str, str]]:
     """FN (a function, a lambda or an autograd.Function class) by value, with what it uses from other cells: cloudpickle
     pickles a notebook's functions and classes with the globals they use (helpers from other cells, by value too)
     and modules by name, as Ray, Dask and joblib ship functions. A function from a module the sandbox cannot import
-    (a .py file beside the notebook) goes by value as well. Also the text of the cells its code comes from, for its
-    traceback. Unpickled in the sandbox only, never here."""
-    import inspect
+    (a .py file beside the notebook) goes by value as well. Also, for its traceback, the text of the cells its code
+    comes from and the cell of each code object (the child puts the file names back: cloudpickle 3.1.3 drops them).
+    Unpickled in the sandbox only, never here."""
     import linecache
     import sys
 
@@ -92,16 +92,45 @@ def pickled(fn) -> tuple[bytes, dict[str, str]]:
     finally:
         if by_value:
             cloudpickle.unregister_pickle_by_value(module)
-    lines = {}
-    codes = [getattr(getattr(f, "__func__", f), "__code__", None) for f in ([fn] if not isinstance(fn, type) else
-                                                                          vars(fn).values())]
-    for code in [c for c in codes if c is not None]:
-        for name in {code.co_filename, *(getattr(g, "__code__", None) and g.__code__.co_filename for g in
-                                         (inspect.getclosurevars(fn).globals.values() if inspect.isfunction(fn)
-                                          else ()) if inspect.isfunction(g))}:
-            if name and name not in lines and not Path(name).is_file() and linecache.getlines(name):
-                lines[name] = "".join(linecache.getlines(name))[:200_000]
-    return data, lines
+    lines, code_files = {}, []
+    for code in _student_code(fn):
+        name = code.co_filename
+        code_files.append([*code_key(code), name])
+        if name and name not in lines and not Path(name).is_file() and linecache.getlines(name):
+            lines[name] = "".join(linecache.getlines(name))[:200_000]
+    return data, lines, code_files
+
+
+def code_key(code) -> list:
+    """What identifies a code object on both sides of a pickle, whatever the pickler does to its file name (cloudpickle
+    3.1.3 sets every co_filename to "<dynamic-code>"): its qualified name, first line and a digest of its bytecode."""
+    import hashlib
+
+    return [code.co_qualname, code.co_firstlineno, hashlib.sha256(code.co_code).hexdigest()[:16]]
+
+
+def _student_code(fn) -> list:
+    """The code objects of FN (or of an autograd.Function class's methods), of the functions of its module it uses
+    (helpers from other cells, and theirs), and the code nested in them (inner functions, lambdas, comprehensions)."""
+    import inspect
+    import types
+
+    roots = [fn] if not isinstance(fn, type) else list(vars(fn).values())
+    todo = [f for f in (getattr(r, "__func__", r) for r in roots) if inspect.isfunction(f)]
+    codes, seen = [], set()
+    while todo:
+        f = todo.pop()
+        stack = [f.__code__]
+        while stack:
+            code = stack.pop()
+            if id(code) in seen:
+                continue
+            seen.add(id(code))
+            codes.append(code)
+            stack += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            todo += [g for g in (f.__globals__.get(n) for n in code.co_names)
+                     if inspect.isfunction(g) and g.__module__ == f.__module__ and id(g.__code__) not in seen]
+    return codes
 
 
 def _own_module(module) -> bool:
@@ -124,9 +153,9 @@ def check_function(fn, name: str) -> Result:
     check(callable(fn), f"gradlab.check: {fn!r} is not a function")
     from gradlab.report import html  # noqa: F401 — registers how Jupyter draws the Result
 
-    data, lines = pickled(fn)
+    data, lines, code_files = pickled(fn)
     shown = f"{getattr(fn, '__qualname__', None) or EXERCISES[name].function} (a notebook cell)"
-    return run_check(shown, EXERCISES[name], source=data, kind="pickle", lines=lines)
+    return run_check(shown, EXERCISES[name], source=data, kind="pickle", lines=lines, code_files=code_files)
 
 
 def preflight(source: bytes, path: str, exercise: Exercise) -> str | None:
@@ -211,7 +240,7 @@ JUDGE_S = 60.0  # gradlab's own judging of one submission (references, diagnosis
 
 
 def run_check(path: str, exercise: Exercise, seed: int = 0, *, source: bytes | None = None, kind: str = "source",
-              lines: dict[str, str] | None = None, follow: bool = True) -> Result:
+              lines: dict[str, str] | None = None, code_files: list | None = None, follow: bool = True) -> Result:
     """Check the submission at PATH (SOURCE: its bytes, read safely by the caller; else read here, through a link
     only when FOLLOW) against EXERCISE: its process runs in the sandbox while the references are computed here."""
     from gradlab.practice import sandbox
@@ -227,7 +256,8 @@ def run_check(path: str, exercise: Exercise, seed: int = 0, *, source: bytes | N
                                           "missing", "error": stop, "trace": ""}, seed)
         result.config = {"file": path}
         return result
-    box = sandbox.Sandbox(exercise, seed, source=source, shown=path, kind=kind, lines=lines)  # it imports torch
+    box = sandbox.Sandbox(exercise, seed, source=source, shown=path, kind=kind, lines=lines,
+                          code_files=code_files)  # it imports torch
     cases, refs = references(exercise, seed)  # while we work
     got = box.finish(expected=refs)
     result = _judged(exercise, cases, refs, got, seed, path)

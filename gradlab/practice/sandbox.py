@@ -97,17 +97,20 @@ class Sandbox:
     """The submission's process, started at once (it imports torch while gradlab computes the references).
 
     SOURCE is the submission: a file's bytes (KIND "source"), or a function pickled by cloudpickle ("pickle"); SHOWN
-    the name the student knows it by (their file's path); LINES the text of notebook cells, for tracebacks."""
+    the name the student knows it by (their file's path); LINES the text of notebook cells, for tracebacks, and
+    CODE_FILES the cell file of each pickled code object (gradlab.practice.check.pickled)."""
 
     def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
-                 lines: dict[str, str] | None = None, timeout_s: float | None = None, mode: str | None = None) -> None:
+                 lines: dict[str, str] | None = None, code_files: list | None = None, timeout_s: float | None = None,
+                 mode: str | None = None) -> None:
         from gradlab.practice import harness_module
 
         self.timeout_s = timeout_s or TIMEOUT_S
         self.limits = isolate.Limits(timeout_s=self.timeout_s)
         self.mode = mode or isolate.detect().mode
         header = {"harness": harness_module(exercise), "function": exercise.function, "seed": seed, "kind": kind,
-                  "shown": shown, "lines": lines or {}, "forbidden": list(getattr(exercise, "forbidden", ()))}
+                  "shown": shown, "lines": lines or {}, "code_files": code_files or [],
+                  "forbidden": list(getattr(exercise, "forbidden", ()))}
         inputs = json.dumps(header).encode() + b"\n" + source
         package = sandbox_files(harness_module(exercise))
         self._outcome: dict = {}
