@@ -341,7 +341,7 @@ def write_graph(path: str, graphs: list[Graph], title: str, console) -> None:
     text = page(graphs, title) if Path(path).suffix.lower() == ".html" else svg(graphs)
     write_bytes(path, text.encode())
     if console is not None:
-        console.print(f"wrote {path}", markup=False)
+        console.print(f"wrote {path}", markup=False, soft_wrap=True)  # a path is never broken across lines
 
 
 def write_lesson_graph(path: str, lesson, config, console) -> None:
