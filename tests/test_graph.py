@@ -114,6 +114,19 @@ def test_ddp_ranks_add_up_to_the_full_batch(graphs):
     assert differs < 1e-6
 
 
+def test_jacobian_graph_sends_the_row_sum_of_the_jacobian(graphs):
+    """Seeded with ones (as tf.gradients), what arrives at X is Σ_i ∂W_i/∂X: the lesson's Jacobian, summed."""
+    from gradlab.lessons.jacobian.lesson import jacobian_loop, policy
+    from gradlab.lessons.jacobian.settings import parse_matrix, parse_vector
+
+    config = LESSONS["jacobian"].config()
+    X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64)
+    y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
+    (g,) = graphs["jacobian"]
+    assert g.seed == "ones"
+    assert torch.allclose(g.named_grads()["X"], jacobian_loop(lambda X_: policy(X_, y), X).sum(0), atol=1e-12)
+
+
 def test_clip_note_is_the_global_norm_of_the_leaves(graphs):
     (g,) = graphs["clip"]
     norm = float(torch.sqrt(sum(t.double().pow(2).sum() for t in g.leaf_grads.values())))
