@@ -79,9 +79,11 @@ bench: install
 	$(BIN)/python bench/bench_seeds.py --lessons ddp --jobs 1
 	$(BIN)/python bench/bench_seeds.py --lessons ddp --jobs 1 --extra "--workers 3 --uneven --micro-batches 3"
 
-# Re-run the commands whose output README.md shows (<!-- run: ... --> blocks) and paste what they print.
+# Re-run the commands whose output README.md shows (<!-- run: ... --> blocks) and paste what they print; draw
+# every lesson's backward graph into docs/graphs/ (the pictures README.md shows).
 docs: install
 	$(BIN)/python scripts/readme.py
+	$(BIN)/python scripts/graphs.py
 
 # Re-measure the run times `gradlab list` shows (gradlab/runtimes.json); commit the file.
 runtimes: install

@@ -34,6 +34,21 @@ def options(lesson: str) -> dict:
     return _options(lesson)
 
 
+def graph(tensor, *, names: dict | None = None, title: str = "", forbidden: tuple[str, ...] = ()):
+    """TENSOR's backward graph, measured (the gradient arriving at every node); Jupyter draws it. NAMES groups the
+    leaves: {"online": module, "x": tensor}. Run the forward under `with gradlab.record():` to see values too."""
+    from gradlab.api import graph as _graph
+
+    return _graph(tensor, names=names, title=title, forbidden=forbidden)
+
+
+def record():
+    """A context for the forward pass: gradlab.graph then shows each node's values, source line and cuts."""
+    from gradlab.api import record as _record
+
+    return _record()
+
+
 def exercises() -> list[dict]:
     """Every exercise: {"name", "lesson", "function", "level", "what"} (as `gradlab exercises`)."""
     from gradlab.practice import listing

@@ -51,3 +51,25 @@ def _known(lesson: str) -> str:
     check(isinstance(lesson, str) and lesson in LESSONS,
           f"unknown lesson {lesson!r}: choose from {', '.join(LESSONS)} (gradlab.lessons() lists them)")
     return lesson
+
+
+def graph(tensor, *, names: dict[str, Any] | None = None, title: str = "", forbidden: tuple[str, ...] = ()):
+    """TENSOR's backward graph, measured: torch.autograd.grad through it with a hook on every node (no .grad is
+    changed; the graph is kept). NAMES groups the leaves ({"net": module, "x": tensor}); a group in FORBIDDEN that
+    receives a gradient has its path drawn in red. Jupyter shows what it returns as the drawing."""
+    import torch
+
+    from gradlab import autograd_graph
+    from gradlab.report.graph import GraphView
+
+    check(isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None,
+          "gradlab.graph(tensor): give a tensor computed from one that requires grad (this one has no grad_fn)")
+    return GraphView([autograd_graph.trace(tensor, title=title or "the backward graph", names=names,
+                                           forbidden=forbidden)])
+
+
+def record():
+    """`with gradlab.record(): y = f(x)`: keep each node's values, source line and cuts for gradlab.graph(y)."""
+    from gradlab import autograd_graph
+
+    return autograd_graph.record()

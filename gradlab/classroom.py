@@ -149,7 +149,8 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     sections, files = [], {}
     for name, result, wall in done:
         data = result.to_json()
-        sections.append(html_report.result_section(result, wall, data))
+        graph = _graph_svg(name, quick, threads)
+        sections.append(html_report.result_section(result, wall, data, graph))
         files[f"{name}.json"] = (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
     title = "gradlab report" + (" (quick)" if quick else "")
     summary = _summary_rows(done)
@@ -175,6 +176,16 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     console.print(verdict, style="bold green" if ok else "bold red", markup=False)
     console.print(f"wrote {out / 'index.html'} and {len(done)} JSON files", markup=False)
     return 0 if ok else 1
+
+
+def _graph_svg(name: str, quick: bool, threads: int | None) -> str:
+    """Lesson NAME's backward graph at the settings run_many ran it with, drawn as an SVG (gradlab.report.graph)."""
+    from gradlab import runner
+    from gradlab.lessons import LESSONS
+    from gradlab.report.graph import svg
+
+    _, config = runner.resolve(name, {"threads": threads} if threads else {}, budget="quick" if quick else "full")
+    return svg(LESSONS[name].load().graphs(config), inline=True)
 
 
 @click.command(short_help="Copy the lesson notebooks (one per lesson, for Jupyter or Colab) into a folder.")

@@ -147,6 +147,11 @@ def run_lesson(ctx: click.Context, name: str) -> int:
         result = runner.execute(name, run, config, console, progress)
     report.render(result, console)
     write_outputs(result, run, console)
+    if run.graph_path:  # asked for by name, so drawn even with --quiet (as --json - is written)
+        from gradlab.report.graph import write_lesson_graph
+
+        write_lesson_graph(run.graph_path, LESSONS[name].load(), config,
+                           report.make_console(quiet=run.quiet and run.graph_path != STDOUT, stderr=to_stdout))
     return result.exit_code
 
 
@@ -164,9 +169,10 @@ def write_outputs(result, run, console) -> None:
 def _add_other_commands() -> None:
     from gradlab import classroom
     from gradlab.practice import commands as practice
+    from gradlab.report import step
 
     for command in (classroom.list_lessons, classroom.all_lessons, classroom.report, practice.exercises,
-                    practice.exercise, practice.check_cmd, classroom.notebooks, classroom.show):
+                    practice.exercise, practice.check_cmd, classroom.notebooks, classroom.show, step.step):
         cli.add_command(command)
 
 

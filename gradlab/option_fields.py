@@ -138,6 +138,9 @@ class RunOptions:
                                    flag="--json", path="file", in_file=False, in_api=False, recorded=False)
     plot_path: str | None = option(None, "Write a PNG of the curves to this file (- for standard output).",
                                    flag="--plot", path="file", in_file=False, in_api=False, recorded=False)
+    graph_path: str | None = option(None, "Draw the backward graph of the lesson's key computation, measured (.html, "
+                                          ".svg, or - for a tree in the terminal).",
+                                    flag="--graph", path="file", in_file=False, in_api=False, recorded=False)
     quick: bool = option(False, "The small budget `gradlab all --quick` uses (see `gradlab list`); every claim is "
                                 "still checked. Options given here or in --config override it.", in_file=False)
     quiet: bool = option(False, "Print nothing; use the exit code (and --json).", in_file=False, in_api=False,

@@ -50,7 +50,7 @@ def resolve(name: str, given: dict[str, Any] | None = None, *, python: bool = Fa
     params.update(given)
     if not info.config.reports_here():  # e.g. a torchrun rank but 0: it computes, rank 0 prints and writes
         params = _silenced(params)
-    _check_outputs(params.get("json_path"), params.get("plot_path"))
+    _check_outputs(params.get("json_path"), params.get("plot_path"), params.get("graph_path"))
     return _config(info, params)
 
 
@@ -123,15 +123,21 @@ def _silenced(params: dict[str, Any]) -> dict[str, Any]:
     return {**params, **off, "quiet": True}
 
 
-def _check_outputs(json_path: str | None, plot_path: str | None) -> None:
-    """--json and --plot can be written, and are not one file."""
-    from gradlab.report.files import check_writable, same_file
+def _check_outputs(json_path: str | None, plot_path: str | None, graph_path: str | None = None) -> None:
+    """--json, --plot and --graph can be written, and no two are one file."""
+    from gradlab.report.files import STDOUT, check_graph_suffix, check_writable, same_file
 
     check_writable(json_path, "--json")
     check_writable(plot_path, "--plot")
+    check_graph_suffix(graph_path)
+    check_writable(graph_path, "--graph")
     if same_file(json_path, plot_path):
         raise GradlabError(f"--json {json_path} and --plot {plot_path} name the same file; give them different "
                            f"files")
+    for option, other in (("--json", json_path), ("--plot", plot_path)):
+        if graph_path != STDOUT and same_file(graph_path, other):
+            raise GradlabError(f"--graph {graph_path} and {option} {other} name the same file; give them different "
+                               f"files")
 
 
 def _config(info: LessonInfo, params: dict[str, Any]) -> tuple[RunOptions, LessonConfig]:

@@ -114,6 +114,7 @@ def test_report_files(quick_report):
         assert json.loads((quick_report / f"{name}.json").read_text())["lesson"] == name
     page = (quick_report / "index.html").read_text()
     assert "http://" not in page and "https://" not in page  # self-contained: nothing to fetch
+    assert page.count('<details class="graph">') == len(REPORTED)  # each lesson's backward graph, drawn inline
     total = sum(len(json.loads((quick_report / f"{n}.json").read_text())["claims"]) for n in REPORTED)
     assert f"all {total} claims hold in {len(REPORTED)} lessons" in page
     assert re.search(r"made on \d{4}-\d\d-\d\d \d\d:\d\d by <code>gradlab report --out .* --quick "

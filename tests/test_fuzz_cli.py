@@ -35,7 +35,8 @@ SMALL = {
 }
 BASE = {name: SMALL.get(name, ["--quick"]) for name in LESSONS}
 # Options about where output goes or where data lives: fuzzed by their own tests (test_output_files.py).
-SKIP = {"json_path", "plot_path", "config", "data_dir", "quiet", "explain", "device", "dataset", "offline"}
+SKIP = {"json_path", "plot_path", "graph_path", "config", "data_dir", "quiet", "explain", "device", "dataset",
+        "offline"}
 # Budgets: a huge valid value would only make the run long, so they get invalid or small values.
 BUDGETS = {"epochs", "total_steps", "train_size", "test_size", "samples", "repeats", "buffer_size", "envs",
            "eval_episodes", "checkpoint_episodes", "gradient_steps", "batch_size", "hidden", "threads", "steps",

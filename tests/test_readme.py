@@ -56,7 +56,7 @@ def quick(block) -> bool:
 def test_quick_readme_outputs_match_what_the_code_prints(block):
     printed = readme.run(block["cmd"])
     shown = block["out"]
-    assert "claims hold" in printed and words(printed) == words(shown), (
+    assert ("claims hold" in printed or "--quiet" in block["cmd"]) and words(printed) == words(shown), (
         f"README block of `{block['cmd']}` drifted: only in README {words(shown) - words(printed)}, "
         f"only printed {words(printed) - words(shown)}; run `make docs`")
 

@@ -56,6 +56,15 @@ def _check_writable(p: Path, option: str) -> None:
         raise GradlabError(f"{option} {shorten(path)}: the file name is longer than 255 bytes; choose a shorter one")
 
 
+GRAPH_SUFFIXES = (".html", ".svg")  # what --graph writes, besides - (a tree in the terminal)
+
+
+def check_graph_suffix(path: str | None) -> None:
+    """--graph must end in .html or .svg, or be - (the terminal)."""
+    if path and path != STDOUT and Path(path).suffix.lower() not in GRAPH_SUFFIXES:
+        raise GradlabError(f"--graph {shorten(path)}: give a file ending in .html or .svg, or - for the terminal")
+
+
 def same_file(a: str | None, b: str | None) -> bool:
     """Whether two output paths name the same file (through ./, .. or a symlink); "-" is standard output."""
     if not a or not b:

@@ -79,7 +79,9 @@ def explanation_html(doc: str, snippets: list[Snippet]) -> str:
         "".join(parts) + "</details>"
 
 
-def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: bytes | None, wall_s: float) -> str:
+def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: bytes | None, wall_s: float,
+                graph: str = "") -> str:
+    """A lesson's section; GRAPH: its backward graph's drawing (an inline SVG), under a fold, or ""."""
     r = result
     passed = sum(c["passed"] for c in r["claims"])
     parts = [f'<section class="lesson" id="{html.escape(r["lesson"])}">',
@@ -108,6 +110,9 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
     if png:
         parts.append(f'<img alt="curves of gradlab {html.escape(r["lesson"])}" '
                      f'src="data:image/png;base64,{base64.b64encode(png).decode()}">')
+    if graph:
+        parts.append(f'<details class="graph"><summary>the backward pass, measured (<code>gradlab '
+                     f'{html.escape(r["lesson"])} --graph</code>)</summary>{graph}</details>')
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -137,15 +142,15 @@ def scoped(style: str, scope: str = ".gradlab") -> str:
     return re.sub(r"([^{}]+?)\s*\{([^}]*)\}", rule, style)
 
 
-def result_section(result, wall_s: float, data: dict[str, Any] | None = None) -> str:
+def result_section(result, wall_s: float, data: dict[str, Any] | None = None, graph: str = "") -> str:
     """RESULT's section of the page: its explanation read from the lesson's source, its tables and claims, its
-    plot. DATA: result.to_json(), when the caller has it already."""
+    plot, its backward graph (GRAPH, an SVG). DATA: result.to_json(), when the caller has it already."""
     from gradlab.lessons import LESSONS
     from gradlab.report.explain import explanation
     from gradlab.report.files import plot_png
 
     doc, snippets = explanation(LESSONS[result.lesson].load()) if result.lesson in LESSONS else ("", [])
-    return lesson_html(data or result.to_json(), doc, snippets, plot_png(result), wall_s)
+    return lesson_html(data or result.to_json(), doc, snippets, plot_png(result), wall_s, graph)
 
 
 def result_html(result) -> str:

@@ -59,7 +59,7 @@ import numpy as np
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from gradlab import rl
+from gradlab import autograd_graph, rl
 from gradlab.lessons.actor_critic.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
 )
@@ -90,10 +90,35 @@ def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:
 # The critic, the tutorial's way: compute, write .grad, apply
 # ---------------------------------------------------------------------------------------------------------------
 
+def critic_loss(critic, s, td_target) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean (td_target − V(s))², td)."""
+    td = td_target - critic(s).squeeze(1)  # td = td_target − V(s)
+    return td.pow(2).mean(), td
+
+
+def graphs(config: Config, states: int = 4) -> list[autograd_graph.Graph]:
+    """The critic's loss (td_target fed as a constant: computed under no_grad) and the actor's loss (td detached, so
+    the actor does not train the critic), on a few seeded random states."""
+    torch.manual_seed(config.seed)
+    actor, critic = mlp(4, 2, config.hidden), mlp(4, 1, config.hidden)
+    g = torch.Generator().manual_seed(config.seed)
+    s, s2, r = torch.randn(states, 4, generator=g), torch.randn(states, 4, generator=g), torch.ones(states)
+    names = {"actor": actor, "critic": critic}
+    with autograd_graph.record():
+        with torch.no_grad():  # the fed td_target: a constant, as in train()
+            td_target = r + config.gamma * critic(s2).squeeze(1)
+        loss, td = critic_loss(critic, s, td_target)
+        dist = torch.distributions.Categorical(logits=actor(s))
+        a = torch.zeros(states, dtype=torch.long)
+        actor_loss = -(dist.log_prob(a) * td.detach()).mean()  # as train(): δ detached
+    return [autograd_graph.trace(loss, title="actor-critic: the critic's loss", names=names, forbidden=("actor",)),
+            autograd_graph.trace(actor_loss, title="actor-critic: the actor's loss (entropy term left out)",
+                                 names=names, forbidden=("critic",))]
+
+
 def critic_update(critic, optimizer, s, td_target, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
     """One optimizer step on mean (td_target − V(s))²; returns (loss, td). MODE: explicit or backward."""
-    td = td_target - critic(s).squeeze(1)  # td = td_target − V(s)
-    loss = td.pow(2).mean()
+    loss, td = critic_loss(critic, s, td_target)
     if mode == "explicit":
         params = list(critic.parameters())
         grads = torch.autograd.grad(loss, params)  # grads = tf.gradients(loss, params)

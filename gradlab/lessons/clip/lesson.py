@@ -53,6 +53,7 @@ from collections.abc import Callable
 
 import torch
 
+from gradlab import autograd_graph
 from gradlab.lessons.clip.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
 )
@@ -127,6 +128,24 @@ def one_step(model, optimizer, x, y):
     cost.backward()
     optimizer.step()
     return cost.detach()
+
+
+def graphs(config: Config, images: int = 4) -> list[autograd_graph.Graph]:
+    """The cost's backward graph for --model on a few seeded random images: the gradients arriving at the leaves
+    are the ones clip_by_global_norm scales, by clip_norm / max(global_norm, clip_norm)."""
+    model = make_model(config.model, config.seed, torch.device("cpu"))
+    g = torch.Generator().manual_seed(config.seed)
+    x = torch.rand(images, 784, generator=g)
+    y = torch.nn.functional.one_hot(torch.randint(10, (images,), generator=g), 10).float()
+    with autograd_graph.record():
+        cost = cross_entropy(model(x), y)
+    grads = torch.autograd.grad(cost, list(model.parameters()), retain_graph=True)
+    norm = float(global_norm(list(grads)))  # global_norm = sqrt(Σ_i ‖g_i‖²)
+    scale = config.clip_norm / max(norm, config.clip_norm)
+    return [autograd_graph.trace(cost, title=f"clip ({config.model}): the cost on {images} random images",
+                                 names={"model": model},
+                                 note=f"global norm of the leaves' gradients {norm:.6g}; --clip-norm "
+                                      f"{config.clip_norm:g} scales them by {scale:.6g}")]
 
 
 def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c: None) -> dict:

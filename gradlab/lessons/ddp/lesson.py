@@ -118,7 +118,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab import distributed
+from gradlab import autograd_graph, distributed
 from gradlab.errors import GradlabError, check
 from gradlab.lessons.ddp.batches import (  # noqa: F401 — the names --explain shows and the tests use, in one place
     full_batch_grads,
@@ -127,6 +127,7 @@ from gradlab.lessons.ddp.batches import (  # noqa: F401 — the names --explain 
     new_model,
     relative,
     shard_sizes,
+    summed_cross_entropy,
 )
 from gradlab.lessons.ddp.ranks import (  # noqa: F401
     all_reduce_sum,
@@ -159,6 +160,33 @@ DIFFERS = 1e-4
 # The code `--explain` shows beside the math, read from the lesson's files at run time.
 EXPLAIN = ("micro_batch_sizes", "accumulate", "forgotten_k_by_optimizer", "all_reduce_sum", "manual_step", "ddp_step",
            "counting_hook", "norm_reduced_twice", "sharded_norm")
+
+
+def graphs(config: Config, images: int = 4) -> list[autograd_graph.Graph]:
+    """Each rank's loss on its shard of a few seeded random images, as manual_step computes it (Σ_{i in my shard}
+    ℓ_i / B), drawn in this process. The all-reduce that adds the ranks' gradients runs after backward, outside
+    autograd (all_reduce_sum on the gradients): it has no node in any graph; the note gives the sum it computes."""
+    model = new_model(config, torch.device("cpu"))
+    g = torch.Generator().manual_seed(config.seed)
+    x = torch.rand(images, 784, generator=g, dtype=next(model.parameters()).dtype)
+    y = torch.nn.functional.one_hot(torch.randint(10, (images,), generator=g), 10).to(x.dtype)
+    world = min(config.workers, images)
+    out, summed = [], None
+    for rank, (xr, yr) in enumerate(zip(x.split(shard_sizes(images, world)), y.split(shard_sizes(images, world)),
+                                        strict=True)):
+        with autograd_graph.record():
+            loss = summed_cross_entropy(model(xr), yr) / images  # Σ_{i in my shard} ℓ_i / B: my share of the mean
+        graph = autograd_graph.trace(loss, title=f"ddp, rank {rank} of {world}: its share of the mean loss "
+                                                 f"({len(xr)} of {images} images)", names={"model": model})
+        grads = [graph.named_grads("model")[name] for name, _ in model.named_parameters()]
+        summed = grads if summed is None else [a + b for a, b in zip(summed, grads, strict=True)]
+        out.append(graph)
+    full = full_batch_grads(model, x, y)
+    norm = float(torch.sqrt(sum(t.double().pow(2).sum() for t in summed)))
+    out[-1].note = (f"all-reduce (outside autograd): Σ over ranks of their gradients, ‖Σ‖ = {norm:.6g}; the full "
+                    f"batch's gradient differs by {relative(summed, full):.2g} "
+                    f"(max rel)")
+    return out
 
 
 def run(config: Config, data, device: torch.device | None = None,

@@ -82,7 +82,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gradlab import rl
+from gradlab import autograd_graph, rl
 from gradlab.lessons.dqn.settings import TARGET_MODES as TARGET_MODES
 from gradlab.lessons.dqn.settings import Config  # the settings, declared once (no torch: --help reads them)
 from gradlab.result import Claim, Curve, Result, Table
@@ -295,19 +295,42 @@ def anatomy_batch(config: Config, n: int = 256):
     return tuple(torch.from_numpy(x) for x in (buffer.s, buffer.a, buffer.r, buffer.s2, buffer.done))
 
 
+def anatomy_networks(config: Config, mode: str, separate: bool):
+    """The anatomy's Config for one variant, and its online and target networks (the target perturbed, as one that
+    lags would be)."""
+    c = replace(config, target=mode, target_net=separate)
+    online, target_net, _ = make_networks(c, 4, 2)
+    if separate:  # a target network that lags: perturb it so that it differs from the online one
+        with torch.no_grad():
+            g = torch.Generator().manual_seed(config.seed + 3)
+            for p in target_net.parameters():
+                p.add_(0.05 * torch.randn(p.shape, generator=g))
+    return c, online, target_net
+
+
+def graphs(config: Config, transitions: int = 256) -> list[autograd_graph.Graph]:
+    """The TD loss's backward graph for each variant, on the anatomy's batch and networks: the path into the
+    target network, and the cut (detach, no_grad) where there is one."""
+    batch = tuple(t[:transitions] for t in anatomy_batch(config))
+    out = []
+    for name, mode, separate in COMPARE:
+        c, online, target_net = anatomy_networks(config, mode, separate)
+        with autograd_graph.record():
+            loss = td_loss(online, target_net, batch, c.gamma, mode)
+        names = {"online": online, "target": target_net} if separate else {"online": online}
+        out.append(autograd_graph.trace(loss, title=f"dqn, {name}: TD loss on {transitions} "
+                                              f"transition{'s' * (transitions != 1)}",
+                                        names=names, forbidden=("target",)))
+    return out
+
+
 def anatomy(config: Config, variants=COMPARE) -> dict[str, dict]:
     """For each variant: the loss gradient w.r.t. the online and the target network's parameters, by autograd
     through td_loss, and what the chain rule written out by hand predicts for it (td_gradients_by_hand)."""
     batch = anatomy_batch(config)
     out = {}
     for name, mode, separate in variants:
-        c = replace(config, target=mode, target_net=separate)
-        online, target_net, _ = make_networks(c, 4, 2)
-        if separate:  # a target network that lags: perturb it so that it differs from the online one
-            with torch.no_grad():
-                g = torch.Generator().manual_seed(config.seed + 3)
-                for p in target_net.parameters():
-                    p.add_(0.05 * torch.randn(p.shape, generator=g))
+        c, online, target_net = anatomy_networks(config, mode, separate)
         loss = td_loss(online, target_net, batch, c.gamma, mode)
         params = list(online.parameters()) + (list(target_net.parameters()) if separate else [])
         grads = torch.autograd.grad(loss, params, allow_unused=True)

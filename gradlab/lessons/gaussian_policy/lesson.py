@@ -77,6 +77,7 @@ from collections.abc import Callable
 
 import torch
 
+from gradlab import autograd_graph
 from gradlab.lessons.gaussian_policy.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
     parse_list,
@@ -129,6 +130,29 @@ def score_through_sample(mu, sigma, a):
     mu, sigma = mu.clone().requires_grad_(True), sigma.clone().requires_grad_(True)
     attached = mu + sigma * eps  # not detached: depends on μ and σ
     return torch.autograd.grad(normal_log_prob(mu, sigma, attached).sum(), [mu, sigma])
+
+
+def graphs(config: Config) -> list[autograd_graph.Graph]:
+    """ln π(a) differentiated three ways: the layer (one node, its closed-form backward), autograd through
+    Normal.log_prob, and through a sample still attached to μ and σ (extra paths: the score looks like (0, −1/σ))."""
+    mu0, sigma0 = torch.tensor(parse_list(config.mu, "--mu")), torch.tensor(parse_list(config.sigma, "--sigma"))
+    if config.action:
+        a = torch.tensor(parse_list(config.action, "--action"))
+    else:  # as run() draws it
+        a = mu0 + sigma0 * torch.randn(len(mu0), generator=torch.Generator().manual_seed(config.seed))
+    out = []
+    for name in ("the layer (GaussianLogProb)", "autograd through Normal.log_prob", "through an attached sample"):
+        mu, sigma = mu0.clone().requires_grad_(True), sigma0.clone().requires_grad_(True)
+        with autograd_graph.record():
+            if name.startswith("the layer"):
+                log_pi = GaussianLogProb.apply(mu, sigma, a).sum()
+            elif name.startswith("autograd"):
+                log_pi = normal_log_prob(mu, sigma, a).sum()
+            else:
+                log_pi = normal_log_prob(mu, sigma, mu + sigma * ((a - mu0) / sigma0)).sum()  # a = μ + σε, attached
+        out.append(autograd_graph.trace(log_pi, title=f"gaussian-policy, {name}: Σ ln π(a)",
+                                        names={"mu": mu, "sigma": sigma}))
+    return out
 
 
 def seed_layer(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -43,6 +43,7 @@ from collections.abc import Callable
 import torch
 from torch.func import hessian, jacfwd, jacrev, vjp, vmap
 
+from gradlab import autograd_graph
 from gradlab.lessons.jacobian.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
     parse_matrix,
@@ -66,6 +67,17 @@ def policy(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 # Five ways to the full Jacobian J[i] = ∂W_i/∂X.
 # ---------------------------------------------------------------------------------------------------------------
+
+def graphs(config: Config) -> list[autograd_graph.Graph]:
+    """The output W = log softmax(X y)'s backward graph, seeded with ones as TF's tf.gradients is: what arrives at
+    X is Σ_i ∂W_i/∂X (one backward pass gives a row-sum of the Jacobian, not the Jacobian)."""
+    X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64, requires_grad=True)
+    y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
+    with autograd_graph.record():
+        W = policy(X, y)
+    return [autograd_graph.trace(W, title=f"jacobian: W = log softmax(X y), X {X.shape[0]}×{X.shape[1]}",
+                                 names={"X": X})]
+
 
 def jacobian_loop(f: Callable, x: torch.Tensor) -> torch.Tensor:
     """One backward pass per output: the tutorial's tf.while_loop over outputs."""

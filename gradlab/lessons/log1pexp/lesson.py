@@ -90,6 +90,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
+from gradlab import autograd_graph
 from gradlab.lessons.log1pexp.settings import Config  # the settings, declared once (no torch: --help reads them)
 from gradlab.result import Claim, Result, Table
 
@@ -248,6 +249,19 @@ def chain(guard: str, x: float, dtype: torch.dtype = torch.float32) -> dict[str,
     values = {"t": t, "e": e, "u": u, "branch": branch, "y": y}
     return {**{k: float(v.detach()) for k, v in values.items()},
             **{f"dy/d{k}": float(g) for k, g in zip(("branch", "u", "e", "t", "x"), grads, strict=True)}}
+
+
+def graphs(config: Config) -> list[autograd_graph.Graph]:
+    """The backward graph at the tutorial's x = 100 in float32: naive (the NaN is born in exp's backward), the
+    where guard (the same NaN, through the unused branch) and the stable Function (one node, finite)."""
+    out = []
+    for name, fn in (("naive", naive), ("torch.where guard", where_guard), ("stable Function", StableLog1pExp.apply)):
+        x = torch.tensor(CLAIM_X, requires_grad=True)
+        with autograd_graph.record():
+            y = fn(x)
+        out.append(autograd_graph.trace(y, title=f"log1pexp, {name}: y = log(1 + eˣ) at x = {CLAIM_X:g} (float32)",
+                                        names={"x": x}))
+    return out
 
 
 def chain_table(x: float, chains: dict[str, dict[str, float]]) -> Table:

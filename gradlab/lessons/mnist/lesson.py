@@ -61,6 +61,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from gradlab import autograd_graph
 from gradlab.lessons.mnist.settings import (  # the settings, declared once (no torch: --help reads them)
     VARIANTS,
     Config,
@@ -112,6 +113,20 @@ def manual_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
         return cost.detach()
 
     return step, (W, b)
+
+
+def graphs(config: Config, pixels: int = 3, classes: int = 2, images: int = 2) -> list[autograd_graph.Graph]:
+    """The cost's backward graph on a tiny input (seeded random pixels and weights), small enough to read every
+    number: the same line as optimizer_step's, with ∂cost/∂W = xᵀ(p − y)/B arriving at W."""
+    g = torch.Generator().manual_seed(config.seed)
+    x = torch.rand(images, pixels, generator=g)
+    t = torch.randint(classes, (images,), generator=g)
+    W = (0.5 * torch.randn(pixels, classes, generator=g)).requires_grad_(True)
+    b = torch.zeros(classes, requires_grad=True)
+    with autograd_graph.record():
+        cost = F.cross_entropy(torch.addmm(b, x, W), t)  # z = xW + b; cost = mean_i(−log p_i,t_i)
+    return [autograd_graph.trace(cost, title=f"mnist: the cost on {images} random images of {pixels} "
+                                             f"pixels, {classes} classes", names={"W": W, "b": b})]
 
 
 def analytic_gradients(x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor):

@@ -1,0 +1,258 @@
+"""--graph and gradlab.graph: the drawn backward graph of each lesson agrees with what the lesson measures, the page
+opens offline in a real browser, and bad paths are one line and exit 2."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import torch
+from conftest import assert_one_line_error, invoke
+
+import gradlab
+from gradlab.lessons import LESSONS
+from gradlab.report import graph as drawing
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    """Every lesson's graphs at its default settings, made once."""
+    return {name: info.load().graphs(info.config()) for name, info in LESSONS.items()}
+
+
+def by_title(graphs, fragment):
+    return next(g for g in graphs if fragment in g.title)
+
+
+def test_every_lesson_draws_a_graph(graphs):
+    assert set(graphs) == set(LESSONS)
+    for name, gs in graphs.items():
+        assert gs and all(g.nodes and any(n.leaf for n in g.nodes) for g in gs), name
+
+
+def test_the_gradients_shown_into_each_leaf_add_up_to_what_autograd_returned(graphs):
+    """What the edges carry (the hooks' gradients) sums, per leaf, to the gradient torch.autograd.grad returned."""
+    for name, gs in graphs.items():
+        for g in gs:
+            for leaf_id, want in g.leaf_grads.items():
+                edges = g.incoming(g.nodes[leaf_id])
+                got = sum(g.edge_grad(e) for e in edges)
+                assert torch.allclose(got, want, equal_nan=True, rtol=1e-6, atol=0), (name, g.title, leaf_id)
+
+
+def test_log1pexp_nan_is_born_in_exp_backward(graphs):
+    from gradlab.lessons.log1pexp.lesson import CLAIM_X, chain
+
+    naive = by_title(graphs["log1pexp"], "naive")
+    first = naive.first_nonfinite
+    links = chain("naive", CLAIM_X)  # the lesson's link-by-link table
+    assert first is not None and first.name == "ExpBackward0"
+    assert float(first.grad_in) == links["dy/de"] == 0.0 and torch.isnan(first.grads_out[0]).item()
+    assert "0 × inf" in drawing.why_nonfinite(first)
+    assert by_title(graphs["log1pexp"], "where guard").first_nonfinite.name == "ExpBackward0"
+    assert by_title(graphs["log1pexp"], "stable").first_nonfinite is None
+
+
+def test_dqn_graph_measures_what_the_anatomy_table_shows(graphs):
+    """The red path's ‖∇‖ into the target network is the anatomy's, bit for bit; the cuts sit where td_loss cuts."""
+    from gradlab.lessons.dqn import lesson as dqn
+
+    config = LESSONS["dqn"].config()
+    anatomy = dqn.anatomy(config)
+    gs = dict(zip((name for name, _, _ in dqn.COMPARE), graphs["dqn"], strict=True))
+    g = gs["no-stop-grad"]
+    _, _, target_net = dqn.anatomy_networks(config, "no-stop-grad", True)
+    grads = g.named_grads("target")
+    flat = torch.cat([grads[n].flatten() for n, _ in target_net.named_parameters()])
+    assert torch.equal(flat, anatomy["no-stop-grad"]["target"])
+    assert g.forbidden["target"] == pytest.approx(float(anatomy["no-stop-grad"]["target"].norm()), rel=1e-6)
+    assert any(e.forbidden for e in g.edges) and not g.cuts
+    for name, why, line in (("stop-grad", "detach", "y = y.detach()"), ("placeholder", "no_grad", "y = r + gamma"),
+                            ("stop-grad, no target net", "detach", "y = y.detach()")):
+        cuts = gs[name].cuts
+        assert [c.why for _, c in cuts] == [why] and line in cuts[0][1].where, name
+        assert not gs[name].forbidden and not any(e.forbidden for e in gs[name].edges), name
+    assert float(anatomy["stop-grad"]["target"].norm()) == 0.0  # the anatomy agrees: nothing reaches the target
+
+
+def test_actor_critic_cuts_keep_each_loss_in_its_network(graphs):
+    critic, actor = graphs["actor-critic"]
+    assert [c.why for _, c in critic.cuts] == ["no_grad"] and {n.group for n in critic.nodes if n.leaf} == {"critic"}
+    assert [c.why for _, c in actor.cuts] == ["detach"] and {n.group for n in actor.nodes if n.leaf} == {"actor"}
+
+
+def test_a_missing_cut_shows_the_forbidden_path_in_red():
+    """The same actor loss without the detach: the critic is reached, in red, with its measured norm."""
+    critic, actor = torch.nn.Linear(3, 1), torch.nn.Linear(3, 2)
+    s = torch.randn(4, 3)
+    td = 1.0 - critic(s).squeeze(1)
+    loss = -(torch.log_softmax(actor(s), 1)[:, 0] * td).mean()
+    g = gradlab.graph(loss, names={"actor": actor, "critic": critic}, forbidden=("critic",)).graphs[0]
+    want = torch.autograd.grad(loss, list(critic.parameters()), retain_graph=True)
+    assert g.forbidden["critic"] == pytest.approx(float(torch.sqrt(sum(w.pow(2).sum() for w in want))), rel=1e-6)
+    assert any(e.forbidden for e in g.edges)
+
+
+def test_gaussian_policy_graphs_give_the_lesson_scores(graphs):
+    from gradlab.lessons.gaussian_policy.settings import parse_list
+
+    config = LESSONS["gaussian-policy"].config()
+    sigma = torch.tensor(parse_list(config.sigma, "--sigma"))
+    layer, normal, attached = graphs["gaussian-policy"]
+    for g in (layer, normal):
+        assert torch.allclose(g.named_grads()["mu"], layer.named_grads()["mu"], rtol=1e-6)
+    assert len(layer.nodes) < len(normal.nodes)  # the layer: one node with a closed-form backward
+    assert torch.equal(attached.named_grads()["mu"], torch.zeros(2))  # the lesson's (0, −1/σ)
+    assert torch.allclose(attached.named_grads()["sigma"], -1 / sigma)
+
+
+def test_ddp_ranks_add_up_to_the_full_batch(graphs):
+    gs = graphs["ddp"]
+    assert len(gs) == LESSONS["ddp"].config().workers
+    differs = float(re.search(r"differs by (\S+) \(max rel\)", gs[-1].note).group(1))
+    assert differs < 1e-6
+
+
+def test_jacobian_graph_sends_the_row_sum_of_the_jacobian(graphs):
+    """Seeded with ones (as tf.gradients), what arrives at X is Σ_i ∂W_i/∂X: the lesson's Jacobian, summed."""
+    from gradlab.lessons.jacobian.lesson import jacobian_loop, policy
+    from gradlab.lessons.jacobian.settings import parse_matrix, parse_vector
+
+    config = LESSONS["jacobian"].config()
+    X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64)
+    y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
+    (g,) = graphs["jacobian"]
+    assert g.seed == "ones"
+    assert torch.allclose(g.named_grads()["X"], jacobian_loop(lambda X_: policy(X_, y), X).sum(0), atol=1e-12)
+
+
+def test_clip_note_is_the_global_norm_of_the_leaves(graphs):
+    (g,) = graphs["clip"]
+    norm = float(torch.sqrt(sum(t.double().pow(2).sum() for t in g.leaf_grads.values())))
+    assert f"global norm of the leaves' gradients {norm:.6g}" in g.note
+
+
+def test_readme_pictures_are_the_lessons_graphs(graphs):
+    """docs/graphs/<lesson>.svg (`make docs`) draws the nodes a fresh drawing has: it fails when a lesson's key
+    computation changed and the pictures were not redrawn."""
+    from collections import Counter
+
+    from conftest import REPO
+
+    def node_names(text):
+        return Counter(re.findall(r">(\w+Backward\w*|[\w.]+  \(AccumulateGrad\))<", text))
+
+    for name, gs in graphs.items():
+        picture = REPO / "docs" / "graphs" / f"{name}.svg"
+        assert picture.exists(), f"{picture} is missing: run `make docs`"
+        assert node_names(picture.read_text()) == node_names(drawing.svg(gs)), f"{name}: run `make docs`"
+        assert f"(docs/graphs/{name}.svg)" in (REPO / "README.md").read_text()
+
+
+def test_graph_option_writes_svg_html_and_a_tree(tmp_path):
+    page, picture = tmp_path / "g.html", tmp_path / "g.svg"
+    for path in (page, picture):
+        result = invoke("jacobian", "--graph", str(path))
+        assert result.exit_code == 0 and f"wrote {path}" in result.output, result.output
+    assert page.read_text().startswith("<!doctype html>") and "LogSoftmaxBackward0" in page.read_text()
+    assert picture.read_text().startswith("<svg") and "MvBackward0" in picture.read_text()
+    tree = invoke("log1pexp", "--graph", "-")
+    assert tree.exit_code == 0
+    assert re.search(r"ExpBackward0 .*NaN born here: ∇ 0 × inf", tree.output), tree.output
+
+
+def test_graph_beside_json_on_standard_output_keeps_the_json_pure():
+    import json
+
+    result = invoke("log1pexp", "--x", "0", "--json", "-", "--graph", "-")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["lesson"] == "log1pexp"  # the tree went to standard error
+    assert "NaN born here" in result.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_disk_is_one_error_line(tmp_path):
+    full = tmp_path / "g.svg"
+    full.symlink_to("/dev/full")  # a name --graph takes, on a device that is always full
+    assert_one_line_error(invoke("jacobian", "--graph", str(full)), "No space left on device")
+
+
+@pytest.mark.parametrize(("json_name", "name", "fragment"), [
+    ("r.json", "g.png", "give a file ending in .html or .svg"),
+    ("r.json", "missing/g.html", "does not exist"),
+    ("g.html", "g.html", "name the same file"),
+])
+def test_bad_graph_paths_are_one_line(tmp_path, json_name, name, fragment):
+    result = invoke("jacobian", "--json", str(tmp_path / json_name), "--graph", str(tmp_path / name))
+    assert_one_line_error(result, fragment)
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even the --json
+
+
+def test_api_graph_draws_in_jupyter():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with gradlab.record():
+        y = (x * x).sum()  # x used twice: its two gradients add
+    view = gradlab.graph(y, names={"x": x})
+    g = view.graphs[0]
+    leaf = next(n for n in g.nodes if n.leaf)
+    assert len(g.incoming(leaf)) == 2 and torch.equal(g.leaf_grads[leaf.id], 2 * x.detach())
+    assert view._repr_html_().startswith('<div style="overflow:auto"><svg') and x.grad is None  # .grad untouched
+    with pytest.raises(gradlab.errors.GradlabError, match="no grad_fn"):
+        gradlab.graph(torch.ones(2))
+    z = (x * 3).sum()
+    z.backward()  # frees z's graph
+    with pytest.raises(gradlab.errors.GradlabError, match="freed by an earlier backward"):
+        gradlab.graph(z)
+    x.grad = None
+    deep = torch.nn.Sequential(*[torch.nn.Tanh() for _ in range(700)])(x).sum()
+    with pytest.raises(gradlab.errors.GradlabError, match="draws up to 600"):
+        gradlab.graph(deep)
+
+
+def _browser() -> str | None:
+    return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.mark.parametrize("name", list(LESSONS))
+def test_each_lesson_page_opens_offline_in_a_browser(graphs, name, tmp_path):
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no headless browser (apt-get install chromium) to open the page in")
+    import matplotlib.image
+
+    page = tmp_path / f"{name}.html"
+    text = drawing.page(graphs[name], name)
+    assert "http://" not in text and "https://" not in text  # nothing to fetch
+    assert not re.search(r"\b(src|href)=", text)
+    page.write_text(text)
+    dom = subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'p1'}", "--virtual-time-budget=3000",
+                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    drawn = int(re.search(r'data-drawn="(\d+)"', dom).group(1))  # the page's script ran and counted the boxes
+    assert drawn == sum(len(g.nodes) + len(g.cuts) for g in graphs[name])
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1200,900",
+                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    pixels = matplotlib.image.imread(str(shot))
+    assert pixels.std() > 0.05  # not blank: boxes and text were drawn
+
+
+def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
+    """The page's fold button hides a group's leaves and the arrows into them (page.html#fold=GROUP presses it)."""
+    browser = _browser()
+    if browser is None:
+        pytest.skip("no headless browser (apt-get install chromium) to open the page in")
+    g = next(g for g in graphs["dqn"] if g.forbidden)
+    page = tmp_path / "dqn.html"
+    page.write_text(drawing.page([g], "dqn"))
+    dom = subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
+                          "--dump-dom", page.as_uri() + "#fold=target"], capture_output=True, text=True,
+                         timeout=120).stdout
+    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)" style="display: none;"', dom)
+    targets = [n for n in g.nodes if n.group == "target"]
+    assert sorted(k for k, _ in hidden) == sorted(["node"] * len(targets) + ["edge"] * len(targets))
+    assert {group for _, group in hidden} == {"target"} and 'class="folded"' in dom

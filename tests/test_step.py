@@ -1,0 +1,90 @@
+"""`gradlab step`: the backward pass node by node, in autograd's order, stopping where the NaN is born."""
+
+import re
+
+import pytest
+import torch
+from conftest import invoke
+
+from gradlab.lessons import LESSONS
+from gradlab.report import step
+from gradlab.report.console import make_console
+
+
+def test_log1pexp_piped_shows_the_nan_being_born():
+    result = invoke("step", "log1pexp")
+    assert result.exit_code == 0, result.output
+    naive = result.output.split("torch.where guard")[0]
+    names = re.findall(r"step \d+/\d+\s+(\w+)", naive)
+    assert names == ["LogBackward0", "AddBackward0", "ExpBackward0"]  # the order autograd ran them
+    assert "arrives  ∇ = 0  from AddBackward0" in naive and "exp(x); here the local derivative is inf" in naive
+    assert "first non-finite gradient is born here: ∇ 0 × local inf = nan" in naive
+    assert "✓ the gradients shown arriving at each leaf add up to its .grad" in result.output
+
+
+def test_mnist_walk_ends_at_the_analytic_gradient():
+    """The numbers the walk shows arriving at W and b are xᵀ(p − y)/B and mean(p − y), the lesson's formulas."""
+    from gradlab.lessons.mnist.lesson import analytic_gradients
+
+    (graph,) = LESSONS["mnist"].load().graphs(LESSONS["mnist"].config())
+    leaf = {n.label: n for n in graph.nodes if n.leaf}
+    W, b = graph.variables[leaf["W"].id].detach(), graph.variables[leaf["b"].id].detach()
+    addmm = next(n for n in graph.nodes if n.name == "AddmmBackward0")
+    x = addmm.forward.inputs[1]  # addmm(b, x, W)
+    labels = graph.nodes[0].grads_out[0].argmin(dim=1)  # NllLoss sends −1/B at each row's label, 0 elsewhere
+    _, gW, gb = analytic_gradients(x, torch.nn.functional.one_hot(labels, 2).float(), W, b)
+    assert torch.allclose(graph.leaf_grads[leaf["W"].id], gW, atol=1e-7)
+    assert torch.allclose(graph.leaf_grads[leaf["b"].id], gb, atol=1e-7)
+    out = invoke("step", "mnist").output
+    assert "W (AccumulateGrad): .grad = [" in out  # 6 numbers: shown in full
+
+
+def test_the_walk_claim_can_fail(monkeypatch):
+    """A walk whose shown gradients do not add up to .grad fails its claim (exit 1)."""
+    real = step.check_walk
+
+    def tampered(graphs):
+        leaf = next(iter(graphs[0].leaf_grads))
+        src = graphs[0].incoming(graphs[0].nodes[leaf])[0]
+        graphs[0].nodes[src.src].grads_out[src.slot] = graphs[0].nodes[src.src].grads_out[src.slot] + 1
+        return real(graphs)
+
+    monkeypatch.setattr(step, "check_walk", tampered)
+    result = invoke("step", "mnist")
+    assert result.exit_code == 1 and "✗ the gradients shown" in result.output
+
+
+def test_predict_scores_the_guesses(monkeypatch, capsys):
+    (graph, *_) = LESSONS["log1pexp"].load().graphs(LESSONS["log1pexp"].config())
+    answers = iter(["0", "0", "1"])  # Log sends 0 (right), Add sends 0 (right), Exp sends nan (1 is wrong)
+    monkeypatch.setattr(step.click, "prompt", lambda *a, **k: next(answers))
+    score = step.Score()
+    step.walk(graph, make_console(quiet=False, stderr=False), interactive=True, predict=True, score=score)
+    assert (score.asked, score.right) == (3, 2) and "autograd sent nan" in score.misses[0]
+
+
+@pytest.mark.parametrize("lesson", ["jacobian", "dqn", "actor-critic", "gaussian-policy", "clip", "ddp"])
+def test_every_lesson_steps(lesson):
+    result = invoke("step", lesson)
+    assert result.exit_code == 0 and "step 1/" in result.output, result.output
+
+
+def test_unknown_lesson_is_one_line():
+    result = invoke("step", "nope")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_readme_step_block_matches_what_step_prints():
+    """The README's `gradlab step` example is generated; it fails here when it drifts (numbers masked)."""
+    import importlib.util
+
+    from conftest import REPO
+
+    spec = importlib.util.spec_from_file_location("readme", REPO / "scripts" / "readme.py")
+    readme = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(readme)
+    from test_readme import words
+
+    (block,) = [m for m in readme.blocks(readme.README.read_text(encoding="utf-8")) if m["cmd"].startswith(
+        "gradlab step ")]
+    assert words(readme.run(block["cmd"])) == words(block["out"]), "run `make docs`"
