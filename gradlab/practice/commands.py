@@ -82,31 +82,10 @@ def exercise(name: str, out_path: str | None, force: bool) -> int:
 
 
 def read_course(path: str) -> dict[str, str]:
-    """A course file's {file name: exercise}, checked: names of .py files (no folders), exercises that exist."""
-    import tomllib
+    """A course file's {file name: exercise}, checked (gradlab.practice.course reads it, points included)."""
+    from gradlab.practice import course
 
-    from gradlab.practice import EXERCISES
-
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise GradlabError(f"--course {path}: {e.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise GradlabError(f"--course {path} is not valid TOML ({' '.join(str(e).split())}); see `gradlab check "
-                           f"--help` for the format") from None
-    table = data.get("exercises")
-    if not isinstance(table, dict) or not table:
-        raise GradlabError(f"--course {path} has no [exercises] table of \"file.py\" = \"lesson.exercise\" lines")
-    for name, exercise in table.items():
-        if not (isinstance(exercise, str) and name.endswith(".py") and "/" not in name and "\\" not in name
-                and name not in (".py", "..py")):
-            raise GradlabError(f"--course {path}: {name!r} = {exercise!r} must name a .py file (no folder) and an "
-                               "exercise as a string")
-        if exercise not in EXERCISES:
-            raise GradlabError(f"--course {path}: unknown exercise {exercise!r} for {name}; gradlab exercises "
-                               "lists them")
-    return dict(table)
+    return {item.file: item.exercise for item in course.read(path)}
 
 
 @click.command("check", short_help="Grade a solution with the lesson's own claims, and diagnose a wrong one.")
