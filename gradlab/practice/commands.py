@@ -133,6 +133,12 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
         what = "a folder" if folder else "--junit" if junit_path else "--gradescope"
         raise GradlabError(f"{what} grades for a course, so the exercise comes from you, not from the files: add "
                            "--exercise NAME (every file is that exercise) or --course FILE (which file is which)")
+    if folder and gradescope_path is not None and exercise_name is not None:
+        raise GradlabError(f"--gradescope writes one student's results.json, and each file of {path} is another "
+                           f"student's: grade the class with `gradlab grade {path} --exercise {exercise_name} --out "
+                           "DIR`, or check one student's file")
+    if folder and files_of is not None:
+        _one_submission(path, files_of)
     if not folder and not os.path.lexists(path):
         raise GradlabError(f"{path} is not a file; give the .py file that `gradlab exercise NAME` wrote")
     for target, option in ((json_path, "--json"), (junit_path, "--junit"), (gradescope_path, "--gradescope")):
@@ -192,6 +198,22 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
             if target != STDOUT:
                 console.print(f"wrote {isolate.sanitize(target)}", markup=False)
     return 0 if all(r.exit_code == 0 for r in results) else 1
+
+
+def _one_submission(path: str, files_of: dict[str, str]) -> None:
+    """A folder checked with --course is one student's submission: one that holds none of the course's files but
+    folders (one per student, as an LMS download or GitHub Classroom clones are) is a class, for `gradlab grade`."""
+    import os
+
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return  # said by _submissions
+    folders = [n for n in names if not n.startswith(".") and os.path.isdir(os.path.join(path, n))]
+    if folders and not set(files_of) & set(names):
+        raise GradlabError(f"{path} holds folders ({', '.join(sorted(folders)[:2])}, …) and none of the course's "
+                           f"files: a folder per student is a class; grade it with `gradlab grade {path} --course "
+                           "FILE --out DIR`")
 
 
 def _submissions(path: str, folder: bool, exercise_name: str | None, files_of: dict[str, str] | None,
