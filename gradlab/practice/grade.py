@@ -12,6 +12,7 @@ import secrets
 import click
 
 from gradlab.errors import GradlabError
+from gradlab.practice.commands import installed_torch
 from gradlab.version import __version__
 
 RESULTS = "results.json"
@@ -39,7 +40,6 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     grid) and results.json. A re-run grades only the files whose content, course entry or seed changed. Needs the
     isolated sandbox (root with bubblewrap, or the uid fallback). Exit 0 when the class was graded."""
     from gradlab.practice import gradebook, isolate
-    from gradlab.practice.commands import installed_torch
     from gradlab.report import console as report
 
     items = _items(course_path, exercise_name)
@@ -52,20 +52,13 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None)
     _prepare(out_dir)
     console = report.make_console(quiet=quiet)
-    old, old_seed, old_slugs = _previous(out_dir, console)
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
-    kept = sum(gradebook.reusable(old.get((t.student, t.item.file)), t, seed, __version__) for t in todo)
-    say = (lambda text: console.print(text, markup=False, highlight=False))
-    say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
-        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
-
-    def progress(done: int, of: int, rec: dict, seconds: float) -> None:
-        say(f"[{done}/{of}] {rec['student']}/{rec['file']}: {gradebook_fmt(rec['score'])} of "
-            f"{gradebook_fmt(rec['points'])} ({seconds:.1f} s)")
-
-    records = gradebook.grade_all(todo, seed, __version__, old, progress)
-    table = {s: {t.item.file: records[(s, t.item.file)] for t in todo if t.student == s}
-             for s in dict.fromkeys(t.student for t in todo)}
+    table = _graded(todo, old, seed, say)
     made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
     written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
@@ -73,10 +66,22 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     return 0
 
 
-def gradebook_fmt(x: float) -> str:
+def _graded(todo: list, old: dict, seed: int, say) -> dict[str, dict[str, dict]]:
+    """{student: {file: record}}: the last run's records that still hold, the others graded, a line each."""
+    from gradlab.practice import gradebook
     from gradlab.practice.feedback import fmt
 
-    return fmt(x)
+    kept = sum(gradebook.reusable(old.get((t.student, t.item.file)), t, seed, __version__) for t in todo)
+    say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
+        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
+
+    def progress(done: int, of: int, rec: dict, seconds: float) -> None:
+        say(f"[{done}/{of}] {rec['student']}/{rec['file']}: {fmt(rec['score'])} of {fmt(rec['points'])} "
+            f"({seconds:.1f} s)")
+
+    records = gradebook.grade_all(todo, seed, __version__, old, progress)
+    return {s: {t.item.file: records[(s, t.item.file)] for t in todo if t.student == s}
+            for s in dict.fromkeys(t.student for t in todo)}
 
 
 def _items(course_path: str | None, exercise_name: str | None):
@@ -108,7 +113,7 @@ def _prepare(out_dir: str) -> None:
         raise GradlabError(f"--out {out_dir}: not writable; choose another folder")
 
 
-def _previous(out_dir: str, console) -> tuple[dict, int | None, dict]:
+def _previous(out_dir: str, say) -> tuple[dict, int | None, dict]:
     """The last run's records {(student, file): record}, its seed and its feedback file names, from DIR's
     results.json; nothing when there is none (or it is not one of ours: then everything is graded again)."""
     path = os.path.join(out_dir, RESULTS)
@@ -122,8 +127,7 @@ def _previous(out_dir: str, console) -> tuple[dict, int | None, dict]:
         seed = data["seed"] if isinstance(data["seed"], int) else None
         return old, seed, dict(data.get("feedback", {}))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        console.print(f"gradlab: note: {path} is not a results.json of gradlab grade; every file is graded again",
-                      markup=False, highlight=False)
+        say(f"gradlab: note: {path} is not a results.json of gradlab grade; every file is graded again")
         return {}, None, {}
 
 

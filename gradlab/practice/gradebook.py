@@ -127,8 +127,8 @@ def record(task: Task, result, seed: int, version: str) -> dict:
 def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
     """Whether OLD (the record of TASK's student and file from the last run) still holds: the same bytes, course
     item, seed and gradlab."""
-    return (isinstance(old, dict) and old.get("digest") == task.digest and old.get("key") == task.item.key(seed, version)
-            and old.get("student") == task.student)
+    return (isinstance(old, dict) and old.get("digest") == task.digest
+            and old.get("key") == task.item.key(seed, version) and old.get("student") == task.student)
 
 
 def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, str], dict],
