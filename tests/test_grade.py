@@ -295,3 +295,50 @@ def test_a_re_run_grades_only_what_changed(graded, tmp_path):
     assert rows["bob"]["mnist.softmax_grad (10)"] == "10" and rows["alice"]["total (14)"] == "14"
     first = json.loads((graded / "out" / "results.json").read_text())
     assert json.loads((root / "out" / "results.json").read_text())["seed"] == first["seed"]
+
+
+# -------------------------------------------------------------------- answers kept from students
+GLOO = {"clip.clip_across_ranks", "ddp.sync_gradients", "ddp.average_gradients"}  # their harness starts workers
+
+
+@pytest.mark.parametrize("name", [n for n in EXERCISES if n not in GLOO])
+def test_every_answer_explain_prints_is_flagged(name):
+    """What `gradlab LESSON --explain` prints, used as it is: a function that passes an exercise's check must be
+    flagged by printed_answer (gradlab grade then tells the teacher), or a graded exercise's answer ships unsaid."""
+    import inspect
+
+    from gradlab.lessons import LESSONS
+
+    exercise = EXERCISES[name]
+    module = LESSONS[exercise.lesson].load()
+    arity = exercise.signature.count(",") + 1
+    passing = []
+    for shown in module.EXPLAIN:
+        fn = getattr(module, shown)
+        try:
+            fits = inspect.isclass(fn) == exercise.signature.startswith("class ") and (
+                inspect.isclass(fn) or len(inspect.signature(fn).parameters) == arity)
+        except (TypeError, ValueError):
+            fits = False
+        if fits:
+            checks = checks_of(exercise)
+            cases = checks.cases(0)
+            refs = [checks.run(None, c) for c in cases]
+            try:
+                outputs = [checks.call(fn, c) for c in cases]
+            except Exception:
+                continue
+            if judge(exercise, cases, refs, {"ok": True, "outputs": outputs}).exit_code == 0:
+                passing.append(shown)
+    assert not passing or course.printed_answer(name), (name, passing)
+
+
+def test_model_answers_are_left_out_of_the_wheel():
+    import tomllib
+
+    from conftest import REPO
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert "gradlab/lessons/*/exercises/answers.py" in config["exclude"]
+    answers = sorted(REPO.glob("gradlab/lessons/*/exercises/answers.py"))
+    assert len(answers) == len({e.lesson for e in EXERCISES.values()})  # the repository keeps them, one per lesson

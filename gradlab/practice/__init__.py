@@ -56,8 +56,18 @@ def checks_of(exercise: Exercise):
 
 
 def answer(exercise: Exercise):
-    """EXERCISE's model answer: the function (or class) itself, from its lesson's exercises/answers.py."""
-    return getattr(_module(exercise, "answers"), exercise.function)
+    """EXERCISE's model answer: the function (or class) itself, from its lesson's exercises/answers.py. The answers
+    are in the repository only, not in the wheel a class installs (pyproject.toml's exclude)."""
+    try:
+        module = _module(exercise, "answers")
+    except ModuleNotFoundError as e:
+        if not e.name or not e.name.endswith(".answers"):
+            raise
+        from gradlab.errors import GradlabError
+
+        raise GradlabError(f"the model answer of {exercise.name} is not in an installed gradlab (the wheel leaves the "
+                           "answers out); it is in the repository, gradlab/lessons/*/exercises/answers.py") from None
+    return getattr(module, exercise.function)
 
 
 def answer_source(exercise: Exercise) -> str:

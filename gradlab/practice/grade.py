@@ -56,6 +56,11 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
+    from gradlab.practice.course import printed_answer
+
+    for item in items:
+        if printed_answer(item.exercise):
+            say(f"gradlab: note: {printed_answer(item.exercise)}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
     table = _graded(todo, old, seed, say)
