@@ -342,3 +342,21 @@ def test_model_answers_are_left_out_of_the_wheel():
     assert "gradlab/lessons/*/exercises/answers.py" in config["exclude"]
     answers = sorted(REPO.glob("gradlab/lessons/*/exercises/answers.py"))
     assert len(answers) == len({e.lesson for e in EXERCISES.values()})  # the repository keeps them, one per lesson
+
+
+def test_a_folder_and_a_file_of_the_same_name_are_two_students(tmp_path):
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "sgd_step.py").write_text("a\n")
+    (tmp_path / "alice.py").write_text("b\n")
+    found = gradebook.tasks(str(tmp_path), [course.Item("sgd_step.py", "mnist.sgd_step")], by_file=True)
+    assert sorted(t.student for t in found) == ["alice", "alice.py"]
+
+
+@pytest.mark.parametrize("what", ["submissions", "out"])
+def test_a_wrong_path_is_one_line(tmp_path, what):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "file").write_text("x\n")
+    subs, out = (tmp_path / "file", tmp_path / "out") if what == "submissions" else (tmp_path / "subs",
+                                                                                     tmp_path / "file")
+    result = invoke("grade", str(subs), "--exercise", "mnist.sgd_step", "--out", str(out))
+    assert_one_line_error(result, "is not a folder" if what == "submissions" else "is a file")

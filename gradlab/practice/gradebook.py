@@ -53,9 +53,12 @@ def students(root: str, items: list[Item], by_file: bool) -> dict[str, str]:
         if name.startswith(".") or os.path.islink(path):
             continue
         if os.path.isdir(path):
-            found[sanitize(os.fsdecode(name))] = path
+            student = sanitize(os.fsdecode(name))
         elif by_file and name.endswith(".py"):
-            found[sanitize(os.fsdecode(name[:-3]))] = path
+            student = sanitize(os.fsdecode(name[:-3]))
+        else:
+            continue
+        found[student if student not in found else sanitize(os.fsdecode(name))] = path  # alice/ and alice.py: two
     if not found:
         shape = "a .py file or a folder per student" if by_file else "a folder per student (SUBMISSIONS/alice/" \
             f"{items[0].file}); for one file per student, give --exercise NAME"
