@@ -41,13 +41,18 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _package(exercise: Exercise) -> str:
+    """The package EXERCISE's files are in: its lesson's exercises/, or a teacher's folder (gradlab.practice.own)."""
+    return exercise.package or f"{LESSONS[exercise.lesson].package}.exercises"
+
+
 def _module(exercise: Exercise, part: str):
-    return importlib.import_module(f"{LESSONS[exercise.lesson].package}.exercises.{part}")
+    return importlib.import_module(f"{_package(exercise)}.{part}")
 
 
 def harness_module(exercise: Exercise) -> str:
     """The module that calls a submission of EXERCISE (the only part of it that runs beside the submission)."""
-    return f"{LESSONS[exercise.lesson].package}.exercises.harness"
+    return f"{_package(exercise)}.harness"
 
 
 def checks_of(exercise: Exercise):

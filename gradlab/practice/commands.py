@@ -56,7 +56,9 @@ def exercises(json_path: str | None) -> int:
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
               help="The file to write (default: FUNCTION.py in the current folder).")
 @click.option("--force", is_flag=True, help="Replace the file if it exists.")
-def exercise(name: str, out_path: str | None, force: bool) -> int:
+@click.option("--course", "course_path", type=click.Path(dir_okay=False), default=None,
+              help="A course file whose own exercises (its `own` folders) NAME may be one of.")
+def exercise(name: str, out_path: str | None, force: bool, course_path: str | None) -> int:
     """Write the starter file of exercise NAME: the function to write, its math and shapes, the TF-1 line it
     replaces, a body that raises NotImplementedError, and the command that checks it."""
     import os
@@ -65,6 +67,8 @@ def exercise(name: str, out_path: str | None, force: bool) -> int:
     from gradlab.practice.check import starter
     from gradlab.report.files import check_writable, write_bytes
 
+    if course_path is not None:
+        read_course(course_path)  # adds the course's own exercises
     if name not in EXERCISES:
         import difflib
 
@@ -77,7 +81,8 @@ def exercise(name: str, out_path: str | None, force: bool) -> int:
         raise GradlabError(f"{out} already exists; add --force to replace it, or --out another file")
     check_writable(out, "--out")
     write_bytes(out, starter(ex).encode())
-    click.echo(f"wrote {out}: write {ex.function}(), then run `gradlab check {out}`")
+    then = f"run `gradlab check {out}`" if not ex.package else "hand it in (the checks are your teacher's)"
+    click.echo(f"wrote {out}: write {ex.function}(), then {then}")
     return 0
 
 

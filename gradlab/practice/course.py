@@ -64,11 +64,26 @@ def read(path: str) -> list[Item]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise GradlabError(f"--course {path} is not valid TOML ({' '.join(str(e).split())}); see `gradlab grade "
                            f"--help` for the format") from None
+    _own(path, data.get("own", []))
     table = data.get("exercises")
     if not isinstance(table, dict) or not table:
         raise GradlabError(f"--course {path} has no [exercises] table of \"file.py\" = \"lesson.exercise\" lines")
     defaults = _settings(data.get("grading", {}), DEFAULTS, f"--course {path}: [grading]")
     return [_item(path, name, entry, defaults) for name, entry in table.items()]
+
+
+def _own(path: str, folders) -> None:
+    """A teacher's own exercises, in the folders OWN names (relative to the course file): gradlab.practice.own."""
+    from pathlib import Path
+
+    from gradlab.practice import own
+
+    if isinstance(folders, str):
+        folders = [folders]
+    if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
+        raise GradlabError(f"--course {path}: own = {folders!r} must name folders, e.g. own = [\"linreg\"]")
+    for folder in folders:
+        own.load(Path(path).resolve().parent / folder, f"--course {path}")
 
 
 def _item(path: str, name: str, entry, defaults: dict) -> Item:
@@ -148,6 +163,8 @@ def printed_answer(exercise_name: str) -> str | None:
     from gradlab.lessons import LESSONS
 
     exercise = EXERCISES[exercise_name]
+    if exercise.package:  # a teacher's own: no lesson prints it
+        return None
     explained = LESSONS[exercise.lesson].load().EXPLAIN
     name = PRINTED_AS.get(exercise_name, exercise.function)
     if name not in explained:
