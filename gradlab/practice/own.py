@@ -1,10 +1,11 @@
 """A teacher's own exercises, written in a course folder without editing gradlab: a folder laid out as a lesson's
 exercises/ folder is (gradlab/lessons/<lesson>/exercises/), named in course.toml by `own = ["FOLDER"]`:
 
-    FOLDER/__init__.py   EXERCISES = [Exercise(...)]: the text, signature, contract and claims (gradlab.practice.exercise)
-    FOLDER/harness.py    HARNESSES = {"function": Harness(cases=..., call=...)}: the inputs and how a function is called;
-                         the only file that runs beside the submission, so it imports torch, the standard library and
-                         gradlab.practice.harness, nothing else
+    FOLDER/__init__.py   EXERCISES = [Exercise(...)]: the text, signature, contract and claims
+                         (gradlab.practice.exercise)
+    FOLDER/harness.py    HARNESSES = {"function": Harness(cases=..., call=...)}: the inputs and how a function is
+                         called; the only file that runs beside the submission, so it imports torch, the
+                         standard library and gradlab.practice.harness, nothing else
     FOLDER/checks.py     CHECKS = {"function": Checks(harness=..., reference=..., mistakes=[...])}: the reference and
                          the known mistakes, on gradlab's side only (never in the sandbox)
 
