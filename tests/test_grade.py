@@ -360,3 +360,100 @@ def test_a_wrong_path_is_one_line(tmp_path, what):
                                                                                      tmp_path / "file")
     result = invoke("grade", str(subs), "--exercise", "mnist.sgd_step", "--out", str(out))
     assert_one_line_error(result, "is not a folder" if what == "submissions" else "is a file")
+
+
+# -------------------------------------------------------------------- a teacher's own exercise
+OWN = Path(__file__).resolve().parent.parent / "examples" / "own-exercise"
+MSE_RIGHT = "r = X @ w + b - y\nreturn 2 * X.T @ r / len(y), 2 * r.mean()"
+
+
+@pytest.fixture
+def own_course(tmp_path):
+    """The worked example copied out (a test may change it); EXERCISES as it was, afterwards."""
+    import shutil
+
+    before = dict(EXERCISES)
+    shutil.copytree(OWN, tmp_path / "course")
+    yield tmp_path / "course"
+    EXERCISES.clear()
+    EXERCISES.update(before)
+    for name in [m for m in sys.modules if m.startswith("gradlab_own_")]:
+        del sys.modules[name]
+
+
+def test_an_own_exercise_is_judged_as_gradlabs_are(own_course):
+    items = course.read(str(own_course / "course.toml"))
+    assert [i.exercise for i in items] == ["linreg.mse_grad", "mnist.softmax_grad"]
+    checks = checks_of(EXERCISES["linreg.mse_grad"])
+    right = judged("linreg.mse_grad", solution("linreg.mse_grad", MSE_RIGHT))
+    assert right.exit_code == 0, [(c.text, c.value) for c in right.claims]
+    for mistake in checks.mistakes:  # the teacher's known mistakes, by name
+        r = judge(EXERCISES["linreg.mse_grad"], checks.cases(0), [checks.run(None, c) for c in checks.cases(0)],
+                  {"ok": True, "outputs": [checks.call(mistake.fn, c) for c in checks.cases(0)]})
+        assert r.metrics["diagnosis"].startswith(f"{mistake.name}: "), r.metrics.get("diagnosis")
+    flipped = judged("linreg.mse_grad", solution("linreg.mse_grad", MSE_RIGHT.replace("X @ w + b - y",
+                                                                                       "y - X @ w - b")))
+    assert "the sign is flipped" in flipped.metrics["diagnosis"]  # gradlab's general experiments, not the teacher's
+
+
+def test_an_own_exercise_gets_a_starter(own_course, tmp_path):
+    out = invoke("exercise", "linreg.mse_grad", "--course", str(own_course / "course.toml"), "--out",
+                 str(tmp_path / "mse_grad.py"))
+    assert out.exit_code == 0, out.output
+    text = (tmp_path / "mse_grad.py").read_text()
+    assert "def mse_grad(w, b, X, y):" in text and "∂cost/∂w = 2 Xᵀr / N" in text
+    assert "gradlab check mse_grad.py --course course.toml" in text and "NotImplementedError" in text
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    (lambda c: (c / "linreg" / "checks.py").unlink(), "has no checks.py"),
+    (lambda c: (c / "linreg" / "harness.py").write_text("from gradlab.practice.check import judge\n"),
+     "imports gradlab.practice.check, which does not exist in the sandbox"),
+    (lambda c: (c / "course.toml").write_text('own = ["nowhere"]\n[exercises]\n"a.py" = "mnist.sgd_step"\n'),
+     "is not a folder"),
+    (lambda c: (c / "linreg" / "__init__.py").write_text("EXERCISES = []\n"), "declares no EXERCISES"),
+])
+def test_a_bad_own_folder_is_one_line(own_course, change, fragment):
+    change(own_course)
+    (own_course / "subs").mkdir()
+    out = invoke("grade", str(own_course / "subs"), "--course", str(own_course / "course.toml"), "--out",
+                 str(own_course / "out"))
+    assert_one_line_error(out, fragment)
+
+
+PEEK = '''
+import os
+
+
+def mse_grad(w, b, X, y):  # right, and it looks for the teacher's reference
+    seen = []
+    for path in @PATHS@:
+        try:
+            with open(path) as f:
+                seen.append(path + ": " + f.read(40))
+        except OSError:
+            pass
+    print("PEEK", seen)
+    r = X @ w + b - y
+    return 2 * X.T @ r / len(y), 2 * r.mean()
+'''
+
+
+def test_an_own_exercise_runs_in_the_sandbox_without_its_checks(tmp_path):
+    """Checked for real: the student's code runs in the sandbox with the teacher's harness and nothing else of the
+    course folder (the reference in checks.py stays out of its reach)."""
+    import shutil
+
+    require_sandbox()
+    shutil.copytree(OWN, tmp_path / "course")
+    os.chmod(tmp_path / "course", 0o700)  # as the README asks (the uid fallback reads what others may read)
+    folder = tmp_path / "course" / "linreg"
+    paths = [str(folder / "checks.py"), str(folder / "__init__.py"), "/pkg/gradlab_own_linreg/checks.py"]
+    (tmp_path / "mse_grad.py").write_text(PEEK.replace("@PATHS@", repr(paths)))
+    proc = subprocess.run([sys.executable, "-m", "gradlab", "check", str(tmp_path / "mse_grad.py"), "--course",
+                           str(tmp_path / "course" / "course.toml"), "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=300)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "PEEK []" in data["metrics"]["printed"], data["metrics"]["printed"]
+    assert data["metrics"]["sandbox"] in ("bwrap", "uid")
