@@ -97,6 +97,6 @@ def _check_harness(path: Path, where: str) -> None:
 
 def sandbox_files(exercise) -> dict[str, str]:
     """{path in the sandbox's package folder: the file} the teacher's exercise adds there: its harness alone."""
-    if not exercise.package:
+    if not getattr(exercise, "package", ""):
         return {}
     return {f"{exercise.package}/harness.py": str(Path(exercise.folder) / "harness.py")}
