@@ -88,9 +88,7 @@ def exercise(name: str, out_path: str | None, force: bool, course_path: str | No
 
 def read_course(path: str) -> dict[str, str]:
     """A course file's {file name: exercise}, checked (gradlab.practice.course reads it, points included)."""
-    from gradlab.practice import course
-
-    return {item.file: item.exercise for item in course.read(path)}
+    return {item.file: item.exercise for item in course_items(path)}
 
 
 @click.command("check", short_help="Grade a solution with the lesson's own claims, and diagnose a wrong one.")
@@ -105,7 +103,8 @@ def read_course(path: str) -> dict[str, str]:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
               help="Write JUnit XML (GitHub Classroom, CI): one test case per check.")
 @click.option("--gradescope", "gradescope_path", type=click.Path(dir_okay=False), default=None,
-              help="Write Gradescope's autograder results.json: one test per check, one point each.")
+              help="Write Gradescope's autograder results.json for one student: a test per exercise, its points as "
+                   "the course file says (default 10, carried by the claims about the answer).")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
               help="The seed of the generated inputs (default: 0 for your own check; a fresh random one for a "
                    "course's checks, printed and recorded, so that no submission can carry the expected answers).")
@@ -133,7 +132,8 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
         raise GradlabError("give --exercise or --course, not both")
     if exercise_name is not None and exercise_name not in EXERCISES:
         raise GradlabError(f"unknown exercise {exercise_name!r}; gradlab exercises lists them")
-    files_of = read_course(course_path) if course_path else None
+    items = course_items(course_path) if course_path else None
+    files_of = {i.file: i.exercise for i in items} if items else None
     if course and exercise_name is None and files_of is None:
         what = "a folder" if folder else "--junit" if junit_path else "--gradescope"
         raise GradlabError(f"{what} grades for a course, so the exercise comes from you, not from the files: add "
@@ -196,13 +196,33 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     data = [r.to_json() | {"points": r.metrics["points"]} for r in results]
     outputs = ((json_path, lambda: json.dumps(data[0] if not folder else data, indent=2, ensure_ascii=False,
                                               allow_nan=False) + "\n"),
-               (junit_path, lambda: grading.junit(results)), (gradescope_path, lambda: grading.gradescope(results)))
+               (junit_path, lambda: grading.junit(results)),
+               (gradescope_path, lambda: grading.gradescope(results, [_scored(r, items) for r in results])))
     for target, text in outputs:
         if target:
             write_bytes(target, text().encode())
             if target != STDOUT:
                 console.print(f"wrote {isolate.sanitize(target)}", markup=False)
     return 0 if all(r.exit_code == 0 for r in results) else 1
+
+
+def course_items(path: str) -> list:
+    """A course file's items: which file is which exercise, and its points (gradlab.practice.course)."""
+    from gradlab.practice import course
+
+    return course.read(path)
+
+
+def _scored(result, items: list | None):
+    """RESULT's points as its course item says (by its file's name), or as an exercise's default: 10 points that
+    the claims about the answer carry, each broken rule deducting a quarter."""
+    import os
+
+    from gradlab.practice.course import Item, score
+
+    exercise = result.metrics["exercise"]
+    item = next((i for i in items or [] if i.file == os.path.basename(str(result.config.get("file", "")))), None)
+    return score(result, item or Item(f"{exercise.rpartition('.')[2]}.py", exercise))
 
 
 def _one_submission(path: str, files_of: dict[str, str]) -> None:
