@@ -457,3 +457,17 @@ def test_an_own_exercise_runs_in_the_sandbox_without_its_checks(tmp_path):
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
     assert "PEEK []" in data["metrics"]["printed"], data["metrics"]["printed"]
     assert data["metrics"]["sandbox"] in ("bwrap", "uid")
+
+
+def test_gradescope_gets_a_test_per_exercise_with_the_courses_points():
+    from gradlab.practice import grading
+
+    wrong = judged("mnist.softmax_grad", solution("mnist.softmax_grad", SOFTMAX_NO_B))
+    in_place = judged("mnist.softmax_grad", solution("mnist.softmax_grad", SOFTMAX_IN_PLACE))
+    for r, name in ((wrong, "a.py"), (in_place, "b.py")):
+        r.config = {"file": name}
+    item = course.Item("softmax_grad.py", "mnist.softmax_grad", points=20)
+    data = json.loads(grading.gradescope([wrong, in_place], [course.score(wrong, item), course.score(in_place, item)]))
+    assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(0, 20), (15, 20)]
+    assert data["score"] == 15 and data["max_score"] == 40
+    assert "/B forgotten" in data["tests"][0]["output"] and "✗ your hand-derived gradient" in data["tests"][0]["output"]
