@@ -471,3 +471,9 @@ def test_gradescope_gets_a_test_per_exercise_with_the_courses_points():
     assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(0, 20), (15, 20)]
     assert data["score"] == 15 and data["max_score"] == 40
     assert "/B forgotten" in data["tests"][0]["output"] and "✗ your hand-derived gradient" in data["tests"][0]["output"]
+
+
+def test_a_students_name_is_one_line_whatever_their_folder_is_called(tmp_path):
+    (tmp_path / "eve\nFAKE [1 of 1] line\x1b[2J").mkdir()
+    found = gradebook.tasks(str(tmp_path), [course.Item("sgd_step.py", "mnist.sgd_step")], by_file=False)
+    assert [t.student for t in found] == ["eve\\nFAKE [1 of 1] line\\x1b[2J"]

@@ -37,8 +37,9 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     anywhere inside it; or, with --exercise, one .py file per student) in the sandbox, two at a time, and write in
     DIR: grades.csv (a row per student, a column per exercise and the total), feedback/STUDENT.md and .html (what
     each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
-    grid) and results.json. A re-run grades only the files whose content, course entry or seed changed. Needs the
-    isolated sandbox (root with bubblewrap, or the uid fallback). Exit 0 when the class was graded."""
+    grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
+    changed. Needs the isolated sandbox (root with bubblewrap, or the uid fallback). Exit 0 when the class was
+    graded."""
     from gradlab.practice import gradebook, isolate
     from gradlab.report import console as report
 

@@ -53,17 +53,22 @@ def students(root: str, items: list[Item], by_file: bool) -> dict[str, str]:
         if name.startswith(".") or os.path.islink(path):
             continue
         if os.path.isdir(path):
-            student = sanitize(os.fsdecode(name))
+            student = shown(name)
         elif by_file and name.endswith(".py"):
-            student = sanitize(os.fsdecode(name[:-3]))
+            student = shown(name[:-3])
         else:
             continue
-        found[student if student not in found else sanitize(os.fsdecode(name))] = path  # alice/ and alice.py: two
+        found[student if student not in found else shown(name)] = path  # alice/ and alice.py: two students
     if not found:
         shape = "a .py file or a folder per student" if by_file else "a folder per student (SUBMISSIONS/alice/" \
             f"{items[0].file}); for one file per student, give --exercise NAME"
         raise GradlabError(f"{root} holds no submissions: it needs {shape}")
     return found
+
+
+def shown(name: str) -> str:
+    """A folder's or file's name as a student's name: one line, every control character shown as an escape."""
+    return sanitize(os.fsdecode(name)).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def find(folder: str, file: str) -> list[str]:
