@@ -477,3 +477,37 @@ def test_a_students_name_is_one_line_whatever_their_folder_is_called(tmp_path):
     (tmp_path / "eve\nFAKE [1 of 1] line\x1b[2J").mkdir()
     found = gradebook.tasks(str(tmp_path), [course.Item("sgd_step.py", "mnist.sgd_step")], by_file=False)
     assert [t.student for t in found] == ["eve\\nFAKE [1 of 1] line\\x1b[2J"]
+
+
+def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
+    """Ctrl-C half way: results.json holds what was graded (saved every few files), and the next run grades the
+    rest only. The sandbox is replaced by a stand-in here (what is tested is the bookkeeping)."""
+    from types import SimpleNamespace
+
+    from gradlab.practice import isolate
+    from gradlab.practice.check import stopped_result
+
+    calls = []
+
+    def fake(task, seed, stop_at=None):
+        calls.append(task.student)
+        if len(calls) == stop_at:
+            raise KeyboardInterrupt
+        return stopped_result(EXERCISES[task.item.exercise], task.student, "stand-in", seed=seed), 0.0
+
+    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    for i in range(10):
+        (tmp_path / f"s{i}.py").write_text(f"# {i}\n")
+    args = ("grade", str(tmp_path), "--exercise", "mnist.sgd_step", "--out", str(tmp_path / "out"))
+    monkeypatch.setattr(gradebook, "_timed", lambda t, s: fake(t, s, stop_at=7))
+    assert invoke(*args).exit_code == 130
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    kept = sum(len(v) for v in saved["students"].values())
+    assert saved["partial"] and 4 <= kept < 10
+    calls.clear()
+    monkeypatch.setattr(gradebook, "_timed", lambda t, s: fake(t, s))
+    again = invoke(*args)
+    assert again.exit_code == 0 and f"({kept} unchanged since the last run, kept)" in again.output
+    assert len(calls) == 10 - kept
+    final = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "partial" not in final and len(final["students"]) == 10 and final["seed"] == saved["seed"]

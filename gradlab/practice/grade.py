@@ -50,7 +50,7 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     if not found.isolated:
         raise GradlabError(f"grading a class runs other people's code, and {isolate.not_isolated_message(found)}; "
                            "nothing was written")
-    todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None)
+    todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir)
     _prepare(out_dir)
     console = report.make_console(quiet=quiet)
 
@@ -64,7 +64,7 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
             say(f"gradlab: note: {printed_answer(item.exercise)}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
-    table = _graded(todo, old, seed, say)
+    table = _graded(todo, old, seed, say, lambda done: _save(out_dir, seed, old_slugs, done))
     made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
     written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
@@ -72,22 +72,41 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     return 0
 
 
-def _graded(todo: list, old: dict, seed: int, say) -> dict[str, dict[str, dict]]:
-    """{student: {file: record}}: the last run's records that still hold, the others graded, a line each."""
+CHECKPOINT = 4  # results.json is saved after every this many graded files: an interrupted run resumes from there
+
+
+def _graded(todo: list, old: dict, seed: int, say, save) -> dict[str, dict[str, dict]]:
+    """{student: {file: record}}: the last run's records that still hold, the others graded, a line each; what is
+    done so far SAVE()d every few files (an interrupted run keeps them)."""
     from gradlab.practice import gradebook
     from gradlab.practice.feedback import fmt
 
-    kept = sum(gradebook.reusable(old.get((t.student, t.item.file)), t, seed, __version__) for t in todo)
-    say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
-        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
+    done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
+            if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, __version__)}
+    say(f"grading {len(todo) - len(done)} files of {len({t.student for t in todo})} students with seed {seed}"
+        + (f" ({len(done)} unchanged since the last run, kept)" if done else ""))
 
-    def progress(done: int, of: int, rec: dict, seconds: float) -> None:
-        say(f"[{done}/{of}] {rec['student']}/{rec['file']}: {fmt(rec['score'])} of {fmt(rec['points'])} "
+    def progress(count: int, of: int, rec: dict, seconds: float) -> None:
+        say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {fmt(rec['score'])} of {fmt(rec['points'])} "
             f"({seconds:.1f} s)")
+        done[(rec["student"], rec["file"])] = rec
+        if count % CHECKPOINT == 0 and count < of:
+            save(done)
 
     records = gradebook.grade_all(todo, seed, __version__, old, progress)
     return {s: {t.item.file: records[(s, t.item.file)] for t in todo if t.student == s}
             for s in dict.fromkeys(t.student for t in todo)}
+
+
+def _save(out_dir: str, seed: int, slugs: dict, records: dict[tuple[str, str], dict]) -> None:
+    """results.json with the records graded so far (the class's other files are written at the end)."""
+    from gradlab.report.files import write_bytes
+
+    students: dict[str, dict] = {}
+    for (student, file), rec in records.items():
+        students.setdefault(student, {})[file] = rec
+    data = {"gradlab": __version__, "partial": True, "seed": seed, "feedback": slugs, "students": students}
+    write_bytes(os.path.join(out_dir, RESULTS), (json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n").encode())
 
 
 def _items(course_path: str | None, exercise_name: str | None):

@@ -40,9 +40,9 @@ class Task:
     found: str  # PATH relative to SUBMISSIONS, shown to the teacher ("" when missing)
 
 
-def students(root: str, items: list[Item], by_file: bool) -> dict[str, str]:
+def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, str]:
     """{student: their folder or file} in SUBMISSIONS (ROOT). BY_FILE (--exercise): a top-level .py file is a
-    student too. Hidden entries are skipped."""
+    student too. Hidden entries are skipped, and SKIP (the output folder, were it inside ROOT)."""
     try:
         names = sorted(os.listdir(root))
     except OSError as e:
@@ -50,7 +50,7 @@ def students(root: str, items: list[Item], by_file: bool) -> dict[str, str]:
     found = {}
     for name in names:
         path = os.path.join(root, name)
-        if name.startswith(".") or os.path.islink(path):
+        if name.startswith(".") or os.path.islink(path) or (skip and os.path.realpath(path) == os.path.realpath(skip)):
             continue
         if os.path.isdir(path):
             student = shown(name)
@@ -81,10 +81,11 @@ def find(folder: str, file: str) -> list[str]:
     return sorted(hits, key=lambda p: (p.count(os.sep), p))
 
 
-def tasks(root: str, items: list[Item], by_file: bool) -> list[Task]:
-    """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files."""
+def tasks(root: str, items: list[Item], by_file: bool, skip: str = "") -> list[Task]:
+    """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files.
+    SKIP: the output folder, not a student."""
     out = []
-    for student, path in students(root, items, by_file).items():
+    for student, path in students(root, items, by_file, skip).items():
         for item in items:
             out.append(_task(root, student, path, item))
     return out
