@@ -181,6 +181,8 @@ def test_the_class_page_ranks_mistakes_and_escapes_what_students_chose():
     assert "1 of 4 (25 %)" in page
     text = feedback.feedback_html(evil, items, table[evil])
     assert "<script>" not in text and "&lt;script&gt;" in text
+    md = feedback.feedback_md(evil, items, table[evil])
+    assert md.startswith("# Feedback for &lt;script&gt;") and "```\n<script>alert(1)</script>\n```" in md
     assert slug[evil] == "script_alert_1_script"
 
 

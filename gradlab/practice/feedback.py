@@ -65,23 +65,28 @@ def _csv_safe(text: str) -> str:
 
 
 # -------------------------------------------------------------------- a student's feedback
+def _md(text: str) -> str:
+    """Text a student chose (a name, an exception's message) for Markdown: no HTML a viewer would run, no `."""
+    return escape(text, quote=False).replace("`", "ˋ")
+
+
 def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
     """STUDENT's feedback in Markdown: per exercise, the score, the claims, the diagnosis and the output."""
     total = sum(recs[i.file]["score"] for i in items)
-    lines = [f"# Feedback for {student}", "", f"Total: **{fmt(total)} of {fmt(sum(i.points for i in items))}** "
+    lines = [f"# Feedback for {_md(student)}", "", f"Total: **{fmt(total)} of {fmt(sum(i.points for i in items))}** "
              "points.", ""]
     for item in items:
         rec = recs[item.file]
         lines += [f"## {item.exercise} ({item.file}): {fmt(rec['score'])} of {fmt(rec['points'])}", "",
-                  f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{rec['found']}`." if rec["found"]
-                                                                  else ""), ""]
+                  f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{_md(rec['found'])}`."
+                                                                  if rec["found"] else ""), ""]
         if rec["stopped"]:
-            lines += [f"**Stopped:** {rec['stopped']}", ""]
+            lines += [f"**Stopped:** {_md(rec['stopped'])}", ""]
         if rec["diagnosis"]:
-            lines += [f"**Diagnosis:** {rec['diagnosis']}", ""]
+            lines += [f"**Diagnosis:** {_md(rec['diagnosis'])}", ""]
         lines += [f"- {'✓' if c['passed'] else '✗'} {'(rule) ' if c['rule'] else ''}{c['text']}" for c in
                   rec["claims"]] + [""]
-        lines += [f"Note: {n}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
+        lines += [f"Note: {_md(n)}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
         for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
             if text:
                 lines += [f"{title}:", "", "```", text.replace("```", "ˋˋˋ"), "```", ""]
