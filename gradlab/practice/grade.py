@@ -41,6 +41,7 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     changed. Needs the isolated sandbox (root with bubblewrap, or the uid fallback). Exit 0 when the class was
     graded."""
     from gradlab.practice import gradebook, isolate
+    from gradlab.practice.course import printed_answer
     from gradlab.report import console as report
 
     items = _items(course_path, exercise_name)
@@ -57,11 +58,8 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    from gradlab.practice.course import printed_answer
-
-    for item in items:
-        if printed_answer(item.exercise):
-            say(f"gradlab: note: {printed_answer(item.exercise)}")
+    for note in filter(None, (printed_answer(name) for name in dict.fromkeys(i.exercise for i in items))):
+        say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
     table = _graded(todo, old, seed, say, lambda done: _save(out_dir, seed, old_slugs, done))
