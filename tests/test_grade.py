@@ -81,6 +81,7 @@ def test_a_course_file_sets_points_and_scoring(tmp_path):
     ('[grading]\ndeduct = 2\n[exercises]\n"a.py" = "mnist.sgd_step"\n', "deduct = 2 must be a share"),
     ('[exercises]\n"a.py" = { exercise = "mnist.sgd_step", weight = 1 }\n', "unknown key 'weight'"),
     ('[exercises]\n"a.py" = "mnist.nope"\n', "unknown exercise 'mnist.nope'"),
+    ('[points]\n"a.py" = 3\n[exercises]\n"a.py" = "mnist.sgd_step"\n', "unknown key 'points'"),
     ("[exercises\n", "is not valid TOML"),
 ])
 def test_a_bad_course_file_is_one_line_and_nothing_is_written(tmp_path, text, fragment):
@@ -243,7 +244,7 @@ def test_a_class_is_graded_into_a_gradebook(graded):
 def test_each_student_gets_the_feedback_their_check_would_show(graded):
     bob = (graded / "out" / "feedback" / "bob.md").read_text()
     assert "∂W's /B forgotten" in bob and "summed cost: your step is B times too large" in bob
-    assert "Graded file: `bob/src/softmax_grad.py`" in bob
+    assert "Graded file: `bob/src/softmax_grad.py`" in bob and "| batch of 100 | grad |" in bob
     carol = (graded / "out" / "feedback" / "carol.md").read_text()
     assert "raises NotImplementedError" in carol and "sgd_step.py is missing from this submission" in carol
     assert "syntax error at line 2" in (graded / "out" / "feedback" / "dave.md").read_text()

@@ -64,6 +64,10 @@ def read(path: str) -> list[Item]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise GradlabError(f"--course {path} is not valid TOML ({' '.join(str(e).split())}); see `gradlab grade "
                            f"--help` for the format") from None
+    unknown = sorted(set(data) - {"exercises", "grading", "own"})
+    if unknown:
+        raise GradlabError(f"--course {path}: unknown key {unknown[0]!r}; a course file has [exercises], [grading] "
+                           "and own")
     _own(path, data.get("own", []))
     table = data.get("exercises")
     if not isinstance(table, dict) or not table:

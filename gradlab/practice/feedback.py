@@ -87,6 +87,9 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
         lines += [f"- {'✓' if c['passed'] else '✗'} {'(rule) ' if c['rule'] else ''}{c['text']}" for c in
                   rec["claims"]] + [""]
         lines += [f"Note: {_md(n)}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
+        if rec["inputs"]:
+            lines += ["| input | checks | max relative \\|Δ\\| | |", "| --- | --- | ---: | --- |"]
+            lines += [f"| {_md(r[0])} | {_md(r[1])} | {_num(r[2])} | {r[3]} |" for r in rec["inputs"]] + [""]
         for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
             if text:
                 lines += [f"{title}:", "", "```", text.replace("```", "ˋˋˋ"), "```", ""]
