@@ -141,7 +141,8 @@ def score(result: Result, item: Item) -> Score:
     claims = result.claims
     passed_all = result.stopped is None and all(c.passed for c in claims)
     if item.scoring == "all-or-nothing" or not claims:
-        return Score(item.points if passed_all else 0.0, item.points, "all or nothing")
+        return Score(item.points if passed_all else 0.0, item.points,
+                     "every check passes" if passed_all else "not every check passes")
     if item.scoring == "per-check":
         got = sum(c.passed for c in claims)
         return Score(round(item.points * got / len(claims), 2), item.points, f"{got} of {len(claims)} checks pass")

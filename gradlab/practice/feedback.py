@@ -70,6 +70,11 @@ def _md(text: str) -> str:
     return escape(text, quote=False).replace("`", "ˋ")
 
 
+def _cell(text: str) -> str:
+    """_md(TEXT) inside a Markdown table's cell (a | would end it)."""
+    return _md(text).replace("|", "\\|")
+
+
 def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
     """STUDENT's feedback in Markdown: per exercise, the score, the claims, the diagnosis and the output."""
     total = sum(recs[i.file]["score"] for i in items)
@@ -89,7 +94,7 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
         lines += [f"Note: {_md(n)}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
         if rec["inputs"]:
             lines += ["| input | checks | max relative \\|Δ\\| | |", "| --- | --- | ---: | --- |"]
-            lines += [f"| {_md(r[0])} | {_md(r[1])} | {_num(r[2])} | {r[3]} |" for r in rec["inputs"]] + [""]
+            lines += [f"| {_cell(r[0])} | {_cell(r[1])} | {_num(r[2])} | {r[3]} |" for r in rec["inputs"]] + [""]
         for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
             if text:
                 lines += [f"{title}:", "", "```", text.replace("```", "ˋˋˋ"), "```", ""]
