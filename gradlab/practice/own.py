@@ -94,9 +94,3 @@ def _check_harness(path: Path, where: str) -> None:
                 raise GradlabError(f"{where}: {path} imports {name}, which does not exist in the sandbox: a harness "
                                    "imports torch, the standard library and gradlab.practice.harness only")
 
-
-def sandbox_files(exercise) -> dict[str, str]:
-    """{path in the sandbox's package folder: the file} the teacher's exercise adds there: its harness alone."""
-    if not getattr(exercise, "package", ""):
-        return {}
-    return {f"{exercise.package}/harness.py": str(Path(exercise.folder) / "harness.py")}

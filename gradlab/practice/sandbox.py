@@ -101,7 +101,7 @@ class Sandbox:
 
     def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
                  lines: dict[str, str] | None = None, timeout_s: float | None = None, mode: str | None = None) -> None:
-        from gradlab.practice import harness_module, own
+        from gradlab.practice import harness_module
 
         self.timeout_s = timeout_s or TIMEOUT_S
         self.limits = isolate.Limits(timeout_s=self.timeout_s)
@@ -109,7 +109,9 @@ class Sandbox:
         header = {"harness": harness_module(exercise), "function": exercise.function, "seed": seed, "kind": kind,
                   "shown": shown, "lines": lines or {}, "forbidden": list(getattr(exercise, "forbidden", ()))}
         inputs = json.dumps(header).encode() + b"\n" + source
-        package = sandbox_files(harness_module(exercise)) | own.sandbox_files(exercise)  # a teacher's: its harness
+        package = sandbox_files(harness_module(exercise))
+        if getattr(exercise, "package", ""):  # a teacher's own exercise (gradlab.practice.own): its harness alone
+            package[f"{exercise.package}/harness.py"] = str(Path(exercise.folder) / "harness.py")
         self._outcome: dict = {}
 
         def run() -> None:
