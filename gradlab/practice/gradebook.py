@@ -147,13 +147,16 @@ def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, st
     records = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
                if reusable(old.get((t.student, t.item.file)), t, seed, version)}
     fresh = [t for t in todo if (t.student, t.item.file) not in records]
-    with ThreadPoolExecutor(2) as pool:
+    pool = ThreadPoolExecutor(2)
+    try:
         futures = {pool.submit(_timed, t, seed): t for t in fresh}
         for done, future in enumerate(as_completed(futures), 1):
             task = futures[future]
             result, seconds = future.result()
             records[(task.student, task.item.file)] = rec = record(task, result, seed, version)
             progress(done, len(fresh), rec, seconds)
+    finally:  # Ctrl-C: the files not started are not graded (the two running finish within their time limit)
+        pool.shutdown(wait=True, cancel_futures=True)
     return records
 
 
