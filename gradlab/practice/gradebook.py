@@ -30,7 +30,7 @@ SKIPPED = {"__pycache__", "node_modules"}  # and every hidden folder (.git)
 @dataclass(frozen=True)
 class Task:
     """One file to grade: STUDENT's ITEM, found at PATH (None: not handed in, WHY says so), with its content's
-    DIGEST (SHA-256 of its bytes; "" when there is none)."""
+    DIGEST (SHA-256 of its bytes; "none:" and the hash of WHY when there is no file to read)."""
 
     student: str
     item: Item
