@@ -104,6 +104,24 @@ class Result:
         registers when it loads (gradlab.run and gradlab.check load it); this module imports nothing from it."""
         return _html_renderer(self) if _html_renderer else None
 
+    def __repr__(self) -> str:
+        """Short, for a console or a log (print(gradlab.check(...)) outside Jupyter): what it is and how it went."""
+        failed = sum(not c.passed for c in self.claims)
+        return (f"<Result {self.lesson}: {self.title!r}, {len(self.claims)} claims, {failed} failed"
+                + (f", stopped: {self.stopped!r}" if self.stopped else "") + ">")
+
+    def __str__(self) -> str:
+        """The claims with ✓/✗, why it stopped and the diagnosis, as plain lines (the full tables: gradlab's report)."""
+        lines = [self.title, *(f"  {'✓' if c.passed else '✗'} {c.text}" for c in self.claims)]
+        if self.stopped:
+            lines.append(f"stopped: {self.stopped}")
+        if self.metrics.get("diagnosis"):
+            lines.append(f"diagnosis: {self.metrics['diagnosis']}")
+        failed = sum(not c.passed for c in self.claims)
+        lines.append(f"{failed} of {len(self.claims)} claims failed" if failed else f"all {len(self.claims)} claims "
+                     "hold")
+        return "\n".join(lines)
+
     @property
     def exit_code(self) -> int:
         """0 when every claim holds and training finished, 1 otherwise."""

@@ -200,9 +200,11 @@ def test_the_gradescope_autograder_grades_a_folder_of_submissions(tmp_path):
     results = json.loads((tmp_path / "results" / "results.json").read_text())
     assert {"score", "tests"} <= set(results) and all({"name", "score", "max_score", "output"} <= set(t)
                                                       for t in results["tests"])
-    # one point per check: sgd_step's 2 claims, its rule (W and b unchanged) and "calls no torch.optim"; clip's claim,
-    # its 2 rules, "its inputs unchanged" and "calls no clip_grad_norm_". Bob's summed cost fails both claims only
-    assert results["max_score"] == 4 + 5 and results["score"] == 2 + 5, results
+    # a test per exercise, 10 points each (the course file sets none), carried by the claims about the answer: the
+    # summed cost fails both of sgd_step's, so its 2 rules kept (W and b unchanged, no torch.optim) are worth nothing
+    scored = {t["name"].split()[0]: (t["score"], t["max_score"]) for t in results["tests"]}
+    assert scored == {"mnist.sgd_step": (0, 10), "clip.clip_by_global_norm": (10, 10)}, results
+    assert results["max_score"] == 20 and results["score"] == 10, results
     assert any("summed cost: your step is B times too large" in t["output"] for t in results["tests"])
 
 

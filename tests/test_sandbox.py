@@ -1,5 +1,5 @@
 """The sandbox under `gradlab check`, attacked for real (issue #27): each attack a student could try is a submission in
-one class folder that gradlab grades as root, as a course would (--gradescope, --junit, --json); each test reads what
+one class folder that gradlab grades as root, as a course would (--junit, --json); each test reads what
 came back, what gradlab wrote and what is left on the machine afterwards. Every attack file is otherwise a right
 answer, so an attack that worked would pass. The folder runs once (two sandboxes at a time), so the suite pays about
 twenty sandbox start-ups for all of it. Without bubblewrap and root these tests skip, saying why; under CI
@@ -97,8 +97,8 @@ for pid in [os.getppid()] + [int(p) for p in os.listdir("/proc") if p.isdigit()]
         argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
     except OSError:
         continue
-    if b"--gradescope" in argv:
-        seen[pid] = argv[argv.index(b"--gradescope") + 1].decode()
+    if b"--json" in argv:
+        seen[pid] = argv[argv.index(b"--json") + 1].decode()
 wrote, killed = [], []
 for path in [*seen.values(), "@RESULTS@"]:  # the grader's output, found or leaked
     try:
@@ -408,7 +408,7 @@ def _batch(tmp_path_factory):
              str(REPO / "gradlab/lessons/clip/exercises/answers.py"),
              *(str(p) for d in isolate.masked_dirs() for p in Path(d).rglob("*") if p.is_file())][:50]
     fills = {"@PATHS@": repr(known), "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + isolate.SLOTS),
-             "@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
+             "@RESULTS@": str(out / "all.json"), "@MARKER@": str(drop / "daemon-was-here"),
              "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port)}
     for name, body in ATTACKS.items():
         for key, value in fills.items():
@@ -424,21 +424,21 @@ def _batch(tmp_path_factory):
     (folder / "dir.py").mkdir()
     os.mkfifo(folder / "fifo.py")  # opening it to read would block
     (folder / "big.py").write_text(HEAD + "#" * (2 << 20))
-    files = {k: out / f for k, f in (("json", "all.json"), ("gradescope", "results.json"), ("junit", "junit.xml"))}
+    files = {k: out / f for k, f in (("json", "all.json"), ("junit", "junit.xml"))}
     cmd = [sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json", str(files["json"]),
-           "--gradescope", str(files["gradescope"]), "--junit", str(files["junit"])]
+           "--junit", str(files["junit"])]
     started = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, timeout=600, cwd=root,
                               env={**os.environ, "COLUMNS": "160", **PRIVATE_ENV})
         wall = time.monotonic() - started
-        assert files["gradescope"].is_file(), proc.stderr.decode()[-3000:]
+        assert files["json"].is_file(), proc.stderr.decode()[-3000:]
         time.sleep(2)  # the daemon would write 1 s after its check
         after = {"sandbox_processes": _sandbox_processes(), "daemons": _named("gl-daemon"),
                  "marker": (drop / "daemon-was-here").exists(), "scratch": scratch.read_text(),
                  "site_new": sorted(p.name for p in site.glob("gl-attack*")),
                  "pyc_new": sorted(p.name for p in (site / "torch" / "__pycache__").glob("gl-attack*")),
-                 "accepted": listener.accepted, "gradescope": files["gradescope"].read_text()}
+                 "accepted": listener.accepted, "written": files["json"].read_text()}
     finally:
         scratch.unlink()
         listener.server.close()
@@ -482,15 +482,14 @@ def test_forging_and_killing_the_grader_fail(batch):
     found = batch["reports"]["forge.py"]
     assert not found["grader_found"] and found["wrote"] == [] and found["killed"] == [] and found["paused"] == [], found
     assert found["pids"] == [1, 2]  # bwrap's init and itself: gradlab and the other submissions are not there
-    results = json.loads(batch["after"]["gradescope"])
-    assert "tests" in results and results.get("score") != 999
+    assert isinstance(json.loads(batch["after"]["written"]), list)  # gradlab's, not the forged {"score": 999}
 
 
 def test_a_daemon_does_not_outlive_its_check(batch):
     after = batch["after"]
     assert batch["reports"]["daemon.py"] == {"daemon": "started"}
     assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
-    assert "daemon" not in after["gradescope"]
+    assert "written_by" not in after["written"]
 
 
 def test_site_packages_and_gradlab_are_read_only(batch):
@@ -554,17 +553,16 @@ def test_odd_names_are_graded_and_shown_escaped(batch):
 
 def test_the_course_files_are_valid_and_cover_every_file(batch):
     files, by_file = batch["files"], batch["by_file"]
-    results = json.loads(files["gradescope"].read_text())
     suites = ET.parse(files["junit"]).getroot().findall("testsuite")
     assert len(suites) == len(by_file) == len(ATTACKS) + len(MALFORMED) + 7
-    assert sum(t["max_score"] for t in results["tests"]) == sum(d["points"]["max_score"] for d in by_file.values())
+    assert sum(int(s.get("tests")) for s in suites) == sum(d["points"]["max_score"] for d in by_file.values())
     assert {s.get("name") for s in suites} == set(by_file)
 
 
 def test_course_files_need_isolation(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADLAB_SANDBOX", "plain")
     (tmp_path / "a.py").write_text(HEAD)
-    out = invoke("check", str(tmp_path), "--exercise", CLIP, "--gradescope", str(tmp_path / "r.json"))
+    out = invoke("check", str(tmp_path), "--exercise", CLIP, "--junit", str(tmp_path / "r.json"))
     assert_one_line_error(out, "grades other people's code", "apt-get install bubblewrap", "nothing was written")
     assert not (tmp_path / "r.json").exists()
     one = invoke("check", str(tmp_path / "a.py"), "--exercise", CLIP, "--junit", str(tmp_path / "j.xml"))
@@ -624,9 +622,9 @@ def test_sigterm_ends_a_folder_at_once_and_writes_what_was_graded(tmp_path):
     for name in ("b.py", "c.py"):
         (folder / name).write_text(HEAD + "\nimport time\n\n\ndef clip_by_global_norm(grads, clip_norm):\n"
                                    "    time.sleep(60)\n")
-    files = {"json": tmp_path / "all.json", "gradescope": tmp_path / "results.json"}
+    files = {"json": tmp_path / "all.json", "junit": tmp_path / "junit.xml"}
     proc = subprocess.Popen([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json",
-                             str(files["json"]), "--gradescope", str(files["gradescope"])], cwd=tmp_path,
+                             str(files["json"]), "--junit", str(files["junit"])], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **PRIVATE_ENV})
     try:
         seen: set[int] = set()
@@ -648,7 +646,7 @@ def test_sigterm_ends_a_folder_at_once_and_writes_what_was_graded(tmp_path):
     assert passed(by_file["a.py"]), by_file["a.py"]["stopped"]
     for name in ("b.py", "c.py"):
         assert "not graded: gradlab was stopped" in by_file[name]["stopped"]
-    assert len(json.loads(files["gradescope"].read_text())["tests"]) > 0
+    assert files["junit"].read_text().count("<testcase") >= 3
 
 
 BARE = {f"gradlab/practice/{n}.py": str(Path(gradlab.__file__).parent / "practice" / f"{n}.py")
@@ -1094,7 +1092,7 @@ def _uid_batch(tmp_path_factory):
     scratch = site / f"gl-scratch-{os.getpid()}.txt"  # root's, as pip leaves site-packages (no namespace here: a
     scratch.write_text("unchanged\n")  # world-writable file would be writable)
     os.chmod(scratch, 0o644)
-    fills = {"@RESULTS@": str(out / "results.json"), "@MARKER@": str(drop / "daemon-was-here"),
+    fills = {"@RESULTS@": str(out / "all.json"), "@MARKER@": str(drop / "daemon-was-here"),
              "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port),
              "@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py")]),
              "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + isolate.SLOTS)}
@@ -1108,14 +1106,14 @@ def _uid_batch(tmp_path_factory):
     (root / "ddp" / "ddp.py").write_text(DDP.replace("@PORT@", str(listener.port)))
     try:
         clip = simulated_uid([sys.executable, "-m", "gradlab", "check", str(folder), "--exercise", CLIP, "--json",
-                              str(out / "all.json"), "--gradescope", str(out / "results.json")], root)
+                              str(out / "all.json")], root)
         ddp = simulated_uid([sys.executable, "-m", "gradlab", "check", str(root / "ddp" / "ddp.py"), "--exercise",
                              "ddp.average_gradients", "--json", str(out / "ddp.json"), "--junit",
                              str(out / "ddp.xml")], root)
         time.sleep(2)  # the daemon would write 1 s after its check
         after = {"sandbox_processes": _sandbox_processes(), "daemons": _named("gl-daemon"),
                  "marker": (drop / "daemon-was-here").exists(), "scratch": scratch.read_text(),
-                 "accepted": listener.accepted, "gradescope": (out / "results.json").read_text()}
+                 "accepted": listener.accepted, "written": (out / "all.json").read_text()}
     finally:
         scratch.unlink()
         listener.server.close()
@@ -1157,7 +1155,7 @@ def test_the_uid_fallback_stops_copying_forging_daemons_and_writes(uid_batch):
     assert reports["copy.py"]["imports"] == [] and reports["copy.py"]["files"] == [], reports["copy.py"]
     forge = reports["forge.py"]  # it may see the grader and the other submissions, not touch them
     assert forge["wrote"] == [] and forge["killed"] == [] and forge["paused"] == [], forge
-    assert json.loads(after["gradescope"]).get("score") != 999
+    assert isinstance(json.loads(after["written"]), list)  # gradlab's, not the forged {"score": 999}
     assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
     assert all(v != "opened" for v in reports["site.py"].values()) and after["scratch"] == "unchanged\n"
     assert 0 < reports["flood.py"]["children"] < isolate.Limits().nproc

@@ -41,13 +41,18 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _package(exercise: Exercise) -> str:
+    """The package EXERCISE's files are in: its lesson's exercises/, or a teacher's folder (gradlab.practice.own)."""
+    return exercise.package or f"{LESSONS[exercise.lesson].package}.exercises"
+
+
 def _module(exercise: Exercise, part: str):
-    return importlib.import_module(f"{LESSONS[exercise.lesson].package}.exercises.{part}")
+    return importlib.import_module(f"{_package(exercise)}.{part}")
 
 
 def harness_module(exercise: Exercise) -> str:
     """The module that calls a submission of EXERCISE (the only part of it that runs beside the submission)."""
-    return f"{LESSONS[exercise.lesson].package}.exercises.harness"
+    return f"{_package(exercise)}.harness"
 
 
 def checks_of(exercise: Exercise):
@@ -56,8 +61,18 @@ def checks_of(exercise: Exercise):
 
 
 def answer(exercise: Exercise):
-    """EXERCISE's model answer: the function (or class) itself, from its lesson's exercises/answers.py."""
-    return getattr(_module(exercise, "answers"), exercise.function)
+    """EXERCISE's model answer: the function (or class) itself, from its lesson's exercises/answers.py. The answers
+    are in the repository only, not in the wheel a class installs (pyproject.toml's exclude)."""
+    try:
+        module = _module(exercise, "answers")
+    except ModuleNotFoundError as e:
+        if not e.name or not e.name.endswith(".answers"):
+            raise
+        from gradlab.errors import GradlabError
+
+        raise GradlabError(f"the model answer of {exercise.name} is not in an installed gradlab (the wheel leaves the "
+                           "answers out); it is in the repository, gradlab/lessons/*/exercises/answers.py") from None
+    return getattr(module, exercise.function)
 
 
 def answer_source(exercise: Exercise) -> str:

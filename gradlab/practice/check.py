@@ -58,9 +58,11 @@ def starter(exercise: Exercise) -> str:
         f"Write it yourself: this exercise is to write what {', '.join(exercise.forbidden)} "
         f"{'does' if len(exercise.forbidden) == 1 else 'do'} for you, so calling "
         f"{'it' if len(exercise.forbidden) == 1 else 'one of them'} fails a check of its own.", 110) + "\n\n"
+    how = (f"then check it:\n\n    gradlab check {exercise.function}.py\n" if not exercise.package else
+           f"then hand it in: your teacher checks it with the course's own checks,\n\n    gradlab check "
+           f"{exercise.function}.py --course course.toml\n")
     return (f'"""{head}\n\n{rule}'
-            f"Write the body of {exercise.function} below, then check it:\n\n"
-            f"    gradlab check {exercise.function}.py\n"
+            f"Write the body of {exercise.function} below, {how}"
             f'"""\n\n# gradlab-exercise: {exercise.name}\n'
             "import torch\nimport torch.nn.functional as F\n\n\n"
             f'{exercise.signature}\n    """{doc.lstrip()}\n    """\n{body}')

@@ -56,7 +56,9 @@ def exercises(json_path: str | None) -> int:
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
               help="The file to write (default: FUNCTION.py in the current folder).")
 @click.option("--force", is_flag=True, help="Replace the file if it exists.")
-def exercise(name: str, out_path: str | None, force: bool) -> int:
+@click.option("--course", "course_path", type=click.Path(dir_okay=False), default=None,
+              help="A course file whose own exercises (its `own` folders) NAME may be one of.")
+def exercise(name: str, out_path: str | None, force: bool, course_path: str | None) -> int:
     """Write the starter file of exercise NAME: the function to write, its math and shapes, the TF-1 line it
     replaces, a body that raises NotImplementedError, and the command that checks it."""
     import os
@@ -65,6 +67,8 @@ def exercise(name: str, out_path: str | None, force: bool) -> int:
     from gradlab.practice.check import starter
     from gradlab.report.files import check_writable, write_bytes
 
+    if course_path is not None:
+        read_course(course_path)  # adds the course's own exercises
     if name not in EXERCISES:
         import difflib
 
@@ -77,36 +81,14 @@ def exercise(name: str, out_path: str | None, force: bool) -> int:
         raise GradlabError(f"{out} already exists; add --force to replace it, or --out another file")
     check_writable(out, "--out")
     write_bytes(out, starter(ex).encode())
-    click.echo(f"wrote {out}: write {ex.function}(), then run `gradlab check {out}`")
+    then = f"run `gradlab check {out}`" if not ex.package else "hand it in (the checks are your teacher's)"
+    click.echo(f"wrote {out}: write {ex.function}(), then {then}")
     return 0
 
 
 def read_course(path: str) -> dict[str, str]:
-    """A course file's {file name: exercise}, checked: names of .py files (no folders), exercises that exist."""
-    import tomllib
-
-    from gradlab.practice import EXERCISES
-
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise GradlabError(f"--course {path}: {e.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise GradlabError(f"--course {path} is not valid TOML ({' '.join(str(e).split())}); see `gradlab check "
-                           f"--help` for the format") from None
-    table = data.get("exercises")
-    if not isinstance(table, dict) or not table:
-        raise GradlabError(f"--course {path} has no [exercises] table of \"file.py\" = \"lesson.exercise\" lines")
-    for name, exercise in table.items():
-        if not (isinstance(exercise, str) and name.endswith(".py") and "/" not in name and "\\" not in name
-                and name not in (".py", "..py")):
-            raise GradlabError(f"--course {path}: {name!r} = {exercise!r} must name a .py file (no folder) and an "
-                               "exercise as a string")
-        if exercise not in EXERCISES:
-            raise GradlabError(f"--course {path}: unknown exercise {exercise!r} for {name}; gradlab exercises "
-                               "lists them")
-    return dict(table)
+    """A course file's {file name: exercise}, checked (gradlab.practice.course reads it, points included)."""
+    return {item.file: item.exercise for item in course_items(path)}
 
 
 @click.command("check", short_help="Grade a solution with the lesson's own claims, and diagnose a wrong one.")
@@ -121,7 +103,8 @@ def read_course(path: str) -> dict[str, str]:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), default=None,
               help="Write JUnit XML (GitHub Classroom, CI): one test case per check.")
 @click.option("--gradescope", "gradescope_path", type=click.Path(dir_okay=False), default=None,
-              help="Write Gradescope's autograder results.json: one test per check, one point each.")
+              help="Write Gradescope's autograder results.json for one student: a test per exercise, its points as "
+                   "the course file says (default 10, carried by the claims about the answer).")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
               help="The seed of the generated inputs (default: 0 for your own check; a fresh random one for a "
                    "course's checks, printed and recorded, so that no submission can carry the expected answers).")
@@ -149,11 +132,18 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
         raise GradlabError("give --exercise or --course, not both")
     if exercise_name is not None and exercise_name not in EXERCISES:
         raise GradlabError(f"unknown exercise {exercise_name!r}; gradlab exercises lists them")
-    files_of = read_course(course_path) if course_path else None
+    items = course_items(course_path) if course_path else None
+    files_of = {i.file: i.exercise for i in items} if items else None
     if course and exercise_name is None and files_of is None:
         what = "a folder" if folder else "--junit" if junit_path else "--gradescope"
         raise GradlabError(f"{what} grades for a course, so the exercise comes from you, not from the files: add "
                            "--exercise NAME (every file is that exercise) or --course FILE (which file is which)")
+    if folder and gradescope_path is not None and exercise_name is not None:
+        raise GradlabError(f"--gradescope writes one student's results.json, and each file of {path} is another "
+                           f"student's: grade the class with `gradlab grade {path} --exercise {exercise_name} --out "
+                           "DIR`, or check one student's file")
+    if folder and files_of is not None:
+        _one_submission(path, files_of)
     if not folder and not os.path.lexists(path):
         raise GradlabError(f"{path} is not a file; give the .py file that `gradlab exercise NAME` wrote")
     for target, option in ((json_path, "--json"), (junit_path, "--junit"), (gradescope_path, "--gradescope")):
@@ -211,7 +201,8 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     data = [r.to_json() | {"points": r.metrics["points"]} for r in results]
     outputs = ((json_path, lambda: json.dumps(data[0] if not folder else data, indent=2, ensure_ascii=False,
                                               allow_nan=False) + "\n"),
-               (junit_path, lambda: grading.junit(results)), (gradescope_path, lambda: grading.gradescope(results)))
+               (junit_path, lambda: grading.junit(results)),
+               (gradescope_path, lambda: grading.gradescope(results, [_scored(r, items) for r in results])))
     for target, text in outputs:
         if target:
             write_bytes(target, text().encode())
@@ -265,6 +256,41 @@ def _graded(todo: list[tuple], seed: int) -> tuple[list, int | None]:
         why = "not graded: gradlab was stopped before this file's check ended"
         return [graded[i] if i in graded else stopped_result(item[2], item[0], why, "died", seed)
                 for i, item in enumerate(todo)], getattr(e, "signum", 2)
+
+
+def course_items(path: str) -> list:
+    """A course file's items: which file is which exercise, and its points (gradlab.practice.course)."""
+    from gradlab.practice import course
+
+    return course.read(path)
+
+
+def _scored(result, items: list | None):
+    """RESULT's points as its course item says (by its file's name), or as an exercise's default: 10 points that
+    the claims about the answer carry, each broken rule deducting a quarter."""
+    import os
+
+    from gradlab.practice.course import Item, score
+
+    exercise = result.metrics["exercise"]
+    item = next((i for i in items or [] if i.file == os.path.basename(str(result.config.get("file", "")))), None)
+    return score(result, item or Item(f"{exercise.rpartition('.')[2]}.py", exercise))
+
+
+def _one_submission(path: str, files_of: dict[str, str]) -> None:
+    """A folder checked with --course is one student's submission: one that holds none of the course's files but
+    folders (one per student, as an LMS download or GitHub Classroom clones are) is a class, for `gradlab grade`."""
+    import os
+
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return  # said by _submissions
+    folders = [n for n in names if not n.startswith(".") and os.path.isdir(os.path.join(path, n))]
+    if folders and not set(files_of) & set(names):
+        raise GradlabError(f"{path} holds folders ({', '.join(sorted(folders)[:2])}, …) and none of the course's "
+                           f"files: a folder per student is a class; grade it with `gradlab grade {path} --course "
+                           "FILE --out DIR`")
 
 
 def _submissions(path: str, folder: bool, exercise_name: str | None, files_of: dict[str, str] | None,

@@ -44,6 +44,9 @@ class Exercise:
     # class such as torch.optim.Optimizer: any of its subclasses) is a failed check of its own; the starter says so
     forbidden: tuple[str, ...] = ()
     lesson: str = ""  # filled in by gradlab.practice from the folder the exercise is declared in
+    # a teacher's own exercise (gradlab.practice.own): the package its folder is imported as, and the folder
+    package: str = ""
+    folder: str = ""
 
     @property
     def name(self) -> str:

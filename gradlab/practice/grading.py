@@ -1,7 +1,8 @@
 """What courses read: JUnit XML (GitHub Classroom, CI) and Gradescope's autograder results.json, from check Results.
 
-Every check is worth one point: each claim (a passing claim scores 1), and a submission that stopped (a syntax error,
-an endless loop, an exception) scores 0 of the claims it would have had.
+In JUnit and `--json` every check is worth one point: each claim (a passing claim scores 1), and a submission that
+stopped (a syntax error, an endless loop, an exception) scores 0 of the claims it would have had. Gradescope's file
+has a test per exercise, scored as the course file says (gradlab.practice.course.score).
 """
 
 from __future__ import annotations
@@ -32,10 +33,19 @@ def points(result: Result) -> list[dict]:
             for c in result.claims]
 
 
-def gradescope(results: list[Result]) -> str:
-    """Gradescope's results.json: {"score", "tests": [{"name", "score", "max_score", "output"}]}."""
-    tests = [t for r in results for t in points(r)]
-    return json.dumps({"score": sum(t["score"] for t in tests), "max_score": sum(t["max_score"] for t in tests),
+def gradescope(results: list[Result], scores: list) -> str:
+    """Gradescope's results.json for one student: {"score", "max_score", "tests": [{"name", "score", "max_score",
+    "output"}]}, a test per exercise scored as SCORES say (gradlab.practice.course.Score, one per result); its
+    output lists the checks with ✓/✗ and the diagnosis."""
+    tests = []
+    for r, s in zip(results, scores, strict=True):
+        why = r.stopped or r.metrics.get("diagnosis", "")
+        lines = [f"{s.how}", *(f"{'✓' if c.passed else '✗'} {c.text}" for c in r.claims)]
+        lines += [f"{'stopped' if r.stopped else 'diagnosis'}: {why}"] if why else []
+        tests.append({"name": sanitize(f"{r.metrics['exercise']} ({r.config.get('file', '')})"), "score": s.score,
+                      "max_score": s.points, "output": sanitize("\n".join(lines))})
+    return json.dumps({"score": round(sum(t["score"] for t in tests), 2), "max_score": sum(t["max_score"] for t in
+                                                                                          tests),
                        "output": "checked by gradlab check", "tests": tests}, indent=2, ensure_ascii=False,
                       allow_nan=False) + "\n"
 

@@ -1,0 +1,22 @@
+"""The teacher's own exercise: what students write (gradlab.practice.own). Torch-free: the starter and the pre-flight
+read it."""
+
+from gradlab.practice.exercise import Exercise
+
+EXERCISES = [
+    Exercise(
+        "mse_grad", 2,
+        "the gradient of linear regression's mean squared error, from the formula, no autograd",
+        "def mse_grad(w, b, X, y):",
+        """∂cost/∂w and ∂cost/∂b of cost = mean_i (X_i·w + b − y_i)², derived by hand:
+
+        r = Xw + b − y               the residuals, shape (N,)
+        ∂cost/∂w = 2 Xᵀr / N         shape (D,)
+        ∂cost/∂b = 2 mean(r)         a 0-dim tensor
+
+        Shapes: w (D,), b a 0-dim tensor, X (N, D), y (N,). Return (∂cost/∂w, ∂cost/∂b); no autograd, and the
+        inputs are not changed.""",
+        claims={"grad": ("your ∂cost/∂w and ∂cost/∂b ≡ autograd's (max relative |Δ| over the inputs)", 1e-5)},
+        keeps=("w", "b", "X", "y"),
+        no_autograd=True),
+]

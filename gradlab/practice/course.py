@@ -1,0 +1,178 @@
+"""A course file (course.toml): which file of a submission is which exercise, and what each is worth.
+
+    [grading]                 # optional: the defaults of every exercise below
+    points = 10               # an exercise's points
+    scoring = "claims"        # "claims", "all-or-nothing" or "per-check" (see score())
+    deduct = 0.25             # "claims": the share of the points each broken rule takes away
+
+    [exercises]
+    "sgd_step.py" = "mnist.sgd_step"
+    "softmax_grad.py" = { exercise = "mnist.softmax_grad", points = 20, scoring = "all-or-nothing" }
+
+A Result's claims are of two kinds (gradlab.practice.check.judge): those about the answer (its comparison with the
+reference on each kind of input, and the exercise's own properties of it, such as "the clipped norm is at most c")
+and the rules every exercise of that shape has (its inputs left as it found them, no autograd graph, no call to the
+library function it asks students to write). score() turns them into points.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from dataclasses import asdict, dataclass
+
+from gradlab.errors import GradlabError
+from gradlab.practice import EXERCISES
+from gradlab.result import Result
+
+SCORINGS = ("claims", "all-or-nothing", "per-check")
+DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One graded file of a course: FILE (a .py name) is EXERCISE, worth POINTS, scored by SCORING."""
+
+    file: str
+    exercise: str
+    points: float = 10.0
+    scoring: str = "claims"
+    deduct: float = 0.25  # "claims": the share of POINTS each broken rule takes away
+
+    def key(self, seed: int, version: str) -> str:
+        """What a stored grade of this item depends on besides the file: a change of it grades the file again."""
+        return hashlib.sha256(json.dumps([asdict(self), seed, version]).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Score:
+    """An exercise's points for one submission: SCORE of POINTS, and how (one line per deduction or share)."""
+
+    score: float
+    points: float
+    how: str
+
+
+def read(path: str) -> list[Item]:
+    """The items of the course file at PATH, checked: one clear GradlabError for anything wrong."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise GradlabError(f"--course {path}: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise GradlabError(f"--course {path} is not valid TOML ({' '.join(str(e).split())}); see `gradlab grade "
+                           f"--help` for the format") from None
+    unknown = sorted(set(data) - {"exercises", "grading", "own"})
+    if unknown:
+        raise GradlabError(f"--course {path}: unknown key {unknown[0]!r}; a course file has [exercises], [grading] "
+                           "and own")
+    _own(path, data.get("own", []))
+    table = data.get("exercises")
+    if not isinstance(table, dict) or not table:
+        raise GradlabError(f"--course {path} has no [exercises] table of \"file.py\" = \"lesson.exercise\" lines")
+    defaults = _settings(data.get("grading", {}), DEFAULTS, f"--course {path}: [grading]")
+    return [_item(path, name, entry, defaults) for name, entry in table.items()]
+
+
+def _own(path: str, folders) -> None:
+    """A teacher's own exercises, in the folders OWN names (relative to the course file): gradlab.practice.own."""
+    from pathlib import Path
+
+    from gradlab.practice import own
+
+    if isinstance(folders, str):
+        folders = [folders]
+    if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
+        raise GradlabError(f"--course {path}: own = {folders!r} must name folders, e.g. own = [\"linreg\"]")
+    for folder in folders:
+        own.load(Path(path).resolve().parent / folder, f"--course {path}")
+
+
+def _item(path: str, name: str, entry, defaults: dict) -> Item:
+    where = f"--course {path}: {name!r}"
+    exercise = entry.get("exercise") if isinstance(entry, dict) else entry
+    if not (isinstance(exercise, str) and name.endswith(".py") and "/" not in name and "\\" not in name
+            and name not in (".py", "..py")):
+        raise GradlabError(f"--course {path}: {name!r} = {exercise!r} must name a .py file (no folder) and an "
+                           "exercise as a string")
+    if exercise not in EXERCISES:
+        raise GradlabError(f"--course {path}: unknown exercise {exercise!r} for {name}; gradlab exercises lists them")
+    own = {k: v for k, v in entry.items() if k != "exercise"} if isinstance(entry, dict) else {}
+    return Item(name, exercise, **_settings(own, defaults, where))
+
+
+def _settings(given, defaults: dict, where: str) -> dict:
+    """DEFAULTS overridden by GIVEN (a TOML table), each value checked."""
+    if not isinstance(given, dict):
+        raise GradlabError(f"{where} must be a table of points, scoring and deduct")
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise GradlabError(f"{where}: unknown key {unknown[0]!r}; the keys are exercise, points, scoring and deduct")
+    out = dict(defaults) | given
+    points, scoring, deduct = out["points"], out["scoring"], out["deduct"]
+    if isinstance(points, bool) or not isinstance(points, int | float) or not 0 < points <= 1e6:
+        raise GradlabError(f"{where}: points = {points!r} must be a number above 0")
+    if scoring not in SCORINGS:
+        raise GradlabError(f"{where}: scoring = {scoring!r} must be one of {', '.join(map(repr, SCORINGS))}")
+    if isinstance(deduct, bool) or not isinstance(deduct, int | float) or not 0 <= deduct <= 1:
+        raise GradlabError(f"{where}: deduct = {deduct!r} must be a share of the points, from 0 to 1")
+    return {"points": float(points), "scoring": scoring, "deduct": float(deduct)}
+
+
+def is_rule(claim_id: str, exercise_name: str) -> bool:
+    """Whether a claim of EXERCISE_NAME's Result is a rule (inputs unchanged, no autograd graph, no forbidden call)
+    rather than a claim about the answer. Claim ids: NAME:kind for the reference comparisons, NAME:extraI for the
+    exercise's own properties then its rules in Exercise.all_rules() order, NAME:own for the forbidden calls."""
+    exercise = EXERCISES[exercise_name]
+    suffix = claim_id.rsplit(":", 1)[-1]
+    if suffix == "own":
+        return True
+    if suffix.startswith("extra") and suffix[5:].isdigit():
+        return int(suffix[5:]) >= len(exercise.rules)  # past the exercise's own: keeps, no_autograd
+    return False
+
+
+def score(result: Result, item: Item) -> Score:
+    """ITEM's points for RESULT. "claims": the claims about the answer share the points equally, and each broken
+    rule takes away DEDUCT of them (never below 0); "all-or-nothing": every point when every check passes, else
+    none; "per-check": every check an equal share (what `gradlab check --json` counts, one point each)."""
+    claims = result.claims
+    passed_all = result.stopped is None and all(c.passed for c in claims)
+    if item.scoring == "all-or-nothing" or not claims:
+        return Score(item.points if passed_all else 0.0, item.points,
+                     "every check passes" if passed_all else "not every check passes")
+    if item.scoring == "per-check":
+        got = sum(c.passed for c in claims)
+        return Score(round(item.points * got / len(claims), 2), item.points, f"{got} of {len(claims)} checks pass")
+    answer = [c for c in claims if not is_rule(c.id, item.exercise)]
+    broken = [c for c in claims if is_rule(c.id, item.exercise) and not c.passed]
+    share = sum(c.passed for c in answer) / len(answer) if answer else float(result.stopped is None)
+    value = max(0.0, item.points * share - item.deduct * item.points * len(broken))
+    how = f"{sum(c.passed for c in answer)} of {len(answer)} claims about the answer"
+    if broken and share > 0:
+        how += f", {len(broken)} broken rule{'s' if len(broken) > 1 else ''} (−{item.deduct:g} of the points each)"
+    return Score(round(value, 2), item.points, how)
+
+
+# Answers a lesson prints under another name (tests/test_grade.py finds every printed function that passes a check)
+PRINTED_AS = {"mnist.softmax_grad": "analytic_gradients", "log1pexp.softplus": "double_where",
+              "log1pexp.Log1pExp": "StableLog1pExp"}
+
+
+def printed_answer(exercise_name: str) -> str | None:
+    """Where a student can read EXERCISE_NAME's answer in what they have: the lesson function `gradlab LESSON
+    --explain` prints (and the installed lesson holds) that answers it, said in one sentence; None when none does.
+    Imports the lesson (torch)."""
+    from gradlab.lessons import LESSONS
+
+    exercise = EXERCISES[exercise_name]
+    if exercise.package:  # a teacher's own: no lesson prints it
+        return None
+    explained = LESSONS[exercise.lesson].load().EXPLAIN
+    name = PRINTED_AS.get(exercise_name, exercise.function)
+    if name not in explained:
+        return None
+    return (f"`gradlab {exercise.lesson} --explain` prints the lesson's {name}, which answers {exercise_name} (as it "
+            "is, or adapted in a few lines), and every student's gradlab holds it: fine for practice, not for an exam")

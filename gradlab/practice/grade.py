@@ -1,0 +1,182 @@
+"""`gradlab grade SUBMISSIONS --course course.toml --out DIR`: a class graded in one command, as `otter grade` and
+`nbgrader autograde` do. Registered on the `gradlab` group by cli.py; the finding, grading and keeping is
+gradlab.practice.gradebook, the writing gradlab.practice.feedback."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import secrets
+
+import click
+
+from gradlab.errors import GradlabError
+from gradlab.practice.commands import installed_torch
+from gradlab.version import __version__
+
+RESULTS = "results.json"
+
+
+@click.command("grade", short_help="Grade a class: a gradebook, each student's feedback and the class page.")
+@click.argument("submissions", type=click.Path())
+@click.option("--course", "course_path", type=click.Path(dir_okay=False), default=None,
+              help="The course file (TOML): which file is which exercise and its points (see the README's "
+                   "'Grading a course').")
+@click.option("--exercise", "exercise_name", default=None,
+              help="Instead of --course: every student hands in this one exercise (a .py file or a folder each), "
+                   "worth 10 points.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
+              help="The folder to write grades.csv, results.json, class.html and feedback/ in (made if missing).")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
+              help="The seed of the generated inputs (default: the last run's in DIR, else a fresh random one).")
+@click.option("--quiet", is_flag=True, help="Print nothing but errors.")
+def grade(submissions: str, course_path: str | None, exercise_name: str | None, out_dir: str, seed: int | None,
+          quiet: bool) -> int:
+    """Grade every student in SUBMISSIONS (a folder: one folder per student, named after them, the course's files
+    anywhere inside it; or, with --exercise, one .py file per student) in the sandbox, two at a time, and write in
+    DIR: grades.csv (a row per student, a column per exercise and the total), feedback/STUDENT.md and .html (what
+    each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
+    grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
+    changed. Needs the isolated sandbox (root with bubblewrap, or the uid fallback). Exit 0 when the class was
+    graded."""
+    from gradlab.practice import gradebook, isolate
+    from gradlab.practice.course import printed_answer
+    from gradlab.report import console as report
+
+    items = _items(course_path, exercise_name)
+    if not os.path.isdir(submissions):
+        raise GradlabError(f"{submissions} is not a folder; give the folder of submissions (one per student)")
+    found = isolate.detect()
+    if not found.isolated:
+        raise GradlabError(f"grading a class runs other people's code, and {isolate.not_isolated_message(found)}; "
+                           "nothing was written")
+    todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir)
+    _prepare(out_dir)
+    console = report.make_console(quiet=quiet)
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    for note in filter(None, (printed_answer(name) for name in dict.fromkeys(i.exercise for i in items))):
+        say(f"gradlab: note: {note}")
+    old, old_seed, old_slugs = _previous(out_dir, say)
+    seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
+    table = _graded(todo, old, seed, say, lambda done: _save(out_dir, seed, old_slugs, done))
+    made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
+            f"{installed_torch()}), inputs drawn with seed {seed}")
+    written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
+    say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}")
+    return 0
+
+
+CHECKPOINT = 4  # results.json is saved after every this many graded files: an interrupted run resumes from there
+
+
+def _graded(todo: list, old: dict, seed: int, say, save) -> dict[str, dict[str, dict]]:
+    """{student: {file: record}}: the last run's records that still hold, the others graded, a line each; what is
+    done so far SAVE()d every few files (an interrupted run keeps them)."""
+    from gradlab.practice import gradebook
+    from gradlab.practice.feedback import fmt
+
+    done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
+            if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, __version__)}
+    say(f"grading {len(todo) - len(done)} files of {len({t.student for t in todo})} students with seed {seed}"
+        + (f" ({len(done)} unchanged since the last run, kept)" if done else ""))
+
+    def progress(count: int, of: int, rec: dict, seconds: float) -> None:
+        say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {fmt(rec['score'])} of {fmt(rec['points'])} "
+            f"({seconds:.1f} s)")
+        done[(rec["student"], rec["file"])] = rec
+        if count % CHECKPOINT == 0 and count < of:
+            save(done)
+
+    records = gradebook.grade_all(todo, seed, __version__, old, progress)
+    return {s: {t.item.file: records[(s, t.item.file)] for t in todo if t.student == s}
+            for s in dict.fromkeys(t.student for t in todo)}
+
+
+def _save(out_dir: str, seed: int, slugs: dict, records: dict[tuple[str, str], dict]) -> None:
+    """results.json with the records graded so far (the class's other files are written at the end)."""
+    from gradlab.report.files import write_bytes
+
+    students: dict[str, dict] = {}
+    for (student, file), rec in records.items():
+        students.setdefault(student, {})[file] = rec
+    data = {"gradlab": __version__, "partial": True, "seed": seed, "feedback": slugs, "students": students}
+    write_bytes(os.path.join(out_dir, RESULTS), (json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n").encode())
+
+
+def _items(course_path: str | None, exercise_name: str | None):
+    """The course's items: from --course, or the one --exercise names (10 points, scored by its claims)."""
+    from gradlab.practice import EXERCISES, course
+
+    if (course_path is None) == (exercise_name is None):
+        raise GradlabError("give --course FILE (which file is which exercise, and its points) or --exercise NAME "
+                           "(one exercise per student), one of the two")
+    if course_path is not None:
+        return course.read(course_path)
+    if exercise_name not in EXERCISES:
+        raise GradlabError(f"unknown exercise {exercise_name!r}; gradlab exercises lists them")
+    return [course.Item(f"{EXERCISES[exercise_name].function}.py", exercise_name)]
+
+
+def _prepare(out_dir: str) -> None:
+    """DIR and DIR/feedback exist and are writable, or one line says why."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise GradlabError(f"--out {out_dir} is a file; give a folder (it is made if missing)")
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    if not os.path.isdir(parent):
+        raise GradlabError(f"--out {out_dir}: folder {parent} does not exist; create it or choose another path")
+    try:
+        os.makedirs(os.path.join(out_dir, "feedback"), exist_ok=True)
+    except OSError as e:
+        raise GradlabError(f"--out {out_dir}: cannot make it ({e.strerror}); choose another path") from None
+    if not os.access(out_dir, os.W_OK) or not os.access(os.path.join(out_dir, "feedback"), os.W_OK):
+        raise GradlabError(f"--out {out_dir}: not writable; choose another folder")
+
+
+def _previous(out_dir: str, say) -> tuple[dict, int | None, dict]:
+    """The last run's records {(student, file): record}, its seed and its feedback file names, from DIR's
+    results.json; nothing when there is none (or it is not one of ours: then everything is graded again)."""
+    path = os.path.join(out_dir, RESULTS)
+    if not os.path.exists(path):
+        return {}, None, {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        students = data["students"]
+        old = {(s, file): rec for s, recs in students.items() for file, rec in recs.items()}
+        seed = data["seed"] if isinstance(data["seed"], int) else None
+        return old, seed, dict(data.get("feedback", {}))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        say(f"gradlab: note: {path} is not a results.json of gradlab grade; every file is graded again")
+        return {}, None, {}
+
+
+def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: dict, source: str) -> list[str]:
+    """Every output file, each written atomically; feedback files of students no longer in the class removed."""
+    from dataclasses import asdict
+
+    from gradlab.practice import feedback
+    from gradlab.practice.gradebook import slugs
+    from gradlab.report.files import write_bytes
+
+    slug = slugs(list(table))
+    for student, recs in table.items():
+        base = os.path.join(out_dir, "feedback", slug[student])
+        write_bytes(base + ".md", feedback.feedback_md(student, items, recs).encode())
+        write_bytes(base + ".html", feedback.feedback_html(student, items, recs).encode())
+    for gone in set(old_slugs.values()) - set(slug.values()):
+        for ext in (".md", ".html"):
+            path = os.path.join(out_dir, "feedback", os.path.basename(str(gone)) + ext)
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.unlink(path)
+    write_bytes(os.path.join(out_dir, "grades.csv"), feedback.grades_csv(items, table).encode())
+    title = f"gradlab grade: {source}"
+    write_bytes(os.path.join(out_dir, "class.html"), feedback.class_html(title, items, table, slug, made).encode())
+    data = {"gradlab": __version__, "made": made, "seed": seed, "course": [asdict(i) for i in items],
+            "feedback": slug, "students": table}
+    write_bytes(os.path.join(out_dir, RESULTS), (json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
+                                                 + "\n").encode())
+    return ["grades.csv", "class.html", RESULTS, f"feedback/ ({len(table)} students, .md and .html)"]

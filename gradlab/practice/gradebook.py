@@ -1,0 +1,185 @@
+"""`gradlab grade`: a class's submissions found, graded in the sandbox (two at a time, as `gradlab check` grades a
+folder), scored by the course's points, and kept as records (plain JSON) from which every output file is written.
+
+A student is a folder of SUBMISSIONS (its name is the student's), or with --exercise a .py file at its top (its name
+without .py). A course file is looked for inside the student's folder at any depth (an LMS download, a GitHub
+Classroom clone: alice/src/sgd_step.py), the shallowest copy wins; links are never followed. A record stores the
+SHA-256 of the file it graded and the key of its course item and seed: a re-run grades only what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+
+from gradlab.errors import GradlabError
+from gradlab.practice import EXERCISES
+from gradlab.practice.course import Item, is_rule, score
+from gradlab.practice.isolate import sanitize
+from gradlab.result import json_safe
+
+MAX_DEPTH = 6  # how deep inside a student's folder a course file is looked for
+SKIPPED = {"__pycache__", "node_modules"}  # and every hidden folder (.git)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One file to grade: STUDENT's ITEM, found at PATH (None: not handed in, WHY says so), with its content's
+    DIGEST (SHA-256 of its bytes; "none:" and the hash of WHY when there is no file to read)."""
+
+    student: str
+    item: Item
+    path: str | None
+    why: str | None
+    digest: str
+    found: str  # PATH relative to SUBMISSIONS, shown to the teacher ("" when missing)
+
+
+def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, str]:
+    """{student: their folder or file} in SUBMISSIONS (ROOT). BY_FILE (--exercise): a top-level .py file is a
+    student too. Hidden entries are skipped, and SKIP (the output folder, were it inside ROOT)."""
+    try:
+        names = sorted(os.listdir(root))
+    except OSError as e:
+        raise GradlabError(f"cannot list {root}: {e.strerror}; give the folder of submissions") from None
+    found = {}
+    for name in names:
+        path = os.path.join(root, name)
+        if name.startswith(".") or os.path.islink(path) or (skip and os.path.realpath(path) == os.path.realpath(skip)):
+            continue
+        if os.path.isdir(path):
+            student = shown(name)
+        elif by_file and name.endswith(".py"):
+            student = shown(name[:-3])
+        else:
+            continue
+        found[student if student not in found else shown(name)] = path  # alice/ and alice.py: two students
+    if not found:
+        shape = "a .py file or a folder per student" if by_file else "a folder per student (SUBMISSIONS/alice/" \
+            f"{items[0].file}); for one file per student, give --exercise NAME"
+        raise GradlabError(f"{root} holds no submissions: it needs {shape}")
+    return found
+
+
+def shown(name: str) -> str:
+    """A folder's or file's name as a student's name: one line, every control character shown as an escape."""
+    return sanitize(os.fsdecode(name)).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def find(folder: str, file: str) -> list[str]:
+    """The paths named FILE inside FOLDER (at most MAX_DEPTH deep, links not followed), the shallowest first."""
+    hits = []
+    for here, dirs, files in os.walk(folder):
+        depth = here[len(folder):].count(os.sep)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED) if depth < MAX_DEPTH else []
+        hits += [os.path.join(here, f) for f in files if f == file]
+    return sorted(hits, key=lambda p: (p.count(os.sep), p))
+
+
+def tasks(root: str, items: list[Item], by_file: bool, skip: str = "") -> list[Task]:
+    """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files.
+    SKIP: the output folder, not a student."""
+    out = []
+    for student, path in students(root, items, by_file, skip).items():
+        for item in items:
+            out.append(_task(root, student, path, item))
+    return out
+
+
+def _task(root: str, student: str, path: str, item: Item) -> Task:
+    from gradlab.practice.sandbox import read_submission
+
+    if os.path.isdir(path):
+        hits = find(path, item.file)
+        same = [h for h in hits if hits and h.count(os.sep) == hits[0].count(os.sep)]
+        if not hits:
+            return _missing(student, item, f"{item.file} is missing from this submission", "")
+        if len(same) > 1:
+            shown = ", ".join(sanitize(os.path.relpath(h, path)) for h in same[:3])
+            return _missing(student, item, f"{item.file} is there more than once ({shown}): keep one", "")
+        path = hits[0]
+    found = sanitize(os.path.relpath(path, root))
+    try:
+        digest = hashlib.sha256(read_submission(path, follow=False)).hexdigest()
+    except (OSError, ValueError) as e:
+        return _missing(student, item, f"cannot read {found}: {getattr(e, 'strerror', None) or e}", found)
+    return Task(student, item, path, None, digest, found)
+
+
+def _missing(student: str, item: Item, why: str, found: str) -> Task:
+    """A task that cannot run: its digest is WHY's, so that a re-run keeps it only while the reason is the same."""
+    return Task(student, item, None, why, "none:" + hashlib.sha256(why.encode()).hexdigest(), found)
+
+
+def record(task: Task, result, seed: int, version: str) -> dict:
+    """What is kept of TASK's Result: plain JSON that every output file is written from, and the keys that let a
+    re-run reuse it."""
+    got = score(result, task.item)
+    claims = [{"text": c.text, "passed": c.passed, "value": c.value, "bound": c.bound, "op": c.op,
+               "rule": is_rule(c.id, task.item.exercise)} for c in result.claims]
+    inputs = result.tables[0].rows if result.tables else []
+    return json_safe({
+        "student": task.student, "file": task.item.file, "exercise": task.item.exercise, "found": task.found,
+        "digest": task.digest, "key": task.item.key(seed, version), "score": got.score, "points": got.points,
+        "how": got.how, "passed": result.exit_code == 0, "stopped": result.stopped,
+        "diagnosis": result.metrics.get("diagnosis"), "notes": list(result.notes), "claims": claims,
+        "inputs": [[str(r[0]), str(r[1]), r[2], str(r[3])] for r in inputs],
+        "printed": result.metrics.get("printed", ""), "trace": result.metrics.get("trace", ""),
+        "sandbox": result.metrics.get("sandbox", "")})
+
+
+def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
+    """Whether OLD (the record of TASK's student and file from the last run) still holds: the same bytes, course
+    item, seed and gradlab."""
+    return (isinstance(old, dict) and old.get("digest") == task.digest
+            and old.get("key") == task.item.key(seed, version) and old.get("student") == task.student)
+
+
+def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, str], dict],
+              progress: Callable[[int, int, dict, float], None]) -> dict[tuple[str, str], dict]:
+    """{(student, file): record} for every task: OLD's records where they still hold, the others graded two at a
+    time, each in its own sandbox. PROGRESS(done, of, record, seconds) after each graded one."""
+    records = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
+               if reusable(old.get((t.student, t.item.file)), t, seed, version)}
+    fresh = [t for t in todo if (t.student, t.item.file) not in records]
+    pool = ThreadPoolExecutor(2)
+    try:
+        futures = {pool.submit(_timed, t, seed): t for t in fresh}
+        for done, future in enumerate(as_completed(futures), 1):
+            task = futures[future]
+            result, seconds = future.result()
+            records[(task.student, task.item.file)] = rec = record(task, result, seed, version)
+            progress(done, len(fresh), rec, seconds)
+    finally:  # Ctrl-C: the files not started are not graded (the two running finish within their time limit)
+        pool.shutdown(wait=True, cancel_futures=True)
+    return records
+
+
+def _timed(task: Task, seed: int):
+    """TASK's Result (never an exception: gradlab.practice.commands._checked) and how long it took."""
+    from gradlab.practice.commands import _checked
+
+    started = time.monotonic()
+    item = (f"{task.student}/{task.item.file}", task.path, EXERCISES[task.item.exercise], task.why, False)
+    return _checked(item, seed), time.monotonic() - started
+
+
+SLUG = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def slugs(names: list[str]) -> dict[str, str]:
+    """A file name for each student's feedback: letters, digits, . _ - only, unique (a number added on a clash)."""
+    out, taken = {}, set()
+    for name in names:
+        base = SLUG.sub("_", name).strip("._") or "student"
+        slug, n = base[:80], 2
+        while slug.lower() in taken:
+            slug, n = f"{base[:76]}-{n}", n + 1
+        taken.add(slug.lower())
+        out[name] = slug
+    return out

@@ -1,0 +1,521 @@
+"""`gradlab grade`: a class graded in one command. The course file's points and scoring, how students and their files
+are found (folders per student, nested as LMS downloads and GitHub Classroom clones are, or a file per student), the
+files it writes (the gradebook, each student's feedback, the class page, opened in a real browser), re-runs that
+grade only what changed, and bad input. The class itself runs once (conftest.once), in the sandbox, as root with
+bubblewrap; without it those tests skip (under CI, GRADLAB_REQUIRE_SANDBOX=1, they fail)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import assert_one_line_error, invoke, once, require_sandbox
+from test_classroom import find_browser
+from test_practice import SGD_RIGHT, solution
+
+from gradlab.practice import EXERCISES, checks_of, course, feedback, gradebook
+from gradlab.practice.check import judge, starter
+
+SOFTMAX_RIGHT = """
+B = x.shape[0]
+p = torch.softmax(x @ W + b, dim=1)
+return x.T @ (p - y) / B, (p - y).mean(dim=0)
+"""
+SOFTMAX_NO_B = SOFTMAX_RIGHT.replace("/ B,", ",")  # ∂W's /B forgotten: a wrong gradient
+SOFTMAX_IN_PLACE = """
+B = x.shape[0]
+p = torch.softmax(x @ W + b, dim=1)
+gW, gb = x.T @ (p - y) / B, (p - y).mean(dim=0)
+W.zero_()  # right values, but a rule broken: W changed in place
+return gW, gb
+"""
+COURSE = '''[grading]
+points = 10
+
+[exercises]
+"softmax_grad.py" = "mnist.softmax_grad"
+"sgd_step.py" = { exercise = "mnist.sgd_step", points = 4, scoring = "all-or-nothing" }
+'''
+
+
+def judged(name: str, source: str):
+    """The Result of SOURCE's function for exercise NAME, judged as if it had run in the sandbox."""
+    scope: dict = {}
+    exec(compile(source, "<answer>", "exec"), scope)
+    checks = checks_of(EXERCISES[name])
+    cases = checks.cases(0)
+    refs = [checks.run(None, c) for c in cases]
+    return judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [checks.call(scope[EXERCISES[name].function],
+                                                                                     c) for c in cases]})
+
+
+# -------------------------------------------------------------------- points
+@pytest.mark.parametrize(("body", "scoring", "expected"), [
+    (SOFTMAX_RIGHT, "claims", 10), (SOFTMAX_NO_B, "claims", 0), (SOFTMAX_IN_PLACE, "claims", 7.5),
+    (SOFTMAX_NO_B, "per-check", 6.67), (SOFTMAX_IN_PLACE, "all-or-nothing", 0), (SOFTMAX_RIGHT, "all-or-nothing", 10),
+])
+def test_points_mean_what_a_teacher_means(body, scoring, expected):
+    """By default the claims about the answer carry the points and a broken rule deducts: a wrong gradient scores
+    0, not the 2 of 3 that "inputs unchanged" and "no graph" gave it; per-check keeps that count for who wants it."""
+    result = judged("mnist.softmax_grad", solution("mnist.softmax_grad", body))
+    item = course.Item("softmax_grad.py", "mnist.softmax_grad", points=10, scoring=scoring)
+    assert course.score(result, item).score == expected
+
+
+def test_a_course_file_sets_points_and_scoring(tmp_path):
+    (tmp_path / "course.toml").write_text(COURSE)
+    items = course.read(str(tmp_path / "course.toml"))
+    assert [(i.file, i.exercise, i.points, i.scoring) for i in items] == [
+        ("softmax_grad.py", "mnist.softmax_grad", 10, "claims"), ("sgd_step.py", "mnist.sgd_step", 4, "all-or-nothing")]
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ('[exercises]\n"a.py" = { exercise = "mnist.sgd_step", points = -1 }\n', "points = -1 must be a number above 0"),
+    ('[exercises]\n"a.py" = { exercise = "mnist.sgd_step", scoring = "most" }\n', "scoring = 'most' must be one of"),
+    ('[grading]\ndeduct = 2\n[exercises]\n"a.py" = "mnist.sgd_step"\n', "deduct = 2 must be a share"),
+    ('[exercises]\n"a.py" = { exercise = "mnist.sgd_step", weight = 1 }\n', "unknown key 'weight'"),
+    ('[exercises]\n"a.py" = "mnist.nope"\n', "unknown exercise 'mnist.nope'"),
+    ('[points]\n"a.py" = 3\n[exercises]\n"a.py" = "mnist.sgd_step"\n', "unknown key 'points'"),
+    ("[exercises\n", "is not valid TOML"),
+])
+def test_a_bad_course_file_is_one_line_and_nothing_is_written(tmp_path, text, fragment):
+    (tmp_path / "course.toml").write_text(text)
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    out = invoke("grade", str(tmp_path / "subs"), "--course", str(tmp_path / "course.toml"), "--out",
+                 str(tmp_path / "out"))
+    assert_one_line_error(out, fragment)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--exercise", "mnist.sgd_step", "--course", "c.toml"], "one of the two"),
+    ([], "give --course FILE"),
+    (["--exercise", "mnist.nope"], "unknown exercise 'mnist.nope'"),
+])
+def test_bad_usage_is_one_line(tmp_path, args, fragment):
+    (tmp_path / "subs").mkdir()
+    assert_one_line_error(invoke("grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), *args), fragment)
+    assert not (tmp_path / "out").exists()
+
+
+def test_grading_a_class_needs_the_sandbox_and_writes_nothing_without(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADLAB_SANDBOX", "plain")
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    out = invoke("grade", str(tmp_path / "subs"), "--exercise", "mnist.sgd_step", "--out", str(tmp_path / "out"))
+    assert_one_line_error(out, "runs other people's code", "nothing was written")
+    assert not (tmp_path / "out").exists()
+
+
+def test_check_refuses_one_gradescope_file_for_a_class_and_points_a_class_folder_to_grade(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    out = invoke("check", str(tmp_path), "--exercise", "mnist.sgd_step", "--gradescope", str(tmp_path / "r.json"))
+    assert_one_line_error(out, "--gradescope writes one student's results.json", "gradlab grade")
+    assert not (tmp_path / "r.json").exists()
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    (tmp_path / "class" / "alice" / "sgd_step.py").write_text("x = 1\n")
+    (tmp_path / "c.toml").write_text('[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n')
+    assert_one_line_error(invoke("check", str(tmp_path / "class"), "--course", str(tmp_path / "c.toml")),
+                          "a folder per student is a class", "gradlab grade")
+
+
+# -------------------------------------------------------------------- finding students and their files
+def test_students_are_folders_found_at_any_depth_without_following_links(tmp_path):
+    subs = tmp_path / "subs"
+    for path in ("alice/softmax_grad.py", "bob-repo/src/softmax_grad.py", "carol/a/softmax_grad.py",
+                 "carol/b/softmax_grad.py", "dave/softmax_grad.py", "dave/tests/softmax_grad.py"):
+        (subs / path).parent.mkdir(parents=True, exist_ok=True)
+        (subs / path).write_text(f"# {path}\n")
+    (subs / "erin").mkdir()
+    os.symlink("/etc/passwd", subs / "erin" / "softmax_grad.py")
+    (subs / "frank").mkdir()
+    (subs / ".git").mkdir()
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    found = {t.student: t for t in gradebook.tasks(str(subs), items, by_file=False)}
+    assert sorted(found) == ["alice", "bob-repo", "carol", "dave", "erin", "frank"]
+    assert found["bob-repo"].found == "bob-repo/src/softmax_grad.py" and found["bob-repo"].why is None
+    assert "more than once" in found["carol"].why
+    assert found["dave"].found == "dave/softmax_grad.py"  # the shallowest copy
+    assert found["erin"].path is None and "symbolic link" in found["erin"].why
+    assert found["frank"].why == "softmax_grad.py is missing from this submission"
+
+
+def test_one_file_per_student_with_exercise(tmp_path):
+    (tmp_path / "alice.py").write_text("a\n")
+    (tmp_path / "bob.py").write_text("b\n")
+    (tmp_path / "notes.txt").write_text("not a submission\n")
+    items = [course.Item("sgd_step.py", "mnist.sgd_step")]
+    found = gradebook.tasks(str(tmp_path), items, by_file=True)
+    assert [(t.student, t.found) for t in found] == [("alice", "alice.py"), ("bob", "bob.py")]
+    assert found[0].digest != found[1].digest
+
+
+# -------------------------------------------------------------------- what it writes, from records
+def record(student: str, file: str, *, score: float, points: float = 10, passed: bool = False, **more) -> dict:
+    base = {"student": student, "file": file, "exercise": "mnist.softmax_grad", "found": f"{student}/{file}",
+            "score": score, "points": points, "how": "", "passed": passed, "stopped": None, "diagnosis": None,
+            "notes": [], "claims": [], "inputs": [], "printed": "", "trace": ""}
+    return base | more
+
+
+def test_the_class_page_ranks_mistakes_and_escapes_what_students_chose():
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    evil = '<script>alert(1)</script>'
+    table = {
+        "alice": {"softmax_grad.py": record("alice", "softmax_grad.py", score=10, passed=True)},
+        evil: {"softmax_grad.py": record(evil, "softmax_grad.py", score=0, printed=evil,
+                                         diagnosis="∂W's /B forgotten: yours 0.125, expected 0.0125")},
+        "bob": {"softmax_grad.py": record("bob", "softmax_grad.py", score=0,
+                                          diagnosis="∂W's /B forgotten: yours 3.5, expected 0.35")},
+        "carol": {"softmax_grad.py": record("carol", "softmax_grad.py", score=0, stopped="syntax error at line 3")},
+    }
+    slug = gradebook.slugs(list(table))
+    page = feedback.class_html("t", items, table, slug, "made")
+    assert "<script>" not in page and "http" not in page
+    mistakes = re.findall(r'<tr><td class="n">(\d+)</td><td>mnist.softmax_grad</td><td>([^<]*)</td>', page)
+    assert mistakes == [("2", "∂W&#x27;s /B forgotten: yours …, expected …"), ("1", "syntax error at line …")]
+    assert "1 of 4 (25 %)" in page
+    text = feedback.feedback_html(evil, items, table[evil])
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    md = feedback.feedback_md(evil, items, table[evil])
+    assert md.startswith("# Feedback for &lt;script&gt;") and "```\n<script>alert(1)</script>\n```" in md
+    assert slug[evil] == "script_alert_1_script"
+
+
+def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad"), course.Item("sgd_step.py", "mnist.sgd_step", 5)]
+    table = {"=cmd()": {"softmax_grad.py": record("x", "softmax_grad.py", score=7.5),
+                        "sgd_step.py": record("x", "sgd_step.py", score=5, points=5)}}
+    rows = list(csv.reader(feedback.grades_csv(items, table).splitlines()))
+    assert rows == [["student", "mnist.softmax_grad (10)", "mnist.sgd_step (5)", "total (15)"],
+                    ["'=cmd()", "7.5", "5", "12.5"]]
+
+
+# -------------------------------------------------------------------- a class, graded for real
+STUDENTS = {
+    "alice/softmax_grad.py": ("mnist.softmax_grad", SOFTMAX_RIGHT),
+    "alice/sgd_step.py": ("mnist.sgd_step", SGD_RIGHT),
+    "bob/src/softmax_grad.py": ("mnist.softmax_grad", SOFTMAX_NO_B),  # a GitHub Classroom clone's layout
+    "bob/sgd_step.py": ("mnist.sgd_step", SGD_RIGHT.replace(".sum(dim=1).mean()", ".sum()")),
+    "carol/softmax_grad.py": ("mnist.softmax_grad", None),  # the starter; no sgd_step.py
+    "dave/softmax_grad.py": ("mnist.softmax_grad", SOFTMAX_NO_B),
+    "dave/sgd_step.py": (None, "def sgd_step(W, b, x, y, lr):\n    return (\n"),  # a syntax error
+    "erin/softmax_grad.py": ("mnist.softmax_grad", SOFTMAX_IN_PLACE),
+}
+
+
+def make_class(root: Path) -> None:
+    for path, (name, body) in STUDENTS.items():
+        (root / "subs" / path).parent.mkdir(parents=True, exist_ok=True)
+        text = body if name is None else starter(EXERCISES[name]) if body is None else solution(name, body)
+        (root / "subs" / path).write_text(text)
+    (root / "course.toml").write_text(COURSE)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    require_sandbox()
+
+    def make(root: Path) -> None:
+        make_class(root)
+        proc = subprocess.run([sys.executable, "-m", "gradlab", "grade", "subs", "--course", "course.toml", "--out",
+                               "out"], cwd=root, capture_output=True, text=True, timeout=600)
+        (root / "first.txt").write_text(proc.stdout + proc.stderr + f"\nexit {proc.returncode}\n")
+
+    return once(tmp_path_factory, "grade-class", make)
+
+
+def test_a_class_is_graded_into_a_gradebook(graded):
+    log = (graded / "first.txt").read_text()
+    assert log.rstrip().endswith("exit 0") and "grading 10 files of 5 students with seed" in log, log
+    assert len(re.findall(r"^\[\d+/10\] ", log, re.M)) == 10  # progress: a line per graded file
+    assert "`gradlab mnist --explain` prints the lesson's analytic_gradients, which answers mnist.softmax_grad" in log
+    rows = {r["student"]: r for r in csv.DictReader((graded / "out" / "grades.csv").open())}
+    got = {s: (r["mnist.softmax_grad (10)"], r["mnist.sgd_step (4)"], r["total (14)"]) for s, r in rows.items()}
+    assert got == {"alice": ("10", "4", "14"), "bob": ("0", "0", "0"), "carol": ("0", "0", "0"),
+                   "dave": ("0", "0", "0"), "erin": ("7.5", "0", "7.5")}
+
+
+def test_each_student_gets_the_feedback_their_check_would_show(graded):
+    bob = (graded / "out" / "feedback" / "bob.md").read_text()
+    assert "∂W's /B forgotten" in bob and "summed cost: your step is B times too large" in bob
+    assert "Graded file: `bob/src/softmax_grad.py`" in bob and "| batch of 100 | grad |" in bob
+    carol = (graded / "out" / "feedback" / "carol.md").read_text()
+    assert "raises NotImplementedError" in carol and "sgd_step.py is missing from this submission" in carol
+    assert "syntax error at line 2" in (graded / "out" / "feedback" / "dave.md").read_text()
+    erin = (graded / "out" / "feedback" / "erin.html").read_text()
+    assert "changed W in place" in erin and "1 broken rule" in erin
+    data = json.loads((graded / "out" / "results.json").read_text())
+    assert sorted(data["students"]) == ["alice", "bob", "carol", "dave", "erin"]
+    assert data["students"]["alice"]["softmax_grad.py"]["passed"] is True
+
+
+def test_the_class_page_in_a_real_browser(graded, tmp_path):
+    browser = find_browser()
+    if browser is None:
+        if os.environ.get("GRADLAB_REQUIRE_BROWSER"):
+            pytest.fail("GRADLAB_REQUIRE_BROWSER is set but no chromium is installed")
+        pytest.skip("no headless browser (apt-get install chromium) to open the class page in")
+    page = graded / "out" / "class.html"
+    assert not re.search(r"(src|href)=\"(https?:)?//", page.read_text())  # offline: nothing fetched
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync"]
+    dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p1'}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    ranked = re.findall(r'<tr><td class="n">(\d+)</td><td>([^<]+)</td><td>([^<]*)</td>', dom)
+    counts = [int(r[0]) for r in ranked]
+    assert counts == sorted(counts, reverse=True) and sum(counts) == 2 * 5 - 2, ranked  # every file but alice's two
+    assert [r[:2] for r in ranked if "/B forgotten" in r[2]] == [("2", "mnist.softmax_grad")], ranked
+    grid = re.search(r'<table class="grid">(.*?)</table>', dom, re.S).group(1)
+    links = re.findall(r'href="(feedback/[^"#]+)(?:#([^"]+))?"', grid)
+    assert len(links) == 5 * 3  # each student's name and their two exercises
+    for href, fragment in links:
+        target = (graded / "out" / href).read_text()
+        assert not fragment or f'id="{fragment}"' in target, (href, fragment)
+    assert "1 of 5 (20 %)" in dom  # softmax_grad: alice alone passes
+    shot = tmp_path / "class.png"
+    subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1280,1000",
+                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000
+
+
+def test_a_re_run_grades_only_what_changed(graded, tmp_path):
+    import shutil
+
+    root = tmp_path / "again"
+    shutil.copytree(graded, root, symlinks=True)
+    (root / "subs" / "bob" / "src" / "softmax_grad.py").write_text(solution("mnist.softmax_grad", SOFTMAX_RIGHT))
+    proc = subprocess.run([sys.executable, "-m", "gradlab", "grade", "subs", "--course", "course.toml", "--out", "out"],
+                          cwd=root, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "grading 1 files of 5 students" in proc.stdout and "9 unchanged since the last run, kept" in proc.stdout
+    assert re.findall(r"^\[1/1\] (\S+):", proc.stdout, re.M) == ["bob/softmax_grad.py"]
+    rows = {r["student"]: r for r in csv.DictReader((root / "out" / "grades.csv").open())}
+    assert rows["bob"]["mnist.softmax_grad (10)"] == "10" and rows["alice"]["total (14)"] == "14"
+    first = json.loads((graded / "out" / "results.json").read_text())
+    assert json.loads((root / "out" / "results.json").read_text())["seed"] == first["seed"]
+
+
+# -------------------------------------------------------------------- answers kept from students
+GLOO = {"clip.clip_across_ranks", "ddp.sync_gradients", "ddp.average_gradients"}  # their harness starts workers
+
+
+@pytest.mark.parametrize("name", [n for n in EXERCISES if n not in GLOO])
+def test_every_answer_explain_prints_is_flagged(name):
+    """What `gradlab LESSON --explain` prints, used as it is: a function that passes an exercise's check must be
+    flagged by printed_answer (gradlab grade then tells the teacher), or a graded exercise's answer ships unsaid."""
+    import inspect
+
+    from gradlab.lessons import LESSONS
+
+    exercise = EXERCISES[name]
+    module = LESSONS[exercise.lesson].load()
+    arity = exercise.signature.count(",") + 1
+    passing = []
+    for shown in module.EXPLAIN:
+        fn = getattr(module, shown)
+        try:
+            fits = inspect.isclass(fn) == exercise.signature.startswith("class ") and (
+                inspect.isclass(fn) or len(inspect.signature(fn).parameters) == arity)
+        except (TypeError, ValueError):
+            fits = False
+        if fits:
+            checks = checks_of(exercise)
+            cases = checks.cases(0)
+            refs = [checks.run(None, c) for c in cases]
+            try:
+                outputs = [checks.call(fn, c) for c in cases]
+            except Exception:
+                continue
+            if judge(exercise, cases, refs, {"ok": True, "outputs": outputs}).exit_code == 0:
+                passing.append(shown)
+    assert not passing or course.printed_answer(name), (name, passing)
+
+
+def test_model_answers_are_left_out_of_the_wheel():
+    import tomllib
+
+    from conftest import REPO
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert "gradlab/lessons/*/exercises/answers.py" in config["exclude"]
+    answers = sorted(REPO.glob("gradlab/lessons/*/exercises/answers.py"))
+    assert len(answers) == len({e.lesson for e in EXERCISES.values()})  # the repository keeps them, one per lesson
+
+
+def test_a_folder_and_a_file_of_the_same_name_are_two_students(tmp_path):
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "sgd_step.py").write_text("a\n")
+    (tmp_path / "alice.py").write_text("b\n")
+    found = gradebook.tasks(str(tmp_path), [course.Item("sgd_step.py", "mnist.sgd_step")], by_file=True)
+    assert sorted(t.student for t in found) == ["alice", "alice.py"]
+
+
+@pytest.mark.parametrize("what", ["submissions", "out"])
+def test_a_wrong_path_is_one_line(tmp_path, what):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "file").write_text("x\n")
+    subs, out = (tmp_path / "file", tmp_path / "out") if what == "submissions" else (tmp_path / "subs",
+                                                                                     tmp_path / "file")
+    result = invoke("grade", str(subs), "--exercise", "mnist.sgd_step", "--out", str(out))
+    assert_one_line_error(result, "is not a folder" if what == "submissions" else "is a file")
+
+
+# -------------------------------------------------------------------- a teacher's own exercise
+OWN = Path(__file__).resolve().parent.parent / "examples" / "own-exercise"
+MSE_RIGHT = "r = X @ w + b - y\nreturn 2 * X.T @ r / len(y), 2 * r.mean()"
+
+
+@pytest.fixture
+def own_course(tmp_path):
+    """The worked example copied out (a test may change it); EXERCISES as it was, afterwards."""
+    import shutil
+
+    before = dict(EXERCISES)
+    shutil.copytree(OWN, tmp_path / "course")
+    yield tmp_path / "course"
+    EXERCISES.clear()
+    EXERCISES.update(before)
+    for name in [m for m in sys.modules if m.startswith("gradlab_own_")]:
+        del sys.modules[name]
+
+
+def test_an_own_exercise_is_judged_as_gradlabs_are(own_course):
+    items = course.read(str(own_course / "course.toml"))
+    assert [i.exercise for i in items] == ["linreg.mse_grad", "mnist.softmax_grad"]
+    checks = checks_of(EXERCISES["linreg.mse_grad"])
+    right = judged("linreg.mse_grad", solution("linreg.mse_grad", MSE_RIGHT))
+    assert right.exit_code == 0, [(c.text, c.value) for c in right.claims]
+    for mistake in checks.mistakes:  # the teacher's known mistakes, by name
+        r = judge(EXERCISES["linreg.mse_grad"], checks.cases(0), [checks.run(None, c) for c in checks.cases(0)],
+                  {"ok": True, "outputs": [checks.call(mistake.fn, c) for c in checks.cases(0)]})
+        assert r.metrics["diagnosis"].startswith(f"{mistake.name}: "), r.metrics.get("diagnosis")
+    flipped = judged("linreg.mse_grad", solution("linreg.mse_grad", MSE_RIGHT.replace("X @ w + b - y",
+                                                                                       "y - X @ w - b")))
+    assert "the sign is flipped" in flipped.metrics["diagnosis"]  # gradlab's general experiments, not the teacher's
+
+
+def test_an_own_exercise_gets_a_starter(own_course, tmp_path):
+    out = invoke("exercise", "linreg.mse_grad", "--course", str(own_course / "course.toml"), "--out",
+                 str(tmp_path / "mse_grad.py"))
+    assert out.exit_code == 0, out.output
+    text = (tmp_path / "mse_grad.py").read_text()
+    assert "def mse_grad(w, b, X, y):" in text and "∂cost/∂w = 2 Xᵀr / N" in text
+    assert "gradlab check mse_grad.py --course course.toml" in text and "NotImplementedError" in text
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    (lambda c: (c / "linreg" / "checks.py").unlink(), "has no checks.py"),
+    (lambda c: (c / "linreg" / "harness.py").write_text("from gradlab.practice.check import judge\n"),
+     "imports gradlab.practice.check, which does not exist in the sandbox"),
+    (lambda c: (c / "course.toml").write_text('own = ["nowhere"]\n[exercises]\n"a.py" = "mnist.sgd_step"\n'),
+     "is not a folder"),
+    (lambda c: (c / "linreg" / "__init__.py").write_text("EXERCISES = []\n"), "declares no EXERCISES"),
+])
+def test_a_bad_own_folder_is_one_line(own_course, change, fragment):
+    change(own_course)
+    (own_course / "subs").mkdir()
+    out = invoke("grade", str(own_course / "subs"), "--course", str(own_course / "course.toml"), "--out",
+                 str(own_course / "out"))
+    assert_one_line_error(out, fragment)
+
+
+PEEK = '''
+import os
+
+
+def mse_grad(w, b, X, y):  # right, and it looks for the teacher's reference
+    seen = []
+    for path in @PATHS@:
+        try:
+            with open(path) as f:
+                seen.append(path + ": " + f.read(40))
+        except OSError:
+            pass
+    print("PEEK", seen)
+    r = X @ w + b - y
+    return 2 * X.T @ r / len(y), 2 * r.mean()
+'''
+
+
+def test_an_own_exercise_runs_in_the_sandbox_without_its_checks(tmp_path):
+    """Checked for real: the student's code runs in the sandbox with the teacher's harness and nothing else of the
+    course folder (the reference in checks.py stays out of its reach)."""
+    import shutil
+
+    require_sandbox()
+    shutil.copytree(OWN, tmp_path / "course")
+    os.chmod(tmp_path / "course", 0o700)  # as the README asks (the uid fallback reads what others may read)
+    folder = tmp_path / "course" / "linreg"
+    paths = [str(folder / "checks.py"), str(folder / "__init__.py"), "/pkg/gradlab_own_linreg/checks.py"]
+    (tmp_path / "mse_grad.py").write_text(PEEK.replace("@PATHS@", repr(paths)))
+    proc = subprocess.run([sys.executable, "-m", "gradlab", "check", str(tmp_path / "mse_grad.py"), "--course",
+                           str(tmp_path / "course" / "course.toml"), "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=300)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "PEEK []" in data["metrics"]["printed"], data["metrics"]["printed"]
+    assert data["metrics"]["sandbox"] in ("bwrap", "uid")
+
+
+def test_gradescope_gets_a_test_per_exercise_with_the_courses_points():
+    from gradlab.practice import grading
+
+    wrong = judged("mnist.softmax_grad", solution("mnist.softmax_grad", SOFTMAX_NO_B))
+    in_place = judged("mnist.softmax_grad", solution("mnist.softmax_grad", SOFTMAX_IN_PLACE))
+    for r, name in ((wrong, "a.py"), (in_place, "b.py")):
+        r.config = {"file": name}
+    item = course.Item("softmax_grad.py", "mnist.softmax_grad", points=20)
+    data = json.loads(grading.gradescope([wrong, in_place], [course.score(wrong, item), course.score(in_place, item)]))
+    assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(0, 20), (15, 20)]
+    assert data["score"] == 15 and data["max_score"] == 40
+    assert "/B forgotten" in data["tests"][0]["output"] and "✗ your hand-derived gradient" in data["tests"][0]["output"]
+
+
+def test_a_students_name_is_one_line_whatever_their_folder_is_called(tmp_path):
+    (tmp_path / "eve\nFAKE [1 of 1] line\x1b[2J").mkdir()
+    found = gradebook.tasks(str(tmp_path), [course.Item("sgd_step.py", "mnist.sgd_step")], by_file=False)
+    assert [t.student for t in found] == ["eve\\nFAKE [1 of 1] line\\x1b[2J"]
+
+
+def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
+    """Ctrl-C half way: results.json holds what was graded (saved every few files), and the next run grades the
+    rest only. The sandbox is replaced by a stand-in here (what is tested is the bookkeeping)."""
+    from types import SimpleNamespace
+
+    from gradlab.practice import isolate
+    from gradlab.practice.check import stopped_result
+
+    calls = []
+
+    def fake(task, seed, stop_at=None):
+        import time
+
+        calls.append(task.student)
+        time.sleep(0.3)  # a check takes a while: the files not started yet are still queued when it stops
+        if len(calls) == stop_at:
+            raise KeyboardInterrupt
+        return stopped_result(EXERCISES[task.item.exercise], task.student, "stand-in", seed=seed), 0.0
+
+    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    for i in range(10):
+        (tmp_path / f"s{i}.py").write_text(f"# {i}\n")
+    args = ("grade", str(tmp_path), "--exercise", "mnist.sgd_step", "--out", str(tmp_path / "out"))
+    monkeypatch.setattr(gradebook, "_timed", lambda t, s: fake(t, s, stop_at=7))
+    assert invoke(*args).exit_code == 130
+    assert len(calls) <= 7 + 1  # the files not started when it stopped are not graded (the other worker's one is)
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    kept = sum(len(v) for v in saved["students"].values())
+    assert saved["partial"] and 4 <= kept < 10
+    calls.clear()
+    monkeypatch.setattr(gradebook, "_timed", lambda t, s: fake(t, s))
+    again = invoke(*args)
+    assert again.exit_code == 0 and f"({kept} unchanged since the last run, kept)" in again.output
+    assert len(calls) == 10 - kept
+    final = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "partial" not in final and len(final["students"]) == 10 and final["seed"] == saved["seed"]
