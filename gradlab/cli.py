@@ -162,11 +162,11 @@ def write_outputs(result, run, console) -> None:
 
 
 def _add_other_commands() -> None:
-    from gradlab import classroom
+    from gradlab import classroom, docs_site
     from gradlab.practice import commands as practice
 
     for command in (classroom.list_lessons, classroom.all_lessons, classroom.report, practice.exercises,
-                    practice.exercise, practice.check_cmd, classroom.notebooks, classroom.show):
+                    practice.exercise, practice.check_cmd, classroom.notebooks, classroom.show, docs_site.docs):
         cli.add_command(command)
 
 
