@@ -59,9 +59,14 @@ def print_explanation(module, console) -> None:
                                        "(`gradlab docs`).")
     console.print(Panel(Markdown(f"# {title}\n\n{_as_markdown(body)}{more}"), title="the math",
                         border_style="cyan"))
+    shown = getattr(module, "EXPLAIN_SHORT", module.EXPLAIN[:1])  # the lines that compute the idea; the rest named
     for s in snippets:
-        console.print(Panel(Syntax(s.code, "python", line_numbers=True, start_line=s.start, theme="ansi_dark",
-                                   word_wrap=True), title=f"{s.name} — {s.path}:{s.start}", border_style="cyan"))
+        if s.name in shown:
+            console.print(Panel(Syntax(s.code, "python", line_numbers=True, start_line=s.start, theme="ansi_dark",
+                                       word_wrap=True), title=f"{s.name} — {s.path}:{s.start}", border_style="cyan"))
+    rest = [f"{s.name} ({s.path}:{s.start})" for s in snippets if s.name not in shown]
+    if rest:
+        console.print(f"The rest of the code it explains: {', '.join(rest)}.", markup=False, highlight=False)
 
 
 def _as_markdown(body: str) -> str:

@@ -51,11 +51,14 @@ loss is the mean over their own shard compute the whole batch's gradient g only:
     same point about a summed loss: "the gradient will be M times smaller when compared to the same model trained
     on a single node with batch=M*N if the loss is summed (NOT averaged as usual) across instances in a batch
     (because the gradients between different nodes are averaged)", torch/nn/parallel/distributed.py);
-  * with a loss that is a mean of per-sample losses. BatchNorm normalises each shard by the shard's own mean and
+  * with no coupling across samples: each sample's loss a function of that sample alone. A BatchNorm model's loss
+    is still a mean of per-sample losses, but BatchNorm normalises each shard by the shard's own mean and
     variance, so a worker's forward pass is not its part of the whole batch's (torch.nn.SyncBatchNorm computes
     them "over all mini-batches of the same process groups"; tests/test_ddp_lesson.py measures the difference);
   * to rounding, not bit for bit: the sums run in another order (the claims bound the difference by 1e-6 relative
     in float32, 1e-12 in float64).
+
+---
 
 Clipping must see the global gradient. With g = Σ_r (n_r / B) · ḡ_r, what the all-reduce leaves on every worker:
 

@@ -1,7 +1,7 @@
 """stop_gradient on the DQN target, on CartPole.
 
-The tutorial (seeds 001 and 002, "DQN中为什么要对q_target进行stop_gradient?") builds the target inside the graph and
-cuts it,
+The tutorial (its text, in two posts: "DQN中为什么要对q_target进行stop_gradient?") builds the target inside
+the graph and cuts it,
 
     target = r + gamma * q_targ_a
     target = tf.stop_gradient(target)
@@ -54,6 +54,8 @@ h_i = Huber′(δ_i)/N:
     agree only when (r, s', done) is a function of (s, a); otherwise descending the Bellman error needs two
     independent samples of s' (the book's point). CartPole's transitions are deterministic (only reset() draws
     random numbers: gymnasium/envs/classic_control/cartpole.py; tests/test_rl.py checks it), so here they agree.
+
+---
 
 Sources, honestly: neither the book nor Baird's 1995 paper was at hand as a primary copy. The section number, its
 title and the quoted name come from study notes of the book; Baird's three methods and φ from a CMU glossary of his

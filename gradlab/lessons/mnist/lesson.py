@@ -36,6 +36,8 @@ Where PyTorch differs from the TF-1 original:
     own cross-entropy.
   * The tutorial's epoch cost is the mean of the epoch's batch costs, each computed before its update; so is ours.
 
+---
+
 The data, as the tutorial's `input_data.read_data_sets("/tmp/data/", one_hot=True)` split it
 (tensorflow/contrib/learn/python/learn/datasets/mnist.py, TF 1.15; line numbers of v1.15.0):
   * `validation_size=5000` (line 237): `validation_images = train_images[:validation_size]`,
@@ -77,6 +79,7 @@ TUTORIAL_ACCURACY = 0.873333
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("cross_entropy", "optimizer_step", "manual_step", "analytic_gradients", "analytic_step")
+EXPLAIN_SHORT = ("manual_step", "analytic_gradients")  # what --explain prints in full; it names the others
 
 
 # ---------------------------------------------------------------------------------------------------------------
