@@ -105,7 +105,8 @@ def main() -> None:
 
         for page, m in all_blocks():
             name, *args = command_args(m["cmd"])
-            cli.commands[name].make_context(name, args)  # raises on an unknown lesson, option or value
+            if name != "--help" and "--help" not in args:
+                cli.commands[name].make_context(name, args)  # raises on an unknown lesson, option or value
             print(f"ok: {page.relative_to(ROOT)}: {m['cmd']}")
         return
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None

@@ -68,6 +68,8 @@ def test_no_page_fetches_anything_from_the_network(site):
         parser.feed(page.read_text(encoding="utf-8"))
         remote = [u for u in parser.urls if REMOTE.match(u)]
         assert not remote, f"{page.relative_to(site)} fetches {remote}"
+        if page.name == "404.html":  # a web server's error page, with root-relative links; unused from disk
+            continue
         for local in (u.split("#")[0].split("?")[0] for u in parser.urls if not REMOTE.match(u) and ":" not in u):
             assert (page.parent / local).resolve().is_file(), f"{page.relative_to(site)} loads a missing {local}"
     for sheet in site.rglob("*.css"):
@@ -101,7 +103,7 @@ def test_the_site_opens_from_disk_in_a_real_browser(site, tmp_path):
         h1 = re.search(r"<h1[^>]*>(.*?)</h1>", dom, re.S)
         assert h1 and heading in re.sub(r"<[^>]+>", "", h1.group(1)), f"{page}: {h1 and h1.group(1)}"
         assert text in re.sub(r"<[^>]+>", "", dom).replace("&gt;", ">"), f"{page}: no {text!r}"
-        assert "lessons/mnist.html" in dom, f"{page}: the navigation has no lesson pages"
+        assert re.search(r'href="[./]*(lessons/)?mnist\.html"', dom), f"{page}: the navigation has no lesson pages"
     shot = tmp_path / "site.png"
     subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'shot'}", "--window-size=1280,900",
                     f"--screenshot={shot}", (site / "lessons/log1pexp.html").as_uri()], capture_output=True,

@@ -56,8 +56,11 @@ def test_every_lesson_page_holds_its_docstring_as_make_docs_pastes_it():
 @pytest.mark.parametrize("block", BLOCKS, ids=IDS)
 def test_every_readme_command_parses(block):
     name, *args = readme.command_args(block["cmd"])
+    if name == "--help":
+        return
     assert name in cli.commands, block["cmd"]
-    cli.commands[name].make_context(name, args)  # raises on an unknown option or a bad value
+    if "--help" not in args:  # --help is answered by click before anything is checked
+        cli.commands[name].make_context(name, args)  # raises on an unknown option or a bad value
 
 
 def quick(block) -> bool:
