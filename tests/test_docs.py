@@ -141,3 +141,24 @@ def test_gradlab_docs_without_a_site_is_one_line_and_exit_2(tmp_path):
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, (
         proc.stderr)
+
+
+def test_the_float32_facts_the_pages_state():
+    """What docs/lessons/log1pexp.md and the lesson's comments say about float32, measured: torch.sigmoid(−100) is 0
+    because e¹⁰⁰ overflows (not a flush: −88 still gives a subnormal), the unit roundoff is 6e-8 and the ulp of 1 is
+    1.2e-7, and the faithful port of the tutorial's custom gradient has a NaN second derivative once eˣ overflows."""
+    import torch
+
+    from gradlab.lessons.log1pexp.lesson import FaithfulPort
+
+    f32 = torch.float32
+    assert torch.exp(torch.tensor(100.0)).isinf() and torch.sigmoid(torch.tensor(-100.0)).item() == 0.0
+    s88 = torch.sigmoid(torch.tensor(-88.0)).item()
+    assert f"{s88:.3g}" == "6.05e-39" and 0 < s88 < torch.finfo(f32).tiny  # subnormal
+    assert f"{torch.finfo(f32).eps:.2g}" == "1.2e-07" and f"{torch.finfo(f32).eps / 2:.2g}" == "6e-08"
+    second = {}
+    for x0 in (88.0, 89.0, 100.0):
+        x = torch.tensor(x0, requires_grad=True)
+        (g,) = torch.autograd.grad(FaithfulPort.apply(x), x, create_graph=True)
+        (second[x0],) = torch.autograd.grad(g, x)
+    assert second[88.0].isfinite() and second[89.0].isnan() and second[100.0].isnan()
