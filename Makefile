@@ -68,8 +68,8 @@ lint: install
 
 # Speed and dependability figures, printed (never asserted): MNIST loops vs a naive loop, CPU vs CUDA (where there is
 # a GPU), every lesson quiet vs
-# beside busy programs, and the claims of the RL lessons and of ddp over 20 seeds. About 45 minutes on 2 cores; run
-# it quiet.
+# beside busy programs, and the claims of the RL lessons and of ddp over 20 seeds. It takes a long while (each script
+# prints its own times); run it on a quiet machine.
 bench: install
 	$(BIN)/python bench/bench_mnist.py
 	$(BIN)/python bench/bench_gpu.py
