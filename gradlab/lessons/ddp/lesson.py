@@ -16,23 +16,6 @@ Accumulation, one process: `.backward()` adds into `.grad`, so K backward calls 
     loss_k / K, unequal parts        Σ_k ḡ_k / K ≠ g                  (4 samples weigh as much as 64)
     Σ_i ℓ_i / B, any parts           Σ_k Σ_{i in k} ∇ℓ_i / B = g      (sum, then divide by the global count)
 
-The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
-instead of by the number of samples in the whole batch. Hugging Face's transformers Trainer had it until October
-2024 (huggingface.co/blog/gradient_accumulation, 2024-10-16: "Gradient accumulation is *supposed* to be mathematically
-equivalent to full batch training; however, losses did not match between training runs where the setting was
-toggled on and off."), and torchtune fixed the same in its recipes (meta-pytorch/torchtune pull request #1875,
-"Normalize CE loss by total number of (non-padding) tokens").
-
-What K× the gradient does to a step depends on the optimizer (forgotten_k_by_optimizer trains each twice, with
-and without the /K, and a table shows them):
-
-    SGD       Δθ = −lr·g                                    a K× longer step
-    Adam      Δθ = −lr·m̂/(√v̂ + ε)                          m̂ and √v̂ both grow K×: the same step, but for ε
-    RMSprop   Δθ = −lr·g/(√v + ε), v ← αv + (1 − α)g²      (torch's, v from 0) the same, but for ε
-
-so with Adam or RMSprop the bug barely shows, which is why it hides (TF-1's RMSPropOptimizer starts v at ones,
-not 0, and takes steps of about lr·g while v ≈ 1: see single.py).
-
 Data parallel, W workers, shard r holds n_r samples. `all_reduce(t, SUM)` adds t over the workers and leaves the
 sum on every one of them:
 
@@ -59,6 +42,23 @@ loss is the mean over their own shard compute the whole batch's gradient g only:
     in float32, 1e-12 in float64).
 
 ---
+
+The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
+instead of by the number of samples in the whole batch. Hugging Face's transformers Trainer had it until October
+2024 (huggingface.co/blog/gradient_accumulation, 2024-10-16: "Gradient accumulation is *supposed* to be mathematically
+equivalent to full batch training; however, losses did not match between training runs where the setting was
+toggled on and off."), and torchtune fixed the same in its recipes (meta-pytorch/torchtune pull request #1875,
+"Normalize CE loss by total number of (non-padding) tokens").
+
+What K× the gradient does to a step depends on the optimizer (forgotten_k_by_optimizer trains each twice, with
+and without the /K, and a table shows them):
+
+    SGD       Δθ = −lr·g                                    a K× longer step
+    Adam      Δθ = −lr·m̂/(√v̂ + ε)                          m̂ and √v̂ both grow K×: the same step, but for ε
+    RMSprop   Δθ = −lr·g/(√v + ε), v ← αv + (1 − α)g²      (torch's, v from 0) the same, but for ε
+
+so with Adam or RMSprop the bug barely shows, which is why it hides (TF-1's RMSPropOptimizer starts v at ones,
+not 0, and takes steps of about lr·g while v ≈ 1: see single.py).
 
 Clipping must see the global gradient. With g = Σ_r (n_r / B) · ḡ_r, what the all-reduce leaves on every worker:
 

@@ -43,6 +43,9 @@ h_i = Huber′(δ_i)/N:
     collected in the graph under the key `GraphKeys.TRAINABLE_VARIABLES`", tensorflow/python/training/optimizer.py,
     1.15), hence the tutorial's warning: the target network is dragged along by the loss. Here the optimizer is given
     the target network's parameters too, to show it.
+
+---
+
   * With the target computed by the online network itself (`--no-target-net`), both terms land on the same
     parameters and the update descends the TD loss itself: the *naive residual-gradient* algorithm (Sutton & Barto,
     Reinforcement Learning: An Introduction, 2nd ed., §11.5 "Gradient Descent in the Bellman Error"; "naive
@@ -54,8 +57,6 @@ h_i = Huber′(δ_i)/N:
     agree only when (r, s', done) is a function of (s, a); otherwise descending the Bellman error needs two
     independent samples of s' (the book's point). CartPole's transitions are deterministic (only reset() draws
     random numbers: gymnasium/envs/classic_control/cartpole.py; tests/test_rl.py checks it), so here they agree.
-
----
 
 Sources, honestly: neither the book nor Baird's 1995 paper was at hand as a primary copy. The section number, its
 title and the quoted name come from study notes of the book; Baird's three methods and φ from a CMU glossary of his

@@ -107,7 +107,7 @@ GUARD = 20.0  # the where guards switch to y = x from here on (log(1 + e²⁰) =
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("naive", "where_guard", "double_where", "PortEOnCtx", "FaithfulPort", "StableLog1pExp")
-EXPLAIN_SHORT = ("naive", "StableLog1pExp")  # what --explain prints in full; it names the others
+EXPLAIN_SHORT = ("StableLog1pExp",)  # what --explain prints in full; it names the others
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -23,6 +23,8 @@ Three ways to take the step W ← W − lr·∂cost/∂W (and the same for b):
     manual     g = torch.autograd.grad(cost, [W, b]); W -= lr·g         TF: tf.gradients, then W.assign(W − lr·g)
     analytic   the formulas above, computed directly; no autograd       (what autograd does for us)
 
+---
+
 Where PyTorch differs from the TF-1 original:
   * TF built a graph once and ran it in a session; PyTorch computes eagerly, so the "graph" is rebuilt on each
     step and `autograd.grad` (like `tf.gradients`) returns gradients without touching the parameters.
@@ -35,8 +37,6 @@ Where PyTorch differs from the TF-1 original:
     one-hot formula above; its claim checks that the hand-derived gradient matches autograd's through PyTorch's
     own cross-entropy.
   * The tutorial's epoch cost is the mean of the epoch's batch costs, each computed before its update; so is ours.
-
----
 
 The data, as the tutorial's `input_data.read_data_sets("/tmp/data/", one_hot=True)` split it
 (tensorflow/contrib/learn/python/learn/datasets/mnist.py, TF 1.15; line numbers of v1.15.0):
