@@ -85,8 +85,8 @@ Every equality is checked where it lives: at each training step, from the same w
 own, two float32 runs that add the same numbers in a different order drift apart: the last bits differ, and sooner
 or later a ReLU input sitting at 0 flips sign (after 30 steps: 1 seed in 20 for loss_k/K accumulation, 6 in 20
 counting the data-parallel runs, by up to 7e-4; none in float64). The accumulation table shows that free-running
-difference; it is not a claim. Even a single step can do it: a forward pass over 12 samples and one over 100 run
-different matrix kernels, and a ReLU input within rounding of 0 may land on opposite sides. Such a step is
+difference; it is not a claim. Even a single step can do it: a forward pass over 12 samples need not round each row as
+one over 100 does (on some machines), and a ReLU input within rounding of 0 may land on opposite sides. Such a step is
 detected (ReluSigns: the sign of every ReLU input of every sample, in both computations), left out of the
 equality claims, and counted.
 
