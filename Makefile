@@ -85,10 +85,10 @@ bench: install
 # `make docs-site` only builds it (seconds).
 docs: install
 	$(BIN)/python scripts/readme.py
-	$(BIN)/python -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
 docs-site: install
-	$(BIN)/python -m mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
 # Re-measure the run times `gradlab list` shows (gradlab/runtimes.json); commit the file.
 runtimes: install

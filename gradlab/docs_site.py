@@ -3,6 +3,7 @@ when asked (`--build`, with mkdocs-material: the extra `gradlab[docs]`), opening
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -26,7 +27,8 @@ def build(quiet: bool = True) -> None:
         raise GradlabError("building the docs site needs mkdocs-material: pip install 'gradlab[docs]' "
                            "(or make install)") from None
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", *(["--quiet"] if quiet else []),
-                           "-f", str(CONFIG)], capture_output=True, text=True, cwd=CHECKOUT)
+                           "-f", str(CONFIG)], capture_output=True, text=True, cwd=CHECKOUT,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})  # material 9.7+'s banner about its successor
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise GradlabError(f"mkdocs build --strict failed: {last}")
