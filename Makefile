@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 LOCK   := requirements.lock
 PIP    := 26.3
 
-.PHONY: install demo test lint lock test-latest test-oldest bench runtimes docs notebooks wheel wheel-check clean
+.PHONY: install demo test lint lock test-latest test-oldest bench runtimes docs docs-site notebooks wheel wheel-check clean
 
 install: $(STAMP)
 
@@ -19,8 +19,8 @@ $(BIN)/python:
 # itself, editable, with the locked build backend. pip prints each package as it goes (torch is the long one).
 # ($(STAMP) depends on the Makefile too: a new install line re-installs.)
 $(STAMP): pyproject.toml $(LOCK) Makefile | $(BIN)/python
-	@echo "make install: pip, then the locked packages (requirements.lock: torch, torchvision, the test and notebook tools), then gradlab, into $(VENV)"
-	@echo "  (about 70 s and 5.7 GB here: PyPI's Linux torch is the CUDA build; see README 'Install' for a CPU-only one)"
+	@echo "make install: pip, then the locked packages (requirements.lock: torch, torchvision, the test, notebook and docs tools), then gradlab, into $(VENV)"
+	@echo "  (about 70 s and 5.7 GB here: PyPI's Linux torch is the CUDA build; see docs/start/install.md for a CPU-only one)"
 	$(BIN)/python -m pip install --quiet pip==$(PIP)
 	$(BIN)/python -m pip install --require-hashes --no-deps -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml $(LOCK) Makefile | $(BIN)/python
 # them), for this project's machines (Linux x86_64, Python 3.11), with their hashes. Commit it after `make test`.
 lock: $(BIN)/python
 	$(BIN)/python -m pip install --quiet uv
-	$(BIN)/uv pip compile --quiet --upgrade --prerelease disallow --generate-hashes --extra dev --extra notebooks --extra full \
+	$(BIN)/uv pip compile --quiet --upgrade --prerelease disallow --generate-hashes --extra dev --extra notebooks --extra full --extra docs \
 		-c constraints.txt --python-version 3.11 --python-platform x86_64-manylinux_2_28 -o $(LOCK) pyproject.toml
 
 # The suite against the newest releases pyproject.toml allows, unlocked (what a student's pip would pick), in a venv
@@ -39,7 +39,7 @@ test-latest:
 	rm -rf .venv-latest
 	$(PYTHON) -m venv .venv-latest
 	.venv-latest/bin/python -m pip install --quiet --upgrade pip
-	.venv-latest/bin/python -m pip install -e '.[dev,notebooks,full]'
+	.venv-latest/bin/python -m pip install -e '.[dev,notebooks,full,docs]'
 	.venv-latest/bin/ruff check .
 	.venv-latest/bin/python -m pytest -q
 
@@ -68,8 +68,8 @@ lint: install
 
 # Speed and dependability figures, printed (never asserted): MNIST loops vs a naive loop, CPU vs CUDA (where there is
 # a GPU), every lesson quiet vs
-# beside busy programs, and the claims of the RL lessons and of ddp over 20 seeds. About 45 minutes on 2 cores; run
-# it quiet.
+# beside busy programs, and the claims of the RL lessons and of ddp over 20 seeds. It takes a long while (each script
+# prints its own times); run it on a quiet machine.
 bench: install
 	$(BIN)/python bench/bench_mnist.py
 	$(BIN)/python bench/bench_gpu.py
@@ -79,11 +79,17 @@ bench: install
 	$(BIN)/python bench/bench_seeds.py --lessons ddp --jobs 1
 	$(BIN)/python bench/bench_seeds.py --lessons ddp --jobs 1 --extra "--workers 3 --uneven --micro-batches 3"
 
-# Re-run the commands whose output README.md shows (<!-- run: ... --> blocks) and paste what they print; draw
-# every lesson's backward graph into docs/graphs/ (the pictures README.md shows).
+# The docs site: re-run every command README.md and the pages of docs/ show (<!-- run: ... --> blocks) and paste what
+# they print, paste each lesson's docstring into its page (<!-- doc: ... -->), draw every lesson's backward graph into
+# docs/graphs/, then build the site, strictly, into site/ (mkdocs-material, the extra `docs`): site/index.html opens
+# from disk, offline (`gradlab docs --open`). `make docs-site` only builds it (seconds).
 docs: install
 	$(BIN)/python scripts/readme.py
 	$(BIN)/python scripts/graphs.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
+
+docs-site: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet
 
 # Re-measure the run times `gradlab list` shows (gradlab/runtimes.json); commit the file.
 runtimes: install
@@ -105,4 +111,4 @@ wheel-check: wheel
 	$(BIN)/python scripts/check_wheel.py dist/gradlab-*.whl
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist site

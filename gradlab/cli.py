@@ -167,13 +167,14 @@ def write_outputs(result, run, console) -> None:
 
 
 def _add_other_commands() -> None:
-    from gradlab import classroom
+    from gradlab import classroom, docs_site
     from gradlab.practice import commands as practice
     from gradlab.practice.grade import grade
     from gradlab.report import step
 
     for command in (classroom.list_lessons, classroom.all_lessons, classroom.report, practice.exercises,
-                    practice.exercise, practice.check_cmd, grade, classroom.notebooks, classroom.show, step.step):
+                    practice.exercise, practice.check_cmd, grade, classroom.notebooks, classroom.show, step.step,
+                    docs_site.docs):
         cli.add_command(command)
 
 

@@ -8,7 +8,7 @@ torch 2.14 `torch/optim/rmsprop.py`):
     | mean-square decay | decay = 0.9 | alpha = 0.99 |
     | ε | 1e-10, inside the root: g / √(ms + ε) | 1e-8, outside: g / (√v + ε) |
     | mean square at the start | ones (`init_ops.ones_initializer`, rmsprop.py lines 118-123) | zeros |
-    | first step, |g| ≫ ε | lr·g / √(0.9 + 0.1 g²): small for small g | lr·g / √(0.01 g²) = 10·lr per coordinate |
+    | first step | lr·g / √(0.9 + 0.1 g²): small for small g | lr·g / (√0.01·|g| + ε) ≈ 10·lr·sign(g) where |g| ≫ 10ε |
 
 The kernel (training_ops.cc, v1.15.0, lines 461-464 and 478-482), which the lines below follow:
 

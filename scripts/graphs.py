@@ -1,4 +1,5 @@
-"""Draw every lesson's backward graph into docs/graphs/<lesson>.svg (`make docs`), the pictures README.md shows.
+"""Draw every lesson's backward graph into docs/graphs/<lesson>.svg (`make docs`), the pictures each lesson's page
+shows (docs/lessons/<lesson>.md).
 
     python scripts/graphs.py [LESSON ...]
 

@@ -1,6 +1,6 @@
-"""Regenerate the example outputs in README.md by running the commands they show (`make docs`).
+"""Regenerate the generated blocks of README.md and of every page of the docs site, docs/**/*.md (`make docs`).
 
-A generated block in README.md looks like this (the command is the one a reader would type):
+Two kinds of block. A run block holds what a command prints (the command is the one a reader would type):
 
     <!-- run: gradlab log1pexp --dtype float32 -->
     ```
@@ -9,9 +9,16 @@ A generated block in README.md looks like this (the command is the one a reader 
     <!-- /run -->
 
 Each command runs in a fresh process at a fixed width of 110 columns, without colour, and its output replaces the
-block. Nothing in those blocks is typed by hand. `python scripts/readme.py --check` lists the blocks and exits 1
-when a command does not parse (unknown lesson or option), without running anything; `--only TEXT` re-runs only
-the blocks whose command contains TEXT and keeps the others as they are.
+block. A doc block holds a lesson's explanation, its module docstring as Markdown, the same text `--explain` prints:
+
+    <!-- doc: log1pexp -->
+    ...the docstring of gradlab/lessons/log1pexp/lesson.py...
+    <!-- /doc -->
+
+Nothing in those blocks is typed by hand. `python scripts/readme.py --check` lists the blocks and exits 1 when a
+command does not parse (unknown lesson or option), without running anything; `--only TEXT` re-runs only the run
+blocks whose command contains TEXT and keeps the others as they are (doc blocks are always rewritten: they cost
+nothing).
 """
 
 from __future__ import annotations
@@ -24,13 +31,30 @@ import sys
 import time
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n)```\n(?P<out>.*?)```\n(<!-- /run -->)", re.S)
+DOC = re.compile(r"(<!-- doc: (?P<lesson>[\w-]+) -->\n)(?P<out>.*?)(<!-- /doc -->)", re.S)
 WIDTH = "110"
+
+
+def pages() -> list[Path]:
+    """README.md and every page of the site, in a fixed order."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
 
 
 def blocks(text: str) -> list[re.Match]:
     return list(BLOCK.finditer(text))
+
+
+def doc_blocks(text: str) -> list[re.Match]:
+    return list(DOC.finditer(text))
+
+
+def all_blocks() -> list[tuple[Path, re.Match]]:
+    """(page, run block) for every run block of every page."""
+    return [(page, m) for page in pages() for m in blocks(page.read_text(encoding="utf-8"))]
 
 
 def command_args(cmd: str) -> list[str]:
@@ -43,37 +67,52 @@ def command_args(cmd: str) -> list[str]:
 def run(cmd: str) -> str:
     env = {**os.environ, "COLUMNS": WIDTH, "NO_COLOR": "1", "TERM": "dumb"}
     proc = subprocess.run([sys.executable, "-m", "gradlab", *command_args(cmd)], capture_output=True, text=True,
-                          env=env)
+                          env=env, cwd=ROOT)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"readme: `{cmd}` exited {proc.returncode}: {proc.stderr.strip()}")
     return "\n".join(line.rstrip() for line in proc.stdout.splitlines()) + "\n"
 
 
-def main() -> None:
-    text = README.read_text(encoding="utf-8")
-    if "--check" in sys.argv[1:]:
-        from gradlab.cli import cli
+def lesson_doc(lesson: str) -> str:
+    """The lesson's explanation as Markdown: its module docstring, exactly what `--explain full` prints."""
+    from gradlab.lessons import LESSONS
+    from gradlab.report.explain import docstring_markdown
 
-        for m in blocks(text):
-            name, *args = command_args(m["cmd"])
-            cli.commands[name].make_context(name, args)  # raises on an unknown lesson, option or value
-            print(f"ok: {m['cmd']}")
-        return
-    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None
-    out, last = [], 0
+    return docstring_markdown(LESSONS[lesson].load()).rstrip() + "\n"
+
+
+def rewrite(page: Path, only: str | None) -> int:
+    text = page.read_text(encoding="utf-8")
+    out, last, n = [], 0, 0
     for m in blocks(text):
         if only is not None and only not in m["cmd"]:
-            out += [text[last:m.end()]]
-            last = m.end()
             continue
         start = time.perf_counter()
         printed = run(m["cmd"])
         print(f"{time.perf_counter() - start:6.1f} s  {m['cmd']}", flush=True)
         out += [text[last:m.start()], m.group(1), "```\n", printed, "```\n", m.group(4)]
-        last = m.end()
+        last, n = m.end(), n + 1
     out.append(text[last:])
-    README.write_text("".join(out), encoding="utf-8")
-    print(f"rewrote {sum(only is None or only in m['cmd'] for m in blocks(text))} blocks in {README}")
+    text = "".join(out)
+    text = DOC.sub(lambda m: m.group(1) + lesson_doc(m["lesson"]) + m.group(4), text)
+    page.write_text(text, encoding="utf-8")
+    return n
+
+
+def main() -> None:
+    if "--check" in sys.argv[1:]:
+        from gradlab.cli import cli
+
+        for page, m in all_blocks():
+            name, *args = command_args(m["cmd"])
+            if name != "--help" and "--help" not in args:
+                cli.commands[name].make_context(name, args)  # raises on an unknown lesson, option or value
+            print(f"ok: {page.relative_to(ROOT)}: {m['cmd']}")
+        return
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None
+    for page in pages():
+        n = rewrite(page, only)
+        print(f"rewrote {n} run blocks in {page.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -133,7 +133,7 @@ def test_clip_note_is_the_global_norm_of_the_leaves(graphs):
     assert f"global norm of the leaves' gradients {norm:.6g}" in g.note
 
 
-def test_readme_pictures_are_the_lessons_graphs(graphs):
+def test_the_docs_pictures_are_the_lessons_graphs(graphs):
     """docs/graphs/<lesson>.svg (`make docs`) draws the nodes a fresh drawing has: it fails when a lesson's key
     computation changed and the pictures were not redrawn."""
     from collections import Counter
@@ -147,7 +147,7 @@ def test_readme_pictures_are_the_lessons_graphs(graphs):
         picture = REPO / "docs" / "graphs" / f"{name}.svg"
         assert picture.exists(), f"{picture} is missing: run `make docs`"
         assert node_names(picture.read_text()) == node_names(drawing.svg(gs)), f"{name}: run `make docs`"
-        assert f"(docs/graphs/{name}.svg)" in (REPO / "README.md").read_text()
+        assert f"(../graphs/{name}.svg)" in (REPO / "docs" / "lessons" / f"{name}.md").read_text()
 
 
 def test_graph_option_writes_svg_html_and_a_tree(tmp_path):

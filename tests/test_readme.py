@@ -1,9 +1,11 @@
-"""README.md's example outputs are generated (`make docs`, scripts/readme.py); these tests fail when they drift.
+"""The example outputs of README.md and of every page of the docs site (docs/**/*.md) are generated (`make docs`,
+scripts/readme.py); these tests fail when they drift.
 
 Every `<!-- run: COMMAND -->` block must hold a command the CLI accepts, and the output pasted under it. The
 quick commands are run again here and compared word for word, with every number masked (timings and the last
 digits of float32 sums differ between machines) and table borders and line wrapping ignored: a renamed column,
-a reworded claim, a new or missing row or note, or a ✓ that became ✗ fails the test.
+a reworded claim, a new or missing row or note, or a ✓ that became ✗ fails the test. Every `<!-- doc: LESSON -->`
+block must hold the lesson's docstring exactly as `make docs` pastes it.
 """
 
 import importlib.util
@@ -14,13 +16,16 @@ import pytest
 from conftest import REPO
 
 from gradlab.cli import cli
-from gradlab.lessons import measured_runtimes
+from gradlab.lessons import LESSONS, measured_runtimes
 
 spec = importlib.util.spec_from_file_location("readme", REPO / "scripts" / "readme.py")
 readme = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(readme)
 
-BLOCKS = readme.blocks(readme.README.read_text(encoding="utf-8"))
+PAGES = {page: page.read_text(encoding="utf-8") for page in readme.pages()}
+BLOCKS = [m for text in PAGES.values() for m in readme.blocks(text)]
+IDS = [f"{page.relative_to(REPO)}: {m['cmd']}" for page, text in PAGES.items() for m in readme.blocks(text)]
+DOCS = [(page, m) for page, text in PAGES.items() for m in readme.doc_blocks(text)]
 NUMBER = re.compile(r"[-+]?(\d[\d,]*\.?\d*(e[-+]?\d+)?|\.\d+|nan|inf)(?![\w])", re.I)
 BORDERS = re.compile(r"[─━│┃┏┓┗┛┡┩┠┨┯┷┿╇╈┳┻╋┣┫└┘┌┐├┤┬┴┼╭╮╰╯═║╔╗╚╝…]")
 
@@ -34,30 +39,48 @@ def words(text: str) -> Counter:
     return Counter(NUMBER.sub("#", BORDERS.sub(" ", MACHINE.sub("", text))).split())
 
 
-def test_readme_has_generated_blocks_for_every_lesson_it_shows():
+def test_the_pages_have_generated_blocks_for_every_lesson():
     commands = [m["cmd"] for m in BLOCKS]
-    assert len(commands) >= 6 and "gradlab mnist --dataset mnist-sample --offline" in commands
+    assert all(any(c.startswith(f"gradlab {name}") for c in commands) for name in LESSONS), commands
+    assert "gradlab mnist --dataset mnist-sample --offline" in commands
     assert all(m["out"].strip() for m in BLOCKS), "an empty block: run `make docs`"
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[m["cmd"] for m in BLOCKS])
+def test_every_lesson_page_holds_its_docstring_as_make_docs_pastes_it():
+    """One source: a lesson's page shows its module docstring (what `--explain` prints the first part of)."""
+    assert sorted(m["lesson"] for _, m in DOCS) == sorted(LESSONS)
+    for page, m in DOCS:
+        assert m["out"] == readme.lesson_doc(m["lesson"]), f"{page.relative_to(REPO)} drifted: run `make docs`"
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=IDS)
 def test_every_readme_command_parses(block):
     name, *args = readme.command_args(block["cmd"])
+    if name == "--help":
+        return
     assert name in cli.commands, block["cmd"]
-    cli.commands[name].make_context(name, args)  # raises on an unknown option or a bad value
+    if "--help" not in args:  # --help is answered by click before anything is checked
+        cli.commands[name].make_context(name, args)  # raises on an unknown option or a bad value
 
 
 def quick(block) -> bool:
-    name = readme.command_args(block["cmd"])[0]
-    return measured_runtimes()["lessons"].get(name, {}).get("default_s", 99) < 10
+    """A lesson that runs in under 10 s, a --help, or `gradlab list`: run again by the test."""
+    name, *args = readme.command_args(block["cmd"])
+    return (name in ("--help", "list") or "--help" in args
+            or measured_runtimes()["lessons"].get(name, {}).get("default_s", 99) < 10)
 
 
-@pytest.mark.parametrize("block", [m for m in BLOCKS if quick(m)], ids=[m["cmd"] for m in BLOCKS if quick(m)])
+QUICK = [(m, i) for m, i in zip(BLOCKS, IDS, strict=True) if quick(m)]
+
+
+@pytest.mark.parametrize("block", [m for m, _ in QUICK], ids=[i for _, i in QUICK])
 def test_quick_readme_outputs_match_what_the_code_prints(block):
     printed = readme.run(block["cmd"])
     shown = block["out"]
-    assert ("claims hold" in printed or "--quiet" in block["cmd"]) and words(printed) == words(shown), (
-        f"README block of `{block['cmd']}` drifted: only in README {words(shown) - words(printed)}, "
+    lesson = (readme.command_args(block["cmd"])[0] in LESSONS and "--help" not in block["cmd"]
+              and "--quiet" not in block["cmd"])
+    assert ("claims hold" in printed or not lesson) and words(printed) == words(shown), (
+        f"the block of `{block['cmd']}` drifted: only on the page {words(shown) - words(printed)}, "
         f"only printed {words(printed) - words(shown)}; run `make docs`")
 
 

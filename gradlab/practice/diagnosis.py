@@ -245,8 +245,8 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
     rel = float(diff.max()) / max(float(Bv.abs().max()), 1.0)
     words = f"differs {where}" if where else "differs"
     if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):
-        words += (f" by at most {rel:.2g} relative: float32 precision (a float32 ulp is 6e-8) where float64 is "
-                  "expected")
+        words += (f" by at most {rel:.2g} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
+                  "ulp at 1 is 1.2e-7) where float64 is expected")
     return [Finding("differs", ("differs", where), words, detail=where or "*", prio=9)]
 
 

@@ -1,5 +1,9 @@
 """--explain: the lesson's math (its module docstring) and the source lines that implement it, read from the
-code at run time, so the explanation can never drift from the code."""
+code at run time, so the explanation can never drift from the code.
+
+A lesson's docstring is the one source of its explanation. The part before a line `---` is for a learner (the idea,
+the math): `--explain` prints it. The whole docstring, sources and TF-1 history included, is the "How it works"
+section of the lesson's page on the docs site (scripts/readme.py pastes it there, `make docs`)."""
 
 from __future__ import annotations
 
@@ -29,17 +33,40 @@ def explanation(module) -> tuple[str, list[Snippet]]:
     return inspect.getdoc(module) or "", snippets
 
 
+RULE = "\n---\n"  # in a lesson's docstring: what follows is for the page only (sources, TF-1 history)
+
+
+def learner_part(doc: str) -> str:
+    """The docstring up to its `---` line: what `--explain` prints."""
+    return doc.split(RULE, 1)[0].rstrip()
+
+
+def docstring_markdown(module) -> str:
+    """The whole docstring as Markdown, for the lesson's page (its title line is the page's section heading)."""
+    doc = inspect.getdoc(module) or ""
+    title, _, body = doc.partition("\n")
+    return f"**{title}**\n\n{_as_markdown(body.replace(RULE, chr(10) + chr(10)))}".rstrip() + "\n"
+
+
 def print_explanation(module, console) -> None:
     from rich.markdown import Markdown
     from rich.panel import Panel
     from rich.syntax import Syntax
 
     doc, snippets = explanation(module)
-    title, _, body = doc.partition("\n")
-    console.print(Panel(Markdown(f"# {title}\n\n{_as_markdown(body)}"), title="the math", border_style="cyan"))
+    title, _, body = learner_part(doc).partition("\n")
+    more = "" if RULE not in doc else ("\n\nThe sources and the TF-1 history: the lesson's page on the docs site "
+                                       "(`gradlab docs`).")
+    console.print(Panel(Markdown(f"# {title}\n\n{_as_markdown(body)}{more}"), title="the math",
+                        border_style="cyan"))
+    shown = getattr(module, "EXPLAIN_SHORT", module.EXPLAIN[:1])  # the lines that compute the idea; the rest named
     for s in snippets:
-        console.print(Panel(Syntax(s.code, "python", line_numbers=True, start_line=s.start, theme="ansi_dark",
-                                   word_wrap=True), title=f"{s.name} — {s.path}:{s.start}", border_style="cyan"))
+        if s.name in shown:
+            console.print(Panel(Syntax(s.code, "python", line_numbers=True, start_line=s.start, theme="ansi_dark",
+                                       word_wrap=True), title=f"{s.name} — {s.path}:{s.start}", border_style="cyan"))
+    rest = [f"{s.name} ({s.path}:{s.start})" for s in snippets if s.name not in shown]
+    if rest:
+        console.print(f"The rest of the code it explains: {', '.join(rest)}.", markup=False, highlight=False)
 
 
 def _as_markdown(body: str) -> str:

@@ -1,7 +1,7 @@
 """An actor-critic whose critic is trained from explicitly computed gradients with TF-1's RMSProp.
 
-The tutorial's `CriticNetwork` (seed 003, its last lines: TF-1 code, called through `tf.compat.v1`) does three
-things by hand:
+The tutorial's `CriticNetwork` (the tutorial's text, its last lines: TF-1 code, called through `tf.compat.v1`) does
+three things by hand:
 
     self.td = tf.subtract(self.td_target, self.out)                        td = td_target − V(s)
     self.loss = tflearn.mean_square(self.td_target, self.out)              loss = mean(td²)
@@ -11,8 +11,8 @@ things by hand:
 
 with `td_target` a placeholder (what is fed into it is not in the seed; gradlab feeds r + γ(1 − terminal)V(s');
 being fed, no gradient flows through it), and placeholders with `self.network_params[idx].assign(param)` ops to set
-every parameter (the seed does not say what for; copying weights between networks is the usual use). The seed stops
-there: it shows no actor.
+every parameter (the tutorial does not say what for; copying weights between networks is the usual use). The tutorial's
+text stops there: it shows no actor.
 
 In PyTorch: `grads = torch.autograd.grad(loss, critic.parameters())`, then `p.grad = g` for each parameter and
 `optimizer.step()` applies them (`--grad-mode explicit`); `loss.backward(); step()` is the usual one call
@@ -33,10 +33,12 @@ So with the same lr, torch's first step is lr·g/(√(1 − α)|g| + ε) ≈ 10�
 |g| ≫ ε/√(1 − α) = 1e-4 (α = 0.99, ε = 1e-5), while
 TF-1's is lr·g/√(0.9 + 0.1g²), tiny for small gradients, and grows as ms forgets its start (0.9ᵏ after k
 updates). `gradlab.optim.TFRMSprop` is TF-1's algorithm; it is the default here (`--optimizer tf1-rmsprop`, for both
-networks: the seed shows only the critic's optimizer). `--optimizer torch-rmsprop` is torch's as A2C
+networks: the tutorial shows only the critic's optimizer). `--optimizer torch-rmsprop` is torch's as A2C
 implementations set it (stable-baselines3 stable_baselines3/a2c/a2c.py: `optimizer_kwargs = dict(alpha=0.99,
 eps=rms_prop_eps, weight_decay=0)`, `rms_prop_eps: float = 1e-5`). The run replays the critic's first 50 gradients
 through both (the table) and checks TFRMSprop against the kernel's formula written out in numpy (a claim).
+
+---
 
 The agent is a one-step actor-critic (A2C-style: several environments stepped in lockstep, one TD step each):
 

@@ -35,7 +35,7 @@ class Config(o.LessonConfig):
     anneal_lr: bool = o.anneal_lr("Decay both learning rates linearly to 0 over the run.")
     hidden: int = 64  # units in each of the two hidden layers of both networks
     eval_every: int = o.eval_every(10_000)  # play greedy episodes and keep the best actor so far ...
-    checkpoint_episodes: int = o.checkpoint_episodes()  # ... judged on this many episodes (rl-zoo's EvalCallback)
+    checkpoint_episodes: int = o.checkpoint_episodes()  # ... judged on this many episodes (SB3's EvalCallback)
     eval_episodes: int = o.eval_episodes()  # the chosen checkpoint (and the last actor) reported on fresh episodes
     windows: int = 10  # windows of the training table
 

@@ -1,7 +1,7 @@
 """Gradient processing between compute and apply: clipping by global norm.
 
 TF-1's `optimizer.minimize(loss)` is two calls, and the tutorial put work between them. Its generic recipe
-(seed 001, lines 264-276) is the optimizer's own pair of methods:
+(the tutorial's text, lines 264-276) is the optimizer's own pair of methods:
 
     grads_and_vars = opt.compute_gradients(loss, <list of variables>)                  # 1. compute
     capped_grads_and_vars = [(MyCapper(gv[0]), gv[1]) for gv in grads_and_vars]       # 2. process
@@ -38,6 +38,8 @@ results into `p.grad` before `optimizer.step()` (apply). `torch.nn.utils.clip_gr
 on `.grad`; it adds 1e-6 to the norm before dividing (torch/nn/utils/clip_grad.py: `clip_coef = max_norm /
 (total_norm + 1e-6)`), so its clipped gradients differ from the formula above by about 1e-6/global_norm,
 relatively.
+
+---
 
 Models: `softmax` is the tutorial's (784→10, zero init, as in `gradlab mnist`); its gradients are small and
 bounded, so clipping barely matters. `mlp` (784→256→256→10, ReLU, PyTorch's default init) with a large

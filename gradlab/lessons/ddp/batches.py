@@ -52,9 +52,9 @@ class ReluSigns:
     """Which inputs of each ReLU of MODEL were > 0, for every sample of every forward pass since the last take().
 
     Two computations of the same samples that agree on these signs differ by rounding only. Where a ReLU input sits
-    within rounding of 0, a forward pass on 12 samples and one on 100 (different matrix kernels, different last
-    bits) can disagree on its sign: a unit is on in one and off in the other, and the gradients then differ by far
-    more than rounding. The equality claims leave such steps out and count them."""
+    within rounding of 0, a forward pass on 12 samples and one on 100 (whose last bits may differ, depending
+    on the machine) can disagree on its sign: a unit is on in one and off in the other, and the gradients then
+    differ by far more than rounding. The equality claims leave such steps out and count them."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.layers = [m for m in model.modules() if isinstance(m, torch.nn.ReLU)]

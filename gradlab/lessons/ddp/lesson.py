@@ -16,23 +16,6 @@ Accumulation, one process: `.backward()` adds into `.grad`, so K backward calls 
     loss_k / K, unequal parts        Σ_k ḡ_k / K ≠ g                  (4 samples weigh as much as 64)
     Σ_i ℓ_i / B, any parts           Σ_k Σ_{i in k} ∇ℓ_i / B = g      (sum, then divide by the global count)
 
-The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
-instead of by the number of samples in the whole batch. Hugging Face's transformers Trainer had it until October
-2024 (huggingface.co/blog/gradient_accumulation, 2024-10-16: "Gradient accumulation is *supposed* to be mathematically
-equivalent to full batch training; however, losses did not match between training runs where the setting was
-toggled on and off."), and torchtune fixed the same in its recipes (meta-pytorch/torchtune pull request #1875,
-"Normalize CE loss by total number of (non-padding) tokens").
-
-What K× the gradient does to a step depends on the optimizer (forgotten_k_by_optimizer trains each twice, with
-and without the /K, and a table shows them):
-
-    SGD       Δθ = −lr·g                                    a K× longer step
-    Adam      Δθ = −lr·m̂/(√v̂ + ε)                          m̂ and √v̂ both grow K×: the same step, but for ε
-    RMSprop   Δθ = −lr·g/(√v + ε), v ← αv + (1 − α)g²      (torch's, v from 0) the same, but for ε
-
-so with Adam or RMSprop the bug barely shows, which is why it hides (TF-1's RMSPropOptimizer starts v at ones,
-not 0, and takes steps of about lr·g while v ≈ 1: see single.py).
-
 Data parallel, W workers, shard r holds n_r samples. `all_reduce(t, SUM)` adds t over the workers and leaves the
 sum on every one of them:
 
@@ -51,11 +34,31 @@ loss is the mean over their own shard compute the whole batch's gradient g only:
     same point about a summed loss: "the gradient will be M times smaller when compared to the same model trained
     on a single node with batch=M*N if the loss is summed (NOT averaged as usual) across instances in a batch
     (because the gradients between different nodes are averaged)", torch/nn/parallel/distributed.py);
-  * with a loss that is a mean of per-sample losses. BatchNorm normalises each shard by the shard's own mean and
+  * with no coupling across samples: each sample's loss a function of that sample alone. A BatchNorm model's loss
+    is still a mean of per-sample losses, but BatchNorm normalises each shard by the shard's own mean and
     variance, so a worker's forward pass is not its part of the whole batch's (torch.nn.SyncBatchNorm computes
     them "over all mini-batches of the same process groups"; tests/test_ddp_lesson.py measures the difference);
   * to rounding, not bit for bit: the sums run in another order (the claims bound the difference by 1e-6 relative
     in float32, 1e-12 in float64).
+
+---
+
+The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
+instead of by the number of samples in the whole batch. Hugging Face's transformers Trainer had it until October
+2024 (huggingface.co/blog/gradient_accumulation, 2024-10-16: "Gradient accumulation is *supposed* to be mathematically
+equivalent to full batch training; however, losses did not match between training runs where the setting was
+toggled on and off."), and torchtune fixed the same in its recipes (meta-pytorch/torchtune pull request #1875,
+"Normalize CE loss by total number of (non-padding) tokens").
+
+What K× the gradient does to a step depends on the optimizer (forgotten_k_by_optimizer trains each twice, with
+and without the /K, and a table shows them):
+
+    SGD       Δθ = −lr·g                                    a K× longer step
+    Adam      Δθ = −lr·m̂/(√v̂ + ε)                          m̂ and √v̂ both grow K×: the same step, but for ε
+    RMSprop   Δθ = −lr·g/(√v + ε), v ← αv + (1 − α)g²      (torch's, v from 0) the same, but for ε
+
+so with Adam or RMSprop the bug barely shows, which is why it hides (TF-1's RMSPropOptimizer starts v at ones,
+not 0, and takes steps of about lr·g while v ≈ 1: see single.py).
 
 Clipping must see the global gradient. With g = Σ_r (n_r / B) · ḡ_r, what the all-reduce leaves on every worker:
 
@@ -82,8 +85,8 @@ Every equality is checked where it lives: at each training step, from the same w
 own, two float32 runs that add the same numbers in a different order drift apart: the last bits differ, and sooner
 or later a ReLU input sitting at 0 flips sign (after 30 steps: 1 seed in 20 for loss_k/K accumulation, 6 in 20
 counting the data-parallel runs, by up to 7e-4; none in float64). The accumulation table shows that free-running
-difference; it is not a claim. Even a single step can do it: a forward pass over 12 samples and one over 100 run
-different matrix kernels, and a ReLU input within rounding of 0 may land on opposite sides. Such a step is
+difference; it is not a claim. Even a single step can do it: a forward pass over 12 samples need not round each row as
+one over 100 does (on some machines), and a ReLU input within rounding of 0 may land on opposite sides. Such a step is
 detected (ReluSigns: the sign of every ReLU input of every sample, in both computations), left out of the
 equality claims, and counted.
 

@@ -1,7 +1,7 @@
 """stop_gradient on the DQN target, on CartPole.
 
-The tutorial (seeds 001 and 002, "DQN中为什么要对q_target进行stop_gradient?") builds the target inside the graph and
-cuts it,
+The tutorial (its text, in two posts: "DQN中为什么要对q_target进行stop_gradient?") builds the target inside
+the graph and cuts it,
 
     target = r + gamma * q_targ_a
     target = tf.stop_gradient(target)
@@ -43,6 +43,9 @@ h_i = Huber′(δ_i)/N:
     collected in the graph under the key `GraphKeys.TRAINABLE_VARIABLES`", tensorflow/python/training/optimizer.py,
     1.15), hence the tutorial's warning: the target network is dragged along by the loss. Here the optimizer is given
     the target network's parameters too, to show it.
+
+---
+
   * With the target computed by the online network itself (`--no-target-net`), both terms land on the same
     parameters and the update descends the TD loss itself: the *naive residual-gradient* algorithm (Sutton & Barto,
     Reinforcement Learning: An Introduction, 2nd ed., §11.5 "Gradient Descent in the Bellman Error"; "naive

@@ -21,7 +21,7 @@ class Config(o.LessonConfig):
     Defaults follow rl-baselines3-zoo's CartPole-v1 DQN (hyperparams/dqn.yml, "Almost Tuned": lr 2.3e-3, batch
     64, one gradient step per two environment steps, ε to 0.04 over the first 16%), with a smaller network, the
     learning rate annealed to 0, bursts half as long and twice as often (64 gradient steps every 128 environment
-    steps: zoo's 128 every 256 left a third of the seeds below 195), and, as zoo's EvalCallback, the best of the
+    steps: zoo's 128 every 256 left a third of the seeds below 195), and, as SB3's EvalCallback, the best of the
     checkpoints taken every 1,000 steps reported on fresh episodes. `make bench` sweeps 20 seeds. Fields without an
     option (ε, the network's width, the table's windows) are fixed by the lesson;
     gradlab.lessons.dqn.settings.Config(...) still takes them.
@@ -53,7 +53,7 @@ class Config(o.LessonConfig):
     eps_fraction: float = 0.16  # ... after this fraction of total_steps (linear schedule)
     hidden: int = 128  # units in each of the two hidden layers
     eval_every: int = o.eval_every(1_000)  # play greedy episodes and keep the best policy so far ...
-    checkpoint_episodes: int = o.checkpoint_episodes()  # ... judged on this many episodes (rl-zoo's EvalCallback)
+    checkpoint_episodes: int = o.checkpoint_episodes()  # ... judged on this many episodes (SB3's EvalCallback)
     eval_episodes: int = o.eval_episodes()  # the chosen checkpoint (and the last policy) reported on fresh episodes
     windows: int = 10  # evaluation windows in the training table
 

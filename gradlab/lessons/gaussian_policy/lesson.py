@@ -9,7 +9,9 @@ and its score function (the gradient REINFORCE multiplies by the return) in clos
     ∂ ln π/∂μ = (a − μ)/σ²
     ∂ ln π/∂σ = ((a − μ)² − σ²)/σ³
 
-What the tutorial wrote (seed 000, lines 24-38):
+---
+
+What the tutorial wrote (the tutorial's text, lines 24-38):
 
     @tf.custom_gradient
     def sample_normal_dist_grad_layer(_y):
@@ -27,7 +29,7 @@ What the tutorial wrote (seed 000, lines 24-38):
             return grads
         return out, grad
 
-Its bugs, as the code has them (the table "seed 000's layer, ported line by line" runs it):
+Its bugs, as the code has them (the table "the tutorial's layer, ported line by line" runs it):
   * the forward reads the globals `y` and `x` (lines 26, 27 and 29), not its argument `_y`; it works only because
     the layer is called on that same `y` (line 42: `policy_loss = sample_normal_dist_grad_layer(y)`);
   * the forward returns the score values [∂ln π/∂μ, ∂ln π/∂σ] (line 33), not ln π, and `grad` returns `_y * dy`
@@ -156,8 +158,9 @@ def graphs(config: Config) -> list[autograd_graph.Graph]:
 
 
 def seed_layer(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Seed 000's sample_normal_dist_grad_layer ported line by line, bugs included, on its input y = [μ₀, μ₁, σ₀, σ₁]
-    per row (the global y it reads is the y it is called on). Returns (the action, the forward's output, the
+    """The tutorial's sample_normal_dist_grad_layer ported line by line, bugs included, on its input
+    y = [μ₀, μ₁, σ₀, σ₁] per row (the global y it reads is the y it is called on). Returns (the action, the
+    forward's output, the
     gradient its backward sends to y for tf.gradients' default dy = ones)."""
     mu = y[:, 0:2]  # mu = y[:, 0: 2]
     sigma = y[:, 2:4]  # sigma = y[:, 2: 4]
@@ -174,7 +177,7 @@ def seed_layer(y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tenso
 
 
 def seed_broadcast_error(n: int = 3) -> str:
-    """What the seed's `sample * sigma` does with n input rows: an [n] sample against an [n, 2] σ."""
+    """What the tutorial's `sample * sigma` does with n input rows: an [n] sample against an [n, 2] σ."""
     try:
         torch.zeros(n) * torch.ones(n, 2)
     except RuntimeError as err:
@@ -247,7 +250,7 @@ def exact_adam(config: Config) -> dict:
 
 def run(config: Config, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
-    """Compare the score computations, run the seed's layer, gradcheck ours, train with REINFORCE. Pure: no
+    """Compare the score computations, run the tutorial's layer, gradcheck ours, train with REINFORCE. Pure: no
     printing."""
     torch.manual_seed(config.seed)
     mu = torch.tensor(parse_list(config.mu, "--mu"))
@@ -284,12 +287,12 @@ def run(config: Config, device: torch.device | None = None,
                     [None, None, ".4f", ".4f", ".4f", ".7f", ".7f", ".7f", ".7f"],
                     note="the custom layer's backward is the closed form, so those two columns agree by construction "
                          "(a measured fact, not a claim); the claims compare it with Normal.log_prob + autograd")]
-    if len(mu) == 2:  # the seed's layer is written for two action dimensions: y = [μ₀, μ₁, σ₀, σ₁]
-        y = torch.cat([mu, sigma]).unsqueeze(0)  # one input row, as the seed feeds (x = [[1, 1]])
+    if len(mu) == 2:  # the tutorial's layer is written for two action dimensions: y = [μ₀, μ₁, σ₀, σ₁]
+        y = torch.cat([mu, sigma]).unsqueeze(0)  # one input row, as the tutorial feeds (x = [[1, 1]])
         seed_action, seed_out, seed_grads = seed_layer(y)
-        tables.append(Table("seed 000's layer, ported line by line on y = [μ₀, μ₁, σ₀, σ₁] (one input row, as the "
-                            "seed feeds), beside the score at this lesson's action",
-                            ["", "the seed's line", "μ₀", "μ₁", "σ₀", "σ₁"],
+        tables.append(Table("the tutorial's layer, ported line by line on y = [μ₀, μ₁, σ₀, σ₁] (one input row, as "
+                            "the tutorial feeds), beside the score at this lesson's action",
+                            ["", "the tutorial's line", "μ₀", "μ₁", "σ₀", "σ₁"],
                             [["action a", "out = sample * sigma + mu", *seed_action[0].tolist(), None, None],
                              ["forward output", "out = tf.concat([mu_loss, sigma_loss])", *seed_out[0].tolist()],
                              ["gradient sent to y", "grads = _y * dy (dy = ones)", *seed_grads[0].tolist()],

@@ -10,28 +10,37 @@ written, e = exp(x), u = 1 + e, y = log(u), one op at a time:
     dy/dx = dy/de · e    exp's backward       0 · inf = NaN
 
 eˣ overflows float32 from x ≈ 88.72 (exp(88) = 1.65e38, exp(89) = inf). The table "the backward pass link by link"
-measures every link with `torch.autograd.grad` on the intermediates. TF-1 gives the same NaN: the
-`tf.custom_gradient` docstring says "the gradient this function evaluated at x=100 is NaN"
-(tensorflow/python/ops/custom_gradient.py, v1.7.0 to v1.15.0), and seed 003 prints `[nan]` (lines 10-23).
+measures every link with `torch.autograd.grad` on the intermediates.
 
 The classic trap: guarding the formula with `torch.where(x < 20, log(1 + exp(x)), x)` fixes the value but not the
 gradient. `where`'s backward sends the unused branch exactly 0, and that 0 flows into the branch's own backward:
 1/u = 0 again, then exp's backward makes 0 · inf = NaN, which is added to the 1 from the x branch. The NaN is made
-inside the unused branch (0 · inf), not multiplied in from outside (TensorFlow does the same: in 2016, in
-tensorflow/tensorflow#2540 about `tf.select`, girving writes with w = tf.exp(x): "tf.gradients correctly
-computes dy/dw = 0. It then computes dy/dx = w * dy/dw", that is inf · 0). The fix is to guard the branch's
+inside the unused branch (0 · inf), not multiplied in from outside. The fix is to guard the branch's
 *input* too, the "double where", so that the unused branch computes something finite:
 
     xs = where(x < 20, x, 0)                 the unused branch now sees exp(0) = 1
     y  = where(x < 20, log(1 + exp(xs)), x)  its backward is 0 · 1 = 0: dy/dx = 1 at x = 100
 
-(the workaround in TensorFlow's `tf.where` documentation from r2.4 on: "use an inner tf.where to ensure the
-function has no asymptote"; the JAX FAQ, "Gradients contain NaN where using where": put a where "inside the
+The fully right version computes the forward stably and writes the backward with differentiable ops on x:
+
+    forward:   max(x, 0) + log1p(exp(−|x|))    (never overflows: exp of a non-positive number)
+    backward:  dy · sigmoid(x)                  (torch records it, so the second derivative is right too)
+(The tutorial's own fix, the porting trap and the sources follow on the lesson's page.)
+
+---
+
+Sources for the above. TF-1 gives the same NaN: the `tf.custom_gradient` docstring says "the gradient this
+function evaluated at x=100 is NaN" (tensorflow/python/ops/custom_gradient.py, v1.7.0 to v1.15.0), and the
+tutorial's text prints `[nan]` (lines 10-23). In the where trap TensorFlow does the same: in 2016, in
+tensorflow/tensorflow#2540 about `tf.select`, girving writes with w = tf.exp(x): "tf.gradients correctly
+computes dy/dw = 0. It then computes dy/dx = w * dy/dw", that is inf · 0. The double where is the workaround in
+TensorFlow's `tf.where` documentation from r2.4 on ("use an inner tf.where to ensure the function has no
+asymptote") and in the JAX FAQ ("Gradients contain NaN where using where": put a where "inside the
 partially-defined function").
 
-The tutorial's fix, a custom gradient. Seed 003 is cut off right after `def grad(dy):` (its line 31 is blank and
-line 32 is another article's code); the example it copies is the `tf.custom_gradient` docstring's, from TF 1.7
-on (tensorflow/python/ops/custom_gradient.py at v1.12.0, lines 65-73; seed 003 says "v1.12" and
+The tutorial's fix, a custom gradient. The tutorial's text is cut off right after `def grad(dy):` (its line 31 is blank
+and line 32 is another article's code); the example it copies is the `tf.custom_gradient` docstring's, from TF 1.7
+on (tensorflow/python/ops/custom_gradient.py at v1.12.0, lines 65-73; the tutorial's text says "v1.12" and
 "tf.custom_gradients", but the decorator is `tf.custom_gradient` and first shipped in 1.7):
 
     @tf.custom_gradient
@@ -43,13 +52,14 @@ on (tensorflow/python/ops/custom_gradient.py at v1.12.0, lines 65-73; seed 003 s
 
 The gradient at x = 100 is 1 − 1/inf = 1. The value is still log(1 + inf) = inf in float32 (measured below).
 
-Its second derivative is right in TF-1. In graph mode `tf.custom_gradient` registers `grad` as the gradient of an
-IdentityN op (custom_gradient.py at v1.15.0, lines 292-298: `@ops.RegisterGradient(name)` …
+Its second derivative is right in TF-1 wherever eˣ is finite. In graph mode `tf.custom_gradient` registers
+`grad` as the gradient of an IdentityN op (custom_gradient.py at v1.15.0, lines 292-298: `@ops.RegisterGradient(name)` …
 `gradient_override_map({"IdentityN": name})`), so `tf.gradients` calls `grad` while it adds the backward ops to
 the graph, and `e` is the graph tensor Exp(x): `dy * (1 - 1 / (1 + e))` is made of graph ops that a second
 `tf.gradients` (or `tf.hessians`, which differentiates the output of `gradients`: gradients_impl.py at v1.15.0,
-lines 372 and 388) differentiates again, giving sigmoid'(x). (Checked with TF 2.21's `tf.compat.v1` graph mode,
-the same mechanism: max |f'' − sigmoid'| = 1.3e-16 on −5..5; no TF 1.x wheel runs on Python 3.11.)
+lines 372 and 388) differentiates again, giving sigmoid'(x) = e/(1 + e)², except where e overflows: at x ≥ 89 in
+float32, 1/(1 + e)² · e is 0 · inf = NaN (the faithful port below, the same ops, gives NaN at x = 89 and 100).
+This is read from TF-1's source; no TF 1.x wheel runs on Python 3.11, so nothing here runs TF-1 itself.
 
 The porting trap. A PyTorch port that computes e in `forward` and keeps it on ctx (`ctx.e = e`) has the same
 values and first derivative, but autograd records nothing inside `forward` (the lesson measures that the stored e
@@ -67,11 +77,6 @@ second derivative is right. `@once_differentiable` does not make every route rai
 `.backward()` through the gradient raises "trying to differentiate twice a function that was marked with
 @once_differentiable", `autograd.grad` raises that x "appears to not have been used in the graph", and
 `autograd.functional.hessian` returns zeros without a word.
-
-The fully right version computes the forward stably and writes the backward with differentiable ops on x:
-
-    forward:   max(x, 0) + log1p(exp(−|x|))    (never overflows: exp of a non-positive number)
-    backward:  dy · sigmoid(x)                  (torch records it, so the second derivative is right too)
 
 For x ≪ 0 the naive value and the tutorial's value and gradient come out 0: 1 + e rounds to 1 and log(1) = 0,
 where the answer is eˣ (log1p avoids that; the naive gradient, e/u, stays right). `F.softplus` switches to x
@@ -103,6 +108,7 @@ GUARD = 20.0  # the where guards switch to y = x from here on (log(1 + e²⁰) =
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("naive", "where_guard", "double_where", "PortEOnCtx", "FaithfulPort", "StableLog1pExp")
+EXPLAIN_SHORT = ("StableLog1pExp",)  # what --explain prints in full; it names the others
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -177,9 +183,11 @@ class StableLog1pExp(torch.autograd.Function):
     def backward(ctx, dy):
         (x,) = ctx.saved_tensors
         # f'(x) = sigmoid(x), written so that nothing overflows: with z = e^−|x| ∈ (0, 1],
-        # sigmoid(x) = 1/(1 + z) for x ≥ 0 and z/(1 + z) for x < 0 (torch.sigmoid(−100) in float32 flushes to 0;
-        # this keeps the tiny 3.7e-44). Both branches are finite, so where() is safe here, and autograd records
-        # these ops when create_graph=True: the second derivative is right too. (Not exp(−x.abs()): autograd
+        # sigmoid(x) = 1/(1 + z) for x ≥ 0 and z/(1 + z) for x < 0. torch.sigmoid(−100) in float32 is 0: e^100
+        # overflows to inf and 1/(1 + inf) = 0 (torch.sigmoid(−88) is still the subnormal 6.05e-39); this form keeps
+        # the tiny 3.7e-44. (The exercise's dy · torch.sigmoid(x) passes too: it differs from this by less than
+        # 1e-38, far inside the check's tolerance.) Both branches are finite, so where() is safe here, and autograd
+        # records these ops when create_graph=True: the second derivative is right too. (Not exp(−x.abs()): autograd
         # takes d|x|/dx = 0 at x = 0, which would make the second derivative 0 there instead of 1/4.)
         z = torch.exp(torch.where(x >= 0, -x, x))
         return dy * torch.where(x >= 0, 1 / (1 + z), z / (1 + z))

@@ -23,6 +23,8 @@ Three ways to take the step W ← W − lr·∂cost/∂W (and the same for b):
     manual     g = torch.autograd.grad(cost, [W, b]); W -= lr·g         TF: tf.gradients, then W.assign(W − lr·g)
     analytic   the formulas above, computed directly; no autograd       (what autograd does for us)
 
+---
+
 Where PyTorch differs from the TF-1 original:
   * TF built a graph once and ran it in a session; PyTorch computes eagerly, so the "graph" is rebuilt on each
     step and `autograd.grad` (like `tf.gradients`) returns gradients without touching the parameters.
@@ -78,6 +80,7 @@ TUTORIAL_ACCURACY = 0.873333
 
 # The code `--explain` shows beside the math, read from this file at run time.
 EXPLAIN = ("cross_entropy", "optimizer_step", "manual_step", "analytic_gradients", "analytic_step")
+EXPLAIN_SHORT = ("manual_step", "analytic_gradients")  # what --explain prints in full; it names the others
 
 
 # ---------------------------------------------------------------------------------------------------------------

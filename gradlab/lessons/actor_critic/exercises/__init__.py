@@ -2,7 +2,7 @@
 `gradlab exercises` and the pre-flight of `gradlab check` read it). How a submission is called is harness.py; its
 reference, known mistakes and what the diagnosis measures are checks.py; model answers are answers.py.
 
-The tutorial's critic (seed 003's CriticNetwork, as the lesson's docstring quotes it): td = td_target − V(s), loss =
+The tutorial's critic (the tutorial's CriticNetwork, as the lesson's docstring quotes it): td = td_target − V(s), loss =
 mean(td²), grads = tf.gradients(loss, params), RMSPropOptimizer(lr).apply_gradients(zip(grads, params)). The actor's
 loss with δ detached is the lesson's own (gradlab/lessons/actor_critic/lesson.py docstring).
 """

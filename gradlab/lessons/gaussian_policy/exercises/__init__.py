@@ -2,7 +2,7 @@
 `gradlab exercises` and the pre-flight of `gradlab check` read it). How a submission is called is harness.py; its
 reference, known mistakes and what the diagnosis measures are checks.py; model answers are answers.py.
 
-The seed's layer (seed 000, the tutorial's text, lines 25-38) returned the scores from its forward (`out =
+The tutorial's layer (its text, lines 25-38) returned the scores from its forward (`out =
 tf.concat([mu_loss, sigma_loss], axis=-1)`) and `grads = _y * dy` from its gradient function: the exercises below
 write the layer as it should be, the log-density forward and the scores in backward."""
 

@@ -2,7 +2,7 @@
 exercises` and the pre-flight of `gradlab check` read it). How a submission is called is harness.py; its reference,
 known mistakes and what the diagnosis measures are checks.py; model answers are answers.py.
 
-The TF-1 lines quoted are the tutorial's (seed 001, the tutorial's text, lines 44 and 47:
+The TF-1 lines quoted are the tutorial's (the tutorial's text, lines 44 and 47:
 `pred = tf.nn.softmax(tf.matmul(x, W) + b)`, `cost = tf.reduce_mean(-tf.reduce_sum(y*tf.log(pred),
 reduction_indices=1))`).
 """
