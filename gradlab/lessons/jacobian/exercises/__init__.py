@@ -34,7 +34,7 @@ EXERCISES = [
         forbidden=("torch.autograd.functional.jacobian", "torch.func.jacrev", "torch.func.jacfwd")),
     Exercise(
         "hvp", 3,
-        "a Hessian-vector product H v by double backward, without building the Hessian",
+        "a Hessian-vector product H v by double backward",
         "def hvp(f, x, v):",
         """H v = ∂/∂x ⟨∇f(x), v⟩ for a scalar f: differentiate the gradient a second time, along v.
 
@@ -42,9 +42,11 @@ EXERCISES = [
         H v = autograd.grad(g, x, grad_outputs=v)[0]        its vector-Jacobian product with v (H is symmetric)
 
         Shapes: f maps x (n,) float64 to a 0-dim tensor; x arrives without requires_grad; v (n,). Return H v of
-        shape (n,). torch.autograd.functional.hvp computes this (the check compares yours with it): use
-        torch.autograd.grad twice here. TF-1: tf.hessians(ys, xs) built the whole Hessian by differentiating
-        tf.gradients's output again; H v needs one backward pass more than the gradient.""",
+        shape (n,). torch.autograd.functional.hvp computes this (the check compares yours with it, and calling
+        it, vhp or a library Hessian fails a check of its own): differentiate twice yourself, e.g. with
+        torch.autograd.grad (building the whole Hessian first is not checked, only slower). TF-1:
+        tf.hessians(ys, xs) built the whole Hessian by differentiating tf.gradients's output again; H v needs one
+        backward pass more than the gradient.""",
         claims={"hvp": ("your H v ≡ torch.autograd.functional.hvp's (max relative |Δ|)", 1e-9)},
         forbidden=("torch.autograd.functional.hvp", "torch.autograd.functional.vhp",
                    "torch.autograd.functional.hessian", "torch.func.hessian")),
