@@ -1377,7 +1377,8 @@ def test_the_library_in_an_autograd_functions_forward_fails_its_own_check(tmp_pa
 
 @pytest.mark.parametrize(("course", "fragment"), [
     ("[exercises\n", "is not valid TOML"),
-    ("[other]\n", "has no [exercises] table"),
+    ("[grading]\npoints = 5\n", "has no [exercises] table"),
+    ("[other]\n", "unknown key 'other'"),
     ('[exercises]\n"a.py" = "clip.nope"\n', "unknown exercise 'clip.nope' for a.py"),
     ('[exercises]\n"sub/a.py" = "clip.clip_by_global_norm"\n', "must name a .py file (no folder)"),
 ])
