@@ -74,8 +74,9 @@ def test_unknown_lesson_is_one_line():
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_readme_step_block_matches_what_step_prints():
-    """The README's `gradlab step` example is generated; it fails here when it drifts (numbers masked)."""
+def test_the_docs_step_block_matches_what_step_prints():
+    """The docs' `gradlab step` example (docs/lessons/backward-pass.md) is generated; it fails here when it drifts
+    (numbers masked)."""
     import importlib.util
 
     from conftest import REPO
@@ -85,6 +86,5 @@ def test_readme_step_block_matches_what_step_prints():
     spec.loader.exec_module(readme)
     from test_readme import words
 
-    (block,) = [m for m in readme.blocks(readme.README.read_text(encoding="utf-8")) if m["cmd"].startswith(
-        "gradlab step ")]
+    (block,) = [m for _, m in readme.all_blocks() if m["cmd"].startswith("gradlab step ")]
     assert words(readme.run(block["cmd"])) == words(block["out"]), "run `make docs`"
