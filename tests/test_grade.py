@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, invoke, once, require_sandbox
+from conftest import REPO, assert_one_line_error, invoke, once, require_sandbox
 from test_classroom import find_browser
 from test_practice import SGD_RIGHT, solution
 
@@ -519,3 +519,22 @@ def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
     assert len(calls) == 10 - kept
     final = json.loads((tmp_path / "out" / "results.json").read_text())
     assert "partial" not in final and len(final["students"]) == 10 and final["seed"] == saved["seed"]
+
+
+def test_a_changed_own_exercise_grades_the_class_again(tmp_path):
+    """What a re-run compares holds a digest of the course's own exercise folders: a teacher who fixes a harness or a
+    reference has the class graded again, not the last run's grades kept."""
+    import shutil
+
+    from gradlab.practice.course import own_digest
+
+    shutil.copytree(REPO / "examples" / "own-exercise", tmp_path / "course")
+    course = tmp_path / "course" / "course.toml"
+    before = own_digest(str(course))
+    assert before and own_digest(str(course)) == before
+    harness = tmp_path / "course" / "linreg" / "harness.py"
+    harness.write_text(harness.read_text() + "\n# the edge case forced\n")
+    assert own_digest(str(course)) not in ("", before)
+    plain = tmp_path / "plain.toml"
+    plain.write_text('[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n')
+    assert own_digest(str(plain)) == "" and own_digest(None) == ""

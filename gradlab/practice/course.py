@@ -76,6 +76,23 @@ def read(path: str) -> list[Item]:
     return [_item(path, name, entry, defaults) for name, entry in table.items()]
 
 
+def own_digest(path: str | None) -> str:
+    """A digest of every .py file of the course's own exercise folders (own = [...]), "" without any: part of what a
+    re-run of `gradlab grade` compares, so that a teacher's edited harness or checks grade the class again."""
+    import hashlib
+    from pathlib import Path
+
+    if path is None:
+        return ""
+    with open(path, "rb") as f:
+        folders = tomllib.load(f).get("own", [])
+    digest = hashlib.sha256()
+    for folder in [folders] if isinstance(folders, str) else folders:
+        for file in sorted((Path(path).resolve().parent / folder).rglob("*.py")):
+            digest.update(str(file.relative_to(Path(path).resolve().parent)).encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:16] if folders else ""
+
+
 def _own(path: str, folders) -> None:
     """A teacher's own exercises, in the folders OWN names (relative to the course file): gradlab.practice.own."""
     from pathlib import Path

@@ -38,10 +38,10 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     DIR: grades.csv (a row per student, a column per exercise and the total), feedback/STUDENT.md and .html (what
     each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
     grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
-    changed. Needs the isolated sandbox (root with bubblewrap, or the uid fallback). Exit 0 when the class was
-    graded."""
+    changed (all of them when the course's own exercises changed). Needs the isolated sandbox (root with bubblewrap,
+    or the uid fallback). Exit 0 when the class was graded."""
     from gradlab.practice import gradebook, isolate
-    from gradlab.practice.course import printed_answer
+    from gradlab.practice.course import own_digest, printed_answer
     from gradlab.report import console as report
 
     items = _items(course_path, exercise_name)
@@ -62,7 +62,8 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
-    table = _graded(todo, old, seed, say, lambda done: _save(out_dir, seed, old_slugs, done))
+    stamp = __version__ + (f"+own.{own_digest(course_path)}" if own_digest(course_path) else "")  # what a re-run
+    table = _graded(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))  # compares
     made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
     written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
@@ -73,14 +74,15 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
 CHECKPOINT = 4  # results.json is saved after every this many graded files: an interrupted run resumes from there
 
 
-def _graded(todo: list, old: dict, seed: int, say, save) -> dict[str, dict[str, dict]]:
+def _graded(todo: list, old: dict, seed: int, stamp: str, say, save) -> dict[str, dict[str, dict]]:
     """{student: {file: record}}: the last run's records that still hold, the others graded, a line each; what is
-    done so far SAVE()d every few files (an interrupted run keeps them)."""
+    done so far SAVE()d every few files (an interrupted run keeps them). STAMP: gradlab's version, and the digest of
+    the course's own exercises when it has any: a record made under another is graded again."""
     from gradlab.practice import gradebook
     from gradlab.practice.feedback import fmt
 
     done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
-            if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, __version__)}
+            if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp)}
     say(f"grading {len(todo) - len(done)} files of {len({t.student for t in todo})} students with seed {seed}"
         + (f" ({len(done)} unchanged since the last run, kept)" if done else ""))
 
@@ -91,7 +93,7 @@ def _graded(todo: list, old: dict, seed: int, say, save) -> dict[str, dict[str, 
         if count % CHECKPOINT == 0 and count < of:
             save(done)
 
-    records = gradebook.grade_all(todo, seed, __version__, old, progress)
+    records = gradebook.grade_all(todo, seed, stamp, old, progress)
     return {s: {t.item.file: records[(s, t.item.file)] for t in todo if t.student == s}
             for s in dict.fromkeys(t.student for t in todo)}
 
