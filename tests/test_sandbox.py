@@ -1143,6 +1143,29 @@ def test_the_uid_fallback_refuses_a_class_other_users_can_read(tmp_path):
     assert not (tmp_path / "j.xml").exists()
 
 
+@pytest.mark.parametrize("readable", ["subs", "course", "out"])
+def test_the_uid_fallback_grade_refuses_a_class_other_users_can_read(tmp_path, readable):
+    """`gradlab grade` in the uid fallback, as `gradlab check`: a class folder readable by others let a submission
+    read /proc/*/cmdline, find the class and copy a classmate (10 of 10); the course file's folder holds a teacher's
+    own checks.py, the output folder every student's feedback."""
+    root = Path(tempfile.mkdtemp(prefix="gl-grade-"))  # in /tmp: reachable by any uid (tmp_path is not)
+    try:
+        os.chmod(root, 0o755)
+        for name in ("subs", "course", "out"):
+            (root / name).mkdir(mode=0o700 if name != readable else 0o755)
+            os.chmod(root / name, 0o700 if name != readable else 0o755)
+        (root / "subs" / "alice").mkdir()
+        (root / "subs" / "alice" / "softplus.py").write_text("def softplus(x):\n    return x\n")
+        (root / "course" / "course.toml").write_text('[exercises]\n"softplus.py" = "log1pexp.softplus"\n')
+        r = simulated_uid([sys.executable, "-m", "gradlab", "grade", str(root / "subs"), "--course",
+                           str(root / "course" / "course.toml"), "--out", str(root / "out")], tmp_path)
+        said = " ".join(r.stderr.decode().split())
+        assert r.returncode == 2 and f"{root / readable} is readable by other users" in said, (said, r.stdout)
+        assert "nothing was written" in said and os.listdir(root / "out") == []
+    finally:
+        shutil.rmtree(root)
+
+
 def test_the_uid_fallback_grades_and_says_what_it_leaves_open(uid_batch):
     assert all(d["metrics"]["sandbox"] == "uid" for d in uid_batch["by_file"].values())
     assert "can see other processes and fill the disk" in " ".join(uid_batch["clip"].stdout.decode().split())
