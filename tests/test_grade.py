@@ -7,6 +7,7 @@ bubblewrap; without it those tests skip (under CI, GRADLAB_REQUIRE_SANDBOX=1, th
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -346,6 +347,28 @@ def test_model_answers_are_left_out_of_the_wheel():
     assert "gradlab/lessons/*/exercises/answers.py" in config["exclude"]
     answers = sorted(REPO.glob("gradlab/lessons/*/exercises/answers.py"))
     assert len(answers) == len({e.lesson for e in EXERCISES.values()})  # the repository keeps them, one per lesson
+
+
+def test_what_is_graded_is_the_bytes_that_were_hashed(tmp_path, monkeypatch):
+    """TOCTOU: tasks() hashed the file, the check read it again later; a student who swapped in a right file while
+    it was graded (and back after) kept its 10 of 10 under the wrong file's digest on every re-run."""
+    from gradlab.practice import check
+
+    (tmp_path / "subs" / "mallory").mkdir(parents=True)
+    path = tmp_path / "subs" / "mallory" / "softplus.py"
+    path.write_bytes(b"def softplus(x):\n    return x * 0  # wrong\n")
+    [task] = gradebook.tasks(str(tmp_path / "subs"), [course.Item("softplus.py", "log1pexp.softplus")], False)
+    path.write_bytes(b"def softplus(x):\n    return x  # swapped in\n")
+    seen = []
+
+    def fake(shown, exercise, seed=0, *, source=None, **kw):
+        seen.append(source)
+        return check.stopped_result(exercise, shown, "not run", seed=seed)
+
+    monkeypatch.setattr(check, "run_check", fake)
+    gradebook._timed(task, 0)
+    assert seen == [b"def softplus(x):\n    return x * 0  # wrong\n"]
+    assert task.digest == hashlib.sha256(seen[0]).hexdigest()
 
 
 def test_a_folder_and_a_file_of_the_same_name_are_two_students(tmp_path):

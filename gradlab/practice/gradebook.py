@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradlab.errors import GradlabError
 from gradlab.practice import EXERCISES
@@ -30,7 +30,9 @@ SKIPPED = {"__pycache__", "node_modules"}  # and every hidden folder (.git)
 @dataclass(frozen=True)
 class Task:
     """One file to grade: STUDENT's ITEM, found at PATH (None: not handed in, WHY says so), with its content's
-    DIGEST (SHA-256 of its bytes; "none:" and the hash of WHY when there is no file to read)."""
+    DIGEST (SHA-256 of its bytes; "none:" and the hash of WHY when there is no file to read) and those bytes, SOURCE:
+    what is graded is what was hashed (the file is never read again: a student who swaps it in between cannot keep
+    another file's grade under its digest)."""
 
     student: str
     item: Item
@@ -38,6 +40,7 @@ class Task:
     why: str | None
     digest: str
     found: str  # PATH relative to SUBMISSIONS, shown to the teacher ("" when missing)
+    source: bytes | None = field(default=None, repr=False, compare=False)
 
 
 def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, str]:
@@ -105,10 +108,10 @@ def _task(root: str, student: str, path: str, item: Item) -> Task:
         path = hits[0]
     found = sanitize(os.path.relpath(path, root))
     try:
-        digest = hashlib.sha256(read_submission(path, follow=False)).hexdigest()
+        source = read_submission(path, follow=False)
     except (OSError, ValueError) as e:
         return _missing(student, item, f"cannot read {found}: {getattr(e, 'strerror', None) or e}", found)
-    return Task(student, item, path, None, digest, found)
+    return Task(student, item, path, None, hashlib.sha256(source).hexdigest(), found, source)
 
 
 def _missing(student: str, item: Item, why: str, found: str) -> Task:
@@ -166,7 +169,7 @@ def _timed(task: Task, seed: int):
 
     started = time.monotonic()
     item = (f"{task.student}/{task.item.file}", task.path, EXERCISES[task.item.exercise], task.why, False)
-    return _checked(item, seed), time.monotonic() - started
+    return _checked(item, seed, source=task.source), time.monotonic() - started
 
 
 SLUG = re.compile(r"[^A-Za-z0-9._-]+")
