@@ -1355,6 +1355,40 @@ def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(batch, 
     assert "Write it yourself" in starter(EXERCISES[CLIP])
 
 
+LOG_SOFTMAX = """
+class LogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return {call}
+
+    @staticmethod
+    def backward(ctx, dy):
+        (z,) = ctx.saved_tensors
+        return dy - torch.softmax(z, -1) * dy.sum(-1, keepdim=True)
+"""
+BY_OTHER_NAMES = [  # torch's other entry points to what an exercise forbids: an op's packet and its overloads
+    ("log1pexp.softplus", "def softplus(x):\n    return torch.ops.aten.softplus(x)\n", "torch.ops.aten.softplus"),
+    ("log1pexp.softplus", "def softplus(x):\n    return torch.ops.aten.softplus.default(x)\n",
+     "torch.ops.aten.softplus"),
+    ("mnist.LogSoftmax", LOG_SOFTMAX.format(call="torch._log_softmax(z, -1, False)"), "torch._log_softmax"),
+    ("mnist.LogSoftmax", LOG_SOFTMAX.format(call="torch.ops.aten._log_softmax.default(z, -1, False)"),
+     "torch.ops.aten._log_softmax"),
+]
+
+
+@pytest.mark.parametrize("name,body,used", BY_OTHER_NAMES)
+def test_what_the_exercise_asks_you_to_write_is_caught_under_torchs_other_names(tmp_path, name, body, used):
+    from gradlab.practice.check import run_check
+
+    path = tmp_path / "sub.py"
+    path.write_text("import torch\n" + body)
+    r = run_check(str(path), EXERCISES[name])
+    failed = [c for c in r.claims if not c.passed]
+    assert [c.id for c in failed] == [f"{name}:own"], ([(c.id, c.value) for c in failed], r.stopped)
+    assert r.metrics["diagnosis"] == f"uses {used}, which this exercise asks you to write"
+
+
 # autograd.Functions whose forward calls what the exercise asks for (their backward is right): every value passes
 FORBIDDEN_IN_FORWARD = {
     "mnist.LogSoftmax": ("""
