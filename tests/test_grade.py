@@ -188,6 +188,25 @@ def test_the_class_page_ranks_mistakes_and_escapes_what_students_chose():
     assert slug[evil] == "script_alert_1_script"
 
 
+def test_the_markdown_feedback_shows_what_students_chose_as_text():
+    """An exception's message, a folder's name, a note: HTML-escaped but read as Markdown, a [link](…) or an ![image]
+    (…) (a tracking pixel the teacher's viewer fetched) came alive in feedback/*.md."""
+    from markdown_it import MarkdownIt
+
+    items = [course.Item("softplus.py", "log1pexp.softplus")]
+    evil = "[Regrade request: click](https://127.0.0.1:9/phish) ![](https://127.0.0.1:9/t.png) *x* www.evil.example"
+    name = "[alice](https://127.0.0.1:9/x)"
+    rec = record(name, "softplus.py", score=0, stopped=f"ValueError: {evil}", diagnosis=evil, notes=[evil],
+                 inputs=[[evil, evil, 0.5, "✗"]], found=f"{name}/`softplus`.py")
+    md = feedback.feedback_md(name, items, {"softplus.py": rec})
+    html = MarkdownIt("commonmark").enable("table").render(md)
+    assert "<a " not in html and "<img" not in html and "<em>" not in html, html
+    outside = re.sub(r"`[^`\n]*`", "", md)  # a code span is never a link
+    assert "https://" not in outside and "www.evil" not in outside  # no bare link for GFM's autolinks either
+    assert html.count(evil) == 5 and f"<h1>Feedback for {name}</h1>" in html, html
+    assert "Graded file: <code>[alice](https://127.0.0.1:9/x)/ˋsoftplusˋ.py</code>" in html, html
+
+
 def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():
     items = [course.Item("softmax_grad.py", "mnist.softmax_grad"), course.Item("sgd_step.py", "mnist.sgd_step", 5)]
     table = {"=cmd()": {"softmax_grad.py": record("x", "softmax_grad.py", score=7.5),

@@ -65,14 +65,24 @@ def _csv_safe(text: str) -> str:
 
 
 # -------------------------------------------------------------------- a student's feedback
+MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:@=])")  # what Markdown (GFM) may read as syntax; < > & are HTML's
+
+
 def _md(text: str) -> str:
-    """Text a student chose (a name, an exception's message) for Markdown: no HTML a viewer would run, no `."""
-    return escape(text, quote=False).replace("`", "ˋ")
+    """Text a student chose (a name, an exception's message, a folder's name) for Markdown, read as it is: every
+    character Markdown could take for syntax (a [link](…), an ![image](…), *emphasis*, `code`, a # heading, a
+    list, a table's |, a bare https:// or www. link) backslash-escaped, and no HTML a viewer would run."""
+    return escape(MARKDOWN.sub(r"\\\1", text), quote=False)
+
+
+def _code(text: str) -> str:
+    """Text a student chose inside a `code span` (where nothing but a ` is syntax, and no escape is read)."""
+    return text.replace("`", "ˋ").replace("\n", " ")
 
 
 def _cell(text: str) -> str:
-    """_md(TEXT) inside a Markdown table's cell (a | would end it)."""
-    return _md(text).replace("|", "\\|")
+    """_md(TEXT) inside a Markdown table's cell (its | is escaped)."""
+    return _md(text)
 
 
 def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
@@ -83,7 +93,7 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
     for item in items:
         rec = recs[item.file]
         lines += [f"## {item.exercise} ({item.file}): {fmt(rec['score'])} of {fmt(rec['points'])}", "",
-                  f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{_md(rec['found'])}`."
+                  f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{_code(rec['found'])}`."
                                                                   if rec["found"] else ""), ""]
         if rec["stopped"]:
             lines += [f"**Stopped:** {_md(rec['stopped'])}", ""]
