@@ -185,7 +185,19 @@ def test_the_class_page_ranks_mistakes_and_escapes_what_students_chose():
     assert "<script>" not in text and "&lt;script&gt;" in text
     md = feedback.feedback_md(evil, items, table[evil])
     assert md.startswith("# Feedback for &lt;script&gt;") and "```\n<script>alert(1)</script>\n```" in md
-    assert slug[evil] == "script_alert_1_script"
+    assert re.fullmatch(r"script_alert_1_script-[0-9a-f]{8}", slug[evil]) and slug["alice"] == "alice"
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_no_name_takes_another_students_feedback_file(order):
+    """!alice (a folder listed before alice) was given feedback/alice.md, and alice alice-2.md."""
+    names = ["!alice", "alice", " alice", "alice_", "al.ice", "bob", "Bob", "BOB"][::order]
+    slug = gradebook.slugs(names)
+    assert slug["alice"] == "alice" and slug["al.ice"] == "al.ice" and slug["alice_"] != "alice_"
+    assert len({v.lower() for v in slug.values()}) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", v) for v in slug.values())
+    assert {v for v in slug.values() if "-" not in v} == {"alice", "al.ice"}  # the others: their name's hash
+    assert gradebook.slugs([*names, "alice-" + slug["!alice"].split("-")[1]])["!alice"] != slug["!alice"]
 
 
 def test_the_markdown_feedback_shows_what_students_chose_as_text():

@@ -176,13 +176,25 @@ SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def slugs(names: list[str]) -> dict[str, str]:
-    """A file name for each student's feedback: letters, digits, . _ - only, unique (a number added on a clash)."""
-    out, taken = {}, set()
+    """A file name for each student's feedback: letters, digits, . _ - only, unique whatever the others are called. A
+    bare name (one that is its own slug: alice) keeps it, unless another bare name differs from it in case only;
+    every other name gets its letters and a short hash of the exact name (!alice: alice-1f0c…), so that no name
+    can take another student's file name (the order of the folder's listing chooses nothing)."""
+    def base(name: str) -> str:
+        return SLUG.sub("_", name).strip("._") or "student"
+
+    bare = [n for n in names if base(n) == n and len(n) <= 80]
+    lowered = [n.lower() for n in bare]
+    out = {n: n for n in bare if lowered.count(n.lower()) == 1}
+    taken = {n.lower() for n in out}
     for name in names:
-        base = SLUG.sub("_", name).strip("._") or "student"
-        slug, n = base[:80], 2
-        while slug.lower() in taken:
-            slug, n = f"{base[:76]}-{n}", n + 1
+        if name in out:
+            continue
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        for size in range(8, len(digest) + 1):  # a bare name chosen to match this one's slug is not reused
+            slug = f"{base(name)[:70]}-{digest[:size]}"
+            if slug.lower() not in taken:
+                break
         taken.add(slug.lower())
         out[name] = slug
-    return out
+    return {n: out[n] for n in names}
