@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
 import re
@@ -226,6 +227,10 @@ def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():
     rows = list(csv.reader(feedback.grades_csv(items, table).splitlines()))
     assert rows == [["student", "mnist.softmax_grad (10)", "mnist.sgd_step (5)", "total (15)"],
                     ["'=cmd()", "7.5", "5", "12.5"]]
+    names = [" =cmd()", "\t=cmd()", "\r=cmd()", "\u200b=cmd()", "\uff1dcmd()", "\uff0bcmd()", "\u3000@cmd()", " alice"]
+    recs = table["=cmd()"]
+    rows = list(csv.reader(io.StringIO(feedback.grades_csv(items, dict.fromkeys([*names, "bob-x"], recs)), newline="")))
+    assert [r[0] for r in rows[1:]] == [*("'" + n.replace("\r", "\\r") for n in names), "bob-x"]
 
 
 # -------------------------------------------------------------------- a class, graded for real

@@ -9,6 +9,7 @@ import csv
 import io
 import re
 import statistics
+import unicodedata
 from dataclasses import dataclass, field
 from html import escape
 
@@ -60,8 +61,13 @@ def grades_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
 
 
 def _csv_safe(text: str) -> str:
-    """A spreadsheet runs a cell that starts with = + - @ as a formula: such a student name is quoted with '."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    """A spreadsheet runs a cell that starts with = + - @ as a formula, after spaces too, and reads the fullwidth ＝
+    as =: a student name whose first other character (NFKC-normalized) is one of them, or that starts with a space,
+    tab or line break, is quoted with '."""
+    norm = unicodedata.normalize("NFKC", text)
+    first = next((ch for ch in norm if not (ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs"))), "")
+    quoted = "'" + text if first in ("=", "+", "-", "@") or text[:1] in (" ", "\t", "\r", "\n") else text
+    return quoted.replace("\r", "\\r").replace("\n", "\\n")  # one row a student (csv quotes no lone \r here)
 
 
 # -------------------------------------------------------------------- a student's feedback
