@@ -71,14 +71,22 @@ def _csv_safe(text: str) -> str:
 
 
 # -------------------------------------------------------------------- a student's feedback
-MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:@=])")  # what Markdown (GFM) may read as syntax; < > & are HTML's
+# what Markdown (GFM) could read as syntax in a student's text (< > & are HTML-escaped): link and image brackets,
+# emphasis, code, a table's |, strikethrough, an e-mail's @, an _ that is not inside a word, a bare https:// or www.
+MARKDOWN = re.compile(r"[\\`*\[\]|~@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z]):(?=//)|(?<=[wW]{3})\.")
+LINE_START = re.compile(r"(?m)^([ \t]*)([-+=#]|\d+(?=[.)]))")  # a heading, a list, a setext underline
+NUMBERED = re.compile(r"(?m)^([ \t]*\d+)([.)])")
 
 
 def _md(text: str) -> str:
     """Text a student chose (a name, an exception's message, a folder's name) for Markdown, read as it is: every
-    character Markdown could take for syntax (a [link](…), an ![image](…), *emphasis*, `code`, a # heading, a
-    list, a table's |, a bare https:// or www. link) backslash-escaped, and no HTML a viewer would run."""
-    return escape(MARKDOWN.sub(r"\\\1", text), quote=False)
+    character Markdown could take for syntax there (a [link](…), an ![image](…), *emphasis*, `code`, a heading or a
+    list at a line's start, a table's |, a bare https:// or www. link) backslash-escaped, no HTML a viewer would run,
+    and words (sgd_step.py, 0.125) left as they are."""
+    text = MARKDOWN.sub(lambda m: "\\" + m.group(0), text)
+    text = NUMBERED.sub(r"\1\\\2", LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not
+                                                                          m.group(2).isdigit() else m.group(2)), text))
+    return escape(text, quote=False)
 
 
 def _code(text: str) -> str:
