@@ -7,6 +7,8 @@ bubblewrap; without it those tests skip (under CI, GRADLAB_REQUIRE_SANDBOX=1, th
 from __future__ import annotations
 
 import csv
+import hashlib
+import io
 import json
 import os
 import re
@@ -184,7 +186,38 @@ def test_the_class_page_ranks_mistakes_and_escapes_what_students_chose():
     assert "<script>" not in text and "&lt;script&gt;" in text
     md = feedback.feedback_md(evil, items, table[evil])
     assert md.startswith("# Feedback for &lt;script&gt;") and "```\n<script>alert(1)</script>\n```" in md
-    assert slug[evil] == "script_alert_1_script"
+    assert re.fullmatch(r"script_alert_1_script-[0-9a-f]{8}", slug[evil]) and slug["alice"] == "alice"
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_no_name_takes_another_students_feedback_file(order):
+    """!alice (a folder listed before alice) was given feedback/alice.md, and alice alice-2.md."""
+    names = ["!alice", "alice", " alice", "alice_", "al.ice", "bob", "Bob", "BOB"][::order]
+    slug = gradebook.slugs(names)
+    assert slug["alice"] == "alice" and slug["al.ice"] == "al.ice" and slug["alice_"] != "alice_"
+    assert len({v.lower() for v in slug.values()}) == len(names)
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", v) for v in slug.values())
+    assert {v for v in slug.values() if "-" not in v} == {"alice", "al.ice"}  # the others: their name's hash
+    assert gradebook.slugs([*names, "alice-" + slug["!alice"].split("-")[1]])["!alice"] != slug["!alice"]
+
+
+def test_the_markdown_feedback_shows_what_students_chose_as_text():
+    """An exception's message, a folder's name, a note: HTML-escaped but read as Markdown, a [link](…) or an ![image]
+    (…) (a tracking pixel the teacher's viewer fetched) came alive in feedback/*.md."""
+    from markdown_it import MarkdownIt
+
+    items = [course.Item("softplus.py", "log1pexp.softplus")]
+    evil = "[Regrade request: click](https://127.0.0.1:9/phish) ![](https://127.0.0.1:9/t.png) *x* www.evil.example"
+    name = "[alice](https://127.0.0.1:9/x)"
+    rec = record(name, "softplus.py", score=0, stopped=f"ValueError: {evil}", diagnosis=evil, notes=[evil],
+                 inputs=[[evil, evil, 0.5, "✗"]], found=f"{name}/`softplus`.py")
+    md = feedback.feedback_md(name, items, {"softplus.py": rec})
+    html = MarkdownIt("commonmark").enable("table").render(md)
+    assert "<a " not in html and "<img" not in html and "<em>" not in html, html
+    outside = re.sub(r"`[^`\n]*`", "", md)  # a code span is never a link
+    assert "https://" not in outside and "www.evil" not in outside  # no bare link for GFM's autolinks either
+    assert html.count(evil) == 5 and f"<h1>Feedback for {name}</h1>" in html, html
+    assert "Graded file: <code>[alice](https://127.0.0.1:9/x)/ˋsoftplusˋ.py</code>" in html, html
 
 
 def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():
@@ -194,6 +227,10 @@ def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():
     rows = list(csv.reader(feedback.grades_csv(items, table).splitlines()))
     assert rows == [["student", "mnist.softmax_grad (10)", "mnist.sgd_step (5)", "total (15)"],
                     ["'=cmd()", "7.5", "5", "12.5"]]
+    names = [" =cmd()", "\t=cmd()", "\r=cmd()", "\u200b=cmd()", "\uff1dcmd()", "\uff0bcmd()", "\u3000@cmd()", " alice"]
+    recs = table["=cmd()"]
+    rows = list(csv.reader(io.StringIO(feedback.grades_csv(items, dict.fromkeys([*names, "bob-x"], recs)), newline="")))
+    assert [r[0] for r in rows[1:]] == [*("'" + n.replace("\r", "\\r") for n in names), "bob-x"]
 
 
 # -------------------------------------------------------------------- a class, graded for real
@@ -346,6 +383,28 @@ def test_model_answers_are_left_out_of_the_wheel():
     assert "gradlab/lessons/*/exercises/answers.py" in config["exclude"]
     answers = sorted(REPO.glob("gradlab/lessons/*/exercises/answers.py"))
     assert len(answers) == len({e.lesson for e in EXERCISES.values()})  # the repository keeps them, one per lesson
+
+
+def test_what_is_graded_is_the_bytes_that_were_hashed(tmp_path, monkeypatch):
+    """TOCTOU: tasks() hashed the file, the check read it again later; a student who swapped in a right file while
+    it was graded (and back after) kept its 10 of 10 under the wrong file's digest on every re-run."""
+    from gradlab.practice import check
+
+    (tmp_path / "subs" / "mallory").mkdir(parents=True)
+    path = tmp_path / "subs" / "mallory" / "softplus.py"
+    path.write_bytes(b"def softplus(x):\n    return x * 0  # wrong\n")
+    [task] = gradebook.tasks(str(tmp_path / "subs"), [course.Item("softplus.py", "log1pexp.softplus")], False)
+    path.write_bytes(b"def softplus(x):\n    return x  # swapped in\n")
+    seen = []
+
+    def fake(shown, exercise, seed=0, *, source=None, **kw):
+        seen.append(source)
+        return check.stopped_result(exercise, shown, "not run", seed=seed)
+
+    monkeypatch.setattr(check, "run_check", fake)
+    gradebook._timed(task, 0)
+    assert seen == [b"def softplus(x):\n    return x * 0  # wrong\n"]
+    assert task.digest == hashlib.sha256(seen[0]).hexdigest()
 
 
 def test_a_folder_and_a_file_of_the_same_name_are_two_students(tmp_path):

@@ -1143,6 +1143,29 @@ def test_the_uid_fallback_refuses_a_class_other_users_can_read(tmp_path):
     assert not (tmp_path / "j.xml").exists()
 
 
+@pytest.mark.parametrize("readable", ["subs", "course", "out"])
+def test_the_uid_fallback_grade_refuses_a_class_other_users_can_read(tmp_path, readable):
+    """`gradlab grade` in the uid fallback, as `gradlab check`: a class folder readable by others let a submission
+    read /proc/*/cmdline, find the class and copy a classmate (10 of 10); the course file's folder holds a teacher's
+    own checks.py, the output folder every student's feedback."""
+    root = Path(tempfile.mkdtemp(prefix="gl-grade-"))  # in /tmp: reachable by any uid (tmp_path is not)
+    try:
+        os.chmod(root, 0o755)
+        for name in ("subs", "course", "out"):
+            (root / name).mkdir(mode=0o700 if name != readable else 0o755)
+            os.chmod(root / name, 0o700 if name != readable else 0o755)
+        (root / "subs" / "alice").mkdir()
+        (root / "subs" / "alice" / "softplus.py").write_text("def softplus(x):\n    return x\n")
+        (root / "course" / "course.toml").write_text('[exercises]\n"softplus.py" = "log1pexp.softplus"\n')
+        r = simulated_uid([sys.executable, "-m", "gradlab", "grade", str(root / "subs"), "--course",
+                           str(root / "course" / "course.toml"), "--out", str(root / "out")], tmp_path)
+        said = " ".join(r.stderr.decode().split())
+        assert r.returncode == 2 and f"{root / readable} is readable by other users" in said, (said, r.stdout)
+        assert "nothing was written" in said and os.listdir(root / "out") == []
+    finally:
+        shutil.rmtree(root)
+
+
 def test_the_uid_fallback_grades_and_says_what_it_leaves_open(uid_batch):
     assert all(d["metrics"]["sandbox"] == "uid" for d in uid_batch["by_file"].values())
     assert "can see other processes and fill the disk" in " ".join(uid_batch["clip"].stdout.decode().split())
@@ -1330,6 +1353,40 @@ def test_calling_what_the_exercise_asks_you_to_write_fails_its_own_check(batch, 
         assert [c.id for c in failed] == [f"{name}:own"], (name, [(c.id, c.value) for c in failed], r.stopped)
         assert r.metrics["diagnosis"] == f"uses {FORBIDDEN[name][1]}, which this exercise asks you to write"
     assert "Write it yourself" in starter(EXERCISES[CLIP])
+
+
+LOG_SOFTMAX = """
+class LogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return {call}
+
+    @staticmethod
+    def backward(ctx, dy):
+        (z,) = ctx.saved_tensors
+        return dy - torch.softmax(z, -1) * dy.sum(-1, keepdim=True)
+"""
+BY_OTHER_NAMES = [  # torch's other entry points to what an exercise forbids: an op's packet and its overloads
+    ("log1pexp.softplus", "def softplus(x):\n    return torch.ops.aten.softplus(x)\n", "torch.ops.aten.softplus"),
+    ("log1pexp.softplus", "def softplus(x):\n    return torch.ops.aten.softplus.default(x)\n",
+     "torch.ops.aten.softplus"),
+    ("mnist.LogSoftmax", LOG_SOFTMAX.format(call="torch._log_softmax(z, -1, False)"), "torch._log_softmax"),
+    ("mnist.LogSoftmax", LOG_SOFTMAX.format(call="torch.ops.aten._log_softmax.default(z, -1, False)"),
+     "torch.ops.aten._log_softmax"),
+]
+
+
+@pytest.mark.parametrize("name,body,used", BY_OTHER_NAMES)
+def test_what_the_exercise_asks_you_to_write_is_caught_under_torchs_other_names(tmp_path, name, body, used):
+    from gradlab.practice.check import run_check
+
+    path = tmp_path / "sub.py"
+    path.write_text("import torch\n" + body)
+    r = run_check(str(path), EXERCISES[name])
+    failed = [c for c in r.claims if not c.passed]
+    assert [c.id for c in failed] == [f"{name}:own"], ([(c.id, c.value) for c in failed], r.stopped)
+    assert r.metrics["diagnosis"] == f"uses {used}, which this exercise asks you to write"
 
 
 # autograd.Functions whose forward calls what the exercise asks for (their backward is right): every value passes

@@ -402,8 +402,9 @@ def own_code(exercise: Exercise, got: dict, result: Result) -> None:
     if not exercise.forbidden:
         return
     used = [u for u in got.get("used", []) if isinstance(u, str)]
-    one = len(exercise.forbidden) == 1
-    text = (f"your code {'does not use' if one else 'uses none of'} {', '.join(exercise.forbidden)} (the exercise "
+    shown = [n for n in exercise.forbidden if not n.startswith(("torch.ops.", "torch._"))] or exercise.forbidden
+    one = len(shown) == 1  # torch's private aliases and aten ops of those (forbidden too) are not listed
+    text = (f"your code {'does not use' if one else 'uses none of'} {', '.join(shown)} (the exercise "
             f"is to write what {'it does' if one else 'they do'})")
     value = math.nan if not got.get("ok") else float(len(used))
     result.claims.append(Claim(f"{exercise.name}:own", text + ("" if got.get("ok") else " — not reached"), value, 0))

@@ -110,6 +110,9 @@ class Forbidden:
             setattr(owner, attr, self._wrapper(original, lambda args: f"{label}.{type(args[0]).__name__}"))
             return
         wrapper = self._wrapper(obj, lambda args: name)
+        if type(obj).__name__ == "OpOverloadPacket":  # torch.ops.aten.X: its overloads too (X.default, X.out),
+            for overload in obj.overloads():  # which functools.wraps would hand on unwatched
+                setattr(wrapper, overload, self._wrapper(getattr(obj, overload), lambda args: name))
         setattr(owner, attr, wrapper)
         if type(owner).__name__ == "module":  # the same function under other names (torch.nn.utils.clip_grad...)
             for module in list(sys.modules.values()):

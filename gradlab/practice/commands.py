@@ -346,8 +346,9 @@ def _alike(name: str, alike: dict[str, list[str]]) -> str | None:
     return f"its name looks like {' and '.join(others)}: rename one of them" if others else None
 
 
-def _checked(item: tuple, seed: int = 0):
-    """One submission's Result: never an exception (one file's trouble never stops a class's grading)."""
+def _checked(item: tuple, seed: int = 0, source: bytes | None = None):
+    """One submission's Result: never an exception (one file's trouble never stops a class's grading). SOURCE: the
+    bytes to grade, read (and hashed) by the caller; the path is then not read again."""
     shown, path, exercise, why, follow = item
     from gradlab.practice.check import marker, run_check, stopped_result
     from gradlab.practice.isolate import one_line
@@ -356,7 +357,7 @@ def _checked(item: tuple, seed: int = 0):
     if why is not None:
         return stopped_result(exercise, shown, why, "missing", seed)
     try:
-        source = read_submission(path, follow=follow)
+        source = read_submission(path, follow=follow) if source is None else source
     except (OSError, ValueError) as e:
         return stopped_result(exercise, shown, f"cannot read {shown}: {getattr(e, 'strerror', None) or e}",
                               seed=seed)

@@ -9,6 +9,7 @@ import csv
 import io
 import re
 import statistics
+import unicodedata
 from dataclasses import dataclass, field
 from html import escape
 
@@ -60,19 +61,42 @@ def grades_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
 
 
 def _csv_safe(text: str) -> str:
-    """A spreadsheet runs a cell that starts with = + - @ as a formula: such a student name is quoted with '."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+    """A spreadsheet runs a cell that starts with = + - @ as a formula, after spaces too, and reads the fullwidth ＝
+    as =: a student name whose first other character (NFKC-normalized) is one of them, or that starts with a space,
+    tab or line break, is quoted with '."""
+    norm = unicodedata.normalize("NFKC", text)
+    first = next((ch for ch in norm if not (ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs"))), "")
+    quoted = "'" + text if first in ("=", "+", "-", "@") or text[:1] in (" ", "\t", "\r", "\n") else text
+    return quoted.replace("\r", "\\r").replace("\n", "\\n")  # one row a student (csv quotes no lone \r here)
 
 
 # -------------------------------------------------------------------- a student's feedback
+# what Markdown (GFM) could read as syntax in a student's text (< > & are HTML-escaped): link and image brackets,
+# emphasis, code, a table's |, strikethrough, an e-mail's @, an _ that is not inside a word, a bare https:// or www.
+MARKDOWN = re.compile(r"[\\`*\[\]|~@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z]):(?=//)|(?<=[wW]{3})\.")
+LINE_START = re.compile(r"(?m)^([ \t]*)([-+=#]|\d+(?=[.)]))")  # a heading, a list, a setext underline
+NUMBERED = re.compile(r"(?m)^([ \t]*\d+)([.)])")
+
+
 def _md(text: str) -> str:
-    """Text a student chose (a name, an exception's message) for Markdown: no HTML a viewer would run, no `."""
-    return escape(text, quote=False).replace("`", "ˋ")
+    """Text a student chose (a name, an exception's message, a folder's name) for Markdown, read as it is: every
+    character Markdown could take for syntax there (a [link](…), an ![image](…), *emphasis*, `code`, a heading or a
+    list at a line's start, a table's |, a bare https:// or www. link) backslash-escaped, no HTML a viewer would run,
+    and words (sgd_step.py, 0.125) left as they are."""
+    text = MARKDOWN.sub(lambda m: "\\" + m.group(0), text)
+    text = NUMBERED.sub(r"\1\\\2", LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not
+                                                                          m.group(2).isdigit() else m.group(2)), text))
+    return escape(text, quote=False)
+
+
+def _code(text: str) -> str:
+    """Text a student chose inside a `code span` (where nothing but a ` is syntax, and no escape is read)."""
+    return text.replace("`", "ˋ").replace("\n", " ")
 
 
 def _cell(text: str) -> str:
-    """_md(TEXT) inside a Markdown table's cell (a | would end it)."""
-    return _md(text).replace("|", "\\|")
+    """_md(TEXT) inside a Markdown table's cell (its | is escaped)."""
+    return _md(text)
 
 
 def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
@@ -83,7 +107,7 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
     for item in items:
         rec = recs[item.file]
         lines += [f"## {item.exercise} ({item.file}): {fmt(rec['score'])} of {fmt(rec['points'])}", "",
-                  f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{_md(rec['found'])}`."
+                  f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{_code(rec['found'])}`."
                                                                   if rec["found"] else ""), ""]
         if rec["stopped"]:
             lines += [f"**Stopped:** {_md(rec['stopped'])}", ""]

@@ -51,12 +51,17 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     if not found.isolated:
         raise GradlabError(f"grading a class runs other people's code, and {isolate.not_isolated_message(found)}; "
                            "nothing was written")
+    if found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
+        _refuse_readable(submissions, course_path, out_dir)
     todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir)
-    _prepare(out_dir)
+    _prepare(out_dir, private=found.mode == "uid")
     console = report.make_console(quiet=quiet)
 
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    if not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup: as check says it
+        say(f"gradlab: note: {note}")
 
     for note in filter(None, (printed_answer(name) for name in dict.fromkeys(i.exercise for i in items))):
         say(f"gradlab: note: {note}")
@@ -123,14 +128,37 @@ def _items(course_path: str | None, exercise_name: str | None):
     return [course.Item(f"{EXERCISES[exercise_name].function}.py", exercise_name)]
 
 
-def _prepare(out_dir: str) -> None:
-    """DIR and DIR/feedback exist and are writable, or one line says why."""
+def _refuse_readable(submissions: str, course_path: str | None, out_dir: str) -> None:
+    """In the uid fallback (no mount namespace), one line and nothing written when the class's folder, the course
+    file's (a teacher's own exercise's checks.py lives there) or the output folder is readable by a sandbox uid: a
+    submission could copy a classmate's file, the checks or the other students' feedback (as `gradlab check` refuses
+    a readable folder)."""
+    from gradlab.practice import isolate
+
+    folders = [os.path.abspath(submissions)]
+    if course_path is not None:
+        folders.append(os.path.dirname(os.path.abspath(course_path)))
+    if os.path.isdir(out_dir):
+        folders.append(os.path.abspath(out_dir))
+    readable = isolate.readable_by_sandbox(folders)
+    if readable:
+        raise GradlabError(f"{isolate.sanitize(readable)} is readable by other users, so a submission could copy it (a "
+                           "classmate's file, the course's checks, the feedback): chmod o-rwx it and its folder; "
+                           "nothing was written")
+
+
+def _prepare(out_dir: str, private: bool = False) -> None:
+    """DIR and DIR/feedback exist and are writable, or one line says why. PRIVATE (the uid fallback): a DIR made
+    here is readable by its owner alone."""
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise GradlabError(f"--out {out_dir} is a file; give a folder (it is made if missing)")
     parent = os.path.dirname(os.path.abspath(out_dir))
     if not os.path.isdir(parent):
         raise GradlabError(f"--out {out_dir}: folder {parent} does not exist; create it or choose another path")
     try:
+        if private and not os.path.exists(out_dir):
+            os.mkdir(out_dir, 0o700)
+            os.chmod(out_dir, 0o700)
         os.makedirs(os.path.join(out_dir, "feedback"), exist_ok=True)
     except OSError as e:
         raise GradlabError(f"--out {out_dir}: cannot make it ({e.strerror}); choose another path") from None

@@ -15,7 +15,7 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradlab.errors import GradlabError
 from gradlab.practice import EXERCISES
@@ -30,7 +30,9 @@ SKIPPED = {"__pycache__", "node_modules"}  # and every hidden folder (.git)
 @dataclass(frozen=True)
 class Task:
     """One file to grade: STUDENT's ITEM, found at PATH (None: not handed in, WHY says so), with its content's
-    DIGEST (SHA-256 of its bytes; "none:" and the hash of WHY when there is no file to read)."""
+    DIGEST (SHA-256 of its bytes; "none:" and the hash of WHY when there is no file to read) and those bytes, SOURCE:
+    what is graded is what was hashed (the file is never read again: a student who swaps it in between cannot keep
+    another file's grade under its digest)."""
 
     student: str
     item: Item
@@ -38,6 +40,7 @@ class Task:
     why: str | None
     digest: str
     found: str  # PATH relative to SUBMISSIONS, shown to the teacher ("" when missing)
+    source: bytes | None = field(default=None, repr=False, compare=False)
 
 
 def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, str]:
@@ -105,10 +108,10 @@ def _task(root: str, student: str, path: str, item: Item) -> Task:
         path = hits[0]
     found = sanitize(os.path.relpath(path, root))
     try:
-        digest = hashlib.sha256(read_submission(path, follow=False)).hexdigest()
+        source = read_submission(path, follow=False)
     except (OSError, ValueError) as e:
         return _missing(student, item, f"cannot read {found}: {getattr(e, 'strerror', None) or e}", found)
-    return Task(student, item, path, None, digest, found)
+    return Task(student, item, path, None, hashlib.sha256(source).hexdigest(), found, source)
 
 
 def _missing(student: str, item: Item, why: str, found: str) -> Task:
@@ -166,20 +169,32 @@ def _timed(task: Task, seed: int):
 
     started = time.monotonic()
     item = (f"{task.student}/{task.item.file}", task.path, EXERCISES[task.item.exercise], task.why, False)
-    return _checked(item, seed), time.monotonic() - started
+    return _checked(item, seed, source=task.source), time.monotonic() - started
 
 
 SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def slugs(names: list[str]) -> dict[str, str]:
-    """A file name for each student's feedback: letters, digits, . _ - only, unique (a number added on a clash)."""
-    out, taken = {}, set()
+    """A file name for each student's feedback: letters, digits, . _ - only, unique whatever the others are called. A
+    bare name (one that is its own slug: alice) keeps it, unless another bare name differs from it in case only;
+    every other name gets its letters and a short hash of the exact name (!alice: alice-1f0c…), so that no name
+    can take another student's file name (the order of the folder's listing chooses nothing)."""
+    def base(name: str) -> str:
+        return SLUG.sub("_", name).strip("._") or "student"
+
+    bare = [n for n in names if base(n) == n and len(n) <= 80]
+    lowered = [n.lower() for n in bare]
+    out = {n: n for n in bare if lowered.count(n.lower()) == 1}
+    taken = {n.lower() for n in out}
     for name in names:
-        base = SLUG.sub("_", name).strip("._") or "student"
-        slug, n = base[:80], 2
-        while slug.lower() in taken:
-            slug, n = f"{base[:76]}-{n}", n + 1
+        if name in out:
+            continue
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        for size in range(8, len(digest) + 1):  # a bare name chosen to match this one's slug is not reused
+            slug = f"{base(name)[:70]}-{digest[:size]}"
+            if slug.lower() not in taken:
+                break
         taken.add(slug.lower())
         out[name] = slug
-    return out
+    return {n: out[n] for n in names}

@@ -29,7 +29,7 @@ EXERCISES = [
                             "formulas (max relative |Δ|)", 1e-6),
                 "float64": ("float64: the same (max relative |Δ|; 1e-8 leaves room for F.softplus's threshold)",
                             1e-8)},
-        forbidden=("torch.nn.functional.softplus",)),
+        forbidden=("torch.nn.functional.softplus", "torch.ops.aten.softplus")),
     Exercise(
         "Log1pExp", 3,
         "log(1 + eˣ) as a torch.autograd.Function: no overflow at x = 100 in float32, a right second derivative",

@@ -61,5 +61,6 @@ EXERCISES = [
                 "float32": ("float32, logits near 100 and −1000: the same, finite (max relative |Δ|)", 1e-5)},
         forward="z",
         forbidden=("torch.nn.functional.log_softmax", "torch.log_softmax", "torch.Tensor.log_softmax",
-                   "torch.special.log_softmax")),
+                   "torch.special.log_softmax", "torch._log_softmax", "torch.ops.aten.log_softmax",
+                   "torch.ops.aten._log_softmax", "torch.ops.aten.special_log_softmax")),
 ]
