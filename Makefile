@@ -43,16 +43,17 @@ test-latest:
 	.venv-latest/bin/ruff check .
 	.venv-latest/bin/python -m pytest -q
 
-# The suite against the oldest releases the wheel declares (each floor of pyproject.toml's dependencies, found by
-# uv's lowest-direct resolution), the test tools at their newest: the floors a class's wheel declares are tested.
+# The suite against the oldest releases the wheel declares (each floor of pyproject.toml's dependencies and of its
+# `full` extra, torchvision: found by uv's lowest-direct resolution), the test tools at their newest: every floor a
+# class's wheel declares is one the suite runs on (the corrupted-download tests need torchvision).
 test-oldest: $(BIN)/python
 	$(BIN)/python -m pip install --quiet uv
 	rm -rf .venv-oldest
 	$(PYTHON) -m venv .venv-oldest
-	$(BIN)/uv pip compile --quiet --resolution lowest-direct --no-deps --python-version 3.11 pyproject.toml \
-		-o .venv-oldest/floors.txt
+	$(BIN)/uv pip compile --quiet --resolution lowest-direct --no-deps --extra full --python-version 3.11 \
+		pyproject.toml -o .venv-oldest/floors.txt
 	.venv-oldest/bin/python -m pip install --quiet --upgrade pip
-	.venv-oldest/bin/python -m pip install -c .venv-oldest/floors.txt -e '.[dev,notebooks]'
+	.venv-oldest/bin/python -m pip install -c .venv-oldest/floors.txt -e '.[full,dev,notebooks]'
 	.venv-oldest/bin/python -m pytest -q
 
 demo: install

@@ -48,6 +48,10 @@ class LessonCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
+class _ReaderLeft(Exception):
+    """A command's output hit a broken pipe (`gradlab … | head`): not an OSError, so that click lets it through."""
+
+
 class GradlabGroup(click.Group):
     """Bad input of any kind becomes one line on stderr and exit code 2, never a traceback."""
 
@@ -61,6 +65,8 @@ class GradlabGroup(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt as e:
             raise process.Interrupted(getattr(e, "signum", 2)) from None
+        except BrokenPipeError:  # past click, which turns an EPIPE inside a command into exit code 1 (every click)
+            raise _ReaderLeft() from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)  # teaching order, as added below, not alphabetical
@@ -84,7 +90,7 @@ class GradlabGroup(click.Group):
             signum = getattr(e, "signum", 2)
             _error(process.SIGNAL_WORDS.get(signum, "interrupted"))
             sys.exit(128 + signum)
-        except BrokenPipeError:  # `gradlab … | head`: the reader left; not a failed claim, and nothing to say
+        except (BrokenPipeError, _ReaderLeft):  # `gradlab … | head`: the reader left: not a failed claim, no message
             process.quiet_stdout()
             sys.exit(141)  # 128 + SIGPIPE, as a shell reports a program killed by a broken pipe
         try:
