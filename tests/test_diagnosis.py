@@ -201,6 +201,27 @@ UNKNOWN = [
             logp = torch.log_softmax(actor(s), dim=1).gather(1, a[:, None]).squeeze(1)
             return -(logp * delta).mean()
         """, "right for one transition, wrong for a batch"),
+    ("gaussian-policy.GaussianLogProb", "the gradients for a and μ returned in each other's place", """
+        class GaussianLogProb(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, mu, sigma):
+                ctx.save_for_backward(a, mu, sigma)
+                return -(a - mu) ** 2 / (2 * sigma ** 2) - torch.log(sigma) - 0.5 * math.log(2 * math.pi)
+
+            @staticmethod
+            def backward(ctx, dy):
+                a, mu, sigma = ctx.saved_tensors
+                g_mu = dy * (a - mu) / sigma ** 2
+                g_sigma = dy * ((a - mu) ** 2 - sigma ** 2) / sigma ** 3
+                return g_mu, -g_mu, g_sigma
+        """, "returned in each other's place? Check the order you return them in"),
+    ("actor-critic.actor_loss", "the reward masked by (1 − done) too", """
+        def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+            with torch.no_grad():
+                delta = (r + gamma * critic(s2).squeeze(1)) * (1 - done) - critic(s).squeeze(1)
+            logp = torch.log_softmax(actor(s), dim=1).gather(1, a[:, None]).squeeze(1)
+            return -(logp * delta).mean()
+        """, "multiply only the bootstrap γ · V(s2) by (1 − done), not r"),
     ("ddp.sync_gradients", "reduced to rank 0", """
         def sync_gradients(model):
             import torch.distributed as dist
@@ -226,6 +247,36 @@ def test_a_mistake_nobody_listed_gets_a_diagnosis_naming_it(name, what, source, 
     assert all(m.fn is not fn for m in checks_of(EXERCISES[name]).mistakes)
     r = judged(name, fn)
     assert r.exit_code == 1 and phrase in said(r), said(r)
+
+
+def test_the_cause_comes_before_the_ratios_and_the_ratios_are_said_once():
+    """#34: a right cause said after a paragraph of per-input ratios is missed; ratios no quantity names are a
+    symptom, said once per output after the causes."""
+    r = judged("dqn.td_loss", fn_of("dqn.td_loss", """
+        def td_loss(online, target, s, a, r, s2, done, gamma):
+            with torch.no_grad():
+                y = r + gamma * (1 - done) * target(s2).max(1).values
+            return F.smooth_l1_loss(online(s).max(1).values, y, reduction="sum")
+        """))
+    text = said(r)
+    assert r.exit_code == 1 and text.count("× the expected on") == 0, text
+    assert text.index("right for one transition") < text.index("a different multiple of the expected"), text
+
+
+def test_a_near_miss_is_not_called_a_swap_with_an_output_whose_expected_is_the_same():
+    """#34: every rank's expected result is the same mean, so a rank's float32-rounded result was "= the expected
+    rank 1's result"; it is float32 precision, and the weights are said to be right."""
+    r = judged("ddp.average_gradients", fn_of("ddp.average_gradients", """
+        def average_gradients(grads, n_local, n_total):
+            import torch.distributed as dist
+            out = [(g.float() * (n_local / n_total)) for g in grads]
+            for t in out:
+                dist.all_reduce(t)
+            return [t.to(torch.float64) for t in out]
+        """))
+    text = said(r)
+    assert r.exit_code == 1 and "= the expected rank" not in text, text
+    assert "float32 precision" in text and "the right weights" in text, text
 
 
 RIGHT = [

@@ -74,6 +74,8 @@ EXPECTED = {
     "gaussian-policy.score/wrong_sigma_missing_term.py": ("known", "−1/σ missing"),
     "gaussian-policy.score/wrong_sigma_power2.py": ("experiment", "∂ln π/∂σ (your second output) = σ ⊙ expected"),
     "gaussian-policy.score/wrong_swapped_outputs.py": ("experiment", "(your first output) = the expected ∂ln π/∂σ"),
+    "gaussian-policy.score/wrong_returns_sigma_first.py": ("experiment", "(your second output) = the expected ∂ln "
+                                                                         "π/∂μ (your first output) on every input"),
     "gaussian-policy.score/wrong_wrt_log_sigma.py": ("experiment", "the derivative with respect to log σ"),
     "gaussian-policy.score/wrong_uses_normal_log_prob.py": ("forbidden", "uses torch.distributions.Normal.log_prob, "
                                                                          "which this exercise asks you to write"),
@@ -88,6 +90,12 @@ EXPECTED = {
     "dqn.td_loss/wrong_no_done_mask.py": ("known", "done ignored"),
     "dqn.td_loss/wrong_online_for_target.py": ("known", "online target"),
     "dqn.td_loss/wrong_sum_reduction.py": ("experiment", "N × the expected"),
+    "dqn.td_loss/wrong_max_q_not_taken.py": ("known", "max Q(s), not Q(s, a)"),
+    "dqn.td_loss/wrong_max_q_values.py": ("known", "max Q(s), not Q(s, a)"),
+    "dqn.td_loss/wrong_max_q_keepdim.py": ("known", "max Q(s), not Q(s, a)"),
+    "dqn.td_loss/wrong_max_q_summed.py": ("experiment", "a Q of another action than a (max Q(s)"),
+    "dqn.td_loss/wrong_done_on_reward.py": ("known", "(1 − done) on r too"),
+    "dqn.td_loss/wrong_mask_then_add.py": ("known", "(1 − done) on r too"),
     "actor-critic.critic_update/wrong_backward_accumulates.py": ("known", ".grad added to"),
     "actor-critic.critic_update/wrong_detach_value.py": ("experiment", "V(s) detached instead of the target"),
     "actor-critic.critic_update/wrong_half_mse.py": ("experiment", "1/2 × the expected"),
@@ -117,6 +125,18 @@ EXPECTED = {
     "ddp.average_gradients/wrong_reduceop_avg.py": ("known", "equal weights"),
     "ddp.average_gradients/wrong_sum_only.py": ("known", "sum of means"),
     "ddp.average_gradients/wrong_weighted_then_averaged.py": ("experiment", "averaged twice"),
+    "ddp.average_gradients/wrong_float32_bucket.py": ("experiment", "float32 precision"),
+    "ddp.average_gradients/wrong_half_precision_reduce.py": ("experiment", "float32 precision"),
+}
+
+# file -> what its diagnosis once said and must not say again (#34: feedback that misleads)
+MISLEADS = {
+    "dqn.td_loss/wrong_max_q_not_taken.py": "right for one transition, wrong for a batch",
+    "dqn.td_loss/wrong_done_on_reward.py": "multiply the bootstrap γ · max target(s2) by (1 − done): after",
+    "dqn.td_loss/wrong_mask_then_add.py": "multiply the bootstrap γ · max target(s2) by (1 − done): after",
+    "ddp.average_gradients/wrong_float32_bucket.py": "= the expected rank",
+    "ddp.average_gradients/wrong_half_precision_reduce.py": "= the expected rank",
+    "gaussian-policy.score/wrong_returns_sigma_first.py": "−1/σ missing",
 }
 
 FILES = sorted(str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*.py"))
@@ -128,7 +148,7 @@ def said(result) -> str:
 
 def test_every_wrong_file_has_its_expected_phrase_and_every_file_is_in_the_corpus():
     wrong = [f for f in FILES if Path(f).name.startswith("wrong_")]
-    assert sorted(EXPECTED) == wrong and len(FILES) == 122
+    assert sorted(EXPECTED) == wrong and len(FILES) == 131
     assert all(how in ("known", "experiment", "error", "forbidden") for how, _ in EXPECTED.values())
 
 
@@ -142,5 +162,6 @@ def test_the_corpus_is_graded_right_and_each_wrong_answer_diagnosed(name):
     how, phrase = EXPECTED[name]
     assert result.exit_code == 1
     assert phrase in said(result), said(result)
+    assert name not in MISLEADS or MISLEADS[name] not in said(result), said(result)
     if how == "known":
         assert result.metrics["diagnosis"].split(":")[0] in phrase or phrase in result.metrics["diagnosis"]

@@ -194,11 +194,14 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
                         detail=where or "*", prio=0)]
     nb, na = float(Bv[fin_b].norm()), float(A[fin_a].norm())
     found = []
-    for other, theirs in refs_i.items():  # the expected value of another output (two outputs swapped)
-        if other != key and na > 0 and len(flat(theirs)) == len(a) and all(
+    for other, theirs in refs_i.items():  # the expected value of another output (two outputs swapped), unless that
+        # equals this output's own expected (every rank's result is the same mean): then it says nothing
+        if other != key and (na > 0 or (other in outputs_i and close(  # a 0 only when the other output has ours
+                vector(flat(outputs_i[other])), vector(b)))) and len(flat(theirs)) == len(a) and all(
                 x.shape == y.shape for x, y in zip(a, flat(theirs), strict=True)) and close(
-                vector(a), vector(flat(theirs))):
-            found.append(Finding("swapped", ("swapped", other), f"= the expected {checks.word(other)}",
+                vector(a), vector(flat(theirs))) and not close(vector(flat(theirs)), vector(b)):
+            found.append(Finding("swapped", ("swapped", other),
+                                 f"= the expected {checks.word(other).removeprefix('the ')}",
                                  detail=other, prio=2))
     if nb == 0:
         return [*found, Finding("nonzero", ("nonzero",), f"is not 0 where 0 is expected (its norm is {num(na)})",
@@ -230,7 +233,7 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
                                  f"{meaning})", detail=sym, prio=2, value=value))
         s = simple(c)
         found.append(Finding("scale", ("scale", s or f"{c:.4g}"), f"{verb} {s or f'{c:.4g}'} × the expected{upd}",
-                             detail=s or "c", prio=4 if s else 6))
+                             detail=s or "c", prio=4 if s else 6, value=c))
     if len(a) == 1 and a[0].dim() == 2 and a[0].shape[0] == a[0].shape[1] and close(a[0].T.double(),
                                                                                    b[0].double()):
         found.append(Finding("transpose", ("transpose",), "is the transpose of the expected", detail="transpose",
@@ -244,9 +247,12 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
     where = spot_words(checks, case, key, bad) if len(a) == 1 else ""
     rel = float(diff.max()) / max(float(Bv.abs().max()), 1.0)
     words = f"differs {where}" if where else "differs"
-    if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):
+    if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):  # a cause, said even beside an experiment's words
         words += (f" by at most {rel:.2g} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
                   "ulp at 1 is 1.2e-7) where float64 is expected")
+        return [Finding("differs", ("differs", "float32"), words, detail=where or "float32", prio=8,
+                        hint="a tensor made or cast to float32 on the way (.float(), torch.float32, a float32 buffer "
+                             "or bucket) rounds every number: keep the inputs' dtype throughout")]
     return [Finding("differs", ("differs", where), words, detail=where or "*", prio=9)]
 
 
@@ -343,12 +349,15 @@ def where_words(cover: list[int], wrong: list[int], relevant: list[int], cases: 
 
 
 def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Finding]]], wrong: dict[str, list[int]],
-                    relevant: dict[str, list[int]], cases: list[dict]) -> tuple[list[str], list[str], list[str]]:
-    """(sentences, fixes, vague ones: "differs" with nothing more): the relations that explain the most (output,
-    input) pairs, chosen greedily, each said once for the outputs it holds on (W and b: the updates are 1/K × the
-    expected update on every input)."""
+                    relevant: dict[str, list[int]], cases: list[dict]
+                    ) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(sentences, fixes, vague ones: "differs" with nothing more, ratios: a factor no quantity names, said after
+    the causes and once per output): the relations that explain the most (output, input) pairs, chosen greedily,
+    each said once for the outputs it holds on (W and b: the updates are 1/K × the expected update on every
+    input)."""
     todo = {(k, i) for k, per in findings.items() for i in per}
     sentences, fixes, vague = [], [], []
+    ratios: dict[str, list[tuple[float, int]]] = {}
     while todo:
         cover: dict[Any, list[tuple[str, int]]] = {}
         best: dict[Any, Finding] = {}
@@ -368,9 +377,20 @@ def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Finding]]
         for k, ids in by_key.items():
             groups.setdefault(where_words(ids, wrong[k], relevant[k], cases), []).append(k)
         f = best[sig]
+        if f.kind == "scale" and f.detail == "c" and f.value is not None:  # a bare ratio: a symptom, not a cause
+            for k, i in pairs:
+                ratios.setdefault(k, []).append((next(g.value for g in findings[k][i] if g.sig == sig), i))
+            continue
         shown = dict.fromkeys(f"{g.value:.4g}" for k, i in pairs for g in findings[k][i]
                               if g.sig == sig and g.value is not None)
         words = f.words.replace("{values}", ", ".join(list(shown)[:4]) + (" …" if len(shown) > 4 else ""))
+        swaps = dict.fromkeys(checks.word(g.detail) for k, i in pairs for g in findings[k][i] if g.kind == "swapped")
+        if f.kind != "swapped" and swaps:  # two outputs whose expected values are related (∂/∂a = −∂/∂μ): said
+            # as the order first, a sign flip or scale being what a swap of such outputs also looks like
+            same = ("the same numbers as the sign flipped, since one expected is −1 × the other" if f.detail == "−1"
+                    else f"the same numbers as: {f.words.removeprefix('= ').removeprefix('is ')}")
+            words = (f"= the expected {joined([w.removeprefix('the ') for w in swaps])} (in that order): returned in "
+                     f"each other's place? Check the order you return them in ({same})")
         for where, keys in groups.items():
             subject = joined([checks.word(k) for k in keys])
             said = words.replace("is ", "are ", 1) if len(keys) > 1 and words.startswith("is ") else words
@@ -381,7 +401,16 @@ def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Finding]]
         fix = hint_for(checks, next(iter(by_key)), f)
         if fix and fix not in fixes:
             fixes.append(fix)
-    return sentences, fixes, vague
+    said = []
+    for k, cs in ratios.items():
+        cs.sort(key=lambda p: p[1])
+        if len(cs) == 1:
+            said.append(f"{checks.word(k)} = {num(cs[0][0])} × the expected on '{cases[cs[0][1]]['label']}'")
+        else:
+            lo, hi = min(c for c, _ in cs), max(c for c, _ in cs)
+            said.append(f"{checks.word(k)} is a different multiple of the expected on each input ({num(lo)} to "
+                        f"{num(hi)} × on {len(cs)} inputs): no one factor explains it")
+    return sentences, fixes, vague, said
 
 
 def families(checks: Checks, cases: list[dict], passed: list[bool]) -> list[str]:
@@ -467,7 +496,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         findings[key] = per
         wrong[key] = list(per)
         relevant[key] = [i for i in rel if not cases[i].get("compound")] if simple_cases else rel
-    sentences, fixes, vague = explain_outputs(checks, findings, wrong, relevant, cases)
+    sentences, fixes, vague, ratios = explain_outputs(checks, findings, wrong, relevant, cases)
     said = []
     for experiment in checks.experiments:
         try:
@@ -476,15 +505,16 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
             words = None
         if words:
             said.append(words)
-    parts += sentences if sentences or said else vague  # "differs" alone only when nothing more is known
+    parts += sentences if sentences or said or ratios else vague  # "differs" alone only when nothing more is known
     if step_note:
         parts.append(step_note)
     right_keys = [k for k in right_keys if not any(k == checks.word(x) for x in later)]
-    if right_keys and (sentences or vague or shape_text):
+    if right_keys and (sentences or vague or shape_text or ratios):
         parts.append(f"{joined(right_keys)} {'is' if len(right_keys) == 1 else 'are'} right on every input")
     parts += families(checks, cases, passed)
     parts += said
     parts += fixes
+    parts += ratios  # the bare ratios after what explains them
     where = locate(checks, cases, mine, refs, failing or list(range(len(cases))))
     if where:
         parts.append(where)

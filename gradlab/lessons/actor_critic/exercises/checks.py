@@ -12,8 +12,10 @@ from gradlab.lessons.actor_critic.exercises.harness import HARNESSES, _critic_ha
 from gradlab.practice.exercise import Checks, Mistake, Relation
 
 FAMILIES = {
-    ("*", "family", "terminal:for non-terminal transitions"): "multiply the bootstrap γ · V(s2) by (1 − done): after "
-                                                              "a termination there is no next state to value",
+    ("*", "family", "terminal:for non-terminal transitions"): "a terminal transition's target is its reward r "
+                                                              "alone: multiply only the bootstrap γ · V(s2) by (1 − "
+                                                              "done), not r (after a termination there is no next "
+                                                              "state to value, but the reward was received)",
     ("*", "family", "size:for one transition"): "one transition hides a sum where the mean belongs (N times too "
                                                 "large) and a shape that broadcasts: V(s) is (N, 1), the target "
                                                 "(N,), and (N,) − (N, 1) is an (N, N) matrix; squeeze V(s) to (N,)",

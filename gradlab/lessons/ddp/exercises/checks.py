@@ -163,7 +163,7 @@ def _avg_own(case: dict) -> dict:
 
 def _avg_weights(cases: list[dict], outs: list[dict], refs: list[dict]) -> str | None:
     """Measured: each rank's result = Σ_s w_s ḡ_s, with the weights named when they are a known rule."""
-    said, right_on_zero_only = {}, True
+    said, right_on_zero_only, rounded = {}, True, []
     for case, o, r in zip(cases, outs, refs, strict=True):
         n = torch.tensor(case["sizes"], dtype=torch.float64)
         B, R = float(n.sum()), len(n)
@@ -190,13 +190,17 @@ def _avg_weights(cases: list[dict], outs: list[dict], refs: list[dict]) -> str |
                                     "n_r/(B·W) (averaged twice)": (n / B / R).tolist(),
                                     "its own gradient alone (no all-reduce reached it)": own.tolist(),
                                     "its own n_r/B alone (no all-reduce reached it)": (own * n / B).tolist()})
+            if name == "n_r/B (right)":  # the weights are right: what is left is rounding, said by the diagnosis
+                rounded.append(f"{case['label']}, rank {rank}")
+                continue
             words = f"w_r = {name}" if name else f"w = {weights_words(w)} where n_r/B = {weights_words(n / B)}"
             said.setdefault(words, []).append(f"{case['label']}, rank {rank}")
     if right_on_zero_only:
         return ("right on rank 0 only: dist.reduce(t, dst=0) leaves the sum on one rank; dist.all_reduce leaves it "
                 "on every rank")
     if not said:
-        return None
+        return ("measured on each rank as Σ_r w_r ḡ_r over the workers' gradients, yours has the right weights, "
+                "w_r = n_r/B: what differs is not the weights but the numbers' rounding") if rounded else None
     return "measured on each rank as Σ_r w_r ḡ_r over the workers' gradients, yours has " + "; ".join(
         f"{words} (on {', '.join(repr(x) for x in labels[:2])}{' …' if len(labels) > 2 else ''})"
         for words, labels in said.items()) + "; the whole batch's gradient has w_r = n_r/B"

@@ -13,12 +13,19 @@ from gradlab.training import global_norm
 TERMINAL = ("*", "family", "terminal:for non-terminal transitions")
 SIZE = ("*", "family", "size:for one transition")
 FAMILY_HINTS = {
-    TERMINAL: "multiply the bootstrap γ · max target(s2) by (1 − done): after a termination there is no next state "
-              "to value",
-    SIZE: "one transition hides a sum where the mean belongs (N times too large) and a Q(s, a) of the wrong shape (an "
-          "(N, 1) or (N, N) tensor against y of shape (N,) broadcasts to (N, N)): Q(s, a) is one number per "
-          "transition, online(s).gather(1, a.unsqueeze(1)).squeeze(1)",
+    TERMINAL: "a terminal transition's target is its reward r alone: multiply only the bootstrap γ · max target(s2) "
+              "by (1 − done), not r (after a termination there is no next state to value, but the reward was "
+              "received)",
+    SIZE: "one transition hides a sum where the mean belongs (N times too large), a Q(s, a) of the wrong shape (an "
+          "(N, 1) or (N, N) tensor against y of shape (N,) broadcasts to (N, N)) and a Q of another action than a "
+          "(max Q(s): that one transition's action is the greedy one): Q(s, a) is one number per transition, the "
+          "action taken, online(s).gather(1, a.unsqueeze(1)).squeeze(1)",
 }
+
+
+DONE_ON_R = ("you multiplied the reward by (1 − done) too: (r + γ · max target(s2)) · (1 − done) makes a terminal "
+             "transition's target 0. Its target is r alone: only the bootstrap is masked, r + γ · (1 − done) · max "
+             "target(s2)")
 
 
 def _n(case: dict) -> list:
@@ -51,6 +58,11 @@ def _target_batch_max(target, r, s2, done, gamma):
         return r + gamma * (1 - done) * target(s2).max(dim=0).values[0]
 
 
+def _target_done_on_r(target, r, s2, done, gamma):
+    with torch.no_grad():
+        return (r + gamma * target(s2).max(dim=1).values) * (1 - done)  # the reward masked with the bootstrap
+
+
 def _target_extra(outs: list[dict], cases: list[dict]) -> list[float]:
     return [max(float(o["_graph"]) for o in outs)]
 
@@ -62,6 +74,7 @@ TD_TARGET = Checks(
                 "γ · max target(s2) by (1 − done): after a termination there is no next state to value"),
         Mistake("argmax", _target_argmax, "you bootstrapped from the index of the best action (.max(1)[1], or "
                 "argmax), 0 or 1, not from its value: use target(s2).max(dim=1).values (or .max(1)[0])"),
+        Mistake("(1 − done) on r too", _target_done_on_r, DONE_ON_R),
         Mistake("max over the batch", _target_batch_max, "you took the max over the transitions (dim=0), not over "
                 "the actions of each next state: target(s2).max(dim=1).values, one number per transition"),
     ],
@@ -130,6 +143,18 @@ def _td_argmax(online, target, s, a, r, s2, done, gamma):
     return F.smooth_l1_loss(_q(online, s, a), y)
 
 
+def _td_done_on_r(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = (r + gamma * target(s2).max(dim=1).values) * (1 - done)
+    return F.smooth_l1_loss(_q(online, s, a), y)
+
+
+def _td_max_q(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _y(target, r, s2, done, gamma)
+    return F.smooth_l1_loss(online(s).max(dim=1).values, y)  # the greedy action's value, not the taken one's
+
+
 def _td_extra(outs: list[dict], cases: list[dict]) -> list[float]:
     return [max(float(global_norm(o["target"])) for o in outs)]
 
@@ -142,6 +167,11 @@ TD = Checks(
                 "tensor and leaves y in the graph)"),
         Mistake("done ignored", _td_no_done, "terminal transitions bootstrap from the next state: multiply γ · max "
                 "target(s2) by (1 − done): after a termination there is no next state to value"),
+        Mistake("(1 − done) on r too", _td_done_on_r, DONE_ON_R),
+        Mistake("max Q(s), not Q(s, a)", _td_max_q, "your prediction is max_a' Q(s, a'), the value of the best "
+                "action, not Q(s, a) of the action a the transition took (the target takes a max; the prediction "
+                "does not): online(s).gather(1, a.unsqueeze(1)).squeeze(1); where a happens to be the greedy action "
+                "the two agree"),
         Mistake("online target", _td_online_target, "the target comes from the online network: use the target "
                 "network, target(s2): a target held fixed between syncs, which Mnih et al. (2015, Nature, 'Human-level "
                 "control through deep reinforcement learning') introduced to stabilise DQN"),
