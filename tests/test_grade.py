@@ -475,6 +475,9 @@ def test_an_own_exercise_gets_a_starter(own_course, tmp_path):
     (lambda c: (c / "course.toml").write_text('own = ["nowhere"]\n[exercises]\n"a.py" = "mnist.sgd_step"\n'),
      "is not a folder"),
     (lambda c: (c / "linreg" / "__init__.py").write_text("EXERCISES = []\n"), "declares no EXERCISES"),
+    (lambda c: (c / "linreg" / "checks.py").write_text((c / "linreg" / "checks.py").read_text().replace(
+        '    """Autograd\'s gradient', '    undefined_name\n    """Autograd\'s gradient')),
+     "linreg.mse_grad's inputs or reference failed"),
 ])
 def test_a_bad_own_folder_is_one_line(own_course, change, fragment):
     change(own_course)
@@ -597,3 +600,16 @@ def test_a_changed_own_exercise_grades_the_class_again(tmp_path):
     plain = tmp_path / "plain.toml"
     plain.write_text('[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n')
     assert own_digest(str(plain)) == "" and own_digest(None) == ""
+
+
+def test_a_file_is_reported_even_when_the_references_cannot_be_made(monkeypatch):
+    """A teacher's reference that raises on the course's seed (its seed-0 self-test passed) makes each file a failed
+    check said in one line: stopped_result itself never raises, so a folder's grading never waits on a dead thread."""
+    from gradlab.practice import check as C
+
+    def broken(exercise, seed):
+        raise NameError("name 'undefined_name' is not defined")
+
+    monkeypatch.setattr(C, "references", broken)
+    result = C.stopped_result(EXERCISES["mnist.sgd_step"], "sgd_step.py", "gradlab could not check this file")
+    assert result.exit_code == 1 and "gradlab could not check this file" in result.stopped

@@ -213,8 +213,12 @@ def preflight(source: bytes, path: str, exercise: Exercise) -> str | None:
 
 def stopped_result(exercise: Exercise, path: str, error: str, kind: str = "died", seed: int = 0) -> Result:
     """The Result of a submission that could not run at all (unreadable, the wrong exercise): every check there, not
-    reached, with ERROR (one line) as why."""
-    cases, refs = references(exercise, seed)
+    reached, with ERROR (one line) as why. When the references themselves cannot be computed (a teacher's own
+    exercise whose checks.py raises), the Result has no per-input checks: it must never raise."""
+    try:
+        cases, refs = references(exercise, seed)
+    except Exception:
+        cases, refs = [], []
     result = judge(exercise, cases, refs, {"ok": False, "kind": kind, "error": error, "trace": ""}, seed)
     result.config = {"file": path}
     return result
@@ -226,11 +230,12 @@ def references(exercise: Exercise, seed: int) -> tuple[list[dict], list[dict]]:
     from gradlab import threads
 
     threads.apply(1)  # as the submission computes (OMP_NUM_THREADS=1): a known mistake then matches it to the bit
-    return _references(exercise.name, seed)
+    return _references(exercise.name, getattr(exercise, "folder", None), seed)
 
 
 @functools.lru_cache(maxsize=8)
-def _references(name: str, seed: int) -> tuple[list[dict], list[dict]]:
+def _references(name: str, folder: str | None, seed: int) -> tuple[list[dict], list[dict]]:
+    """(FOLDER: a teacher's own exercise's, so that two courses' exercises of one name are two entries.)"""
     from gradlab.practice import checks_of
 
     checks = checks_of(EXERCISES[name])

@@ -62,7 +62,26 @@ def load(folder: Path, where: str) -> list[str]:
         names.append(exercise.name)
     if not names:
         raise GradlabError(f"{where}: {folder / '__init__.py'} declares no EXERCISES = [Exercise(...), ...]")
+    for name in names:
+        _self_test(name, where)
     return names
+
+
+def _self_test(name: str, where: str) -> None:
+    """The teacher's harness makes its inputs and checks.py's reference answers them (seed 0), before any student's
+    file is graded: a mistake there is said in one line, with its file and line, instead of failing every check."""
+    import traceback
+
+    from gradlab.practice.check import references
+
+    try:
+        references(EXERCISES[name], 0)
+    except Exception as e:
+        ours = str(Path(__file__).resolve().parent.parent) + "/"  # gradlab's package: the frames above the teacher's
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(ours)]
+        at = f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
+        raise GradlabError(f"{where}: {name}'s inputs or reference failed{at}: {type(e).__name__}: {e}; fix the "
+                           "course's exercise (gradlab ran none of the students' files)") from None
 
 
 def _import(folder: Path, package: str, where: str):
