@@ -21,8 +21,8 @@ RESULTS = "results.json"
 @click.command("grade", short_help="Grade a class: a gradebook, each student's feedback and the class page.")
 @click.argument("submissions", type=click.Path())
 @click.option("--course", "course_path", type=click.Path(dir_okay=False), default=None,
-              help="The course file (TOML): which file is which exercise and its points (see the README's "
-                   "'Grading a course').")
+              help="The course file (TOML): which file is which exercise and its points (see the docs' "
+                   "page 'Grading a course', docs/teach/grading.md).")
 @click.option("--exercise", "exercise_name", default=None,
               help="Instead of --course: every student hands in this one exercise (a .py file or a folder each), "
                    "worth 10 points.")
