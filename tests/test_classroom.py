@@ -1,14 +1,12 @@
 """Classroom commands: list, --explain, all, report (checked in a real headless browser), show."""
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, invoke, once
+from conftest import HEADLESS, assert_one_line_error, headless_browser, invoke, once
 
 from gradlab.lessons import LESSONS, measured_runtimes
 from gradlab.report.explain import _as_markdown, explanation
@@ -121,18 +119,9 @@ def test_report_files(quick_report):
                      r"--lessons \S+</code> · gradlab \S+ · torch \S+", page)
 
 
-def find_browser() -> str | None:
-    return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
-
-
 def test_report_in_a_real_browser(quick_report, tmp_path):
-    browser = find_browser()
-    if browser is None:
-        if os.environ.get("GRADLAB_REQUIRE_BROWSER"):
-            pytest.fail("GRADLAB_REQUIRE_BROWSER is set but no chromium is installed")
-        pytest.skip("no headless browser (apt-get install chromium) to open the report in")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    browser = headless_browser("the report")
+    flags = HEADLESS
     url = (quick_report / "index.html").as_uri()
     dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p1'}", "--virtual-time-budget=5000",
                           "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout

@@ -12,8 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import REPO, once
-from test_classroom import find_browser
+from conftest import HEADLESS, REPO, headless_browser, once
 
 from gradlab import docs_site
 
@@ -82,14 +81,8 @@ def test_no_page_fetches_anything_from_the_network(site):
 def test_the_site_opens_from_disk_in_a_real_browser(site, tmp_path):
     """Each section's first page, opened as a file:// URL with every network name unresolvable, renders: the
     theme's header and navigation, the page's own heading and, on a lesson's page, its generated output."""
-    browser = find_browser()
-    if browser is None:
-        if os.environ.get("GRADLAB_REQUIRE_BROWSER"):
-            pytest.fail("GRADLAB_REQUIRE_BROWSER is set but no chromium is installed")
-        pytest.skip("no headless browser (apt-get install chromium) to open the site in")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--host-resolver-rules=MAP * ~NOTFOUND"]
+    browser = headless_browser("the site")
+    flags = [*HEADLESS, "--host-resolver-rules=MAP * ~NOTFOUND"]
     for n, (page, heading, text) in enumerate([
             ("index.html", "gradlab", "a teacher"),
             ("lessons/log1pexp.html", "gradlab log1pexp", "claims hold"),

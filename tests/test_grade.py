@@ -17,8 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, assert_one_line_error, invoke, once, require_sandbox
-from test_classroom import find_browser
+from conftest import HEADLESS, REPO, assert_one_line_error, headless_browser, invoke, once, require_sandbox
 from test_practice import SGD_RIGHT, solution
 
 from gradlab.practice import EXERCISES, checks_of, course, feedback, gradebook
@@ -293,15 +292,10 @@ def test_each_student_gets_the_feedback_their_check_would_show(graded):
 
 
 def test_the_class_page_in_a_real_browser(graded, tmp_path):
-    browser = find_browser()
-    if browser is None:
-        if os.environ.get("GRADLAB_REQUIRE_BROWSER"):
-            pytest.fail("GRADLAB_REQUIRE_BROWSER is set but no chromium is installed")
-        pytest.skip("no headless browser (apt-get install chromium) to open the class page in")
+    browser = headless_browser("the class page")
     page = graded / "out" / "class.html"
     assert not re.search(r"(src|href)=\"(https?:)?//", page.read_text())  # offline: nothing fetched
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync"]
+    flags = HEADLESS
     dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p1'}", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120).stdout
     ranked = re.findall(r'<tr><td class="n">(\d+)</td><td>([^<]+)</td><td>([^<]*)</td>', dom)

@@ -3,12 +3,11 @@ opens offline in a real browser, and bad paths are one line and exit 2."""
 
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
 import torch
-from conftest import assert_one_line_error, invoke
+from conftest import HEADLESS, assert_one_line_error, headless_browser, invoke
 
 import gradlab
 from gradlab.lessons import LESSONS
@@ -210,19 +209,9 @@ def test_api_graph_draws_in_jupyter():
         gradlab.graph(deep)
 
 
-def _browser() -> str | None:
-    return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
-
-
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
 @pytest.mark.parametrize("name", list(LESSONS))
 def test_each_lesson_page_opens_offline_in_a_browser(graphs, name, tmp_path):
-    browser = _browser()
-    if browser is None:
-        pytest.skip("no headless browser (apt-get install chromium) to open the page in")
+    browser = headless_browser("the page")
     import matplotlib.image
 
     page = tmp_path / f"{name}.html"
@@ -230,12 +219,12 @@ def test_each_lesson_page_opens_offline_in_a_browser(graphs, name, tmp_path):
     assert "http://" not in text and "https://" not in text  # nothing to fetch
     assert not re.search(r"\b(src|href)=", text)
     page.write_text(text)
-    dom = subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'p1'}", "--virtual-time-budget=3000",
+    dom = subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p1'}", "--virtual-time-budget=3000",
                           "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     drawn = int(re.search(r'data-drawn="(\d+)"', dom).group(1))  # the page's script ran and counted the boxes
     assert drawn == sum(len(g.nodes) + len(g.cuts) for g in graphs[name])
     shot = tmp_path / "shot.png"
-    subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1200,900",
+    subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1200,900",
                     f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
     pixels = matplotlib.image.imread(str(shot))
     assert pixels.std() > 0.05  # not blank: boxes and text were drawn
@@ -243,13 +232,11 @@ def test_each_lesson_page_opens_offline_in_a_browser(graphs, name, tmp_path):
 
 def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
     """The page's fold button hides a group's leaves and the arrows into them (page.html#fold=GROUP presses it)."""
-    browser = _browser()
-    if browser is None:
-        pytest.skip("no headless browser (apt-get install chromium) to open the page in")
+    browser = headless_browser("the page")
     g = next(g for g in graphs["dqn"] if g.forbidden)
     page = tmp_path / "dqn.html"
     page.write_text(drawing.page([g], "dqn"))
-    dom = subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
+    dom = subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
                           "--dump-dom", page.as_uri() + "#fold=target"], capture_output=True, text=True,
                          timeout=120).stdout
     hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)" style="display: none;"', dom)
