@@ -67,8 +67,9 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
-    stamp = __version__ + (f"+own.{own_digest(course_path)}" if own_digest(course_path) else "")  # what a re-run
-    table = _graded(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))  # compares
+    own = own_digest(course_path)
+    stamp = __version__ + (f"+own.{own}" if own else "")  # what a re-run compares, beside each file's bytes
+    table = _graded(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))
     made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
     written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
