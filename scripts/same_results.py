@@ -1,6 +1,7 @@
 """Check that a change leaves every lesson's results as they were (gradlab's refactoring guard).
 
     python scripts/same_results.py capture OUT          # run every lesson, default and --quick budgets, save JSON
+    python scripts/same_results.py texts OUT            # every --help text and the bad inputs' messages
     python scripts/same_results.py compare OLD NEW      # the two captures agree, timings aside (exit 1 if not)
 
 Capture the commit before a change (e.g. from a `git worktree` of it: `PYTHONPATH=WORKTREE python
@@ -18,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from gradlab.lessons import LESSONS
@@ -45,6 +47,56 @@ def capture(out: Path, lessons: list[str]) -> int:
             print(f"{name:16} {budget:8} exit {code}", flush=True)
             failed += code not in (0, 1)
     return 1 if failed else 0
+
+
+# Bad input of every kind the front ends take: (how it is given, the arguments). Each must keep its one line and
+# its exit code 2 through a change. "api" runs gradlab.run(LESSON, **KWARGS) with the arguments as a Python literal.
+BAD_INPUTS = [
+    ("cli", ["mnist", "--lr", "0"]), ("cli", ["mnist", "--lr", "nan"]), ("cli", ["mnist", "--lr", "fast"]),
+    ("cli", ["mnist", "--batch-size", "0"]), ("cli", ["mnist", "--batch-size", "5000", "--dataset", "mnist-sample"]),
+    ("cli", ["mnist", "--epochs", "0"]), ("cli", ["mnist", "--epochs", "2.5"]), ("cli", ["mnist", "--train-size", "-1"]),
+    ("cli", ["mnist", "--dataset", "cifar"]), ("cli", ["mnist", "--device", "tpu"]), ("cli", ["mnist", "--bogus"]),
+    ("cli", ["mnist", "--optimizer", "--manual-grad"]), ("cli", ["mnsit"]), ("cli", ["mnist", "--config", "none.toml"]),
+    ("cli", ["clip", "--clip-norm", "-1"]), ("cli", ["jacobian", "--sizes", "0"]), ("cli", ["log1pexp", "--x", "nan"]),
+    ("cli", ["dqn", "--gamma", "2"]), ("cli", ["dqn", "--stop-grad", "--placeholder"]),
+    ("cli", ["actor-critic", "--critic-lr", "-1"]), ("cli", ["gaussian-policy", "--samples", "0"]),
+    ("cli", ["ddp", "--workers", "0"]), ("cli", ["ddp", "--batch-size", "100000000"]),
+    ("cli", ["ddp", "--port", "70000"]), ("cli", ["log1pexp", "--dtype", "float8"]), ("cli", ["mnist", "--threads", "0"]),
+    ("cli", ["show", "none.json"]), ("cli", ["step", "mnsit"]), ("cli", ["step", "log1pexp", "--node", "99"]),
+    ("cli", ["exercise", "mnist.nope"]), ("cli", ["check", "none.py"]), ("cli", ["check", "--exercise", "x.y", "none.py"]),
+    ("cli", ["grade", "none"]), ("cli", ["grade", "--course", "none.toml", "."]), ("cli", ["notebooks"]),
+    ("cli", ["report", "--json-dir"]), ("cli", ["all", "--bogus"]), ("cli", ["list", "--bogus"]),
+    ("api", ("mnist", {"lr": -1})), ("api", ("mnist", {"epochs": "many"})), ("api", ("mnist", {"lrr": 0.1})),
+    ("api", ("mnsit", {})), ("api", ("dqn", {"variant": "nope"})), ("api", ("clip", {"clip_norm": -1.0})),
+    ("api", ("mnist", {"json_path": "x.json"})),
+]
+
+
+def texts(out: Path) -> int:
+    """Every command's --help and every bad input's message (stderr) and exit code, as OUT/texts.json."""
+    env = {**os.environ, "COLUMNS": "100", "PYTHONHASHSEED": "0", "NO_COLOR": "1"}
+    commands = [[]] + [[c] for c in json.loads(subprocess.run(
+        [sys.executable, "-c", "import json, gradlab.cli as c; print(json.dumps(list(c.cli.commands)))"],
+        capture_output=True, text=True, env=env, check=True).stdout)]
+    found = {}
+    for command in commands:
+        done = subprocess.run([sys.executable, "-m", "gradlab", *command, "--help"], capture_output=True, text=True,
+                              env=env)
+        found["help " + " ".join(command)] = [done.returncode, done.stdout, done.stderr]
+    with tempfile.TemporaryDirectory() as empty:
+        for kind, args in BAD_INPUTS:
+            if kind == "cli":
+                argv = [sys.executable, "-m", "gradlab", *args]
+            else:
+                argv = [sys.executable, "-c", "import sys, gradlab\nfrom gradlab.errors import GradlabError\n"
+                        f"try: gradlab.run({args[0]!r}, **{args[1]!r})\n"
+                        "except GradlabError as e: print(e, file=sys.stderr); sys.exit(2)"]
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=empty, timeout=120)
+            found[f"{kind} {args}"] = [done.returncode, done.stderr.replace(empty, "EMPTY")]
+            print(f"{kind} {args}: exit {done.returncode}", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "texts.json").write_text(json.dumps(found, indent=1, ensure_ascii=False), encoding="utf-8")
+    return 0
 
 
 def strip(value):
@@ -109,12 +161,16 @@ def main() -> int:
     c = sub.add_parser("capture")
     c.add_argument("out", type=Path)
     c.add_argument("--lessons", default=",".join(LESSONS))
+    t = sub.add_parser("texts")
+    t.add_argument("out", type=Path)
     d = sub.add_parser("compare")
     d.add_argument("old", type=Path)
     d.add_argument("new", type=Path)
     args = parser.parse_args()
     if args.command == "capture":
         return capture(args.out, args.lessons.split(","))
+    if args.command == "texts":
+        return texts(args.out)
     return compare(args.old, args.new)
 
 
