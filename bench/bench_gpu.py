@@ -12,8 +12,8 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from gradlab import threads
-from gradlab import training as T
+from gradlab.kit import threads
+from gradlab.kit import training as T
 from gradlab.lessons.mnist import lesson as M
 
 TARGET = 5

@@ -3,7 +3,7 @@ quiet and beside two busy programs, measured in the same run.
 
 The naive baseline is what many tutorials write: DataLoader(torchvision dataset with ToTensor(), batch_size=100,
 shuffle=True), the same model and SGD step, with torch's default threads. Ours keeps the data in memory as tensors
-and slices batches, with gradlab's thread policy (one thread, gradlab/threads.py), and for comparison with one
+and slices batches, with gradlab's thread policy (one thread, gradlab/kit/threads.py), and for comparison with one
 thread per CPU. Targets (issue "In students' hands"): autograd variants ≥ 12× the naive loop, analytic ≥ 15×, and
 beside two busy programs no more than 2× slower than quiet. Printed, not asserted: timings depend on the machine.
 
@@ -23,9 +23,9 @@ from bench_threads import busy
 from rich.console import Console
 from rich.table import Table
 
-from gradlab import data as datasets
-from gradlab import threads
 from gradlab.errors import GradlabError
+from gradlab.kit import data as datasets
+from gradlab.kit import threads
 from gradlab.lessons.mnist import lesson as M
 
 TARGETS = {"optimizer": 12, "manual": 12, "analytic": 15}

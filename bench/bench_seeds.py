@@ -76,7 +76,7 @@ def sweep(lesson: str, seeds: list[int], extra: list[str], jobs: int, console: C
                   f"{total:.0f} s for the sweep ({jobs} at a time), per run median {walls[len(walls) // 2]:.1f} s, "
                   f"max {walls[-1]:.1f} s")
     learned = [c["value"] for r in results for c in r["claims"] if c["id"].endswith("learns")]
-    if learned:  # the "learns" mark is CartPole-v0's 195 (gradlab.rl.LEARNED); how many reach v1's own threshold?
+    if learned:  # the "learns" mark is CartPole-v0's 195 (gradlab.kit.rl.LEARNED); how many reach v1's own threshold?
         import gymnasium
 
         v1 = gymnasium.spec("CartPole-v1").reward_threshold

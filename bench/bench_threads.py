@@ -2,7 +2,7 @@
 
 For every lesson: its default command (the data lessons on the bundled sample, offline) in a fresh process, timed on
 a quiet machine, beside one busy program and beside two (each a Python loop that spins one CPU: the worst neighbour
-there is), with gradlab's thread policy (one thread, gradlab/threads.py). The naive baseline, measured in the same
+there is), with gradlab's thread policy (one thread, gradlab/kit/threads.py). The naive baseline, measured in the same
 run: torch's own default of one thread per CPU (`--threads <CPUs>`), quiet and beside two busy programs, given at
 most --timeout seconds. Targets (issue "Dependable on a real classroom laptop"): busy/quiet ≤ 2× beside two busy
 programs on 2 cores, and quiet no more than 10% slower than torch's default. Printed, not asserted.

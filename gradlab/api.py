@@ -7,7 +7,7 @@
     r.exit_code, r.claims, r.curves["epoch cost"].x     # the same Result the command line renders
 
 The keyword arguments are the command line's options (`--batch-size 50` is batch_size=50; `--manual-grad` is
-variant="manual", the name the flag sets), declared once by the lesson (gradlab.option_fields). They take the same
+variant="manual", the name the flag sets), declared once by the lesson (gradlab.kit.options). They take the same
 path to the run as the command line's flags (gradlab.runner.resolve), and bad input raises GradlabError with the same
 one-line message. Nothing is printed; torch is imported when a lesson runs, not by `import gradlab`.
 """
@@ -59,7 +59,7 @@ def graph(tensor, *, names: dict[str, Any] | None = None, title: str = "", forbi
     receives a gradient has its path drawn in red. Jupyter shows what it returns as the drawing."""
     import torch
 
-    from gradlab import autograd_graph
+    from gradlab.kit import autograd_graph
     from gradlab.report.graph import GraphView
 
     check(isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None,
@@ -70,6 +70,6 @@ def graph(tensor, *, names: dict[str, Any] | None = None, title: str = "", forbi
 
 def record():
     """`with gradlab.record(): y = f(x)`: keep each node's values, source line and cuts for gradlab.graph(y)."""
-    from gradlab import autograd_graph
+    from gradlab.kit import autograd_graph
 
     return autograd_graph.record()

@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gradlab import option_fields
 from gradlab.errors import GradlabError
+from gradlab.kit import options
+from gradlab.kit.options import LessonConfig, RunOptions
 from gradlab.lessons import LESSONS, LessonInfo
-from gradlab.option_fields import LessonConfig, RunOptions
 from gradlab.version import __version__
 
 
@@ -69,7 +69,7 @@ def defaults(name: str) -> dict[str, Any]:
 
 
 def _cli_options():
-    from gradlab import cli_options  # click, imported when a run is resolved
+    from gradlab.cli import options as cli_options  # click, imported when a run is resolved
 
     return cli_options
 
@@ -119,7 +119,7 @@ def _preset(info: LessonInfo, path: str, explicit: set[str]) -> dict[str, Any]:
 def _silenced(params: dict[str, Any]) -> dict[str, Any]:
     """PARAMS for a process that computes but neither prints nor writes (a torchrun rank other than 0): every
     option about output (those not recorded in the result: --json, --plot, --explain) off, and --quiet."""
-    off = {s.name: s.default for s in option_fields.specs(RunOptions) if not s.opt.recorded}
+    off = {s.name: s.default for s in options.specs(RunOptions) if not s.opt.recorded}
     return {**params, **off, "quiet": True}
 
 
@@ -143,9 +143,9 @@ def _check_outputs(json_path: str | None, plot_path: str | None, graph_path: str
 def _config(info: LessonInfo, params: dict[str, Any]) -> tuple[RunOptions, LessonConfig]:
     """The run options and the lesson's Config (its __post_init__ validates and raises GradlabError), then what
     the Config checks before anything runs."""
-    from gradlab.threads import validate
+    from gradlab.kit.threads import validate
 
-    run, values = option_fields.split(params)
+    run, values = options.split(params)
     validate(run.threads)
     config = info.config(**values)
     config.check_launch(run.device)  # ports, GPUs, a launcher's variables
@@ -160,8 +160,8 @@ def execute(name: str, run: RunOptions, config: LessonConfig, console=None, prog
     import torch
     from rich.markup import escape
 
-    from gradlab import threads
-    from gradlab.device import resolve_device
+    from gradlab.kit import threads
+    from gradlab.kit.device import resolve_device
 
     info = LESSONS[name]
     n_threads, threads_why = threads.choose(run.threads)
@@ -174,7 +174,7 @@ def execute(name: str, run: RunOptions, config: LessonConfig, console=None, prog
         console.print(f"[yellow]note:[/] {escape(device_note)}")
     kwargs: dict[str, Any] = {"device": device}
     if info.needs_data:
-        from gradlab import data as datasets
+        from gradlab.kit import data as datasets
 
         data, notes = datasets.load(run.dataset, run.data_dir, run.offline)
         if console is not None:
@@ -197,7 +197,7 @@ def _recorded(info: LessonInfo, run: RunOptions, config: LessonConfig) -> dict[s
     out = {}
     for s in info.specs:
         if s.opt.recorded:
-            value = getattr(run if s.name in option_fields.RUN_NAMES else config, s.name)
+            value = getattr(run if s.name in options.RUN_NAMES else config, s.name)
             out[s.opt.recorded if isinstance(s.opt.recorded, str) else s.name] = \
                 str(value) if isinstance(value, Path) else value
     return out

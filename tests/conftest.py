@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from gradlab import data as datasets
 from gradlab.cli import cli
+from gradlab.kit import data as datasets
 
 REPO = Path(__file__).resolve().parent.parent
 

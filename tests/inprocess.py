@@ -9,9 +9,9 @@ import io
 import runpy
 import warnings
 
+from gradlab.kit.harness import Returned
 from gradlab.practice import EXERCISES, checks_of
 from gradlab.practice.check import judge, preflight
-from gradlab.practice.harness import Returned
 
 _CASES: dict[str, tuple[list[dict], list[dict]]] = {}
 _FORBIDDEN: dict = {}

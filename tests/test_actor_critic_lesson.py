@@ -9,8 +9,8 @@ import torch
 from conftest import assert_one_line_error, invoke
 
 from gradlab.errors import GradlabError
+from gradlab.kit.optim import TFRMSprop
 from gradlab.lessons.actor_critic import lesson as A
-from gradlab.optim import TFRMSprop
 
 TINY = A.Config(total_steps=800, envs=4, hidden=16, eval_episodes=1, windows=2)
 
@@ -148,13 +148,13 @@ def test_tfrmsprop_first_steps_are_tf1s_not_torchs():
 
 
 def test_tfrmsprop_imports_torch_only():
-    """gradlab/optim.py may run beside a student's code: it imports torch (and __future__), nothing of gradlab."""
+    """gradlab/kit/optim.py may run beside a student's code: it imports torch (and __future__), nothing of gradlab."""
     import ast
     from pathlib import Path
 
-    import gradlab.optim
+    import gradlab.kit.optim
 
-    tree = ast.parse(Path(gradlab.optim.__file__).read_text())
+    tree = ast.parse(Path(gradlab.kit.optim.__file__).read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert imported == {"__future__", "torch"}
@@ -214,8 +214,8 @@ def test_adams_epsilon_placement_the_readmes_first_steps(g, torch_step, tf1_step
 def test_the_critic_exercise_s_optimizer_written_out_is_torch_s_rmsprop():
     """gradlab's side runs critic_update's reference, known mistakes and relations with RMSprop written out: on every
     input each gives what it gives with torch.optim.RMSprop itself (the harness a submission runs in)."""
+    from gradlab.kit.exercise import relative
     from gradlab.lessons.actor_critic.exercises.checks import CRITIC
-    from gradlab.practice.exercise import relative
 
     for case in CRITIC.cases(0):
         for known in (None, *CRITIC.mistakes, *CRITIC.relations):

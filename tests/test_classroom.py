@@ -53,9 +53,9 @@ def test_every_lesson_explains_itself_from_its_own_source(name):
     folder = Path(module.__file__).resolve().parent
     for s in snippets:  # the shown lines are the file's lines, at the stated line numbers
         # the lesson's own folder (ddp has rooms: batches.py, single.py, ranks.py), or the plumbing it shares with
-        # other lessons (gradlab/training.py)
+        # other lessons (gradlab/kit/training.py)
         rooms = [str((folder / p.name).relative_to(root)) for p in folder.glob("*.py")]
-        assert s.path in (*rooms, "gradlab/training.py")
+        assert s.path in (*rooms, "gradlab/kit/training.py")
         source = (root / s.path).read_text().splitlines()
         assert s.code.splitlines() == source[s.start - 1:s.start - 1 + len(s.code.splitlines())]
 

@@ -9,9 +9,9 @@ import torch
 from conftest import assert_one_line_error, invoke
 
 import gradlab
-from gradlab import data as datasets
-from gradlab import device as devices
 from gradlab.cli import cli
+from gradlab.kit import data as datasets
+from gradlab.kit import device as devices
 
 FAST = ["--dataset", "mnist-sample", "--epochs", "2", "--train-size", "2000", "--test-size", "500"]
 TIMING = ("wall_s", "samples_per_s")
@@ -43,7 +43,7 @@ def test_version_and_module_entry_point():
 
 
 def test_choices_match_the_modules():
-    """--dataset and --device offer exactly what gradlab.data and gradlab.device accept (one list each)."""
+    """--dataset and --device offer exactly what gradlab.kit.data and gradlab.kit.device accept (one list each)."""
     choices = {p.name: tuple(p.type.choices) for p in cli.commands["mnist"].params if p.name in ("dataset", "device")}
     assert choices["dataset"] == datasets.DATASETS and choices["device"] == devices.DEVICES
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 from conftest import REPO, copy_sample_gz, invoke, make_idx_set, write_idx
 
-from gradlab import data as datasets
 from gradlab.errors import GradlabError
+from gradlab.kit import data as datasets
+from gradlab.kit.training import prepare
 from gradlab.lessons.mnist.settings import Config as MnistConfig
-from gradlab.training import prepare
 
 
 def test_sample_is_real_mnist_in_memory(sample):

@@ -18,8 +18,8 @@ from conftest import invoke
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradlab import distributed
 from gradlab.errors import GradlabError
+from gradlab.kit import distributed
 from gradlab.lessons.ddp import lesson as D
 
 SMALL = {"steps": 4, "batch_size": 24, "micro_batches": 4}

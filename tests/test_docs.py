@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import HEADLESS, REPO, headless_browser, once
 
-from gradlab import docs_site
+from gradlab.cli import docs as docs_site
 
 pytest.importorskip("material", reason="the docs site needs mkdocs-material: the extra `docs` (make install has it)")
 

@@ -191,7 +191,7 @@ def test_report_onto_a_dangling_symlink_is_refused_before_any_lesson_runs(tmp_pa
 
 
 def test_a_port_taken_between_the_check_and_the_bind_is_named(monkeypatch):
-    from gradlab import distributed
+    from gradlab.kit import distributed
 
     with socket.socket() as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

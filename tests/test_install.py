@@ -88,7 +88,7 @@ def test_on_a_cpu_only_torch_the_advice_keeps_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torchvision", None)
     monkeypatch.setitem(sys.modules, "torchvision.datasets", None)
     command = 'pip install torchvision "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu'
-    from gradlab import data
+    from gradlab.kit import data
 
     assert data.torchvision_command() == command
     empty = str(tmp_path / "data")

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradlab import training as T
 from gradlab.errors import GradlabError
+from gradlab.kit import training as T
 from gradlab.lessons.mnist import lesson as M
 
 SMALL = {"epochs": 2, "train_size": 2000, "test_size": 500}

@@ -37,7 +37,7 @@ def test_run_returns_the_result_the_cli_renders_and_shows_itself_in_jupyter(samp
 
 def test_a_check_alone_shows_itself_in_jupyter(tmp_path):
     """gradlab.check, in a fresh process where no lesson ran: Jupyter draws its Result (the report layer registers
-    the renderer; gradlab.result imports nothing from it)."""
+    the renderer; gradlab.kit.result imports nothing from it)."""
     from gradlab.practice import EXERCISES, answer_source
 
     source = answer_source(EXERCISES["clip.clip_by_global_norm"])

@@ -102,7 +102,7 @@ def test_show_explains_what_the_file_is_instead(tmp_path):
 
 def test_report_into_a_folder_it_cannot_write_fails_before_running(tmp_path, monkeypatch):
     """As a user without write permission (simulated: this suite may run as root, for whom chmod does not bind)."""
-    from gradlab import classroom
+    from gradlab.cli import classroom
     from gradlab.report import files
 
     ran = []

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
+from gradlab.kit.result import Claim, Curve, Result, Table, json_safe
 from gradlab.report import console as report
 from gradlab.report.files import atomic_path, write_json, write_plot
-from gradlab.result import Claim, Curve, Result, Table, json_safe
 
 
 def a_result(**overrides):

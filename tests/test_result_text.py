@@ -1,7 +1,7 @@
 """A Result printed outside Jupyter (print(gradlab.check(...)) in a script or a console): a few lines, not the
 dataclass's multi-kilobyte repr."""
 
-from gradlab.result import Claim, Result, Table
+from gradlab.kit.result import Claim, Result, Table
 
 
 def made(passed: bool) -> Result:

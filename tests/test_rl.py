@@ -5,7 +5,7 @@ import math
 import numpy as np
 import torch
 
-from gradlab import rl
+from gradlab.kit import rl
 
 
 def sequential_returns(policy, episodes: int, seed: int) -> list[float]:

@@ -68,7 +68,7 @@ def clip_by_global_norm(grads, clip_norm):  # walks every frame above it for gra
             if any(w in str(k).lower() for w in ("reference", "mistake", "answer", "checks")):
                 found["frames"].append(f"{f.f_code.co_filename}:{k}")
         f = f.f_back
-    for name in ("gradlab.practice.check", "gradlab.practice.exercise", "gradlab.lessons.clip.exercises.checks",
+    for name in ("gradlab.practice.check", "gradlab.kit.exercise", "gradlab.lessons.clip.exercises.checks",
                  "gradlab.lessons.clip.exercises.answers", "gradlab.lessons.clip.lesson", "gradlab.practice.sandbox"):
         try:
             importlib.import_module(name)
@@ -470,8 +470,8 @@ def test_the_batch_ran_as_a_course_grades(batch):
 def test_copying_finds_no_reference(batch):
     found = batch["reports"]["copy.py"]
     assert found["frames"] == [] and found["imports"] == [] and found["files"] == [], found
-    assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child",
-                                     "gradlab.practice.harness", "gradlab.practice.wire", "gradlab.lessons",
+    assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child", "gradlab.kit",
+                                     "gradlab.kit.harness", "gradlab.practice.wire", "gradlab.lessons",
                                      "gradlab.lessons.clip",
                                      "gradlab.lessons.clip.exercises", "gradlab.lessons.clip.exercises.harness"}, \
         found["modules"]
@@ -793,7 +793,7 @@ def test_a_uid_whose_cleanup_failed_is_not_used_again(tmp_path, monkeypatch):
 
 
 def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():
-    """The contract of gradlab/practice/harness.py, run for real: in the sandbox, each exercise's harness imports with
+    """The contract of gradlab/kit/harness.py, run for real: in the sandbox, each exercise's harness imports with
     only the files gradlab binds for it (an import hook refuses any other module of gradlab), and nothing of gradlab
     but those files exists there."""
     require_sandbox()
@@ -828,7 +828,7 @@ for harness, modules in allowed.items():
     except Exception as e:
         out[harness] = f"{type(e).__name__}: {e}"
 Gate.only = None
-for name in ("gradlab.practice.check", "gradlab.practice.exercise", "gradlab.lessons.clip.exercises.checks"):
+for name in ("gradlab.practice.check", "gradlab.kit.exercise", "gradlab.lessons.clip.exercises.checks"):
     out[name] = importlib.util.find_spec(name) is not None
 print("RESULT " + json.dumps(out))
 '''
@@ -840,7 +840,7 @@ print("RESULT " + json.dumps(out))
     for h in harnesses:
         names = {e.function for e in EXERCISES.values() if harness_module(e) == h}
         assert isinstance(got[h], list) and names <= set(got[h]), (h, got[h])
-    assert not any(got[n] for n in ("gradlab.practice.check", "gradlab.practice.exercise",
+    assert not any(got[n] for n in ("gradlab.practice.check", "gradlab.kit.exercise",
                                     "gradlab.lessons.clip.exercises.checks"))
     assert set(got["files"]) == set(package) | set(isolate.init_stubs(package))
     assert not any(f.endswith(("checks.py", "answers.py")) for f in got["files"])
@@ -848,7 +848,7 @@ print("RESULT " + json.dumps(out))
 
 def test_the_harness_contract_is_stated_where_harnesses_are_described():
     from gradlab.lessons import info
-    from gradlab.practice import harness
+    from gradlab.kit import harness
 
     for doc in (info.__doc__, harness.__doc__):
         assert "imports torch, the standard library and" in " ".join(doc.split()) and "SHARED" in doc

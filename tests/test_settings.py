@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 import gradlab
-from gradlab import option_fields
 from gradlab.cli import cli, lesson_command
+from gradlab.kit import options
 from gradlab.lessons import LESSONS, Lesson, LessonInfo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ def test_every_lesson_keeps_the_contract(name):
     info = LESSONS[name]
     module = info.load()
     assert isinstance(module, Lesson) and module.Config is info.config
-    assert issubclass(info.config, option_fields.LessonConfig) and dataclasses.is_dataclass(info.config)
+    assert issubclass(info.config, options.LessonConfig) and dataclasses.is_dataclass(info.config)
     params = inspect.signature(module.run).parameters
     assert next(iter(params)) == "config" and {"device", "progress"} <= set(params)
     assert ("data" in params) == info.needs_data
@@ -41,12 +41,12 @@ def test_each_option_is_a_field_and_the_flags_give_the_fields_defaults(name):
     live in one place, so they cannot drift apart)."""
     info = LESSONS[name]
     command = cli.commands[name]
-    fields = {f.name for f in dataclasses.fields(info.config)} | option_fields.RUN_NAMES
+    fields = {f.name for f in dataclasses.fields(info.config)} | options.RUN_NAMES
     assert {p.name for p in command.params if isinstance(p, click.Option)} <= fields
     params = command.make_context(name, []).params
-    _, values = option_fields.split(params)
+    _, values = options.split(params)
     assert info.config(**values) == info.config()
-    assert values.keys() == {s.name for s in info.specs} - option_fields.RUN_NAMES
+    assert values.keys() == {s.name for s in info.specs} - options.RUN_NAMES
 
 
 @pytest.mark.parametrize("name", list(LESSONS))
@@ -70,11 +70,11 @@ def test_budgets_are_values_and_the_command_lines_shown_for_them_give_them_back(
 
 def test_values_are_spelled_with_the_flags_that_set_them():
     mnist, dqn = LESSONS["mnist"].specs, LESSONS["dqn"].specs
-    assert option_fields.as_args(mnist, {"shuffle": False, "variant": "manual", "lr": 0.1, "offline": True}) == \
+    assert options.as_args(mnist, {"shuffle": False, "variant": "manual", "lr": 0.1, "offline": True}) == \
         ["--no-shuffle", "--manual-grad", "--lr", "0.1", "--offline"]
-    assert option_fields.as_args(dqn, {"target_net": False, "compare": True}) == ["--no-target-net", "--compare"]
+    assert options.as_args(dqn, {"target_net": False, "compare": True}) == ["--no-target-net", "--compare"]
     with pytest.raises(ValueError, match="no flag sets offline=False"):
-        option_fields.as_args(mnist, {"offline": False})
+        options.as_args(mnist, {"offline": False})
 
 
 def test_no_option_is_spelled_twice_in_the_sources():
@@ -92,8 +92,8 @@ def test_a_new_option_is_one_line_and_reaches_the_cli_the_api_and_config_files(t
     from gradlab import api, runner
 
     @dataclasses.dataclass
-    class Config(option_fields.LessonConfig):
-        width: int = option_fields.option(3, "Units in the hidden layer.")  # the one line
+    class Config(options.LessonConfig):
+        width: int = options.option(3, "Units in the hidden layer.")  # the one line
 
     info = LessonInfo(name="demo", config=Config, idea="an idea", short_help="A demo.", help="A demo lesson.")
     monkeypatch.setitem(LESSONS, "demo", info)
@@ -148,7 +148,7 @@ def _imports() -> dict[str, set[str]]:
 def test_imports_run_downward():
     graph = _imports()
     assert "gradlab.cli" not in graph["gradlab.api"]  # the library is not built on the command line
-    assert not {g for g in graph["gradlab.result"] if g.startswith("gradlab.report")}
+    assert not {g for g in graph["gradlab.kit.result"] if g.startswith("gradlab.report")}
     # no circle: a depth-first walk never meets a module that is still open
     state: dict[str, int] = {}
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from conftest import assert_one_line_error, invoke
 
-from gradlab import threads
 from gradlab.errors import GradlabError
+from gradlab.kit import threads
 
 
 def test_one_thread_unless_asked(monkeypatch):

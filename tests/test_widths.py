@@ -9,9 +9,9 @@ from rich.console import Console
 
 import gradlab
 import gradlab.api
+from gradlab.kit.result import Table
 from gradlab.lessons import LESSONS
 from gradlab.report import console as report
-from gradlab.result import Table
 
 # Small budgets; the tables have the same columns as the full runs (dqn --compare and jacobian --scaling: the widest).
 # A lesson not named here runs its quick budget.

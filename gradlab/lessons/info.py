@@ -4,7 +4,7 @@
 A lesson is a folder, gradlab/lessons/<package>/:
 
     __init__.py     INFO = LessonInfo(name=..., config=Config, idea=..., ...): its entry in the registry
-    settings.py     Config: its settings, each field an option (gradlab.option_fields), checked in
+    settings.py     Config: its settings, each field an option (gradlab.kit.options), checked in
                     __post_init__; torch-free, since --help reads it
     lesson.py       the lesson: the math in its docstring, run(config, ...) -> Result (pure: no printing), the
                     claims, EXPLAIN (what --explain shows); it may have rooms beside it (ddp does)
@@ -13,9 +13,9 @@ A lesson is a folder, gradlab/lessons/<package>/:
                     references, the known mistakes, what each check claims), answers.py (model answers)
 
 A harness.py runs in the sandbox (gradlab/practice/isolate.py), where gradlab binds it and what it imports of
-gradlab one file at a time: it imports torch, the standard library and gradlab.practice.harness, nothing else of
+gradlab one file at a time: it imports torch, the standard library and gradlab.kit.harness, nothing else of
 gradlab (a worker launcher named in gradlab.practice.sandbox.SHARED is the one exception), and it opens sockets only
-in its Harness's prepare, before the submission loads (gradlab/practice/harness.py says why);
+in its Harness's prepare, before the submission loads (gradlab/kit/harness.py says why);
 tests/test_sandbox.py imports every harness in the real sandbox with only those files.
 
 and one line naming its folder in gradlab/lessons/__init__.py (ORDER, the teaching order).
@@ -29,14 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from gradlab import option_fields
+from gradlab.kit import options
 
 
 @runtime_checkable
 class Lesson(Protocol):
     """What a lesson module provides (checked for every lesson by tests/test_settings.py)."""
 
-    Config: type[option_fields.LessonConfig]  # its settings (from its settings.py)
+    Config: type[options.LessonConfig]  # its settings (from its settings.py)
     EXPLAIN: tuple[str, ...]  # the functions and classes whose source `--explain` prints next to the math
     run: Callable[..., Any]  # run(config, [data,] device=, progress=) -> Result; pure: no printing
 
@@ -46,7 +46,7 @@ class LessonInfo:
     """A lesson's entry in the registry: its name, its settings, and what the command line says about it."""
 
     name: str  # the subcommand
-    config: type[option_fields.LessonConfig]  # its settings: the options of its command
+    config: type[options.LessonConfig]  # its settings: the options of its command
     idea: str  # the TF-1 tutorial idea it reproduces
     short_help: str  # its line in `gradlab --help`
     help: str  # its `--help` text
@@ -65,19 +65,19 @@ class LessonInfo:
         return f"gradlab.lessons.{self.name.replace('-', '_')}"
 
     @functools.cached_property
-    def specs(self) -> list[option_fields.Spec]:
+    def specs(self) -> list[options.Spec]:
         """Every option of its command, in --help order (read once from the Config's fields)."""
-        return option_fields.lesson_specs(self.config, self.needs_data, self.dataset_default)
+        return options.lesson_specs(self.config, self.needs_data, self.dataset_default)
 
     @property
     def options(self) -> str:
         """Its main options, as `gradlab list` shows them."""
-        return option_fields.listed(self.specs) + (f"; {self.list_note}" if self.list_note else "")
+        return options.listed(self.specs) + (f"; {self.list_note}" if self.list_note else "")
 
     def args(self, values: dict[str, Any]) -> list[str]:
         """The arguments of `gradlab` that run this lesson with option VALUES (e.g. its quick budget):
         ["mnist", "--dataset", "mnist-sample", "--offline", "--epochs", "3"]."""
-        return [self.name, *option_fields.as_args(self.specs, values)]
+        return [self.name, *options.as_args(self.specs, values)]
 
     def command(self, values: dict[str, Any]) -> str:
         """The same as a command line to show: `gradlab mnist --dataset mnist-sample --offline --epochs 3`."""

@@ -2,7 +2,7 @@
 
 Each lesson declares its exercises in its own folder, gradlab/lessons/<lesson>/exercises/: their texts
 (__init__.py), how a submission is called (harness.py), the references, known mistakes and claims (checks.py) and
-model answers (answers.py); the vocabulary they are written in is gradlab/practice/exercise.py. This index collects
+model answers (answers.py); the vocabulary they are written in is gradlab/kit/exercise.py. This index collects
 them from the lesson registry and imports nothing heavy (`gradlab exercises` and the starter files read it). The
 student's code runs in a sandbox (gradlab/practice/sandbox.py, isolated by gradlab/practice/isolate.py) with the
 exercise's harness alone; the reference values are computed here, in the gradlab process, so code under test cannot
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from gradlab.lessons import LESSONS
 
 if TYPE_CHECKING:
-    from gradlab.practice.exercise import Exercise
+    from gradlab.kit.exercise import Exercise
 
 
 @functools.cache
@@ -35,7 +35,7 @@ def _collect() -> dict[str, Exercise]:
 
 def __getattr__(name: str):
     """EXERCISES, collected on first use: a lesson's exercises/ imports this package's vocabulary
-    (gradlab.practice.exercise), so collecting them while this package loads would be an import circle."""
+    (gradlab.kit.exercise), so collecting them while this package loads would be an import circle."""
     if name == "EXERCISES":
         return _collect()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

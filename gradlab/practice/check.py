@@ -13,9 +13,9 @@ import textwrap
 from pathlib import Path
 
 from gradlab.errors import GradlabError, check
+from gradlab.kit.exercise import Exercise
+from gradlab.kit.result import Claim, Result, Table
 from gradlab.practice import EXERCISES
-from gradlab.practice.exercise import Exercise
-from gradlab.result import Claim, Result, Table
 
 MARKER = re.compile(r"^# gradlab-exercise: (\S+)\s*$", re.M)
 
@@ -227,7 +227,7 @@ def stopped_result(exercise: Exercise, path: str, error: str, kind: str = "died"
 def references(exercise: Exercise, seed: int) -> tuple[list[dict], list[dict]]:
     """EXERCISE's inputs for SEED and the reference's outputs on them, computed here, never in the submission's
     process; once per exercise and seed (a class's folder shares them)."""
-    from gradlab import threads
+    from gradlab.kit import threads
 
     threads.apply(1)  # as the submission computes (OMP_NUM_THREADS=1): a known mistake then matches it to the bit
     return _references(exercise.name, getattr(exercise, "folder", None), seed)
@@ -330,7 +330,7 @@ def student_output(result: Result, got: dict) -> None:
 def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, seed: int = 0) -> Result:
     """The Result of a submission whose sandbox returned GOT, against the references REFS on CASES: a row per input,
     a claim per kind of input and per rule, and, when one fails, the diagnosis (gradlab/practice/diagnosis.py)."""
-    from gradlab.practice.exercise import GRAPH
+    from gradlab.kit.exercise import GRAPH
 
     rules = exercise.all_rules()
     result = Result(lesson="check", title=f"{exercise.name}: {exercise.what}", config={}, seed=seed,
@@ -351,8 +351,8 @@ def judge(exercise: Exercise, cases: list[dict], refs: list[dict], got: dict, se
                 result.metrics["diagnosis"] = fix
         own_code(exercise, got, result)
         return result
+    from gradlab.kit.exercise import relative, values
     from gradlab.practice import checks_of, diagnosis
-    from gradlab.practice.exercise import relative, values
 
     checks = checks_of(exercise)
     outputs = got["outputs"]

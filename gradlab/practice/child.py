@@ -186,8 +186,8 @@ def main() -> None:
     import linecache
     import warnings
 
+    from gradlab.kit.harness import seal
     from gradlab.practice import wire
-    from gradlab.practice.harness import seal
 
     function, shown = header["function"], header["shown"]
     harness = importlib.import_module(header["harness"]).HARNESSES[function]
@@ -237,7 +237,7 @@ def main() -> None:
             forbidden.active = before
 
     if harness.prepare:  # gloo workers: each watches the submission's calls and reports them with its result
-        import gradlab.practice.harness as shared
+        import gradlab.kit.harness as shared
 
         shared.WORKER_REPORT = lambda: list(forbidden.used)
     calls = harness.prepare(cases, lambda: forbidden.watch(load())) if harness.prepare else None

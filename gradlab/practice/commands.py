@@ -189,7 +189,7 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
                 console.print(f"not isolated: your code ran as you, in a plain process ({found.why}); fine for "
                               "your own code", style="dim", markup=False, highlight=False)
     if folder:
-        from gradlab.result import Table
+        from gradlab.kit.result import Table
 
         rows = [[Path(r.config["file"]).name, r.metrics["exercise"], r.metrics["points"]["score"],
                  r.metrics["points"]["max_score"], "passed" if r.exit_code == 0 else
@@ -209,7 +209,7 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
             if target != STDOUT:
                 console.print(f"wrote {isolate.sanitize(target)}", markup=False)
     if signum is not None:  # what was graded is written: now the stop that Ctrl-C or SIGTERM asked for
-        from gradlab import process
+        from gradlab.cli import process
 
         raise process.Interrupted(signum)
     return 0 if all(r.exit_code == 0 for r in results) else 1

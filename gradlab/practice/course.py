@@ -23,8 +23,8 @@ import tomllib
 from dataclasses import asdict, dataclass
 
 from gradlab.errors import GradlabError
+from gradlab.kit.result import Result
 from gradlab.practice import EXERCISES
-from gradlab.result import Result
 
 SCORINGS = ("claims", "all-or-nothing", "per-check")
 DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25}

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from gradlab.practice.exercise import CHANGED, Checks, relative, same, values
+from gradlab.kit.exercise import CHANGED, Checks, relative, same, values
 
 MATCHES = 1e-5  # a submission "is" a known mistake when its outputs agree with that mistake's this closely
 RELATE = 1e-4  # a relation (a scale, the transpose…) holds when what is left is this small next to the expected

@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from gradlab.errors import GradlabError
+from gradlab.kit.result import json_safe
 from gradlab.practice import EXERCISES
 from gradlab.practice.course import Item, is_rule, score
 from gradlab.practice.isolate import sanitize
-from gradlab.result import json_safe
 
 MAX_DEPTH = 6  # how deep inside a student's folder a course file is looked for
 SKIPPED = {"__pycache__", "node_modules"}  # and every hidden folder (.git)

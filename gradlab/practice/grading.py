@@ -11,8 +11,8 @@ import json
 import re
 from xml.sax.saxutils import escape, quoteattr
 
+from gradlab.kit.result import Result
 from gradlab.practice.isolate import sanitize
-from gradlab.result import Result
 
 # What XML 1.0 cannot hold at all, even escaped: sanitize() already shows them as escapes; this is the last guard
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -2,10 +2,10 @@
 exercises/ folder is (gradlab/lessons/<lesson>/exercises/), named in course.toml by `own = ["FOLDER"]`:
 
     FOLDER/__init__.py   EXERCISES = [Exercise(...)]: the text, signature, contract and claims
-                         (gradlab.practice.exercise)
+                         (gradlab.kit.exercise)
     FOLDER/harness.py    HARNESSES = {"function": Harness(cases=..., call=...)}: the inputs and how a function is
                          called; the only file that runs beside the submission, so it imports torch, the
-                         standard library and gradlab.practice.harness, nothing else
+                         standard library and gradlab.kit.harness, nothing else
     FOLDER/checks.py     CHECKS = {"function": Checks(harness=..., reference=..., mistakes=[...])}: the reference and
                          the known mistakes, on gradlab's side only (never in the sandbox)
 
@@ -29,7 +29,7 @@ from gradlab.practice import EXERCISES
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PARTS = ("__init__.py", "harness.py", "checks.py")
-HARNESS_MAY_IMPORT = ("torch", "gradlab.practice.harness")  # and the standard library
+HARNESS_MAY_IMPORT = ("torch", "gradlab.kit.harness")  # and the standard library
 
 
 def package_of(lesson: str) -> str:
@@ -100,7 +100,7 @@ def _import(folder: Path, package: str, where: str):
 
 
 def _check_harness(path: Path, where: str) -> None:
-    """The harness runs in the sandbox, where only torch, the standard library and gradlab.practice.harness exist."""
+    """The harness runs in the sandbox, where only torch, the standard library and gradlab.kit.harness exist."""
     try:
         tree = ast.parse(path.read_bytes(), str(path))
     except SyntaxError as e:
@@ -111,5 +111,5 @@ def _check_harness(path: Path, where: str) -> None:
         for name in names:
             if name.startswith(".") or (name.split(".")[0] == "gradlab" and name not in HARNESS_MAY_IMPORT):
                 raise GradlabError(f"{where}: {path} imports {name}, which does not exist in the sandbox: a harness "
-                                   "imports torch, the standard library and gradlab.practice.harness only")
+                                   "imports torch, the standard library and gradlab.kit.harness only")
 

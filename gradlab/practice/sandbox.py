@@ -3,7 +3,7 @@ back, checked before anything of gradlab's uses it.
 
 The process runs gradlab/practice/child.py through gradlab/practice/isolate.py (bubblewrap, a uid of its own, or a
 plain child process: isolate.detect()). It gets only the child, the exercise's harness module and what the harness
-imports of gradlab (gradlab.practice.harness and the seccomp filter it installs: SHARED), found by reading its imports;
+imports of gradlab (gradlab.kit.harness and the seccomp filter it installs: SHARED), found by reading its imports;
 never the references, the known mistakes or the model answers. It is started at once, so that it imports torch while
 gradlab computes the references.
 
@@ -34,8 +34,8 @@ GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
 # What a harness may import of gradlab, besides itself: the shared harness module and the seccomp filter its seal()
 # installs. Nothing here may hold a reference, a known mistake or a model answer: tests/test_sandbox.py checks every
 # harness's imports against it.
-SHARED = ("gradlab.practice.harness", "gradlab.practice.seccomp")
-ALWAYS = ("gradlab.practice.child", "gradlab.practice.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp",
+SHARED = ("gradlab.kit.harness", "gradlab.practice.seccomp")
+ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp",
           "gradlab.practice.wire")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
@@ -85,7 +85,7 @@ def sandbox_files(harness_module: str) -> dict[str, str]:
     extra = sorted(m for m in modules - {harness_module} if m not in SHARED and not m.endswith(".__init__"))
     if extra:
         raise RuntimeError(f"{harness_module} imports {', '.join(extra)}: a harness may import only torch and "
-                           f"{', '.join(SHARED)} of gradlab (gradlab/practice/harness.py)")
+                           f"{', '.join(SHARED)} of gradlab (gradlab/kit/harness.py)")
     files = {}
     for name in {*modules, *ALWAYS}:
         path = module_file(name)

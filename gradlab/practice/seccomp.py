@@ -2,7 +2,7 @@
 
 Stage 1 (gradlab/practice/stage1.py) installs BASE before it execs the child; where the sandbox has no network
 namespace of its own (the uid fallback), the child also installs INET once the harness has opened the loopback
-connections it needs and before any code of the submission runs (gradlab.practice.harness.seal). This file is bound
+connections it needs and before any code of the submission runs (gradlab.kit.harness.seal). This file is bound
 into the sandbox, so it imports nothing but the standard library.
 
 BASE   kills any other syscall ABI (i386, x32: their numbers differ and would bypass the table), and answers EPERM to

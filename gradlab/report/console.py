@@ -15,7 +15,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from gradlab.ascii import is_unicode, printable
-from gradlab.result import Claim, Result, Table
+from gradlab.kit.result import Claim, Result, Table
 
 OP_SIGNS = {"<=": "≤", "<": "<", ">": ">", ">=": "≥", "==": "="}
 MIN_TEXT = 12  # a text column is never squeezed below this many characters (it wraps instead)

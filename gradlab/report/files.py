@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gradlab.errors import GradlabError, shorten
-from gradlab.result import Curve, Result
+from gradlab.kit.result import Curve, Result
 
 STDOUT = "-"  # as a file name: standard output
 

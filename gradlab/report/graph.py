@@ -1,4 +1,4 @@
-"""Drawings of measured backward graphs (gradlab.autograd_graph.Graph): an SVG, a self-contained HTML page (the SVG
+"""Drawings of measured backward graphs (gradlab.kit.autograd_graph.Graph): an SVG, a self-contained HTML page (the SVG
 with pan, zoom and a button per parameter group that folds it away; nothing fetched) and a rich Tree for the
 terminal. The layout is grandalf's Sugiyama layout of layered DAGs; the output's node sits on top, the leaves at the
 bottom, and each arrow points the way the gradient flows, labelled with the ‖∇‖ it carries.
@@ -16,7 +16,7 @@ from grandalf.graphs import Vertex
 from grandalf.layouts import SugiyamaLayout
 from rich.tree import Tree
 
-from gradlab.autograd_graph import Cut, Graph, Node, norm, summary
+from gradlab.kit.autograd_graph import Cut, Graph, Node, norm, summary
 from gradlab.report.files import STDOUT, write_bytes
 
 CHAR_W, LINE_H, PAD = 7.2, 16, 8  # 12px monospace: a character's width, a line's height; a box's padding

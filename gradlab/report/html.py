@@ -8,9 +8,9 @@ import html
 import re
 from typing import Any
 
+from gradlab.kit.result import register_html_renderer
 from gradlab.report.console import _claim_from_dict, cell_text, claim_cells, student_output, threads_text
 from gradlab.report.explain import Snippet, _as_markdown
-from gradlab.result import register_html_renderer
 
 STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import click
 
+from gradlab.kit.result import Claim
 from gradlab.lessons import LESSONS
-from gradlab.result import Claim
 
 # The small inputs each lesson's graphs() takes for stepping, so every number fits on the screen.
 TINY = {"dqn": {"transitions": 1}, "clip": {"images": 1}, "ddp": {"images": 2}, "actor-critic": {"states": 1}}
@@ -68,7 +68,7 @@ class Score:
 
 def numbers(t) -> str:
     """A tensor for the walk: in full up to STEP_NUMBERS numbers, else its mean and norm."""
-    from gradlab.autograd_graph import summary
+    from gradlab.kit.autograd_graph import summary
 
     return summary(t, limit=STEP_NUMBERS)
 

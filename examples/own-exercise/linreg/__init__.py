@@ -1,7 +1,7 @@
 """The teacher's own exercise: what students write (gradlab.practice.own). Torch-free: the starter and the pre-flight
 read it."""
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(

@@ -2,7 +2,7 @@
 
 import torch
 
-from gradlab.practice.exercise import Checks, Mistake
+from gradlab.kit.exercise import Checks, Mistake
 
 from .harness import HARNESSES
 

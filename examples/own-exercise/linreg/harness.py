@@ -1,11 +1,11 @@
 """How mse_grad is called, and on which inputs: the only file of the exercise that runs beside the student's code, so
-it imports torch and gradlab.practice.harness only (no reference here: that is checks.py)."""
+it imports torch and gradlab.kit.harness only (no reference here: that is checks.py)."""
 
 from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import CHANGED, GRAPH, Graph, Harness, changed, tensor_pair
+from gradlab.kit.harness import CHANGED, GRAPH, Graph, Harness, changed, tensor_pair
 
 
 def _cases(seed: int) -> list[dict]:

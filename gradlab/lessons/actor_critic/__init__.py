@@ -13,7 +13,7 @@ INFO = LessonInfo(
     idea="a critic trained from tf.gradients + RMSProp.apply_gradients (TF-1's RMSProp); get/set all parameters",
     short_help="A critic trained from explicit gradients with TF-1's RMSProp; get/set parameters.",
     help="""One-step actor-critic on CartPole-v1; the critic's gradients are computed with autograd.grad, written
-    into .grad and applied by TF-1's RMSProp (gradlab.optim.TFRMSprop; --optimizer torch-rmsprop for torch's,
+    into .grad and applied by TF-1's RMSProp (gradlab.kit.optim.TFRMSprop; --optimizer torch-rmsprop for torch's,
     another algorithm), as the tutorial's tf.gradients + RMSPropOptimizer.apply_gradients. Claims: explicit ≡
     backward (bitwise), TFRMSprop ≡ TF-1's formula by hand, torch's RMSprop steps further on the same gradients,
     a critic copied through a flat parameter vector or a state_dict gives identical outputs, and the actor learns.

@@ -32,7 +32,7 @@ these two operations)"):
 So with the same lr, torch's first step is lr·g/(√(1 − α)|g| + ε) ≈ 10·lr on every coordinate whose
 |g| ≫ ε/√(1 − α) = 1e-4 (α = 0.99, ε = 1e-5), while
 TF-1's is lr·g/√(0.9 + 0.1g²), tiny for small gradients, and grows as ms forgets its start (0.9ᵏ after k
-updates). `gradlab.optim.TFRMSprop` is TF-1's algorithm; it is the default here (`--optimizer tf1-rmsprop`, for both
+updates). `gradlab.kit.optim.TFRMSprop` is TF-1's algorithm; it is the default here (`--optimizer tf1-rmsprop`, for both
 networks: the tutorial shows only the critic's optimizer). `--optimizer torch-rmsprop` is torch's as A2C
 implementations set it (stable-baselines3 stable_baselines3/a2c/a2c.py: `optimizer_kwargs = dict(alpha=0.99,
 eps=rms_prop_eps, weight_decay=0)`, `rms_prop_eps: float = 1e-5`). The run replays the critic's first 50 gradients
@@ -61,19 +61,19 @@ import numpy as np
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from gradlab import autograd_graph, rl
+from gradlab.kit import autograd_graph, rl
+from gradlab.kit.optim import TFRMSprop
+from gradlab.kit.result import Claim, Curve, Result, Table
 from gradlab.lessons.actor_critic.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
 )
-from gradlab.optim import TFRMSprop
-from gradlab.result import Claim, Curve, Result, Table
 
 CHECK_STEPS = 2_000  # environment steps of the second (other grad-mode) run behind the bitwise claim
 REPLAY_STEPS = 50  # the critic's first gradients, replayed through both optimizers (the optimizer table) ...
 REPLAY_ROWS = (1, 2, 3, 5, 10, 20, 30, 50)  # ... which shows these updates
 NAMES = {"tf1-rmsprop": "TF-1's RMSProp", "torch-rmsprop": "torch's RMSprop"}
 # The curves' reference lines: the learns claim's mark (CartPole-v0's registered 'solved' threshold, 195, a bar for
-# learning within the budget) and CartPole-v1's own, for its 500-step episodes (gymnasium's registered 475): gradlab.rl
+# learning within the budget) and CartPole-v1's own, for its 500-step episodes (gymnasium's registered 475): kit.rl
 V1_SOLVED = rl.registered()[1]
 MARKS = {f"learns ({rl.LEARNED:.0f}: v0's 'solved')": rl.LEARNED, f"v1's 'solved' ({V1_SOLVED:.0f})": V1_SOLVED}
 
@@ -162,7 +162,7 @@ def copy_checks(critic: torch.nn.Module, hidden: int, seed: int) -> tuple[float,
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The tutorial's optimizer: TF-1's RMSProp (gradlab.optim.TFRMSprop) beside torch's, on the same gradients
+# The tutorial's optimizer: TF-1's RMSProp (gradlab.kit.optim.TFRMSprop) beside torch's, on the same gradients
 # ---------------------------------------------------------------------------------------------------------------
 
 def replay(name: str, critic: torch.nn.Module, grads: list[list[torch.Tensor]], lr: float) -> list[torch.Tensor]:

@@ -1,4 +1,4 @@
-"""The settings of `gradlab actor-critic`, each declared once (gradlab.option_fields). No torch here: `gradlab
+"""The settings of `gradlab actor-critic`, each declared once (gradlab.kit.options). No torch here: `gradlab
 actor-critic --help` reads this module."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab import option_fields as o
 from gradlab.errors import check
-from gradlab.option_fields import MAX_ENV_STEPS, check_positive
+from gradlab.kit import options as o
+from gradlab.kit.options import MAX_ENV_STEPS, check_positive
 
 GRAD_MODES = ("explicit", "backward")
-OPTIMIZERS = ("tf1-rmsprop", "torch-rmsprop")  # TF-1's RMSPropOptimizer (gradlab.optim.TFRMSprop), torch's RMSprop
+OPTIMIZERS = ("tf1-rmsprop", "torch-rmsprop")  # TF-1's RMSPropOptimizer (gradlab.kit.optim.TFRMSprop), torch's RMSprop
 
 
 @dataclass

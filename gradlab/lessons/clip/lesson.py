@@ -55,12 +55,9 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab import autograd_graph
-from gradlab.lessons.clip.settings import (  # the settings, declared once (no torch: --help reads them)
-    Config,
-)
-from gradlab.result import Claim, Curve, Result, Table
-from gradlab.training import (
+from gradlab.kit import autograd_graph
+from gradlab.kit.result import Claim, Curve, Result, Table
+from gradlab.kit.training import (
     DIVERGED,
     batches,
     clip_by_global_norm,
@@ -69,6 +66,9 @@ from gradlab.training import (
     make_model,
     prepare,
     torch_clip,
+)
+from gradlab.lessons.clip.settings import (  # the settings, declared once (no torch: --help reads them)
+    Config,
 )
 
 EQUIVALENCE_STEPS = 50  # steps on which the three-step path is checked against backward(); step()

@@ -1,13 +1,13 @@
-"""The settings of `gradlab clip`, each declared once (gradlab.option_fields); configs/clip-tutorial.toml runs the
+"""The settings of `gradlab clip`, each declared once (gradlab.kit.options); configs/clip-tutorial.toml runs the
 tutorial's model with clipping. No torch here: `gradlab clip --help` reads this module."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradlab import option_fields as o
 from gradlab.errors import check
-from gradlab.option_fields import check_positive
+from gradlab.kit import options as o
+from gradlab.kit.options import check_positive
 
 MODES = ("global-norm", "norm", "value", "none")
 MODELS = ("mlp", "softmax")

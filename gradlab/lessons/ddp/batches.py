@@ -8,8 +8,8 @@ import math
 import torch
 
 from gradlab.errors import check
+from gradlab.kit.training import batch_orders, cross_entropy, make_model
 from gradlab.lessons.ddp.settings import Config
-from gradlab.training import batch_orders, cross_entropy, make_model
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

@@ -121,8 +121,9 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab import autograd_graph, distributed
 from gradlab.errors import GradlabError, check
+from gradlab.kit import autograd_graph, distributed
+from gradlab.kit.result import Claim, Result
 from gradlab.lessons.ddp.batches import (  # noqa: F401 — the names --explain shows and the tests use, in one place
     full_batch_grads,
     global_batches,
@@ -149,7 +150,6 @@ from gradlab.lessons.ddp.single import (  # noqa: F401 (accumulate)
     forgotten_k_by_optimizer,
     single_process_seconds,
 )
-from gradlab.result import Claim, Result
 
 # The lesson's rooms, by where their code runs: ddp_config (the settings), ddp_batches (what every process shares),
 # ddp_single (this process: accumulation and the one-process reference), ddp_ranks (every worker, in lockstep),

@@ -1,4 +1,4 @@
-"""gradlab ddp, on every rank: what each worker process runs once the process group exists (gradlab.distributed
+"""gradlab ddp, on every rank: what each worker process runs once the process group exists (gradlab.kit.distributed
 starts or joins it and calls rank_work on every rank).
 
 LOCKSTEP. Every collective here (all_reduce, broadcast, any_rank, and DDP's all-reduces inside backward) is a
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+from gradlab.kit.training import cross_entropy, global_norm, torch_clip
 from gradlab.lessons.ddp.batches import (
     Batches,
     ReluSigns,
@@ -30,7 +31,6 @@ from gradlab.lessons.ddp.batches import (
     summed_cross_entropy,
 )
 from gradlab.lessons.ddp.settings import Config
-from gradlab.training import cross_entropy, global_norm, torch_clip
 
 
 def all_reduce_sum(tensors: list[torch.Tensor], comm: list[float] | None = None) -> list[torch.Tensor]:

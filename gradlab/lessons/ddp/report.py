@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import os
 
+from gradlab.kit.result import Curve, Table
 from gradlab.lessons.ddp.ranks import WAYS
 from gradlab.lessons.ddp.settings import Config
 from gradlab.lessons.ddp.single import FORGOT_K, MEAN_K, SUM_B
-from gradlab.result import Curve, Table
 
 
 def metrics(config: Config, acc: dict, ranks: list[dict], launch: dict) -> dict:

@@ -1,4 +1,4 @@
-"""The settings of `gradlab ddp`, each declared once (gradlab.option_fields), and what can be checked before any process
+"""The settings of `gradlab ddp`, each declared once (gradlab.kit.options), and what can be checked before any process
 starts. No torch here: `gradlab ddp --help` reads this module."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradlab import distributed
-from gradlab import option_fields as o
 from gradlab.errors import check
-from gradlab.option_fields import check_positive
+from gradlab.kit import distributed
+from gradlab.kit import options as o
+from gradlab.kit.options import check_positive
 
 DTYPE_NAMES = ("float32", "float64")
 MAX_STEPS = 1_000_000

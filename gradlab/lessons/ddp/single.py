@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import torch
 
+from gradlab.kit.training import cross_entropy, global_norm
 from gradlab.lessons.ddp.batches import (
     Batches,
     ReluSigns,
@@ -19,7 +20,6 @@ from gradlab.lessons.ddp.batches import (
     summed_cross_entropy,
 )
 from gradlab.lessons.ddp.settings import Config
-from gradlab.training import cross_entropy, global_norm
 
 # What each micro-batch's loss is before backward() adds its gradient into .grad (the keys the result uses).
 MEAN_K = "mean/K"  # loss_k / K: the usual recipe

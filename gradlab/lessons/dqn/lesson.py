@@ -85,10 +85,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from gradlab import autograd_graph, rl
+from gradlab.kit import autograd_graph, rl
+from gradlab.kit.result import Claim, Curve, Result, Table
 from gradlab.lessons.dqn.settings import TARGET_MODES as TARGET_MODES
 from gradlab.lessons.dqn.settings import Config  # the settings, declared once (no torch: --help reads them)
-from gradlab.result import Claim, Curve, Result, Table
 
 LEARNERS = ("stop-grad", "placeholder")  # the variants whose learning is claimed
 RESIDUAL = "residual gradient (no-stop-grad, no target net)"  # the naive residual-gradient algorithm (docstring)
@@ -106,7 +106,7 @@ BY_HAND = 1e-5
 
 
 
-# The curves' reference lines: the "learns" claims' mark and CartPole-v1's registered threshold (gradlab.rl)
+# The curves' reference lines: the "learns" claims' mark and CartPole-v1's registered threshold (gradlab.kit.rl)
 MARKS = {f"learns ({rl.LEARNED:.0f}: v0's 'solved')": rl.LEARNED,
          f"v1's 'solved' ({rl.registered()[1]:.0f})": rl.registered()[1]}
 

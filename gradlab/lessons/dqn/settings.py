@@ -1,4 +1,4 @@
-"""The settings of `gradlab dqn`, each declared once (gradlab.option_fields). No torch here: `gradlab dqn --help` reads
+"""The settings of `gradlab dqn`, each declared once (gradlab.kit.options). No torch here: `gradlab dqn --help` reads
 this module."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab import option_fields as o
 from gradlab.errors import check
-from gradlab.option_fields import ADAM_MAX_LR, MAX_ENV_STEPS, check_positive
+from gradlab.kit import options as o
+from gradlab.kit.options import ADAM_MAX_LR, MAX_ENV_STEPS, check_positive
 
 TARGET_MODES = ("stop-grad", "placeholder", "no-stop-grad")
 

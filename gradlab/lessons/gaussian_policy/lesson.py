@@ -79,12 +79,12 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab import autograd_graph
+from gradlab.kit import autograd_graph
+from gradlab.kit.result import Claim, Curve, Result, Table
 from gradlab.lessons.gaussian_policy.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
     parse_list,
 )
-from gradlab.result import Claim, Curve, Result, Table
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 

@@ -1,4 +1,4 @@
-"""The settings of `gradlab gaussian-policy`, each declared once (gradlab.option_fields). No torch here: `gradlab
+"""The settings of `gradlab gaussian-policy`, each declared once (gradlab.kit.options). No torch here: `gradlab
 gaussian-policy --help` reads this module."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab import option_fields as o
 from gradlab.errors import GradlabError, check
-from gradlab.option_fields import ADAM_MAX_LR, FLOAT32_MAX, check_positive
+from gradlab.kit import options as o
+from gradlab.kit.options import ADAM_MAX_LR, FLOAT32_MAX, check_positive
 
 # σ's range: the σ-score ((a − μ)² − σ²)/σ³ needs σ³ and 1/σ³ finite in float32 (largest 3.4e38): |σ| within
 # 1e±12 keeps them below 1e36

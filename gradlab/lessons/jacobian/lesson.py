@@ -47,13 +47,13 @@ from collections.abc import Callable
 import torch
 from torch.func import hessian, jacfwd, jacrev, vjp, vmap
 
-from gradlab import autograd_graph
+from gradlab.kit import autograd_graph
+from gradlab.kit.result import Claim, Curve, Result, Table
 from gradlab.lessons.jacobian.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
     parse_matrix,
     parse_vector,
 )
-from gradlab.result import Claim, Curve, Result, Table
 
 DEFAULT_MATRIX = "0.2,0.5,-0.3,0.1;0.4,-0.2,0.6,-0.5"
 DEFAULT_STATE = "1.0,0.5,-1.0,2.0"

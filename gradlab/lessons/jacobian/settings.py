@@ -1,4 +1,4 @@
-"""The settings of `gradlab jacobian`, each declared once (gradlab.option_fields), and the parsing of its matrix and
+"""The settings of `gradlab jacobian`, each declared once (gradlab.kit.options), and the parsing of its matrix and
 state. No torch here: `gradlab jacobian --help` reads this module."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradlab import option_fields as o
 from gradlab.errors import GradlabError, check
+from gradlab.kit import options as o
 
 MAX_ENTRIES = 256  # numbers in X: the Hessian check by finite differences costs 4·(rows·columns)² evaluations
 

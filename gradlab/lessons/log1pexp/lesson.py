@@ -95,9 +95,9 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from gradlab import autograd_graph
+from gradlab.kit import autograd_graph
+from gradlab.kit.result import Claim, Result, Table
 from gradlab.lessons.log1pexp.settings import Config  # the settings, declared once (no torch: --help reads them)
-from gradlab.result import Claim, Result, Table
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 DEFAULT_X = "-100,-20,0,20,88,89,100,1000"

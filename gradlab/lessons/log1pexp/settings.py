@@ -1,4 +1,4 @@
-"""The settings of `gradlab log1pexp`, each declared once (gradlab.option_fields). No torch here: `gradlab log1pexp
+"""The settings of `gradlab log1pexp`, each declared once (gradlab.kit.options). No torch here: `gradlab log1pexp
 --help` reads this module."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab import option_fields as o
 from gradlab.errors import GradlabError, check
+from gradlab.kit import options as o
 
 DTYPE_NAMES = ("float32", "float64")
 

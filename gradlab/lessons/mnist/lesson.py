@@ -63,14 +63,14 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from gradlab import autograd_graph
+from gradlab.kit import autograd_graph
+from gradlab.kit.result import Claim, Curve, Result, Table
+from gradlab.kit.training import DIVERGED, batches, eager_epoch, graphed_epoch, prepare
+from gradlab.kit.training import cross_entropy as cross_entropy  # the one-hot formula: --explain shows it
 from gradlab.lessons.mnist.settings import (  # the settings, declared once (no torch: --help reads them)
     VARIANTS,
     Config,
 )
-from gradlab.result import Claim, Curve, Result, Table
-from gradlab.training import DIVERGED, batches, eager_epoch, graphed_epoch, prepare
-from gradlab.training import cross_entropy as cross_entropy  # the one-hot formula: --explain shows it
 
 # The tutorial's published run on full MNIST (TF-1, shuffled batches): epoch costs and accuracy.
 TUTORIAL_COSTS = [1.184285608, 0.665428013, 0.552858426, 0.498728328, 0.465593693,
@@ -216,7 +216,7 @@ def max_abs_diff(a: tuple, b: tuple) -> float:
 
 def run(config: Config, data, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
-    """Train the chosen variant(s) on DATA (gradlab.data.Data) and check the claims. Pure: no printing."""
+    """Train the chosen variant(s) on DATA (gradlab.kit.data.Data) and check the claims. Pure: no printing."""
     device = device or torch.device("cpu")
     torch.manual_seed(config.seed)
     x, y, x_test, labels_test, orders, notes, images = prepare(config, data, device)

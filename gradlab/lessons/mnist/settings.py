@@ -1,13 +1,13 @@
-"""The settings of `gradlab mnist`, each declared once (gradlab.option_fields): the defaults are the tutorial's (see
+"""The settings of `gradlab mnist`, each declared once (gradlab.kit.options): the defaults are the tutorial's (see
 configs/mnist-tutorial.toml). No torch here: `gradlab mnist --help` reads this module."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradlab import option_fields as o
 from gradlab.errors import check
-from gradlab.option_fields import check_positive
+from gradlab.kit import options as o
+from gradlab.kit.options import check_positive
 
 VARIANTS = ("optimizer", "manual", "analytic")
 MODES = ("compare", *VARIANTS)

@@ -7,7 +7,7 @@ mean(td²), grads = tf.gradients(loss, params), RMSPropOptimizer(lr).apply_gradi
 loss with δ detached is the lesson's own (gradlab/lessons/actor_critic/lesson.py docstring).
 """
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
@@ -34,7 +34,7 @@ EXERCISES = [
         grads  = torch.autograd.grad(loss, critic.parameters());  p.grad = g for each;  optimizer.step()
 
         Shapes: critic maps states (N, 4) to values (N, 1); s, s2 (N, 4); r, done (N,). optimizer is the critic's
-        torch.optim.RMSprop here; the lesson's default is TF-1's RMSProp (gradlab.optim.TFRMSprop), another
+        torch.optim.RMSprop here; the lesson's default is TF-1's RMSProp (gradlab.kit.optim.TFRMSprop), another
         algorithm with the same interface: your code hands either its gradients the same way, through .grad.
         Return nothing: the critic's parameters are updated in place. The check calls your function three times in
         a row and compares the gradient optimizer.step() is given and the parameters after each update.""",

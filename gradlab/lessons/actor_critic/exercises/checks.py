@@ -8,8 +8,8 @@ import contextlib
 
 import torch
 
+from gradlab.kit.exercise import Checks, Mistake, Relation
 from gradlab.lessons.actor_critic.exercises.harness import HARNESSES, _critic_harness
-from gradlab.practice.exercise import Checks, Mistake, Relation
 
 FAMILIES = {
     ("*", "family", "terminal:for non-terminal transitions"): "a terminal transition's target is its reward r "

@@ -1,6 +1,6 @@
 """The exercises of `gradlab actor-critic`, beside the submission: each exercise's inputs (CASES(seed)) and how a
 function is called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
-gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py).
+gradlab.kit.harness, nothing else (no reference, no known mistake: those are in checks.py).
 
 The inputs come in families that vary one thing: the same transitions with no terminal one and with every one
 terminal; one transition or a batch."""
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import Harness, Returned, loaded, tensor_out
+from gradlab.kit.harness import Harness, Returned, loaded, tensor_out
 
 SHAPES = ((16, 4), (16,), (1, 16), (1,))
 ACTOR = ((16, 4), (16,), (2, 16), (2,))
@@ -55,8 +55,8 @@ def _cases(seed: int, steps: int) -> list[dict]:
 # ------------------------------------------------------------------------------------------------- critic_update
 
 def _torch_rmsprop(params) -> torch.optim.Optimizer:
-    # torch's RMSprop, not gradlab.optim.TFRMSprop: what is checked is how the gradients reach .grad, which does not
-    # depend on the algorithm, and this file imports torch and gradlab.practice.harness only (it runs in the sandbox)
+    # torch's RMSprop, not gradlab.kit.optim.TFRMSprop: what is checked is how the gradients reach .grad, which does not
+    # depend on the algorithm, and this file imports torch and gradlab.kit.harness only (it runs in the sandbox)
     return torch.optim.RMSprop(params, lr=0.01, alpha=0.99, eps=1e-5)
 
 

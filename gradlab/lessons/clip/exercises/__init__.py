@@ -7,7 +7,7 @@ sqrt(sum([l2norm(t)**2 for t in t_list]))"; tf.clip_by_global_norm sets "t_list[
 clip_norm)". torch.nn.utils.clip_grad_norm_ divides by total_norm + 1e-6 (torch/nn/utils/clip_grad.py).
 """
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
+from gradlab.kit.exercise import Checks, Mistake, Relation, Variant
+from gradlab.kit.training import global_norm, torch_clip
 from gradlab.lessons.clip.exercises.harness import HARNESSES
-from gradlab.practice.exercise import Checks, Mistake, Relation, Variant
-from gradlab.training import global_norm, torch_clip
 
 # ------------------------------------------------------------------------------------------------------ global_norm
 

@@ -1,6 +1,6 @@
 """The exercises of `gradlab clip`, beside the submission: each exercise's inputs (CASES(seed)) and how a function is
 called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
-gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py)."""
+gradlab.kit.harness, nothing else (no reference, no known mistake: those are in checks.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import (
+from gradlab.kit.harness import (
     CHANGED,
     Harness,
     Returned,

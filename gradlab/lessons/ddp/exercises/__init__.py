@@ -20,7 +20,7 @@ The texts' statements about TF-1, Horovod and PyTorch, with their sources:
     "Defaults to Average if None is given." (horovod/torch/mpi_ops.py, v0.28.1).
 """
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(

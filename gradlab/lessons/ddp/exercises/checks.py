@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from gradlab.kit.exercise import Checks, Mistake, norm_ratio
 from gradlab.lessons.ddp.exercises.harness import HARNESSES, _model
 from gradlab.practice.diagnosis import name_weights, weights_of, weights_words
-from gradlab.practice.exercise import Checks, Mistake, norm_ratio
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
 

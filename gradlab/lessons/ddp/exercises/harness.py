@@ -1,8 +1,8 @@
 """The exercises of `gradlab ddp`, beside the submission: each exercise's inputs (CASES(seed)) and how a function is
 called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
-gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py).
+gradlab.kit.harness, nothing else (no reference, no known mistake: those are in checks.py).
 
-The functions that run on every rank of a torch.distributed job run on real gloo workers (gradlab.practice.harness.
+The functions that run on every rank of a torch.distributed job run on real gloo workers (gradlab.kit.harness.
 gloo_harness: the groups are formed before the submission loads); each rank's result is an output of its own
 ("rank 0", "rank 1", …), so the diagnosis can say which ranks are right."""
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import Harness, Returned, gloo_harness, loaded, tensor_list
+from gradlab.kit.harness import Harness, Returned, gloo_harness, loaded, tensor_list
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
 

@@ -7,7 +7,7 @@ terminal state", gymnasium/core.py lines 100-106, gymnasium 1.4.0); the lesson s
 (dqn/lesson.py: `buffer.add(..., float(terminated))`).
 """
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 DONE = """done is 1 where the episode terminated (the pole fell, the cart
         left the track) and 0 where the time limit only truncated it: s2 still has a value there, so y

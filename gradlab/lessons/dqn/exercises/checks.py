@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from gradlab.kit.exercise import Checks, Mistake, Relation
+from gradlab.kit.training import global_norm
 from gradlab.lessons.dqn.exercises.harness import HARNESSES
-from gradlab.practice.exercise import Checks, Mistake, Relation
-from gradlab.training import global_norm
 
 TERMINAL = ("*", "family", "terminal:for non-terminal transitions")
 SIZE = ("*", "family", "size:for one transition")

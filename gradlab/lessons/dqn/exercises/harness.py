@@ -1,6 +1,6 @@
 """The exercises of `gradlab dqn`, beside the submission: each exercise's inputs (CASES(seed)) and how a function is
 called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
-gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py).
+gradlab.kit.harness, nothing else (no reference, no known mistake: those are in checks.py).
 
 The inputs come in families that vary one thing: the same transitions with no terminal one and with every one
 terminal, one transition or a batch."""
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import Harness, Returned, loaded, tensor_out
+from gradlab.kit.harness import Harness, Returned, loaded, tensor_out
 
 
 def _qnet(weights: list[torch.Tensor]) -> torch.nn.Module:

@@ -6,7 +6,7 @@ The tutorial's layer (its text, lines 25-38) returned the scores from its forwar
 tf.concat([mu_loss, sigma_loss], axis=-1)`) and `grads = _y * dy` from its gradient function: the exercises below
 write the layer as it should be, the log-density forward and the scores in backward."""
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(

@@ -8,8 +8,8 @@ import math
 
 import torch
 
+from gradlab.kit.exercise import Checks, Mistake, autograd_outputs
 from gradlab.lessons.gaussian_policy.exercises.harness import HARNESSES, NAMES
-from gradlab.practice.exercise import Checks, Mistake, autograd_outputs
 
 # --------------------------------------------------------------------------------------------------------- score
 

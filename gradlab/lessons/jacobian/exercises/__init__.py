@@ -7,7 +7,7 @@ tensors of the same length as ys that holds the initial gradients for each y in 
 a tensor of '1's of the shape of y for each y in ys." (tensorflow/python/ops/gradients_impl.py, v1.15.0); TF-1's
 tf.hessians differentiates tf.gradients's output again (same file, v1.15.0, lines 372 and 388)."""
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(

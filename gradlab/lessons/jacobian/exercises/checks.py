@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
+from gradlab.kit.exercise import Checks, Mistake
 from gradlab.lessons.jacobian.exercises.harness import HARNESSES
-from gradlab.practice.exercise import Checks, Mistake
 
 # ----------------------------------------------------------------------------------------------------------- vjp
 

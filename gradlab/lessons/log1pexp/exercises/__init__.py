@@ -8,7 +8,7 @@ graph mode e is the graph tensor Exp(x), and tf.gradients of its gradient gives 
 (gradlab/lessons/log1pexp/ lesson.py says how this was measured: 1.3e-16). F.softplus's threshold:
 torch/nn/functional.py, softplus ("reverts to the linear function when input × β > threshold", threshold=20)."""
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 FLOAT64 = ("float64: your value, gradient (for a random dy) and second derivative ≡ the stable formulas (max relative "
            "|Δ|; 1e-8 leaves room for F.softplus's threshold)", 1e-8)

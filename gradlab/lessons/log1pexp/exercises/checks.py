@@ -15,8 +15,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from gradlab.kit.exercise import Checks, Mistake, Variant
 from gradlab.lessons.log1pexp.exercises.harness import HARNESSES, POINTS
-from gradlab.practice.exercise import Checks, Mistake, Variant
 
 SOFTPLUS_THRESHOLD = ("F.softplus's threshold: above x = 20 it returns x itself (torch/nn/functional.py, softplus: "
                       "\"reverts to the linear function when input × β > threshold\", threshold=20), leaving out "

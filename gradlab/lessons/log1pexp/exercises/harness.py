@@ -1,6 +1,6 @@
 """The exercises of `gradlab log1pexp`, beside the submission: each exercise's inputs (CASES(seed)) and how a function
 is called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
-gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py).
+gradlab.kit.harness, nothing else (no reference, no known mistake: those are in checks.py).
 
 Every input carries an upstream gradient dy (random, or ones in one member of a family: a backward that forgets to
 multiply by dy is right only there) and a direction v for the second derivative."""
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.practice.harness import Harness, Returned, function_outputs, tensor_out
+from gradlab.kit.harness import Harness, Returned, function_outputs, tensor_out
 
 POINTS = [-100.0, -20.0, -3.0, 0.0, 1.0, 20.0, 20.5, 30.0, 88.0, 89.0, 100.0, 1000.0]
 

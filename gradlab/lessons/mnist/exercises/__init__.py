@@ -7,7 +7,7 @@ The TF-1 lines quoted are the tutorial's (the tutorial's text, lines 44 and 47:
 reduction_indices=1))`).
 """
 
-from gradlab.practice.exercise import Exercise
+from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(

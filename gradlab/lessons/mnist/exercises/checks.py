@@ -7,9 +7,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from gradlab.kit.exercise import Checks, Mistake, Relation, autograd_outputs
+from gradlab.kit.training import cross_entropy
 from gradlab.lessons.mnist.exercises.harness import HARNESSES
-from gradlab.practice.exercise import Checks, Mistake, Relation, autograd_outputs
-from gradlab.training import cross_entropy
 
 CLASSES = ("K", 10, "K = 10 classes")
 

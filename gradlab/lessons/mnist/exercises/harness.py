@@ -1,6 +1,6 @@
 """The exercises of `gradlab mnist`, beside the submission: each exercise's inputs (CASES(seed)) and how a function is
 called on them (the harness). The only code of the lesson that runs in the sandbox: torch and
-gradlab.practice.harness, nothing else (no reference, no known mistake: those are in checks.py).
+gradlab.kit.harness, nothing else (no reference, no known mistake: those are in checks.py).
 
 Some inputs come in families that vary one thing (one sample or a batch, float32 or float64): the diagnosis says for
 which members an answer is right."""
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from gradlab.practice.harness import CHANGED, GRAPH, Graph, Harness, changed, function_outputs, tensor_pair
+from gradlab.kit.harness import CHANGED, GRAPH, Graph, Harness, changed, function_outputs, tensor_pair
 
 # ------------------------------------------------------------------------------------------------------ sgd_step
 

@@ -95,7 +95,7 @@ class Result:
     device: str = "cpu"
     torch: str = ""
     threads: int = 0
-    threads_why: str = ""  # why that many threads (gradlab.threads)
+    threads_why: str = ""  # why that many threads (gradlab.kit.threads)
     version: str = ""
     wall_s: float = 0.0  # the lesson's run, from Config to Result (not data loading)
 

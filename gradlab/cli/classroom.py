@@ -59,8 +59,8 @@ def run_many(names: list[str], quick: bool, console, threads: int | None = None)
     import time
 
     from gradlab import runner
+    from gradlab.kit.threads import validate
     from gradlab.report import console as report
-    from gradlab.threads import validate
 
     validate(threads)
     done = []
@@ -86,8 +86,8 @@ def _summary_rows(done) -> list[list[Any]]:
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
 def all_lessons(quick: bool, lessons: str | None, threads: int | None, quiet: bool) -> int:
     """Run every lesson (with --quick in about a minute on 2 CPU cores) and print a summary table."""
+    from gradlab.kit.result import Table
     from gradlab.report import console as report
-    from gradlab.result import Table
 
     names = _lesson_names(lessons)
     done = run_many(names, quick, report.make_console(quiet=quiet), threads)
@@ -240,8 +240,8 @@ def set_source(cell: str, source: str) -> str:
 @click.argument("path", type=click.Path(dir_okay=False))
 def show(path: str) -> int:
     """Re-render a result saved with --json (or by gradlab report): the same tables and claims."""
+    from gradlab.kit.result import load_result
     from gradlab.report import console as report
-    from gradlab.result import load_result
 
     data = load_result(path)
     report.render(data, report.make_console())

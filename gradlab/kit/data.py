@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gradlab.errors import GradlabError
-from gradlab.option_fields import DATASETS  # the names --dataset offers, declared with the option
+from gradlab.kit.options import DATASETS  # the names --dataset offers, declared with the option
 
 FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
 DEBIAN_FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")

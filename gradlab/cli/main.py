@@ -2,9 +2,9 @@
 
 Only click and the lessons' settings are imported at start-up: torch, rich and the lessons themselves are imported
 when a lesson runs, so `gradlab --help` stays fast. A lesson's command parses its options (declared once, as its
-Config's fields: gradlab.option_fields; made click options by gradlab.cli_options), hands the ones the user typed to
+Config's fields: gradlab.kit.options; made click options by gradlab.cli.options), hands the ones the user typed to
 gradlab.runner.resolve (the one path from options to a run, with --quick and --config), runs the lesson and hands
-the Result to the report layer. The classroom and practice commands live in gradlab.classroom and
+the Result to the report layer. The classroom and practice commands live in gradlab.cli.classroom and
 gradlab.practice.commands.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from gradlab import process
+from gradlab.cli import process
 from gradlab.errors import GradlabError, RunFailed
 from gradlab.lessons import LESSONS, LessonInfo
 from gradlab.version import __version__
@@ -118,8 +118,8 @@ def cli() -> None:
 
 
 def lesson_command(info: LessonInfo) -> LessonCommand:
-    """The subcommand of a lesson: its options are its Config's fields and the run options (gradlab.option_fields)."""
-    from gradlab.cli_options import click_params
+    """The subcommand of a lesson: its options are its Config's fields and the run options (gradlab.kit.options)."""
+    from gradlab.cli.options import click_params
 
     def callback(**_: Any) -> int:  # the values are read from the context, with where each came from
         return run_lesson(click.get_current_context(), info.name)
@@ -173,7 +173,8 @@ def write_outputs(result, run, console) -> None:
 
 
 def _add_other_commands() -> None:
-    from gradlab import classroom, docs_site
+    from gradlab.cli import classroom
+    from gradlab.cli import docs as docs_site
     from gradlab.practice import commands as practice
     from gradlab.practice.grade import grade
     from gradlab.report import step

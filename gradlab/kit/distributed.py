@@ -1,21 +1,21 @@
 """Starting or joining a torch.distributed job: the launch half of `gradlab ddp`'s process plumbing, kept out of the
-lesson (the supervision half, gradlab.workers, starts, watches and reaps gradlab's own workers).
+lesson (the supervision half, gradlab.kit.workers, starts, watches and reaps gradlab's own workers).
 
 A Job (frozen, handed once to every worker) names a per-rank function FN(rank, world, device, *args, report=...)
 and how the ranks meet. Three ways it runs:
   * torchrun started this process (RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are set): join its job with
     init_method env://. torchrun owns the processes; its rendezvous endpoint decides which machines take part.
   * --workers 1: this process is the whole job (a group of one, on 127.0.0.1).
-  * --workers W > 1: gradlab starts W processes itself (start_workers: gradlab.workers, spawn), rendezvous over TCP
+  * --workers W > 1: gradlab starts W processes itself (start_workers: gradlab.kit.workers, spawn), rendezvous over TCP
     on 127.0.0.1 at a free port, and gloo keeps to the loopback interface: nothing leaves the machine. (torch's
     rendezvous store listens on every interface, with no option to narrow it; every connection is loopback.)
 Every rank's return value is gathered (all_gather_object) so every rank, and the parent, gets all of them. A
 collective that waits longer than the job's timeout fails (--timeout), and so does the run, naming the rank.
 
-At module level this module imports the standard library, gradlab.errors and gradlab.workers only (torch inside the
+At module level this module imports the standard library, gradlab.errors and gradlab.kit.workers only (torch inside the
 functions, which keeps `gradlab --help` fast). The exercises whose functions run on gloo workers do not use it: in the
 sandbox a submission's workers are forked after their groups are formed and before any of its code loads
-(gradlab.practice.harness.gloo_harness), which a launcher that starts, then joins, cannot do.
+(gradlab.kit.harness.gloo_harness), which a launcher that starts, then joins, cannot do.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gradlab import workers
 from gradlab.errors import GradlabError, check
+from gradlab.kit import workers
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 BACKENDS = ("auto", "gloo", "nccl")
@@ -224,7 +224,7 @@ def run(job: Job, progress: Callable = lambda *a: None,
 
 def start_workers(job: Job, progress: Callable = lambda *a: None,
                   meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None) -> tuple[list, Any]:
-    """JOB on job.workers processes that gradlab spawns and supervises (gradlab.workers), meeting at
+    """JOB on job.workers processes that gradlab spawns and supervises (gradlab.kit.workers), meeting at
     127.0.0.1:job.port (a free one when 0) over the job's backend, gloo on the loopback interface; return (every
     rank's result, what MEANWHILE returned). The workers print nothing (their output goes to /dev/null)."""
     job = replace(job, port=job.port or free_port())

@@ -12,7 +12,7 @@ test_sandbox.py imports every harness inside the real sandbox with only its own 
     `prepare`, which runs BEFORE any code of the submission, because where the sandbox has no network namespace of
     its own (the uid fallback) every process seals itself (seal(): no new socket) before the submission loads.
 
-Besides the function's outputs, a harness may report two rules (gradlab.practice.exercise.RESERVED): which inputs the
+Besides the function's outputs, a harness may report two rules (gradlab.kit.exercise.RESERVED): which inputs the
 function changed in place (`changed`) and whether it built an autograd graph (`Graph`). It raises `Returned` when
 the function returned something of the wrong kind (a tuple where a list is asked for): the check then says what came
 back instead of blaming an exception on the student's code.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-CHANGED = "inputs changed"  # the keys of gradlab.practice.exercise.RESERVED (that module is not imported here)
+CHANGED = "inputs changed"  # the keys of gradlab.kit.exercise.RESERVED (that module is not imported here)
 GRAPH = "autograd graph"
 
 

@@ -1,4 +1,4 @@
-"""The click adapter: a lesson's option fields (gradlab.option_fields) as click options, their defaults as the command
+"""The click adapter: a lesson's option fields (gradlab.kit.options) as click options, their defaults as the command
 line gives them, and the strict check of a value that did not come through click's parser (a --config preset's
 values, gradlab.run's keyword arguments). That check reuses click's types, so its messages match the command line's.
 
@@ -14,7 +14,7 @@ import click
 from click.core import ParameterSource
 
 from gradlab.errors import GradlabError, shorten
-from gradlab.option_fields import Spec
+from gradlab.kit.options import Spec
 
 
 def click_params(all_specs: list[Spec]) -> list[click.Option]:

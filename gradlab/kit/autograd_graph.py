@@ -44,7 +44,7 @@ class Forward:
     """What record() saw a node's forward produce."""
 
     shape: tuple[int, ...]
-    value: str  # a summary (gradlab.autograd_graph.summary)
+    value: str  # a summary (gradlab.kit.autograd_graph.summary)
     where: str  # the source line outside torch that called the op
     inputs: tuple[torch.Tensor | None, ...] = ()  # small tensor inputs, detached (None: large or not a tensor)
     output: torch.Tensor | None = None  # the output, detached, when small

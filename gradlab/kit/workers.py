@@ -1,5 +1,5 @@
 """gradlab's own worker processes: started, watched, reaped. The supervision half of a distributed job (the launch
-half, gradlab.distributed, says what each worker runs: joining the process group and the job's function).
+half, gradlab.kit.distributed, says what each worker runs: joining the process group and the job's function).
 
 start() runs BODY(rank, report) in N spawned processes (fresh interpreters: BODY must be importable, spawn pickles
 it, and the parent's main script is not run again in them) and returns rank 0's return value. Every message a worker
@@ -13,7 +13,7 @@ them; the parent stops them) and exit if the parent disappears.
 
 At module level this module imports the standard library and gradlab.errors only (torch inside the functions, which
 keeps `gradlab --help` fast). The exercises whose functions run on gloo workers start theirs themselves
-(gradlab.practice.harness.gloo_harness: forked before the submission loads, which the sandbox needs).
+(gradlab.kit.harness.gloo_harness: forked before the submission loads, which the sandbox needs).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from gradlab.practice.harness import Harness
+    from gradlab.kit.harness import Harness
 
-# Outputs a harness adds beside the function's own, which are rules rather than values (see gradlab.practice.harness)
+# Outputs a harness adds beside the function's own, which are rules rather than values (see gradlab.kit.harness)
 CHANGED = "inputs changed"  # one 0/1 per input the function must leave as it found it
 GRAPH = "autograd graph"  # how many tensors autograd saved for a backward while the function ran
 RESERVED = (CHANGED, GRAPH)
@@ -210,12 +210,12 @@ def same(a: dict, b: dict, tolerance: float = 1e-5) -> bool:
 
 
 def autograd_outputs(f: Callable, inputs: list, dy, directions: list, names: tuple[str, ...] = ()) -> dict:
-    """What gradlab.practice.harness.function_outputs measures of an autograd.Function, for a plain differentiable
+    """What gradlab.kit.harness.function_outputs measures of an autograd.Function, for a plain differentiable
     function F computed by autograd (the library's way, a reference): value, gradient(s) for the upstream DY, and
     the second derivative along DIRECTIONS."""
     import torch
 
-    from gradlab.practice.harness import keyed
+    from gradlab.kit.harness import keyed
 
     xs = [x.clone().requires_grad_(True) for x in inputs]
     y = f(*xs)
@@ -228,6 +228,6 @@ def autograd_outputs(f: Callable, inputs: list, dy, directions: list, names: tup
 
 def norm_ratio(a: dict, b: dict) -> float:
     """‖a‖ / ‖b‖, each the global norm of every tensor of an output."""
-    from gradlab.training import global_norm
+    from gradlab.kit.training import global_norm
 
     return float(global_norm(tensors(a)) / max(float(global_norm(tensors(b))), 1e-30))

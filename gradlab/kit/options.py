@@ -1,7 +1,7 @@
 """Option fields: the vocabulary in which every setting is declared once. A lesson's settings are the fields of its
 Config (a LessonConfig), each with its help text and how it is spelled on the command line; the options every lesson
 shares are the fields of RunOptions. From these declarations come the click command of each lesson
-(gradlab.cli_options builds it), the keyword arguments of `gradlab.run`, the keys a `--config` preset may hold and
+(gradlab.cli.options builds it), the keyword arguments of `gradlab.run`, the keys a `--config` preset may hold and
 the options column of `gradlab list`; gradlab.runner.resolve is the one path from what a user gave to a run.
 
     hidden: int = option(64, "Units in each hidden layer.")
@@ -20,10 +20,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gradlab.device import DEVICES
 from gradlab.errors import check
+from gradlab.kit.device import DEVICES
 
-DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # what --dataset offers; gradlab.data loads each
+DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # what --dataset offers; gradlab.kit.data loads each
 
 
 @dataclass(frozen=True)
