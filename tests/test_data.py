@@ -131,7 +131,7 @@ def test_sample_read_directly_equals_torchvision_reading_it(tmp_path):
     for a in ("x_train", "y_train", "x_test", "y_test"):
         assert torch.equal(getattr(ours, a), getattr(theirs, a)), a
     assert "torchvision" not in subprocess.run(
-        [sys.executable, "-c", "import sys; from gradlab import data; data.load('mnist-sample'); "
+        [sys.executable, "-c", "import sys; from gradlab.kit import data; data.load('mnist-sample'); "
                                "print(*[m for m in sys.modules if m.startswith('torchvision')])"],
         capture_output=True, text=True, check=True).stdout
 

@@ -847,8 +847,8 @@ print("RESULT " + json.dumps(out))
 
 
 def test_the_harness_contract_is_stated_where_harnesses_are_described():
-    from gradlab.lessons import info
     from gradlab.kit import harness
+    from gradlab.lessons import info
 
     for doc in (info.__doc__, harness.__doc__):
         assert "imports torch, the standard library and" in " ".join(doc.split()) and "SHARED" in doc

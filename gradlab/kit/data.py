@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gradlab.assets import CHECKOUT
 from gradlab.errors import GradlabError
 from gradlab.kit.options import DATASETS  # the names --dataset offers, declared with the option
 
@@ -42,7 +43,7 @@ SAMPLE_SHA256 = {
     "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
 }
 
-_REPO_DATA = Path(__file__).resolve().parent.parent / "data"
+_REPO_DATA = CHECKOUT / "data"
 
 
 def default_data_dir() -> Path:
