@@ -128,7 +128,7 @@ def test_gradlab_docs_prints_where_the_site_is(tmp_path, monkeypatch):
 
 def test_gradlab_docs_without_a_site_is_one_line_and_exit_2(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", "import sys; from gradlab import docs_site as d; from pathlib import "
+    proc = subprocess.run([sys.executable, "-c", "import sys; from gradlab.cli import docs as d; from pathlib import "
                            "Path; d.CONFIG = Path(sys.argv[1]) / 'mkdocs.yml'; d.INDEX = Path(sys.argv[1]) / 'i.html';"
                            " from gradlab.cli import main; sys.argv = ['gradlab', 'docs']; main()", str(tmp_path)],
                           capture_output=True, text=True, env=env)
