@@ -1,5 +1,8 @@
 """The one path from what a user gave to a run, and the run. Every front end calls resolve(): the command line
-(cli.py), `gradlab all` and `report` (classroom.py) and gradlab.run (api.py); then execute().
+(cli/main.py), `gradlab all` and `report` (cli/classroom.py) and gradlab.run (api.py); then execute(). No click here:
+the values click did not parse are checked with the options' Specs (gradlab.kit.options), and a lesson's checks
+(OptionError) are worded in the caller's terms: `--lr` and `try --lr 0.01` for the command line and a --config file,
+`lr` and `e.g. lr=0.01` for gradlab.run.
 
 resolve() lays four layers, each over the one before, and returns the run options and the lesson's Config:
 
