@@ -1,5 +1,8 @@
 """The one path from what a user gave to a run, and the run. Every front end calls resolve(): the command line
-(cli.py), `gradlab all` and `report` (classroom.py) and gradlab.run (api.py); then execute().
+(cli/main.py), `gradlab all` and `report` (cli/classroom.py) and gradlab.run (api.py); then execute(). No click here:
+the values click did not parse are checked with the options' Specs (gradlab.kit.options), and a lesson's checks
+(OptionError) are worded in the caller's terms: `--lr` and `try --lr 0.01` for the command line and a --config file,
+`lr` and `e.g. lr=0.01` for gradlab.run.
 
 resolve() lays four layers, each over the one before, and returns the run options and the lesson's Config:
 
@@ -22,24 +25,28 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gradlab.errors import GradlabError
-from gradlab.kit import options
-from gradlab.kit.options import LessonConfig, RunOptions
+from gradlab import presets
+from gradlab.errors import GradlabError, OptionError, shorten
+from gradlab.kit import data as datasets
+from gradlab.kit import options, threads
+from gradlab.kit.device import resolve_device
+from gradlab.kit.options import LessonConfig, RunOptions, Spec
 from gradlab.lessons import LESSONS, LessonInfo
+from gradlab.report.files import STDOUT, check_graph_suffix, check_writable, same_file
 from gradlab.version import __version__
 
 
 def resolve(name: str, given: dict[str, Any] | None = None, *, python: bool = False,
             budget: str | None = None) -> tuple[RunOptions, LessonConfig]:
     """Lesson NAME's run options and Config from what the user GAVE (option name → value), checked before anything
-    runs: bad input raises GradlabError with one line that says the fix.
+    runs: bad input raises GradlabError with one line that says the fix, in the caller's terms.
 
     GIVEN: values click already parsed (the flags typed, `gradlab all --threads`) or, with PYTHON, gradlab.run's
     keyword arguments, checked here as strictly as a --config file's values. BUDGET: "quick" or "full" (`gradlab
     all` and `report`); given["quick"] asks for the quick one too."""
     info = LESSONS[name]
     given = _keywords(info, given or {}) if python else dict(given or {})
-    params, from_env = _cli_options().defaults(info.specs)
+    params, from_env = _defaults(info)
     explicit = set(given) | from_env
     if given.get("quick"):
         budget = "quick"
@@ -51,35 +58,48 @@ def resolve(name: str, given: dict[str, Any] | None = None, *, python: bool = Fa
     if not info.config.reports_here():  # e.g. a torchrun rank but 0: it computes, rank 0 prints and writes
         params = _silenced(params)
     _check_outputs(params.get("json_path"), params.get("plot_path"), params.get("graph_path"))
-    return _config(info, params)
+    try:
+        return _config(info, params)
+    except OptionError as e:  # worded for the command line (and a --config file); gradlab.run says lr=, not --lr
+        if not python:
+            raise
+        raise GradlabError(f"gradlab.run({name!r}): {e.words(python=True)}") from None
 
 
 def budget_values(info: LessonInfo, budget: str) -> dict[str, Any]:
     """The option values of INFO's quick or full budget (LessonInfo.quick, LessonInfo.full), checked as strictly as
     gradlab.run's keyword arguments."""
     values = info.quick if budget == "quick" else info.full
-    params = _cli_options().strict_params(info.specs)
-    return {k: _cli_options().strict(params[k], v, f"LessonInfo.{budget} of {info.name}", k, python=True)
+    by_name = {s.name: s for s in info.specs}
+    return {k: _strict(by_name[k], v, f"LessonInfo.{budget} of {info.name}", k, python=True)
             for k, v in values.items()}
 
 
 def defaults(name: str) -> dict[str, Any]:
     """Every option of lesson NAME at its default, as the command line gives it when no flag is typed."""
-    return _cli_options().defaults(LESSONS[name].specs)[0]
+    return _defaults(LESSONS[name])[0]
 
 
-def _cli_options():
-    from gradlab.cli import options as cli_options  # click, imported when a run is resolved
-
-    return cli_options
+def _defaults(info: LessonInfo) -> tuple[dict[str, Any], set[str]]:
+    """Every option of INFO at its default, or at its environment variable's value (GRADLAB_DATA: --data-dir), as
+    click gives them when no flag is typed; and the names an environment variable set."""
+    params, from_env = {s.name: s.default for s in info.specs}, set()
+    for s in info.specs:
+        text = s.from_environment()
+        if text is None:
+            continue
+        try:
+            params[s.name] = s.convert(text)
+        except ValueError as e:
+            raise GradlabError(f"environment variable {s.opt.envvar}: {e}") from None
+        from_env.add(s.name)
+    return params, from_env
 
 
 def _keywords(info: LessonInfo, kwargs: dict[str, Any]) -> dict[str, Any]:
     """gradlab.run's keyword arguments, each a known option of a value of its kind (in the order given)."""
-    cli_options = _cli_options()
     where = f"gradlab.run({info.name!r})"
-    known = {k: p for k, p in cli_options.strict_params(info.specs).items()
-             if next(s for s in info.specs if s.name == k).opt.in_api}
+    known = {s.name: s for s in info.specs if s.opt.in_api}
     checked = {}
     for key, value in kwargs.items():
         if key not in known:
@@ -87,21 +107,15 @@ def _keywords(info: LessonInfo, kwargs: dict[str, Any]) -> dict[str, Any]:
             raise GradlabError(f"{where}: unknown option {key}={value!r}"
                                + (f"; did you mean {close[0]}=?" if close else "")
                                + f" (options: {', '.join(known)})")
-        if value is None and known[key].default is None:  # e.g. threads=None: the default policy
-            checked[key] = None
-            continue
-        checked[key] = cli_options.strict(known[key], value, where, key, python=True)
+        none_is_default = value is None and known[key].default is None  # e.g. threads=None: the default policy
+        checked[key] = None if none_is_default else _strict(known[key], value, where, key, python=True)
     return checked
 
 
 def _preset(info: LessonInfo, path: str, explicit: set[str]) -> dict[str, Any]:
     """The values of the preset or TOML file PATH, each a key a file may hold, of its option's kind; the options in
     EXPLICIT (given by the user) are left out: the user's flags override the file."""
-    from gradlab import presets
-
-    cli_options = _cli_options()
-    in_file = {s.name for s in info.specs if s.opt.in_file}  # not where output goes
-    by_key = {k: p for k, p in cli_options.strict_params(info.specs).items() if k in in_file}
+    by_key = {s.name: s for s in info.specs if s.opt.in_file}  # not where output goes
     values = {}
     for key, value in presets.read(path).items():
         name = key.replace("-", "_")
@@ -112,8 +126,38 @@ def _preset(info: LessonInfo, path: str, explicit: set[str]) -> dict[str, Any]:
             continue  # a flag on the command line overrides the file
         if isinstance(value, dict | list):
             raise GradlabError(f"config file {path}: {key} must be a single value, got {value!r}")
-        values[name] = cli_options.strict(by_key[name], value, f"config file {path}", key)
+        values[name] = _strict(by_key[name], value, f"config file {path}", key)
     return values
+
+
+def _strict(spec: Spec, value: Any, where: str, key: str, python: bool = False) -> Any:
+    """VALUE for the option SPEC, strictly of its kind (click would quietly turn 1.5 into 1 and true into 1), then
+    as the option holds it (Spec.convert); otherwise GradlabError naming WHERE and KEY, with a value of the right
+    kind as the fix, written as TOML does (a --config file) or, with PYTHON, as a keyword argument (gradlab.run)."""
+    shown = repr(value) if python or not isinstance(value, bool) else str(value).lower()  # as it was written
+    fix = f"{key}={_example(spec.kind, python=True)}" if python else f"{key} = {_example(spec.kind)}"
+    if not spec.holds(value):
+        raise GradlabError(f"{where}: {key} must be {spec.kind}, got {_short(shown)}; e.g. {fix}")
+    try:
+        return spec.convert(value)
+    except OverflowError:  # an integer too large for a float: lr = 10**400
+        raise GradlabError(f"{where}: {key} = {_short(shown)} is too large; e.g. {fix}") from None
+    except ValueError as e:  # not one of the choices, out of the range, a file where a folder is wanted
+        problem = e if python else f"Invalid value for '{spec.flag_names[0]}': {e}"  # a file's: as click says it
+        raise GradlabError(f"{where}: bad value for {key}: {problem}") from None
+
+
+def _short(text: str) -> str:
+    """A value as shown in a message: a 400-digit number is cut to its first digits."""
+    return shorten(text, 40, count=True)
+
+
+_EXAMPLES = {"a whole number": "10", "a number": "0.01", "true or false": "true", "text": '"…"'}
+
+
+def _example(kind: str, python: bool = False) -> str:
+    """A value of KIND as a fix in a message: as TOML writes it, or (PYTHON) as a keyword argument would."""
+    return "True" if python and kind == "true or false" else _EXAMPLES[kind]
 
 
 def _silenced(params: dict[str, Any]) -> dict[str, Any]:
@@ -125,8 +169,6 @@ def _silenced(params: dict[str, Any]) -> dict[str, Any]:
 
 def _check_outputs(json_path: str | None, plot_path: str | None, graph_path: str | None = None) -> None:
     """--json, --plot and --graph can be written, and no two are one file."""
-    from gradlab.report.files import STDOUT, check_graph_suffix, check_writable, same_file
-
     check_writable(json_path, "--json")
     check_writable(plot_path, "--plot")
     check_graph_suffix(graph_path)
@@ -143,10 +185,8 @@ def _check_outputs(json_path: str | None, plot_path: str | None, graph_path: str
 def _config(info: LessonInfo, params: dict[str, Any]) -> tuple[RunOptions, LessonConfig]:
     """The run options and the lesson's Config (its __post_init__ validates and raises GradlabError), then what
     the Config checks before anything runs."""
-    from gradlab.kit.threads import validate
-
     run, values = options.split(params)
-    validate(run.threads)
+    threads.validate(run.threads)
     config = info.config(**values)
     config.check_launch(run.device)  # ports, GPUs, a launcher's variables
     if run.plot_path and config.plot_unavailable():
@@ -157,11 +197,8 @@ def _config(info: LessonInfo, params: dict[str, Any]) -> tuple[RunOptions, Lesso
 def execute(name: str, run: RunOptions, config: LessonConfig, console=None, progress=lambda *a: None):
     """Run lesson NAME with the options and Config resolve() made; return its Result. CONSOLE (or None: nothing is
     printed) shows notes on the device and the data."""
-    import torch
+    import torch  # here, not at start-up
     from rich.markup import escape
-
-    from gradlab.kit import threads
-    from gradlab.kit.device import resolve_device
 
     info = LESSONS[name]
     n_threads, threads_why = threads.choose(run.threads)
@@ -174,8 +211,6 @@ def execute(name: str, run: RunOptions, config: LessonConfig, console=None, prog
         console.print(f"[yellow]note:[/] {escape(device_note)}")
     kwargs: dict[str, Any] = {"device": device}
     if info.needs_data:
-        from gradlab.kit import data as datasets
-
         data, notes = datasets.load(run.dataset, run.data_dir, run.offline)
         if console is not None:
             for note in notes:

@@ -10,6 +10,7 @@ from conftest import assert_one_line_error, invoke
 
 import gradlab
 from gradlab.cli import cli
+from gradlab.errors import GradlabError
 from gradlab.kit import data as datasets
 from gradlab.kit import device as devices
 
@@ -267,5 +268,10 @@ def test_gradlab_device_sets_the_default_device(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert_one_line_error(invoke("mnist", *FAST), "--device cuda asked for")
     assert invoke("mnist", *FAST, "--device", "cpu").exit_code == 0  # a flag overrides it
+    assert gradlab.options("mnist")["device"] == "cuda"  # gradlab.run reads it too
+    monkeypatch.setenv("GRADLAB_DEVICE", "")  # empty: not set, as click reads it
+    assert gradlab.options("mnist")["device"] == "auto"
     monkeypatch.setenv("GRADLAB_DEVICE", "gpu")
     assert_one_line_error(invoke("mnist", *FAST), "gpu")
+    with pytest.raises(GradlabError, match="environment variable GRADLAB_DEVICE: 'gpu' is not one of 'auto'"):
+        gradlab.run("mnist")

@@ -1,4 +1,4 @@
-"""The Python API (gradlab.run, gradlab.lessons) and the notebooks in notebooks/, executed on a real Jupyter kernel."""
+"""The Python API (gradlab.run, gradlab.list_lessons) and the notebooks in notebooks/, run on a real Jupyter kernel."""
 
 import json
 import os
@@ -16,12 +16,15 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 def test_import_gradlab_does_not_import_torch():
-    code = "import sys, gradlab; gradlab.lessons(); gradlab.options('mnist'); print('torch' in sys.modules)"
+    code = "import sys, gradlab; gradlab.list_lessons(); gradlab.options('mnist'); print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 
 def test_lessons_lists_every_lesson_in_teaching_order():
-    assert [lesson["name"] for lesson in gradlab.lessons()] == list(LESSONS)
+    assert [lesson["name"] for lesson in gradlab.list_lessons()] == list(LESSONS)
+    from gradlab.practice import EXERCISES
+
+    assert [e["name"] for e in gradlab.list_exercises()] == list(EXERCISES)
 
 
 def test_run_returns_the_result_the_cli_renders_and_shows_itself_in_jupyter(sample):
@@ -52,7 +55,8 @@ def test_a_check_alone_shows_itself_in_jupyter(tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     ({"epochs": 1.5}, "epochs must be a whole number, got 1.5; e.g. epochs=10"),
     ({"epoch": 3}, "unknown option epoch=3; did you mean epochs=?"),
-    ({"lr": float("nan")}, "--lr must be a positive finite number, got nan"),  # the lesson's own check
+    ({"lr": float("nan")}, "gradlab.run('mnist'): lr must be a positive finite number, got nan (at most 3.4e+38 "
+                           "here); e.g. lr=0.01"),  # the lesson's own check, in Python's terms
     ({"variant": "fast"}, "unknown variant 'fast'"),
     ({"device": "tpu"}, "bad value for device"),
     ({"json_path": "r.json"}, "unknown option json_path"),
@@ -61,6 +65,23 @@ def test_bad_keyword_arguments_raise_the_one_line_errors(kwargs, message):
     with pytest.raises(GradlabError, match=None) as e:
         gradlab.run("mnist", **kwargs)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("lesson, kwargs, message", [
+    ("mnist", {"epochs": 0}, "gradlab.run('mnist'): epochs must be at least 1, got 0; e.g. epochs=10"),
+    ("ddp", {"workers": 5, "batch_size": 4}, "gradlab.run('ddp'): workers=5 is more than the 4 samples of the global "
+                                             "batch: a worker would have nothing to do; use fewer workers or a larger "
+                                             "batch_size"),
+    ("ddp", {"uneven": True, "micro_batches": 1}, "gradlab.run('ddp'): uneven=True needs micro_batches=2 or more"),
+    ("ddp", {"port": 70000}, "gradlab.run('ddp'): port must be between 0 and 65535"),
+    ("gaussian-policy", {"sigma": "0,1"}, "e.g. sigma='0.7,1.2'"),
+    ("mnist", {"threads": 0}, "gradlab.run('mnist'): threads must be between 1 and"),
+])
+def test_the_lessons_checks_speak_in_keywords_to_python(lesson, kwargs, message):
+    """A Config's checks say `--lr` on the command line (tests/test_cli.py) and `lr=` here; the flag never shows."""
+    with pytest.raises(GradlabError) as e:
+        gradlab.run(lesson, **kwargs)
+    assert message in str(e.value) and "--" not in str(e.value)
 
 
 def test_unknown_lesson():

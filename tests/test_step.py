@@ -54,13 +54,26 @@ def test_the_walk_claim_can_fail(monkeypatch):
     assert result.exit_code == 1 and "✗ the gradients shown" in result.output
 
 
-def test_predict_scores_the_guesses(monkeypatch, capsys):
+def test_predict_scores_the_guesses(capsys):
     (graph, *_) = LESSONS["log1pexp"].load().graphs(LESSONS["log1pexp"].config())
     answers = iter(["0", "0", "1"])  # Log sends 0 (right), Add sends 0 (right), Exp sends nan (1 is wrong)
-    monkeypatch.setattr(step.click, "prompt", lambda *a, **k: next(answers))
+    asked = []
     score = step.Score()
-    step.walk(graph, make_console(quiet=False, stderr=False), interactive=True, predict=True, score=score)
+    step.walk(graph, make_console(quiet=False, stderr=False), prompt=lambda text: asked.append(text) or next(answers),
+              predict=True, score=score)
     assert (score.asked, score.right) == (3, 2) and "autograd sent nan" in score.misses[0]
+    assert asked[0].startswith("  your guess: what does") and "✗ autograd sent nan" in capsys.readouterr().out
+
+
+def test_on_a_terminal_the_walk_waits_for_enter_after_each_node(monkeypatch):
+    from gradlab.cli import step as command
+
+    prompts = []
+    monkeypatch.setattr(command.click, "prompt", lambda text, **how: prompts.append((text, how)) or "")
+    monkeypatch.setattr(command.sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(command.sys.stdout, "isatty", lambda: True)
+    assert command.step.callback("log1pexp", predict=False, seed=0) == 0
+    assert prompts and prompts[0] == ("  Enter: next node", {"default": "", "show_default": False, "prompt_suffix": ""})
 
 
 @pytest.mark.parametrize("lesson", ["jacobian", "dqn", "actor-critic", "gaussian-policy", "clip", "ddp"])

@@ -77,5 +77,5 @@ def test_list_is_readable_at_narrow_widths(width, monkeypatch):
     monkeypatch.setenv("COLUMNS", str(width))
     text = invoke("list").output
     assert "…" not in text
-    for name in gradlab.api.lessons():
+    for name in gradlab.api.list_lessons():
         assert f"gradlab {name['name']}" in text

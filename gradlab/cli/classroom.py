@@ -1,23 +1,32 @@
 """The classroom commands: `gradlab list`, `all`, `report`, `notebooks` and `show`. Registered on the `gradlab` group
-by cli.py; like it, they import torch, rich and the lessons only when they run."""
+by cli/main.py; like it, they import torch, rich and the lessons only when they run."""
 
 from __future__ import annotations
 
+import datetime
 import json
+import os
+import shutil
+import time
+from pathlib import Path
 from typing import Any
 
 import click
 
+from gradlab import assets, runner
 from gradlab.errors import GradlabError, shorten
+from gradlab.kit.result import Table, load_result
+from gradlab.kit.threads import validate
+from gradlab.lessons import LESSONS, measured_runtimes
+from gradlab.report import files
 from gradlab.version import __version__
 
 
 @click.command("list", short_help="Every lesson: the tutorial idea, its main options, how long it takes.")
 def list_lessons() -> int:
     """Every lesson with the TF-1 tutorial idea it reproduces, its main options, and its measured run times."""
-    from rich.text import Text
+    from rich.text import Text  # rich: when the command runs
 
-    from gradlab.lessons import LESSONS, measured_runtimes
     from gradlab.report.console import FittedTable, make_console
 
     measured = measured_runtimes()
@@ -34,15 +43,11 @@ def list_lessons() -> int:
     console = make_console()
     console.print(FittedTable(title, ["lesson", "the tutorial idea it reproduces; main options", "default / --quick"],
                               rows, [False, False, True], show_lines=True))
-    from gradlab import assets
-
     console.print(f"presets (--config NAME): {', '.join(assets.presets())}. Notebooks: `gradlab notebooks DIR`.")
     return 0
 
 
 def _lesson_names(text: str | None) -> list[str]:
-    from gradlab.lessons import LESSONS
-
     if not text:
         return list(LESSONS)
     names = [n.strip() for n in text.split(",") if n.strip()]
@@ -56,11 +61,7 @@ def _lesson_names(text: str | None) -> list[str]:
 
 def run_many(names: list[str], quick: bool, console, threads: int | None = None) -> list[tuple[str, Any, float]]:
     """Run each lesson with its quick or full budget, rendering each result; return (name, result, wall s)."""
-    import time
-
-    from gradlab import runner
-    from gradlab.kit.threads import validate
-    from gradlab.report import console as report
+    from gradlab.report import console as report  # rich: when the command runs
 
     validate(threads)
     done = []
@@ -86,8 +87,7 @@ def _summary_rows(done) -> list[list[Any]]:
 @click.option("--quiet", is_flag=True, help="Print only the summary.")
 def all_lessons(quick: bool, lessons: str | None, threads: int | None, quiet: bool) -> int:
     """Run every lesson (with --quick in about a minute on 2 CPU cores) and print a summary table."""
-    from gradlab.kit.result import Table
-    from gradlab.report import console as report
+    from gradlab.report import console as report  # rich: when the command runs
 
     names = _lesson_names(lessons)
     done = run_many(names, quick, report.make_console(quiet=quiet), threads)
@@ -121,37 +121,20 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
 
     Nothing is written until every lesson has run; each file is written atomically.
     """
-    import datetime
-    import os
-    import shutil
-    from pathlib import Path
-
-    import torch
+    import torch  # torch and rich: when the command runs
 
     from gradlab.report import console as report
     from gradlab.report import html as html_report
-    from gradlab.report.files import check_writable, write_bytes
 
-    out = Path(out_dir)
-    try:  # everything about --out is checked before any lesson runs
-        if out.is_symlink() and not out.exists():
-            raise GradlabError(f"--out {out_dir} is a symlink to {os.readlink(out)}, which does not exist; create "
-                               f"that folder or give another --out")
-        if out.exists() and not out.is_dir():
-            raise GradlabError(f"--out {out_dir} is a file; give a folder for the report")
-        if not out.parent.is_dir():
-            raise GradlabError(f"--out {out_dir}: folder {out.parent} does not exist; create it first")
-        check_writable(str(out / "index.html") if out.is_dir() else out_dir, "--out")
-    except OSError as e:  # a name too long for the file system, say
-        raise GradlabError(f"--out {shorten(out_dir)}: {e.strerror or e}; choose another folder") from None
+    out = _report_folder(out_dir)  # everything about --out is checked before any lesson runs
     names = _lesson_names(lessons)
     done = run_many(names, quick, report.make_console(quiet=quiet), threads)
-    sections, files = [], {}
+    sections, contents = [], {}
     for name, result, wall in done:
         data = result.to_json()
         graph = _graph_svg(name, quick, threads)
         sections.append(html_report.result_section(result, wall, data, graph))
-        files[f"{name}.json"] = (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
+        contents[f"{name}.json"] = (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
     title = "gradlab report" + (" (quick)" if quick else "")
     summary = _summary_rows(done)
     command = "gradlab report --out " + out_dir + (" --quick" if quick else "") + \
@@ -159,30 +142,50 @@ def report(out_dir: str, quick: bool, lessons: str | None, threads: int | None, 
     ok, verdict = _verdict(done, summary)
     made = {"command": command, "gradlab": __version__, "torch": torch.__version__,
             "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "verdict": verdict}
-    files["index.html"] = html_report.page(sections, summary, title, made, ok).encode()
-    created = not out.exists()
-    try:
-        out.mkdir(exist_ok=True)
-    except OSError as e:
-        raise GradlabError(f"--out {out_dir}: cannot create the folder ({e.strerror}); choose another path") from None
-    try:
-        for fname, content in files.items():
-            write_bytes(out / fname, content)
-    except GradlabError:
-        if created:  # leave nothing behind, not a folder with half the report
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+    contents["index.html"] = html_report.page(sections, summary, title, made, ok).encode()
+    _write_report(out, out_dir, contents)
     console = report.make_console()
     console.print(verdict, style="bold green" if ok else "bold red", markup=False)
     console.print(f"wrote {out / 'index.html'} and {len(done)} JSON files", markup=False)
     return 0 if ok else 1
 
 
+def _report_folder(out_dir: str) -> Path:
+    """--out as a folder the report can be written into (created later, when every lesson has run)."""
+    out = Path(out_dir)
+    try:
+        if out.is_symlink() and not out.exists():
+            raise GradlabError(f"--out {out_dir} is a symlink to {os.readlink(out)}, which does not exist; create "
+                               f"that folder or give another --out")
+        if out.exists() and not out.is_dir():
+            raise GradlabError(f"--out {out_dir} is a file; give a folder for the report")
+        if not out.parent.is_dir():
+            raise GradlabError(f"--out {out_dir}: folder {out.parent} does not exist; create it first")
+        files.check_writable(str(out / "index.html") if out.is_dir() else out_dir, "--out")
+    except OSError as e:  # a name too long for the file system, say
+        raise GradlabError(f"--out {shorten(out_dir)}: {e.strerror or e}; choose another folder") from None
+    return out
+
+
+def _write_report(out: Path, out_dir: str, contents: dict[str, bytes]) -> None:
+    """Every file of the report into OUT, or none: a folder this made is removed again when a write fails."""
+    created = not out.exists()
+    try:
+        out.mkdir(exist_ok=True)
+    except OSError as e:
+        raise GradlabError(f"--out {out_dir}: cannot create the folder ({e.strerror}); choose another path") from None
+    try:
+        for fname, content in contents.items():
+            files.write_bytes(out / fname, content)
+    except GradlabError:
+        if created:  # leave nothing behind, not a folder with half the report
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
 def _graph_svg(name: str, quick: bool, threads: int | None) -> str:
     """Lesson NAME's backward graph at the settings run_many ran it with, drawn as an SVG (gradlab.report.graph)."""
-    from gradlab import runner
-    from gradlab.lessons import LESSONS
-    from gradlab.report.graph import svg
+    from gradlab.report.graph import svg  # torch
 
     _, config = runner.resolve(name, {"threads": threads} if threads else {}, budget="quick" if quick else "full")
     return svg(LESSONS[name].load().graphs(config), inline=True)
@@ -197,11 +200,6 @@ def _graph_svg(name: str, quick: bool, threads: int | None) -> str:
 def notebooks(folder: str, source: str | None, force: bool) -> int:
     """Write the eight lesson notebooks into FOLDER (created if needed), ready to open in JupyterLab
     (`jupyter lab FOLDER`, with `pip install 'gradlab[notebooks]'`) or to upload to Colab."""
-    from pathlib import Path
-
-    from gradlab import assets
-    from gradlab.report.files import write_bytes
-
     found = assets.notebooks()
     if not found:
         raise GradlabError("the notebooks are missing from this installation; reinstall gradlab")
@@ -220,7 +218,7 @@ def notebooks(folder: str, source: str | None, force: bool) -> int:
         nb = json.loads(path.read_text(encoding="utf-8"))
         if source is not None:
             nb["cells"][1]["source"] = set_source("".join(nb["cells"][1]["source"]), source)
-        write_bytes(out / path.name, (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode())
+        files.write_bytes(out / path.name, (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode())
     click.echo(f"wrote {len(found)} notebooks to {folder}: open them with `jupyter lab {folder}` (JupyterLab is the "
                f"extra: pip install 'gradlab[notebooks]'), or upload one to Colab (File > Upload notebook)")
     return 0
@@ -240,8 +238,7 @@ def set_source(cell: str, source: str) -> str:
 @click.argument("path", type=click.Path(dir_okay=False))
 def show(path: str) -> int:
     """Re-render a result saved with --json (or by gradlab report): the same tables and claims."""
-    from gradlab.kit.result import load_result
-    from gradlab.report import console as report
+    from gradlab.report import console as report  # rich: when the command runs
 
     data = load_result(path)
     report.render(data, report.make_console())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import webbrowser
 
 import click
 
@@ -46,7 +47,5 @@ def docs(do_build: bool, do_open: bool) -> int:
         raise GradlabError("the docs site is not built here; run `gradlab docs --build` or `make docs`")
     click.echo(INDEX.as_uri())
     if do_open:
-        import webbrowser
-
         webbrowser.open(INDEX.as_uri())
     return 0

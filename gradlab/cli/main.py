@@ -1,11 +1,11 @@
 """The `gradlab` command: a click group with one subcommand per lesson, built from the lesson's declared options.
 
-Only click and the lessons' settings are imported at start-up: torch, rich and the lessons themselves are imported
-when a lesson runs, so `gradlab --help` stays fast. A lesson's command parses its options (declared once, as its
-Config's fields: gradlab.kit.options; made click options by gradlab.cli.options), hands the ones the user typed to
-gradlab.runner.resolve (the one path from options to a run, with --quick and --config), runs the lesson and hands
-the Result to the report layer. The classroom and practice commands live in gradlab.cli.classroom and
-gradlab.practice.commands.
+Only click, the lessons' settings and the torch-free runner are imported at start-up: torch, rich and the lessons
+themselves are imported when a lesson runs, so `gradlab --help` stays fast. A lesson's command parses its options
+(declared once, as its Config's fields: gradlab.kit.options; made click options by gradlab.cli.options), hands the
+ones the user typed to gradlab.runner.resolve (the one path from options to a run, with --quick and --config), runs
+the lesson and hands the Result to the report layer. The classroom, step and practice commands live in
+gradlab.cli.classroom, gradlab.cli.step and gradlab.practice.commands.
 """
 
 from __future__ import annotations
@@ -14,18 +14,25 @@ import sys
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from gradlab.cli import process
+from gradlab import runner
+from gradlab.ascii import printable
+from gradlab.cli import classroom, process, step
+from gradlab.cli import docs as docs_site
+from gradlab.cli.options import click_params
 from gradlab.errors import GradlabError, RunFailed
 from gradlab.lessons import LESSONS, LessonInfo
+from gradlab.practice import commands as practice
+from gradlab.practice.grade import grade
+from gradlab.report.explain import print_explanation
+from gradlab.report.files import STDOUT, write_json, write_plot
 from gradlab.version import __version__
 
 
 def _printable_help(text: str) -> str:
     """Help text the console can show: click writes UTF-8 to a console it thinks misconfigured (ASCII), so the
     symbols are spelled in ASCII here, before click sees them."""
-    from gradlab.ascii import printable
-
     return printable(text, getattr(sys.stdout, "encoding", None) or "utf-8")
 
 
@@ -102,7 +109,7 @@ class GradlabGroup(click.Group):
 
 
 def _error(message: str) -> None:
-    from gradlab.report.console import error_line
+    from gradlab.report.console import error_line  # rich: only when there is an error to print
 
     error_line(message)
 
@@ -119,8 +126,6 @@ def cli() -> None:
 
 def lesson_command(info: LessonInfo) -> LessonCommand:
     """The subcommand of a lesson: its options are its Config's fields and the run options (gradlab.kit.options)."""
-    from gradlab.cli.options import click_params
-
     def callback(**_: Any) -> int:  # the values are read from the context, with where each came from
         return run_lesson(click.get_current_context(), info.name)
 
@@ -135,26 +140,20 @@ for _info in LESSONS.values():
 def run_lesson(ctx: click.Context, name: str) -> int:
     """Typed options → run options and Config (bad values fail there, before anything is printed or run) → run →
     render/write. Returns the exit code (0 claims hold, 1 a claim failed)."""
-    from click.core import ParameterSource
-
-    from gradlab import runner
-    from gradlab.report import console as report
-    from gradlab.report.files import STDOUT
+    from gradlab.report import console as report  # rich: when a lesson runs
 
     typed = {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
     run, config = runner.resolve(name, typed)
     to_stdout = STDOUT in (run.json_path, run.plot_path)
     console = report.make_console(quiet=run.quiet, stderr=to_stdout)  # stdout then carries the file alone
     if run.explain:
-        from gradlab.report.explain import print_explanation
-
         print_explanation(LESSONS[name].load(), console)
     with report.progress_bar(console) as progress:
         result = runner.execute(name, run, config, console, progress)
     report.render(result, console)
     write_outputs(result, run, console)
     if run.graph_path:  # asked for by name, so drawn even with --quiet (as --json - is written)
-        from gradlab.report.graph import write_lesson_graph
+        from gradlab.report.graph import write_lesson_graph  # torch
 
         write_lesson_graph(run.graph_path, LESSONS[name].load(), config,
                            report.make_console(quiet=run.quiet and run.graph_path != STDOUT, stderr=to_stdout))
@@ -163,8 +162,6 @@ def run_lesson(ctx: click.Context, name: str) -> int:
 
 def write_outputs(result, run, console) -> None:
     """--json and --plot (RUN, the run options), each said in a line unless it went to standard output."""
-    from gradlab.report.files import STDOUT, write_json, write_plot
-
     for path, write in ((run.json_path, write_json), (run.plot_path, write_plot)):
         if path:
             write(path, result)
@@ -172,20 +169,10 @@ def write_outputs(result, run, console) -> None:
                 console.print(f"wrote {path}", markup=False)
 
 
-def _add_other_commands() -> None:
-    from gradlab.cli import classroom
-    from gradlab.cli import docs as docs_site
-    from gradlab.practice import commands as practice
-    from gradlab.practice.grade import grade
-    from gradlab.report import step
-
-    for command in (classroom.list_lessons, classroom.all_lessons, classroom.report, practice.exercises,
-                    practice.exercise, practice.check_cmd, grade, classroom.notebooks, classroom.show, step.step,
-                    docs_site.docs):
-        cli.add_command(command)
-
-
-_add_other_commands()
+for _command in (classroom.list_lessons, classroom.all_lessons, classroom.report, practice.exercises,
+                 practice.exercise, practice.check_cmd, grade, classroom.notebooks, classroom.show, step.step,
+                 docs_site.docs):  # after the lessons: `gradlab --help` lists them in this order
+    cli.add_command(_command)
 
 
 def main() -> None:

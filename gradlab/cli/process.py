@@ -4,7 +4,10 @@ console that cannot show every character, a deleted current folder, bad thread v
 from __future__ import annotations
 
 import os
+import signal
 import sys
+
+from gradlab.ascii import is_unicode
 
 
 class Interrupted(Exception):
@@ -33,8 +36,6 @@ SIGNAL_WORDS = {2: "interrupted", 15: "terminated (SIGTERM)", 1: "terminated (SI
 
 def handle_stop_signals() -> None:
     """SIGTERM and SIGHUP like Ctrl-C: one line, exit 128 + the signal's number."""
-    import signal
-
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _terminate)
 
@@ -50,8 +51,6 @@ def hostile_environment(error) -> None:
     * a current folder that was deleted: one line;
     * OMP_NUM_THREADS and friends that are not a positive whole number: dropped before torch loads (OpenMP would
       print a warning of its own), since gradlab sets torch's thread count itself (--threads)."""
-    from gradlab.ascii import is_unicode
-
     for stream in (sys.stdout, sys.stderr):
         if not is_unicode(getattr(stream, "encoding", None) or "utf-8") and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gradlab.errors import GradlabError, check
+from gradlab.errors import GradlabError, OptionError, check, check_option
 from gradlab.kit import workers
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -95,14 +95,16 @@ def choose_backend(requested: str, device_type: str, gpus_needed: int) -> str:
     """gloo or nccl. auto: nccl when the run is on CUDA and there is a GPU for every local worker, else gloo."""
     import torch
 
-    check(requested in BACKENDS, f"unknown --backend {requested!r}: use one of {', '.join(BACKENDS)}")
+    check_option(requested in BACKENDS, "backend",
+                 lambda say: f"unknown {say('backend')} {requested!r}: use one of {', '.join(BACKENDS)}")
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if requested == "nccl":
-        check(device_type == "cuda" and gpus > 0,
-              "--backend nccl needs CUDA GPUs, and this run has none; use --backend gloo (or auto), which runs "
-              "on the CPU")
-        check(gpus >= gpus_needed, f"--backend nccl needs one GPU per worker on this machine: {gpus_needed} "
-                                   f"workers, {gpus} GPUs; use fewer --workers or --backend gloo")
+        check_option(device_type == "cuda" and gpus > 0, "backend",
+                     lambda say: f"{say('backend', 'nccl')} needs CUDA GPUs, and this run has none; use "
+                                 f"{say('backend', 'gloo')} (or auto), which runs on the CPU")
+        check_option(gpus >= gpus_needed, "backend",
+                     lambda say: f"{say('backend', 'nccl')} needs one GPU per worker on this machine: {gpus_needed} "
+                                 f"workers, {gpus} GPUs; use fewer {say('workers')} or {say('backend', 'gloo')}")
         return "nccl"
     if requested == "auto" and device_type == "cuda" and gpus >= gpus_needed:
         return "nccl"
@@ -111,7 +113,8 @@ def choose_backend(requested: str, device_type: str, gpus_needed: int) -> str:
 
 def check_port(port: int) -> None:
     """--port P must be free on 127.0.0.1 (0: pick a free one when the job starts)."""
-    check(0 <= port <= 65535, f"--port must be between 0 and 65535, got {port}; leave it out to pick a free one")
+    check_option(0 <= port <= 65535, "port",
+                 f"must be between 0 and 65535, got {port}; leave it out to pick a free one")
     if port == 0:
         return
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -119,8 +122,9 @@ def check_port(port: int) -> None:
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
-            raise GradlabError(f"--port {port}: 127.0.0.1:{port} is already in use; choose another --port or leave "
-                               f"it out (a free one is picked)") from None
+            raise OptionError("port", lambda say: f"{say('port', port)}: 127.0.0.1:{port} is already in use; "
+                                                  f"choose another {say('port')} or leave it out (a free one is "
+                                                  f"picked)") from None
 
 
 def free_port() -> int:

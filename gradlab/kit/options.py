@@ -2,13 +2,16 @@
 Config (a LessonConfig), each with its help text and how it is spelled on the command line; the options every lesson
 shares are the fields of RunOptions. From these declarations come the click command of each lesson
 (gradlab.cli.options builds it), the keyword arguments of `gradlab.run`, the keys a `--config` preset may hold and
-the options column of `gradlab list`; gradlab.runner.resolve is the one path from what a user gave to a run.
+the options column of `gradlab list`; gradlab.runner.resolve is the one path from what a user gave to a run. A Spec
+knows what a value of its option must be (its kind, choices, range, kind of path), so that values which never pass
+through click's parser (gradlab.run's keywords, a preset's) are checked here, in plain Python, as click checks flags.
 
     hidden: int = option(64, "Units in each hidden layer.")
 
 is one option: `--hidden INTEGER` with that help and default, `hidden=` in gradlab.run, `hidden = 64` in a preset.
-What a value must satisfy beyond its type is checked once, in the Config's __post_init__; the limits several lessons
-share (check_positive's float32 bound, ADAM_MAX_LR, MAX_ENV_STEPS) sit next to the options they limit.
+What a value must satisfy beyond its type is checked once, in the Config's __post_init__, which raises OptionError
+(gradlab.errors) naming the field, so that each front end words it in its own terms (--lr, or lr=); the limits several
+lessons share (check_positive's float32 bound, ADAM_MAX_LR, MAX_ENV_STEPS) sit next to the options they limit.
 
 This module imports neither torch nor click: `gradlab --help` reads it.
 """
@@ -16,11 +19,13 @@ This module imports neither torch nor click: `gradlab --help` reads it.
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gradlab.errors import check
+from gradlab.errors import OptionError
 from gradlab.kit.device import DEVICES
 
 DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # what --dataset offers; gradlab.kit.data loads each
@@ -38,7 +43,7 @@ class Opt:
     value: Any = None  # a lone flag that sets something other than True: --no-target-net sets target_net False
     path: str | None = None  # "file" or "folder": a path of that kind
     range: tuple[int, int] | None = None  # a whole number's bounds, checked by click (--seed)
-    envvar: str | None = None  # an environment variable that gives the value when the flag is absent
+    envvar: str | None = None  # an environment variable that gives a text option's value when the flag is absent
     listed: bool | str = False  # one of the lesson's main options, shown by `gradlab list` ("choices": with them)
     data: bool = False  # only on the lessons that train on images (--dataset, --data-dir, --offline)
     in_file: bool = True  # may be a key of a --config TOML file
@@ -73,6 +78,59 @@ class Spec:
             return [f for f, _, _ in self.opt.flags]
         return (self.opt.flag or "--" + self.name.replace("_", "-")).split("/")
 
+    @property
+    def kind(self) -> str:
+        """What a value must be, in words: a whole number, a number, true or false, or text (strings, choices,
+        paths and the values of a flag group)."""
+        base = next((t for t in typing.get_args(self.type) if t is not type(None)), self.type)  # int | None → int
+        return {bool: "true or false", int: "a whole number", float: "a number"}.get(base, "text")
+
+    def holds(self, value: Any) -> bool:
+        """VALUE is of the option's kind, strictly: True is not a number, 1.5 not a whole number, 3 not text."""
+        if self.kind == "text":
+            return isinstance(value, str)
+        if self.kind == "true or false":
+            return isinstance(value, bool)
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, int) if self.kind == "a whole number" else isinstance(value, int | float)
+
+    def convert(self, value: Any) -> Any:
+        """VALUE (of the option's kind) as the option holds it, a whole number made a float where a number is wanted
+        (OverflowError when too large for one), checked against the option's choices, range and kind of path as
+        click checks a flag: ValueError says what is wrong in click's words."""
+        if self.kind == "a number":
+            return float(value)
+        if self.opt.choices and value not in self.opt.choices:
+            raise ValueError(f"{value!r} is not one of {', '.join(map(repr, self.opt.choices))}.")
+        if self.opt.range and not self.opt.range[0] <= value <= self.opt.range[1]:
+            raise ValueError(f"{value} is not in the range {self.opt.range[0]}<=x<={self.opt.range[1]}.")
+        if self.opt.path:
+            _check_path(value, self.opt.path)
+        return value
+
+    def from_environment(self) -> str | None:
+        """The text of the option's environment variable (GRADLAB_DATA for --data-dir), or None where it is unset or
+        empty (click reads an empty variable as none)."""
+        return (os.environ.get(self.opt.envvar) or None) if self.opt.envvar else None
+
+
+def _check_path(path: str, kind: str) -> None:
+    """PATH may name what does not exist yet, but not a folder where a file is wanted (KIND "file") nor a file where
+    a folder is ("folder")."""
+    what = "File" if kind == "file" else "Directory"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    except ValueError as e:  # a NUL byte, a lone surrogate
+        raise ValueError(f"{what} {path!r} cannot name a file here ({e}).") from None
+    shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if kind == "folder" and stat.S_ISREG(mode):
+        raise ValueError(f"{what} {shown!r} is a file.")
+    if kind == "file" and stat.S_ISDIR(mode):
+        raise ValueError(f"{what} {shown!r} is a directory.")
+
 
 def specs(cls: type) -> list[Spec]:
     """The options CLS (a dataclass) declares, in declaration order."""
@@ -88,11 +146,12 @@ def specs(cls: type) -> list[Spec]:
 FLOAT32_MAX = 3.4028234663852886e38  # the lessons compute in float32: a larger number cannot even be stored
 
 
-def check_positive(name: str, value, example: str, largest: float = FLOAT32_MAX) -> None:
-    """VALUE must be a positive number no larger than LARGEST, by default the largest float32 (so no inf, NaN or
-    1e39); EXAMPLE is a sensible one."""
-    check(isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= largest,
-          f"{name} must be a positive finite number, got {value!r} (at most {largest:.3g} here); try {name} {example}")
+def check_positive(name: str, value, *, example: float, largest: float = FLOAT32_MAX) -> None:
+    """The option NAME's VALUE must be a positive number no larger than LARGEST, by default the largest float32 (so
+    no inf, NaN or 1e39); EXAMPLE is a sensible one. Raises OptionError."""
+    if not (isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= largest):
+        raise OptionError(name, f"must be a positive finite number, got {value!r} (at most {largest:.3g} here)",
+                          example=example)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -193,7 +252,7 @@ ADAM_MAX_LR = FLOAT32_MAX * (1 - 0.9)
 
 
 def adam_lr(default: float) -> Any:
-    """Adam's learning rate; the Config checks it with check_positive(..., ADAM_MAX_LR)."""
+    """Adam's learning rate; the Config checks it with check_positive(..., largest=ADAM_MAX_LR)."""
     return option(default, "Adam's learning rate.")
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from gradlab.errors import check
+from gradlab.errors import check_option
 
 DEFAULT_WHY = "small tensors"
 
@@ -32,8 +32,8 @@ def validate(requested: int | None) -> None:
     minutes inside a test process beside two busy ones): --threads stops at the machine's CPUs."""
     if requested is not None:
         most = cpus()
-        check(1 <= requested <= most, f"--threads must be between 1 and {most} (the CPUs this machine has), got "
-                                      f"{requested}; try --threads 1")
+        check_option(1 <= requested <= most, "threads",
+                     f"must be between 1 and {most} (the CPUs this machine has), got {requested}", example=1)
 
 
 def choose(requested: int | None) -> tuple[int, str]:

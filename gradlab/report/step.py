@@ -5,19 +5,26 @@ gradient and says why. On a terminal it waits for Enter after each node (`--pred
 first and scores the guesses); piped, it prints every step. At the end a claim checks the walk: the gradients shown
 arriving at each leaf add up to what `.grad` holds after a real backward().
 
-Only click is imported here at start-up: torch and the lessons load when the command runs.
+The command (its flags, and how it asks on a terminal) is gradlab/cli/step.py; this module imports torch and rich,
+when the command runs.
 """
 
 from __future__ import annotations
 
 import math
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import click
+import torch
+from rich.markup import escape
 
+from gradlab.kit.autograd_graph import summary
 from gradlab.kit.result import Claim
 from gradlab.lessons import LESSONS
+from gradlab.report.console import make_console
+from gradlab.report.graph import why_nonfinite
+
+Prompt = Callable[[str], str]  # asks on a terminal: the text shown → the line typed
 
 # The small inputs each lesson's graphs() takes for stepping, so every number fits on the screen.
 TINY = {"dqn": {"transitions": 1}, "clip": {"images": 1}, "ddp": {"images": 2}, "actor-critic": {"states": 1}}
@@ -68,8 +75,6 @@ class Score:
 
 def numbers(t) -> str:
     """A tensor for the walk: in full up to STEP_NUMBERS numbers, else its mean and norm."""
-    from gradlab.kit.autograd_graph import summary
-
     return summary(t, limit=STEP_NUMBERS)
 
 
@@ -110,8 +115,6 @@ def sends_text(graph, node) -> list[str]:
 
 
 def why_text(node) -> str:
-    from gradlab.report.graph import why_nonfinite
-
     local = local_value(node)
     if local is not None and node.grad_in is not None:
         return f"∇ {numbers(node.grad_in)} × local {numbers(local)} = {numbers(node.grads_out[0])}"
@@ -122,13 +125,12 @@ def why_text(node) -> str:
 # The walk.
 # ---------------------------------------------------------------------------------------------------------------
 
-def ask(node, graph, score: Score) -> None:
+def ask(node, graph, *, score: Score, prompt: Prompt, console) -> None:
     """--predict: the student's guess for the one number NODE sends, scored against what autograd sent."""
     outs = [graph.edge_grad(e) for e in graph.edges if e.src == node.id]
     if len(outs) != 1 or outs[0] is None or outs[0].numel() != 1:
         return
-    text = click.prompt(f"  your guess: what does {node.name} send on? (Enter: skip)", default="",
-                        show_default=False)
+    text = prompt(f"  your guess: what does {node.name} send on? (Enter: skip): ")
     try:
         guess = float(text)
     except ValueError:
@@ -139,14 +141,12 @@ def ask(node, graph, score: Score) -> None:
     score.right += right
     if not right:
         score.misses.append(f"{node.name}: you said {guess:g}, autograd sent {actual:.6g}")
-    click.echo("  ✓ right" if right else f"  ✗ autograd sent {actual:.6g}")
+    console.print("  ✓ right" if right else f"  ✗ autograd sent {actual:.6g}", markup=False)
 
 
-def walk(graph, console, *, interactive: bool, predict: bool, score: Score) -> None:
-    """Every node autograd ran, in its order; stops at the first one that sends a non-finite gradient."""
-    from rich.markup import escape
-
-
+def walk(graph, console, *, prompt: Prompt | None, predict: bool, score: Score) -> None:
+    """Every node autograd ran, in its order; stops at the first one that sends a non-finite gradient. PROMPT (on a
+    terminal; None when piped) waits for Enter after each node, or with PREDICT asks for the next gradient."""
     ran = sorted((n for n in graph.nodes if n.order is not None), key=lambda n: n.order)
     console.rule(escape(graph.title))
     for k, node in enumerate(ran, 1):
@@ -157,16 +157,16 @@ def walk(graph, console, *, interactive: bool, predict: bool, score: Score) -> N
         formula = FORMULAS.get(node.name, "(no formula here: the backward this op defines)")
         here = f"; here the local derivative is {escape(numbers(local))}" if local is not None else ""
         console.print(f"  local    {escape(formula)}{here}")
-        if predict and interactive:
-            ask(node, graph, score)
+        if predict and prompt:
+            ask(node, graph, score=score, prompt=prompt, console=console)
         for line in sends_text(graph, node):
             console.print(f"  sends    {escape(line)}")
         if not node.finite:
             console.print(f"[bold red]  ✗ the first non-finite gradient is born here: {escape(why_text(node))}. "
                           f"Every node after it receives it: the walk stops.[/]")
             return
-        if interactive and not predict and k < len(ran):
-            click.prompt("  Enter: next node", default="", show_default=False, prompt_suffix="")
+        if prompt and not predict and k < len(ran):
+            prompt("  Enter: next node")
     for leaf_id in graph.leaf_grads:
         leaf = graph.nodes[leaf_id]
         name = f"{leaf.group}.{leaf.label}" if leaf.group else leaf.label or "a leaf"
@@ -175,8 +175,6 @@ def walk(graph, console, *, interactive: bool, predict: bool, score: Score) -> N
 
 def check_walk(graphs) -> Claim:
     """The gradients shown arriving at each leaf, added up, against .grad after a real backward()."""
-    import torch
-
     worst = 0.0
     for graph in graphs:
         for leaf_id, variable in graph.variables.items():
@@ -192,26 +190,17 @@ def check_walk(graphs) -> Claim:
                  "backward() (max |Δ|; NaN where .grad has NaN)", worst, 1e-6)
 
 
-@click.command("step", short_help="Walk a lesson's backward pass node by node; stops where a NaN or inf is born.")
-@click.argument("lesson", type=click.Choice(list(LESSONS)))
-@click.option("--predict", is_flag=True,
-              help="On a terminal: guess each one-number gradient before it is shown; the guesses are scored.")
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Random seed.")
-def step(lesson: str, predict: bool, seed: int) -> int:
-    """Walk LESSON's backward pass (its key computation, on a tiny input) one node at a time in the order autograd
-    runs it: the gradient arriving, the local derivative, the gradient sent on. It stops at the first non-finite
-    gradient and says why. On a terminal it waits for Enter; piped, it prints every step."""
-    from gradlab.report.console import make_console
-
+def walk_lesson(lesson: str, *, seed: int, predict: bool, prompt: Prompt | None) -> int:
+    """Walk LESSON's backward pass (its key computation, on a tiny input) node by node, then check the walk; PROMPT:
+    how to ask on a terminal (None: piped, every step printed). Returns the exit code: 0 when the claim holds."""
     info = LESSONS[lesson]
     graphs = info.load().graphs(info.config(seed=seed), **TINY.get(lesson, {}))
     console = make_console(quiet=False, stderr=False)
-    interactive = sys.stdin.isatty() and sys.stdout.isatty()
-    if predict and not interactive:
+    if predict and not prompt:
         console.print("[yellow]note:[/] --predict asks on a terminal; not one here, so every step is shown")
     score = Score()
     for graph in graphs:
-        walk(graph, console, interactive=interactive, predict=predict, score=score)
+        walk(graph, console, prompt=prompt, predict=predict, score=score)
     claim = check_walk(graphs)
     mark = "[green]✓[/]" if claim.passed else "[red]✗[/]"
     console.print(f"{mark} {claim.text}: {claim.value:.3g} ≤ {claim.bound:g}")

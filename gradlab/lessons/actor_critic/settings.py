@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab.errors import check
+from gradlab.errors import check_option
 from gradlab.kit import options as o
 from gradlab.kit.options import MAX_ENV_STEPS, check_positive
 
@@ -43,22 +43,22 @@ class Config(o.LessonConfig):
                                      "would only add transfer latency"
 
     def __post_init__(self) -> None:
-        check(self.grad_mode in GRAD_MODES, f"unknown --grad-mode {self.grad_mode!r}: use explicit or backward")
-        check(self.optimizer in OPTIMIZERS, f"unknown --optimizer {self.optimizer!r}: use tf1-rmsprop or "
-                                            f"torch-rmsprop")
-        check(0 <= self.gamma <= 1 and not math.isnan(self.gamma), f"--gamma must be in [0, 1], got {self.gamma}")
-        check(self.total_steps <= MAX_ENV_STEPS, f"--total-steps must be at most {MAX_ENV_STEPS:,}, got "
-                                                 f"{self.total_steps}; try 150000")
-        check(self.total_steps >= self.envs, f"--total-steps must be at least --envs ({self.envs}), "
-                                             f"got {self.total_steps}")
-        for name, v in (("--critic-lr", self.critic_lr), ("--actor-lr", self.actor_lr)):
-            check_positive(name, v, "0.002")
-        check(0 <= self.entropy < math.inf, f"--entropy must be ≥ 0, got {self.entropy}")
-        for name, v in (("--envs", self.envs), ("--hidden", self.hidden), ("--eval-episodes", self.eval_episodes),
-                        ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
-                        ("--windows", self.windows)):
-            check(v >= 1, f"{name} must be at least 1, got {v}")
-        for name, v, most in (("--envs", self.envs, 1024), ("--hidden", self.hidden, 4096),
-                              ("--eval-episodes", self.eval_episodes, 10_000), ("--windows", self.windows, 1000),
-                              ("--checkpoint-episodes", self.checkpoint_episodes, 10_000)):
-            check(v <= most, f"{name} must be at most {most:,}, got {v:,}")
+        check_option(self.grad_mode in GRAD_MODES, "grad_mode",
+                     lambda say: f"unknown {say('grad_mode')} {self.grad_mode!r}: use explicit or backward")
+        check_option(self.optimizer in OPTIMIZERS, "optimizer",
+                     lambda say: f"unknown {say('optimizer')} {self.optimizer!r}: use tf1-rmsprop or torch-rmsprop")
+        check_option(0 <= self.gamma <= 1 and not math.isnan(self.gamma), "gamma",
+                     f"must be in [0, 1], got {self.gamma}")
+        check_option(self.total_steps <= MAX_ENV_STEPS, "total_steps",
+                     f"must be at most {MAX_ENV_STEPS:,}, got {self.total_steps}; try 150000")
+        check_option(self.total_steps >= self.envs, "total_steps",
+                     lambda say: f"{say('total_steps')} must be at least {say('envs')} ({self.envs}), "
+                                 f"got {self.total_steps}")
+        for name in ("critic_lr", "actor_lr"):
+            check_positive(name, getattr(self, name), example=0.002)
+        check_option(0 <= self.entropy < math.inf, "entropy", f"must be ≥ 0, got {self.entropy}")
+        for name in ("envs", "hidden", "eval_episodes", "eval_every", "checkpoint_episodes", "windows"):
+            check_option(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+        for name, most in (("envs", 1024), ("hidden", 4096), ("eval_episodes", 10_000), ("windows", 1000),
+                           ("checkpoint_episodes", 10_000)):
+            check_option(getattr(self, name) <= most, name, f"must be at most {most:,}, got {getattr(self, name):,}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradlab.errors import check
+from gradlab.errors import check_option
 from gradlab.kit import options as o
 from gradlab.kit.options import check_positive
 
@@ -33,11 +33,12 @@ class Config(o.LessonConfig):
     shuffle: bool = o.shuffle()
 
     def __post_init__(self) -> None:
-        check(self.clip in MODES, f"unknown --clip mode {self.clip!r}: use one of {', '.join(MODES)}")
-        check(self.model in MODELS, f"unknown --model {self.model!r}: use one of {', '.join(MODELS)}")
-        for name, v in (("--clip-norm", self.clip_norm), ("--clip-value", self.clip_value), ("--lr", self.lr)):
-            check_positive(name, v, "1.0")
-        check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}; try --epochs 3")
-        check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}")
-        check(self.train_size >= 1, f"--train-size must be at least 1, got {self.train_size}")
-        check(self.test_size >= 1, f"--test-size must be at least 1, got {self.test_size}")
+        check_option(self.clip in MODES, "clip",
+                     lambda say: f"unknown {say('clip')} mode {self.clip!r}: use one of {', '.join(MODES)}")
+        check_option(self.model in MODELS, "model",
+                     lambda say: f"unknown {say('model')} {self.model!r}: use one of {', '.join(MODELS)}")
+        for name in ("clip_norm", "clip_value", "lr"):
+            check_positive(name, getattr(self, name), example=1.0)
+        check_option(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}", example=3)
+        for name in ("batch_size", "train_size", "test_size"):
+            check_option(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")

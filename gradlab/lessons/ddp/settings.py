@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gradlab.errors import check
+from gradlab.errors import check_option
 from gradlab.kit import distributed
 from gradlab.kit import options as o
 from gradlab.kit.options import check_positive
@@ -37,33 +37,43 @@ class Config(o.LessonConfig):
     timeout: float = o.option(60.0, "Seconds a worker waits for the others in a collective before the job fails.")
 
     def __post_init__(self) -> None:
-        check(self.dtype in DTYPE_NAMES, f"unknown --dtype {self.dtype!r}: use float32 or float64")
-        check(self.backend in distributed.BACKENDS,
-              f"unknown --backend {self.backend!r}: use one of {', '.join(distributed.BACKENDS)}")
-        check(1 <= self.batch_size <= MAX_BATCH, f"--batch-size must be between 1 and {MAX_BATCH:,} (the bundled "
-                                                 f"training images), got {self.batch_size}; try --batch-size 100")
-        check(self.workers >= 1, f"--workers must be at least 1, got {self.workers}; try --workers 2")
-        check(self.workers <= self.batch_size,
-              f"--workers {self.workers} is more than the {self.batch_size} samples of the global batch: a worker "
-              f"would have nothing to do; use fewer --workers or a larger --batch-size")
-        check(self.micro_batches >= 1, f"--micro-batches must be at least 1, got {self.micro_batches}; try 4")
-        check(self.micro_batches <= self.batch_size,
-              f"--micro-batches {self.micro_batches} is more than the {self.batch_size} samples of the batch; "
-              f"use at most --micro-batches {self.batch_size}")
-        check(self.uneven or self.batch_size % self.micro_batches == 0,
-              f"--micro-batches {self.micro_batches} does not divide --batch-size {self.batch_size}; use a divisor "
-              f"(e.g. {divisor_near(self.batch_size, self.micro_batches)}) or add --uneven")
-        check(not self.uneven or self.micro_batches >= 2, "--uneven needs --micro-batches 2 or more")
+        check_option(self.dtype in DTYPE_NAMES, "dtype",
+                     lambda say: f"unknown {say('dtype')} {self.dtype!r}: use float32 or float64")
+        check_option(self.backend in distributed.BACKENDS, "backend",
+                     lambda say: f"unknown {say('backend')} {self.backend!r}: use one of "
+                                 f"{', '.join(distributed.BACKENDS)}")
+        check_option(1 <= self.batch_size <= MAX_BATCH, "batch_size", f"must be between 1 and {MAX_BATCH:,} (the "
+                     f"bundled training images), got {self.batch_size}", example=100)
+        check_option(self.workers >= 1, "workers", f"must be at least 1, got {self.workers}", example=2)
+        check_option(self.workers <= self.batch_size, "workers",
+                     lambda say: f"{say('workers', self.workers)} is more than the {self.batch_size} samples of the "
+                                 f"global batch: a worker would have nothing to do; use fewer {say('workers')} or a "
+                                 f"larger {say('batch_size')}")
+        self._check_micro_batches()
+        check_option(1 <= self.steps <= MAX_STEPS, "steps", f"must be between 1 and {MAX_STEPS:,}, got {self.steps}",
+                     example=30)
+        check_positive("lr", self.lr, example=0.1)
+        check_positive("clip_norm", self.clip_norm, example=0.1)
+        check_option(isinstance(self.timeout, int | float) and 1 <= self.timeout <= 86400, "timeout",
+                     f"must be between 1 and 86400 seconds, got {self.timeout!r}", example=60)
+
+    def _check_micro_batches(self) -> None:
+        """K micro-batches: at least one sample each, in every worker's shard; equal, unless --uneven."""
+        check_option(self.micro_batches >= 1, "micro_batches", f"must be at least 1, got {self.micro_batches}; try 4")
+        check_option(self.micro_batches <= self.batch_size, "micro_batches",
+                     lambda say: f"{say('micro_batches', self.micro_batches)} is more than the {self.batch_size} "
+                                 f"samples of the batch; use at most {say('micro_batches', self.batch_size)}")
+        check_option(self.uneven or self.batch_size % self.micro_batches == 0, "micro_batches",
+                     lambda say: f"{say('micro_batches', self.micro_batches)} does not divide "
+                                 f"{say('batch_size', self.batch_size)}; use a divisor (e.g. "
+                                 f"{divisor_near(self.batch_size, self.micro_batches)}) or add {say('uneven', True)}")
+        check_option(not self.uneven or self.micro_batches >= 2, "uneven",
+                     lambda say: f"{say('uneven', True)} needs {say('micro_batches', 2)} or more")
         smallest = self.batch_size // self.workers
-        check(self.micro_batches <= smallest,
-              f"--micro-batches {self.micro_batches} is more than the {smallest} samples of the smallest worker's "
-              f"shard (--batch-size {self.batch_size} over {self.workers} workers); use fewer micro-batches")
-        check(1 <= self.steps <= MAX_STEPS, f"--steps must be between 1 and {MAX_STEPS:,}, got {self.steps}; "
-                                            f"try --steps 30")
-        check_positive("--lr", self.lr, "0.1")
-        check_positive("--clip-norm", self.clip_norm, "0.1")
-        check(isinstance(self.timeout, int | float) and 1 <= self.timeout <= 86400,
-              f"--timeout must be between 1 and 86400 seconds, got {self.timeout!r}; try --timeout 60")
+        check_option(self.micro_batches <= smallest, "micro_batches",
+                     lambda say: f"{say('micro_batches', self.micro_batches)} is more than the {smallest} samples of "
+                                 f"the smallest worker's shard ({say('batch_size', self.batch_size)} over "
+                                 f"{self.workers} workers); use fewer micro-batches")
 
     def check_launch(self, device: str) -> None:
         """The port, the backend against the GPUs, torchrun's variables: before anything runs."""

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab.errors import check
+from gradlab.errors import check, check_option
 from gradlab.kit import options as o
 from gradlab.kit.options import ADAM_MAX_LR, MAX_ENV_STEPS, check_positive
 
@@ -61,24 +61,21 @@ class Config(o.LessonConfig):
                                      "transfer latency"
 
     def __post_init__(self) -> None:
-        check(self.target in TARGET_MODES, f"unknown target mode {self.target!r}: use {', '.join(TARGET_MODES)}")
-        check(0 <= self.gamma <= 1 and not math.isnan(self.gamma),
-              f"--gamma must be in [0, 1], got {self.gamma}; try --gamma 0.99")
-        check(1 <= self.total_steps <= MAX_ENV_STEPS, f"--total-steps must be between 1 and {MAX_ENV_STEPS:,}, got "
-                                                      f"{self.total_steps}; try 30000")
-        check_positive("--lr", self.lr, "0.001", ADAM_MAX_LR)
-        for name, v in (("--target-update", self.target_update), ("--buffer-size", self.buffer_size),
-                        ("--batch-size", self.batch_size), ("--eval-episodes", self.eval_episodes),
-                        ("--eval-every", self.eval_every), ("--checkpoint-episodes", self.checkpoint_episodes),
-                        ("--train-every", self.train_every), ("--gradient-steps", self.gradient_steps),
-                        ("--hidden", self.hidden), ("--windows", self.windows)):
-            check(v >= 1, f"{name} must be at least 1, got {v}")
-        for name, v, most in (("--buffer-size", self.buffer_size, MAX_ENV_STEPS),
-                              ("--batch-size", self.batch_size, 65_536), ("--hidden", self.hidden, 4096),
-                              ("--gradient-steps", self.gradient_steps, 10_000),
-                              ("--eval-episodes", self.eval_episodes, 10_000), ("--windows", self.windows, 1000),
-                              ("--checkpoint-episodes", self.checkpoint_episodes, 10_000)):
-            check(v <= most, f"{name} must be at most {most:,}, got {v:,}")
-        check(self.batch_size <= self.buffer_size, f"--batch-size {self.batch_size} is larger than --buffer-size "
-                                                   f"{self.buffer_size}")
+        check_option(self.target in TARGET_MODES, "target",  # set by a flag group: no --target to name
+                     lambda _: f"unknown target mode {self.target!r}: use {', '.join(TARGET_MODES)}")
+        check_option(0 <= self.gamma <= 1 and not math.isnan(self.gamma), "gamma",
+                     f"must be in [0, 1], got {self.gamma}", example=0.99)
+        check_option(1 <= self.total_steps <= MAX_ENV_STEPS, "total_steps",
+                     f"must be between 1 and {MAX_ENV_STEPS:,}, got {self.total_steps}; try 30000")
+        check_positive("lr", self.lr, example=0.001, largest=ADAM_MAX_LR)
+        for name in ("target_update", "buffer_size", "batch_size", "eval_episodes", "eval_every",
+                     "checkpoint_episodes", "train_every", "gradient_steps", "hidden", "windows"):
+            check_option(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+        for name, most in (("buffer_size", MAX_ENV_STEPS), ("batch_size", 65_536), ("hidden", 4096),
+                           ("gradient_steps", 10_000), ("eval_episodes", 10_000), ("windows", 1000),
+                           ("checkpoint_episodes", 10_000)):
+            check_option(getattr(self, name) <= most, name, f"must be at most {most:,}, got {getattr(self, name):,}")
+        check_option(self.batch_size <= self.buffer_size, "batch_size",
+                     lambda say: f"{say('batch_size', self.batch_size)} is larger than "
+                                 f"{say('buffer_size', self.buffer_size)}")
         check(0 <= self.eps_end <= self.eps_start <= 1, "ε must satisfy 0 ≤ eps_end ≤ eps_start ≤ 1")

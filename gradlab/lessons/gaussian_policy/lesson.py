@@ -137,9 +137,9 @@ def score_through_sample(mu, sigma, a):
 def graphs(config: Config) -> list[autograd_graph.Graph]:
     """ln π(a) differentiated three ways: the layer (one node, its closed-form backward), autograd through
     Normal.log_prob, and through a sample still attached to μ and σ (extra paths: the score looks like (0, −1/σ))."""
-    mu0, sigma0 = torch.tensor(parse_list(config.mu, "--mu")), torch.tensor(parse_list(config.sigma, "--sigma"))
+    mu0, sigma0 = torch.tensor(parse_list(config.mu, "mu")), torch.tensor(parse_list(config.sigma, "sigma"))
     if config.action:
-        a = torch.tensor(parse_list(config.action, "--action"))
+        a = torch.tensor(parse_list(config.action, "action"))
     else:  # as run() draws it
         a = mu0 + sigma0 * torch.randn(len(mu0), generator=torch.Generator().manual_seed(config.seed))
     out = []
@@ -194,9 +194,9 @@ def leave_one_out(r: torch.Tensor) -> torch.Tensor:
 def reinforce(config: Config, progress) -> dict:
     """Train μ and ρ = ln σ with REINFORCE through the custom layer; return the per-epoch history."""
     g = torch.Generator().manual_seed(config.seed)
-    optimum = torch.tensor(parse_list(config.optimum, "--optimum"))
-    mu = torch.tensor(parse_list(config.mu, "--mu"), requires_grad=True)
-    rho = torch.tensor(parse_list(config.sigma, "--sigma")).log().requires_grad_(True)  # σ = e^ρ > 0
+    optimum = torch.tensor(parse_list(config.optimum, "optimum"))
+    mu = torch.tensor(parse_list(config.mu, "mu"), requires_grad=True)
+    rho = torch.tensor(parse_list(config.sigma, "sigma")).log().requires_grad_(True)  # σ = e^ρ > 0
     opt = torch.optim.Adam([mu, rho], lr=config.lr)
     history = {"mu": [], "sigma": [], "reward": [], "distance": [], "max_mu_step": 0.0, "stopped": None}
     for epoch in range(1, config.epochs + 1):
@@ -229,9 +229,9 @@ def reinforce(config: Config, progress) -> dict:
 def exact_adam(config: Config) -> dict:
     """Adam on the exact gradient of −E[r] = ‖μ − a*‖² + Σσ² (E over a ~ N(μ, σ²)), from the same start with the
     same lr and number of updates: how far μ can get when the gradient is perfect."""
-    optimum = torch.tensor(parse_list(config.optimum, "--optimum"))
-    mu = torch.tensor(parse_list(config.mu, "--mu"), requires_grad=True)
-    rho = torch.tensor(parse_list(config.sigma, "--sigma")).log().requires_grad_(True)
+    optimum = torch.tensor(parse_list(config.optimum, "optimum"))
+    mu = torch.tensor(parse_list(config.mu, "mu"), requires_grad=True)
+    rho = torch.tensor(parse_list(config.sigma, "sigma")).log().requires_grad_(True)
     opt = torch.optim.Adam([mu, rho], lr=config.lr)
     distance, max_step = [], 0.0
     for _ in range(config.epochs):
@@ -253,10 +253,10 @@ def run(config: Config, device: torch.device | None = None,
     """Compare the score computations, run the tutorial's layer, gradcheck ours, train with REINFORCE. Pure: no
     printing."""
     torch.manual_seed(config.seed)
-    mu = torch.tensor(parse_list(config.mu, "--mu"))
-    sigma = torch.tensor(parse_list(config.sigma, "--sigma"))
+    mu = torch.tensor(parse_list(config.mu, "mu"))
+    sigma = torch.tensor(parse_list(config.sigma, "sigma"))
     if config.action:
-        a, a_note = torch.tensor(parse_list(config.action, "--action")), "given"
+        a, a_note = torch.tensor(parse_list(config.action, "action")), "given"
     else:
         a = mu + sigma * torch.randn(len(mu), generator=torch.Generator().manual_seed(config.seed))
         a_note = f"sampled from N(μ, σ²) with seed {config.seed}"
@@ -321,7 +321,7 @@ def run(config: Config, device: torch.device | None = None,
         Claim("reinforce-reaches-optimum", f"REINFORCE with the layer: learned μ within {config.tolerance} of a* "
               f"(‖μ − a*‖)", final_distance, config.tolerance),
         Claim("sigma-shrinks", "σ shrinks in every dimension: max over dimensions of final σ_i / initial σ_i",
-              max(f / s for f, s in zip(history["sigma"][-1], parse_list(config.sigma, "--sigma"), strict=True)),
+              max(f / s for f, s in zip(history["sigma"][-1], parse_list(config.sigma, "sigma"), strict=True)),
               1.0, "<"),
     ]
     every = max(1, config.epochs // 10)

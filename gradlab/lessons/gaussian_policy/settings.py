@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab.errors import GradlabError, check
+from gradlab.errors import OptionError, check_option
 from gradlab.kit import options as o
 from gradlab.kit.options import ADAM_MAX_LR, FLOAT32_MAX, check_positive
 
@@ -18,14 +18,15 @@ MAX_EPOCHS = 10_000_000  # REINFORCE updates a run may ask for
 MAX_SAMPLES = 1_000_000  # actions per update: 1e6 × a few dimensions is a few MB
 
 
-def parse_list(text: str, option: str) -> list[float]:
+def parse_list(text: str, name: str) -> list[float]:
+    """The numbers of option NAME's TEXT, "0.3,-0.5": one per action dimension."""
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
-        raise GradlabError(f"{option} {text!r}: use comma-separated numbers, one per action dimension") from None
-    check(all(math.isfinite(v) and abs(v) <= FLOAT32_MAX for v in values),
-          f"{option} {text!r}: every number must be a finite float32 (at most {FLOAT32_MAX:.3g} in size): the lesson "
-          f"computes in float32; try {option} 0.3,-0.5")
+        raise OptionError(name, f"{text!r}: use comma-separated numbers, one per action dimension") from None
+    check_option(all(math.isfinite(v) and abs(v) <= FLOAT32_MAX for v in values), name,
+                 f"{text!r}: every number must be a finite float32 (at most {FLOAT32_MAX:.3g} in size): the lesson "
+                 f"computes in float32", example="0.3,-0.5")
     return values
 
 
@@ -45,18 +46,21 @@ class Config(o.LessonConfig):
     cpu_only: ClassVar[str | None] = "a handful of numbers per step: a GPU would only add transfer latency"
 
     def __post_init__(self) -> None:
-        mu, sigma = parse_list(self.mu, "--mu"), parse_list(self.sigma, "--sigma")
-        opt = parse_list(self.optimum, "--optimum")
-        check(all(SIGMA_MIN <= s <= SIGMA_MAX for s in sigma),
-              f"--sigma {self.sigma!r}: σ must be between {SIGMA_MIN:g} and {SIGMA_MAX:g} in every dimension (the "
-              f"score's σ³ and 1/σ³ must be float32 numbers); try --sigma 0.7,1.2")
-        check(len(mu) == len(sigma) == len(opt), f"--mu, --sigma and --optimum need one number per action "
-                                                 f"dimension; got {len(mu)}, {len(sigma)} and {len(opt)}")
+        mu, sigma, opt = parse_list(self.mu, "mu"), parse_list(self.sigma, "sigma"), parse_list(self.optimum, "optimum")
+        check_option(all(SIGMA_MIN <= s <= SIGMA_MAX for s in sigma), "sigma",
+                     f"{self.sigma!r}: σ must be between {SIGMA_MIN:g} and {SIGMA_MAX:g} in every dimension (the "
+                     f"score's σ³ and 1/σ³ must be float32 numbers)", example="0.7,1.2")
+        check_option(len(mu) == len(sigma) == len(opt), "optimum",
+                     lambda say: f"{say('mu')}, {say('sigma')} and {say('optimum')} need one number per action "
+                                 f"dimension; got {len(mu)}, {len(sigma)} and {len(opt)}")
         if self.action:
-            check(len(parse_list(self.action, "--action")) == len(mu),
-                  f"--action has {len(parse_list(self.action, '--action'))} numbers but --mu has {len(mu)}")
-        check(1 <= self.epochs <= MAX_EPOCHS, f"--epochs must be between 1 and {MAX_EPOCHS:,}, got {self.epochs}")
-        check(2 <= self.samples <= MAX_SAMPLES, f"--samples must be between 2 (the baseline needs a batch) and "
-                                                f"{MAX_SAMPLES:,}, got {self.samples}; try --samples 64")
-        check_positive("--lr", self.lr, "0.05", ADAM_MAX_LR)
-        check(0 < self.tolerance < math.inf, f"--tolerance must be positive, got {self.tolerance!r}")
+            action = parse_list(self.action, "action")
+            check_option(len(action) == len(mu), "action",
+                         lambda say: f"{say('action')} has {len(action)} numbers but {say('mu')} has {len(mu)}")
+        check_option(1 <= self.epochs <= MAX_EPOCHS, "epochs",
+                     f"must be between 1 and {MAX_EPOCHS:,}, got {self.epochs}")
+        check_option(2 <= self.samples <= MAX_SAMPLES, "samples",
+                     f"must be between 2 (the baseline needs a batch) and {MAX_SAMPLES:,}, got {self.samples}",
+                     example=64)
+        check_positive("lr", self.lr, example=0.05, largest=ADAM_MAX_LR)
+        check_option(0 < self.tolerance < math.inf, "tolerance", f"must be positive, got {self.tolerance!r}")

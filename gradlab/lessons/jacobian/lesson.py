@@ -76,7 +76,7 @@ def graphs(config: Config) -> list[autograd_graph.Graph]:
     """The output W = log softmax(X y)'s backward graph, seeded with ones as TF's tf.gradients is: what arrives at
     X is Σ_i ∂W_i/∂X (one backward pass gives a row-sum of the Jacobian, not the Jacobian)."""
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64, requires_grad=True)
-    y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
+    y = torch.tensor(parse_vector(config.state, "state"), dtype=torch.float64)
     with autograd_graph.record():
         W = policy(X, y)
     return [autograd_graph.trace(W, title=f"jacobian: W = log softmax(X y), X {X.shape[0]}×{X.shape[1]}",
@@ -151,7 +151,7 @@ def run(config: Config, device: torch.device | None = None,
     differences). Pure: no printing."""
     device = device or torch.device("cpu")
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64, device=device)
-    y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64, device=device)
+    y = torch.tensor(parse_vector(config.state, "state"), dtype=torch.float64, device=device)
     k, m = X.shape
 
     def f(X_):

@@ -7,10 +7,19 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from gradlab.errors import GradlabError, check
+from gradlab.errors import OptionError, check_option
 from gradlab.kit import options as o
 
 DTYPE_NAMES = ("float32", "float64")
+
+
+def _number(v: str) -> float:
+    """One point of --x."""
+    try:
+        return float(v)
+    except ValueError:
+        raise OptionError("x", lambda say: f"{say('x')}: {v.strip()!r} is not a number; use comma-separated numbers "
+                                           f"like '-100,0,100'") from None
 
 
 @dataclass
@@ -25,15 +34,10 @@ class Config(o.LessonConfig):
     cpu_only: ClassVar[str | None] = "the lesson is about CPU float32/float64 rounding at single points"
 
     def __post_init__(self) -> None:
-        check(self.dtype in (*DTYPE_NAMES, "both"), f"unknown --dtype {self.dtype!r}: use float32, float64 or both")
-        xs = []
-        for v in self.x.split(","):
-            try:
-                xs.append(float(v))
-            except ValueError:
-                raise GradlabError(f"--x: {v.strip()!r} is not a number; use comma-separated numbers like "
-                                   f"'-100,0,100'") from None
-        check(all(math.isfinite(v) for v in xs), f"--x must be finite numbers, got {self.x!r}")
+        check_option(self.dtype in (*DTYPE_NAMES, "both"), "dtype",
+                     lambda say: f"unknown {say('dtype')} {self.dtype!r}: use float32, float64 or both")
+        xs = [_number(v) for v in self.x.split(",")]
+        check_option(all(math.isfinite(v) for v in xs), "x", f"must be finite numbers, got {self.x!r}")
 
     def plot_unavailable(self) -> str | None:
         return "gradlab log1pexp prints a table of points and has no curves to plot; drop --plot"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradlab.errors import check
+from gradlab.errors import check_option
 from gradlab.kit import options as o
 from gradlab.kit.options import check_positive
 
@@ -32,9 +32,10 @@ class Config(o.LessonConfig):
     shuffle: bool = o.shuffle()
 
     def __post_init__(self) -> None:
-        check(self.variant in MODES, f"unknown variant {self.variant!r}: use one of {', '.join(MODES)}")
-        check(self.epochs >= 1, f"--epochs must be at least 1, got {self.epochs}; try --epochs 10")
-        check_positive("--lr", self.lr, "0.01")
-        check(self.batch_size >= 1, f"--batch-size must be at least 1, got {self.batch_size}; try --batch-size 100")
-        check(self.train_size >= 1, f"--train-size must be at least 1, got {self.train_size}; try --train-size 55000")
-        check(self.test_size >= 1, f"--test-size must be at least 1, got {self.test_size}; try --test-size 3000")
+        check_option(self.variant in MODES, "variant",  # set by a flag group: no --variant to name
+                     lambda _: f"unknown variant {self.variant!r}: use one of {', '.join(MODES)}")
+        check_option(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}", example=10)
+        check_positive("lr", self.lr, example=0.01)
+        check_option(self.batch_size >= 1, "batch_size", f"must be at least 1, got {self.batch_size}", example=100)
+        check_option(self.train_size >= 1, "train_size", f"must be at least 1, got {self.train_size}", example=55000)
+        check_option(self.test_size >= 1, "test_size", f"must be at least 1, got {self.test_size}", example=3000)

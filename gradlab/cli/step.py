@@ -1,0 +1,30 @@
+"""`gradlab step LESSON`: the command, its flags and how it asks on a terminal; the walk itself is
+gradlab.report.step, imported (with torch and rich) when the command runs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from gradlab.lessons import LESSONS
+
+
+@click.command("step", short_help="Walk a lesson's backward pass node by node; stops where a NaN or inf is born.")
+@click.argument("lesson", type=click.Choice(list(LESSONS)))
+@click.option("--predict", is_flag=True,
+              help="On a terminal: guess each one-number gradient before it is shown; the guesses are scored.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Random seed.")
+def step(lesson: str, predict: bool, seed: int) -> int:
+    """Walk LESSON's backward pass (its key computation, on a tiny input) one node at a time in the order autograd
+    runs it: the gradient arriving, the local derivative, the gradient sent on. It stops at the first non-finite
+    gradient and says why. On a terminal it waits for Enter; piped, it prints every step."""
+    from gradlab.report import step as walk  # torch and rich: when the command runs
+
+    on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    return walk.walk_lesson(lesson, seed=seed, predict=predict, prompt=_ask if on_terminal else None)
+
+
+def _ask(text: str) -> str:
+    """The line typed after TEXT on the terminal (Enter alone: "")."""
+    return click.prompt(text, default="", show_default=False, prompt_suffix="")
