@@ -148,7 +148,7 @@ def run_lesson(ctx: click.Context, name: str) -> int:
     if run.explain:
         from gradlab.report.explain import print_explanation
 
-        print_explanation(LESSONS[name].load(), console)
+        print_explanation(name, console, full=run.explain == "full")
     with report.progress_bar(console) as progress:
         result = runner.execute(name, run, config, console, progress)
     report.render(result, console)
