@@ -9,11 +9,15 @@ Two kinds of block. A run block holds what a command prints (the command is the 
     <!-- /run -->
 
 Each command runs in a fresh process at a fixed width of 110 columns, without colour, and its output replaces the
-block. A doc block holds a lesson's explanation, its module docstring as Markdown, the same text `--explain` prints:
+block. A doc block holds a lesson's explanation, its module docstring as Markdown (what `--explain full` prints,
+without the code), after a line that says where it comes from:
 
     <!-- doc: log1pexp -->
     ...the docstring of gradlab/lessons/log1pexp/lesson.py...
     <!-- /doc -->
+
+The docstring says what the reader of the code needs; the tutorial's story and the sources are the page's own
+prose, around the block.
 
 Nothing in those blocks is typed by hand. `python scripts/readme.py --check` lists the blocks and exits 1 when a
 command does not parse (unknown lesson or option), without running anything; `--only TEXT` re-runs only the run
@@ -74,11 +78,17 @@ def run(cmd: str) -> str:
 
 
 def lesson_doc(lesson: str) -> str:
-    """The lesson's explanation as Markdown: its module docstring, exactly what `--explain full` prints."""
+    """The lesson's explanation as Markdown: where it comes from, then its module docstring, the text
+    `--explain full` prints."""
     from gradlab.lessons import LESSONS
     from gradlab.report.explain import docstring_markdown
 
-    return docstring_markdown(LESSONS[lesson].load()).rstrip() + "\n"
+    info = LESSONS[lesson]
+    where = (f"The lesson's own explanation, its module docstring (`{info.package.replace('.', '/')}/lesson.py`), "
+             f"pasted here by `make docs`. `gradlab {lesson} --explain` prints its first part, the idea and the math, "
+             f"with the lines of code that compute them; `gradlab {lesson} --explain full` prints all of it, with the "
+             "code of every function it names.")
+    return f"{where}\n\n{docstring_markdown(info.load()).rstrip()}\n"
 
 
 def rewrite(page: Path, only: str | None) -> int:

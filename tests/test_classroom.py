@@ -63,10 +63,10 @@ def test_every_lesson_explains_itself_from_its_own_source(name):
 def test_explain_flag_prints_math_and_numbered_source():
     result = invoke("log1pexp", "--explain", "--x", "0")
     assert result.exit_code == 0
-    assert "the math" in result.output and "StableLog1pExp — gradlab/lessons/log1pexp/lesson.py:" in result.output
+    assert "the math" in result.output and "where_guard — gradlab/lessons/log1pexp/lesson.py:" in result.output
     line = next(i for i, t in enumerate(Path(LESSONS["log1pexp"].load().__file__).read_text().splitlines(), 1)
-                if "return dy * torch.where(x >= 0, 1 / (1 + z), z / (1 + z))" in t)
-    assert re.search(rf"\b{line}\b.*return dy \* torch\.where", result.output)
+                if "return torch.where(x < GUARD, torch.log(1 + torch.exp(x)), x)" in t)
+    assert re.search(rf"\b{line}\b.*return torch\.where\(x < GUARD", result.output)
 
 
 def test_docstring_formulas_become_code_blocks_and_bullets_stay_prose():

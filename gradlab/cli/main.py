@@ -147,7 +147,7 @@ def run_lesson(ctx: click.Context, name: str) -> int:
     to_stdout = STDOUT in (run.json_path, run.plot_path)
     console = report.make_console(quiet=run.quiet, stderr=to_stdout)  # stdout then carries the file alone
     if run.explain:
-        print_explanation(LESSONS[name].load(), console)
+        print_explanation(name, console, full=run.explain == "full")
     with report.progress_bar(console) as progress:
         result = runner.execute(name, run, config, console, progress)
     report.render(result, console)

@@ -31,8 +31,9 @@ def click_params(all_specs: list[Spec]) -> list[click.Option]:
             else:
                 params.append(click.Option(decl, is_flag=True, help=o.help))
             continue
+        lone = {"is_flag": False, "flag_value": o.value} if o.value is not None else {}  # --explain [short|full]
         params.append(click.Option(decl, type=_click_type(s), default=s.default, envvar=o.envvar,
-                                   show_default=s.default not in (None, ""), help=o.help))
+                                   show_default=s.default not in (None, ""), help=o.help, **lone))
     return params
 
 

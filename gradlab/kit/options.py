@@ -40,7 +40,8 @@ class Opt:
     choices: tuple[str, ...] = ()  # the values a text option may take
     # several flags that set this one field to different values: (("--manual-grad", "manual", help), ...)
     flags: tuple[tuple[str, Any, str], ...] = ()
-    value: Any = None  # a lone flag that sets something other than True: --no-target-net sets target_net False
+    value: Any = None  # a lone flag that sets something other than True: --no-target-net sets target_net False;
+    # on a text option, what the flag alone gives (--explain is --explain short)
     path: str | None = None  # "file" or "folder": a path of that kind
     range: tuple[int, int] | None = None  # a whole number's bounds, checked by click (--seed)
     envvar: str | None = None  # an environment variable that gives a text option's value when the flag is absent
@@ -204,8 +205,9 @@ class RunOptions:
                                 "still checked. Options given here or in --config override it.", in_file=False)
     quiet: bool = option(False, "Print nothing; use the exit code (and --json).", in_file=False, in_api=False,
                          recorded=False)
-    explain: bool = option(False, "First print the math and the source lines that implement it (read from the "
-                                  "code).", in_api=False, recorded=False)
+    explain: str | None = option(None, "First print the idea, the math and the lines of code that compute it (read "
+                                       "from the code); `--explain full`: all of the explanation and its code.",
+                                 choices=("short", "full"), value="short", in_api=False, recorded=False)
     dataset: str = option("auto", "auto: full MNIST when present or downloadable, else the bundled mnist-sample.",
                           choices=DATASETS, data=True)
     data_dir: str | None = option(None, "Where datasets live (default: data/ of the checkout; env GRADLAB_DATA).",

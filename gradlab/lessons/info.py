@@ -37,7 +37,9 @@ class Lesson(Protocol):
     """What a lesson module provides (checked for every lesson by tests/test_settings.py)."""
 
     Config: type[options.LessonConfig]  # its settings (from its settings.py)
-    EXPLAIN: tuple[str, ...]  # the functions and classes whose source `--explain` prints next to the math
+    # the functions and classes whose source `--explain full` prints next to the math (`--explain`: EXPLAIN_SHORT,
+    # default the first); never one that answers an exercise (tests/test_explain.py)
+    EXPLAIN: tuple[str, ...]
     run: Callable[..., Any]  # run(config, [data,] device=, progress=) -> Result; pure: no printing
 
 

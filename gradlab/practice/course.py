@@ -173,23 +173,24 @@ def score(result: Result, item: Item) -> Score:
     return Score(round(value, 2), item.points, how)
 
 
-# Answers a lesson prints under another name (tests/test_grade.py finds every printed function that passes a check)
+# Lesson functions that answer an exercise under another name (`--explain` prints none of them: tests/test_explain.py)
 PRINTED_AS = {"mnist.softmax_grad": "analytic_gradients", "log1pexp.softplus": "double_where",
               "log1pexp.Log1pExp": "StableLog1pExp"}
 
 
 def printed_answer(exercise_name: str) -> str | None:
-    """Where a student can read EXERCISE_NAME's answer in what they have: the lesson function `gradlab LESSON
-    --explain` prints (and the installed lesson holds) that answers it, said in one sentence; None when none does.
-    Imports the lesson (torch)."""
+    """Where a student can read EXERCISE_NAME's answer in what they have: the function of the installed lesson that
+    answers it (`--explain` does not print it, but its source is in every student's gradlab), said in one sentence;
+    None when the lesson holds none. Imports the lesson (torch)."""
     from gradlab.lessons import LESSONS
 
     exercise = EXERCISES[exercise_name]
-    if exercise.package:  # a teacher's own: no lesson prints it
+    if exercise.package:  # a teacher's own: no lesson holds it
         return None
-    explained = LESSONS[exercise.lesson].load().EXPLAIN
     name = PRINTED_AS.get(exercise_name, exercise.function)
-    if name not in explained:
+    held = getattr(LESSONS[exercise.lesson].load(), name, None)
+    if not getattr(held, "__module__", "").startswith("gradlab."):  # none, or a library's (jacobian's torch.func.vjp)
         return None
-    return (f"`gradlab {exercise.lesson} --explain` prints the lesson's {name}, which answers {exercise_name} (as it "
-            "is, or adapted in a few lines), and every student's gradlab holds it: fine for practice, not for an exam")
+    return (f"the lesson {exercise.lesson} holds {name}, which answers {exercise_name} (as it is, or adapted in a few "
+            "lines): `--explain` does not print it, but every student's gradlab holds its source: fine for practice, "
+            "not for an exam")

@@ -2,14 +2,29 @@
 code at run time, so the explanation can never drift from the code.
 
 A lesson's docstring is the one source of its explanation. The part before a line `---` is for a learner (the idea,
-the math): `--explain` prints it. The whole docstring, sources and TF-1 history included, is the "How it works"
-section of the lesson's page on the docs site (scripts/readme.py pastes it there, `make docs`)."""
+the math): `gradlab LESSON --explain` prints it with the code of the names in the lesson's EXPLAIN_SHORT (default
+EXPLAIN[:1]), names the rest of EXPLAIN, and fits a screen (60 lines at 100 columns, tests/test_explain.py).
+`--explain full` prints the whole docstring (what the reader of the code needs too) and the code of every name in
+EXPLAIN. The lesson's page on the docs site shows the whole docstring as "How it works" (scripts/readme.py pastes
+it there, `make docs`), beside the tutorial's story and the sources, which only the page tells.
+
+EXPLAIN never names a function whose body an exercise asks a student to write (tests/test_explain.py): what shows
+that idea is the formula in the docstring and the lines that call it."""
 
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
+
+from rich.markdown import CodeBlock, Markdown
+from rich.panel import Panel
+from rich.syntax import Syntax
+
+from gradlab.lessons import LESSONS
+
+MODES = ("short", "full")  # --explain's values: `--explain` alone is short
 
 
 @dataclass
@@ -33,12 +48,17 @@ def explanation(module) -> tuple[str, list[Snippet]]:
     return inspect.getdoc(module) or "", snippets
 
 
-RULE = "\n---\n"  # in a lesson's docstring: what follows is for the page only (sources, TF-1 history)
+RULE = "\n---\n"  # in a lesson's docstring: what follows is for the reader of the code (--explain full, the page)
 
 
 def learner_part(doc: str) -> str:
     """The docstring up to its `---` line: what `--explain` prints."""
     return doc.split(RULE, 1)[0].rstrip()
+
+
+def short_names(module) -> tuple[str, ...]:
+    """The names whose code `--explain` prints: the lines that compute the idea (the rest are named)."""
+    return getattr(module, "EXPLAIN_SHORT", module.EXPLAIN[:1])
 
 
 def docstring_markdown(module) -> str:
@@ -48,25 +68,39 @@ def docstring_markdown(module) -> str:
     return f"**{title}**\n\n{_as_markdown(body.replace(RULE, chr(10) + chr(10)))}".rstrip() + "\n"
 
 
-def print_explanation(module, console) -> None:
-    from rich.markdown import Markdown
-    from rich.panel import Panel
-    from rich.syntax import Syntax
-
+def print_explanation(lesson: str, console, *, full: bool = False) -> None:
+    """LESSON's explanation on CONSOLE: the learner part of its docstring and the code of its EXPLAIN_SHORT, the
+    rest named, and in the last line how to see it all; with FULL, the whole docstring and the code of EXPLAIN."""
+    module = LESSONS[lesson].load()
     doc, snippets = explanation(module)
-    title, _, body = learner_part(doc).partition("\n")
-    more = "" if RULE not in doc else ("\n\nThe sources and the TF-1 history: the lesson's page on the docs site "
-                                       "(`gradlab docs`).")
-    console.print(Panel(Markdown(f"# {title}\n\n{_as_markdown(body)}{more}"), title="the math",
-                        border_style="cyan"))
-    shown = getattr(module, "EXPLAIN_SHORT", module.EXPLAIN[:1])  # the lines that compute the idea; the rest named
-    for s in snippets:
-        if s.name in shown:
-            console.print(Panel(Syntax(s.code, "python", line_numbers=True, start_line=s.start, theme="ansi_dark",
-                                       word_wrap=True), title=f"{s.name} — {s.path}:{s.start}", border_style="cyan"))
-    rest = [f"{s.name} ({s.path}:{s.start})" for s in snippets if s.name not in shown]
-    if rest:
-        console.print(f"The rest of the code it explains: {', '.join(rest)}.", markup=False, highlight=False)
+    title, _, body = (doc.replace(RULE, "\n\n") if full else learner_part(doc)).partition("\n")
+    console.print(Panel(_Explanation(f"# {title}\n\n{_as_markdown(body)}"), title="the math", border_style="cyan"))
+    shown = [s for s in snippets if full or s.name in short_names(module)]
+    for s in shown:
+        console.print(Panel(Syntax(s.code.rstrip(), "python", line_numbers=True, start_line=s.start,
+                                   theme="ansi_dark", word_wrap=True),
+                            title=f"{s.name} — {s.path}:{s.start}", border_style="cyan"))
+    rest = [s.name for s in snippets if s not in shown]
+    page = "the sources and the measured runs: the lesson's page (`gradlab docs`)"
+    if full:
+        console.print(f"Not shown: the functions the exercises ask you to write (`gradlab exercises`); {page}.",
+                      markup=False, highlight=False)
+    elif rest or RULE in doc:
+        what = "the whole docstring" + (f" and the code of {', '.join(rest)}" if rest else "")
+        console.print(f"All of it: `gradlab {lesson} --explain full` ({what}); {page}.", markup=False,
+                      highlight=False)
+
+
+class _Formula(CodeBlock):
+    """A docstring's indented block (a formula, lines of code set side by side) as written, without the blank line
+    rich pads a code block with above and below: the explanation keeps to a screen."""
+
+    def __rich_console__(self, console, options):
+        yield Syntax(str(self.text).rstrip(), self.lexer_name, theme=self.theme, word_wrap=True, padding=(0, 1))
+
+
+class _Explanation(Markdown):
+    elements: ClassVar = {**Markdown.elements, "fence": _Formula, "code_block": _Formula}
 
 
 def _as_markdown(body: str) -> str:

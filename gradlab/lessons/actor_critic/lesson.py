@@ -1,51 +1,43 @@
 """An actor-critic whose critic is trained from explicitly computed gradients with TF-1's RMSProp.
 
-The tutorial's `CriticNetwork` (the tutorial's text, its last lines: TF-1 code, called through `tf.compat.v1`) does
-three things by hand:
+The critic V(s) learns the TD target; the actor follows the TD error δ, detached (it must not move the critic):
 
-    self.td = tf.subtract(self.td_target, self.out)                        td = td_target − V(s)
-    self.loss = tflearn.mean_square(self.td_target, self.out)              loss = mean(td²)
-    self.critic_gradients = tf.gradients(self.loss, self.network_params)   compute
-    self.optimize = tf.compat.v1.train.RMSPropOptimizer(self.lr_rate).apply_gradients(
-        zip(self.critic_gradients, self.network_params))                   apply
+    δ = r + γ (1 − terminal) V(s') − V(s)        the TD error, also the advantage estimate
+    critic: minimise mean δ²                     the target r + γ(1 − terminal)V(s') under no_grad
+    actor:  minimise −mean(ln π(a|s) · δ) − β·entropy
 
-with `td_target` a placeholder (what is fed into it is not in the seed; gradlab feeds r + γ(1 − terminal)V(s');
-being fed, no gradient flows through it), and placeholders with `self.network_params[idx].assign(param)` ops to set
-every parameter (the tutorial does not say what for; copying weights between networks is the usual use). The tutorial's
-text stops there: it shows no actor.
+The critic's gradients are computed, then applied, as the tutorial's TF-1 critic did:
 
-In PyTorch: `grads = torch.autograd.grad(loss, critic.parameters())`, then `p.grad = g` for each parameter and
-`optimizer.step()` applies them (`--grad-mode explicit`); `loss.backward(); step()` is the usual one call
-(`--grad-mode backward`), and the two must train identically, bit for bit. Parameters are got and set as one
-flat vector with `parameters_to_vector` / `vector_to_parameters` (the assign ops), or as a `state_dict`.
+    grads = torch.autograd.grad(loss, critic.parameters())   TF: tf.gradients(loss, params)
+    p.grad = g for each p; optimizer.step()                   TF: apply_gradients(…)
 
-The optimizer. `tf.train.RMSPropOptimizer(lr)` (TF 1.15 tensorflow/python/training/rmsprop.py: `decay=0.9`,
-`epsilon=1e-10`, the "rms" slot made with `init_ops.ones_initializer`, lines 61-68 and 118-123; kernel
-`ApplyRMSProp` in tensorflow/core/kernels/training_ops.cc lines 461-464) is not `torch.optim.RMSprop`
-(torch/optim/rmsprop.py: `alpha=0.99`, `eps=1e-8`, `square_avg` starting at zeros; its doc: "The implementation
-here takes the square root of the gradient average before adding epsilon (note that TensorFlow interchanges
-these two operations)"):
+`--grad-mode backward` takes the usual `loss.backward(); step()` instead: the two must train bit for bit alike.
+
+The optimizer. TF-1's `RMSPropOptimizer(lr)` is not `torch.optim.RMSprop` (decay 0.9 against α; ε inside the root
+against outside; the mean square starting at ones against zeros; TF 1.15 rmsprop.py and training_ops.cc, torch's
+rmsprop.py):
 
     TF-1   ms₀ = 1   ms += (g² − ms)(1 − 0.9)    θ −= lr·g / √(ms + 1e-10)
     torch  v₀ = 0    v = α v + (1 − α) g²        θ −= lr·g / (√v + ε)
 
-So with the same lr, torch's first step is lr·g/(√(1 − α)|g| + ε) ≈ 10·lr on every coordinate whose
-|g| ≫ ε/√(1 − α) = 1e-4 (α = 0.99, ε = 1e-5), while
-TF-1's is lr·g/√(0.9 + 0.1g²), tiny for small gradients, and grows as ms forgets its start (0.9ᵏ after k
-updates). `gradlab.kit.optim.TFRMSprop` is TF-1's algorithm; it is the default here (`--optimizer tf1-rmsprop`, for both
-networks: the tutorial shows only the critic's optimizer). `--optimizer torch-rmsprop` is torch's as A2C
-implementations set it (stable-baselines3 stable_baselines3/a2c/a2c.py: `optimizer_kwargs = dict(alpha=0.99,
-eps=rms_prop_eps, weight_decay=0)`, `rms_prop_eps: float = 1e-5`). The run replays the critic's first 50 gradients
-through both (the table) and checks TFRMSprop against the kernel's formula written out in numpy (a claim).
+So with the same lr, torch's first step is lr·g/(√(1 − α)|g| + ε), about 10·lr on every coordinate whose
+|g| ≫ ε/√(1 − α) = 1e-4 (with this lesson's α = 0.99, ε = 1e-5), while TF-1's is lr·g/√(0.9 + 0.1g²), tiny for
+small gradients, and grows as ms forgets its start (0.9ᵏ after k updates).
 
 ---
 
-The agent is a one-step actor-critic (A2C-style: several environments stepped in lockstep, one TD step each):
+In the code: critic_loss is mean (td_target − V(s))²; the critic's update, compute then apply, is the exercise
+actor-critic.critic_update (and the actor's loss actor-critic.actor_loss), so its code is not shown here.
+`gradlab.kit.optim.TFRMSprop` is TF-1's algorithm; it is the default (`--optimizer tf1-rmsprop`, for both
+networks: the tutorial shows only the critic's optimizer). `--optimizer torch-rmsprop` is torch's as A2C
+implementations set it (stable-baselines3's a2c.py: alpha=0.99, rms_prop_eps 1e-5). The run replays the critic's
+first 50 gradients through both (the optimizer table), and tf1_rmsprop_by_hand, TF-1's kernel written out in
+numpy, checks TFRMSprop (a claim).
 
-    δ   = r + γ (1 − terminal) V(s') − V(s)              the TD error, also the advantage estimate
-    critic: minimise mean δ²                            with r + γ(1 − terminal)V(s') held constant (computed
-                                                        under no_grad, as the fed td_target): a semi-gradient
-    actor:  minimise −mean(ln π(a|s) · δ) − β·entropy   (δ detached: the actor must not move the critic)
+get_params and set_params move every parameter as one flat vector (`parameters_to_vector` /
+`vector_to_parameters`), as the tutorial's placeholders and assign ops did; the run also copies through a
+`state_dict`. The agent is a one-step actor-critic, A2C-style: several environments stepped in lockstep, one TD
+step each.
 """
 
 from __future__ import annotations
@@ -80,7 +72,8 @@ MARKS = {f"learns ({rl.LEARNED:.0f}: v0's 'solved')": rl.LEARNED, f"v1's 'solved
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("critic_update", "tf1_rmsprop_by_hand", "get_params", "set_params")
+EXPLAIN = ("critic_loss", "tf1_rmsprop_by_hand", "get_params", "set_params")
+EXPLAIN_SHORT = ("critic_loss", "tf1_rmsprop_by_hand")  # what --explain prints in full; it names the others
 
 
 def mlp(inputs: int, outputs: int, hidden: int) -> torch.nn.Module:

@@ -1,49 +1,42 @@
 """Gradient processing between compute and apply: clipping by global norm.
 
-TF-1's `optimizer.minimize(loss)` is two calls, and the tutorial put work between them. Its generic recipe
-(the tutorial's text, lines 264-276) is the optimizer's own pair of methods:
+`optimizer.minimize(loss)` is two calls, compute and apply, and you may process the gradients between them:
 
-    grads_and_vars = opt.compute_gradients(loss, <list of variables>)                  # 1. compute
-    capped_grads_and_vars = [(MyCapper(gv[0]), gv[1]) for gv in grads_and_vars]       # 2. process
-    opt.apply_gradients(capped_grads_and_vars)                                         # 3. apply
+    grads = torch.autograd.grad(loss, params)   1. compute   TF: tf.gradients(loss, params)
+    grads = process(grads)                      2. process   TF: tf.clip_by_global_norm(...)
+    p.grad = g for each p; optimizer.step()     3. apply     TF: opt.apply_gradients(...)
 
-and its worked example (lines 283-294) computes with `tf.gradients` and clips by global norm:
-
-    params = tf.trainable_variables()
-    opt = tf.train.GradientDescentOptimizer(self.learning_rate)
-    gradients = tf.gradients(loss, params)                                             # 1. compute
-    clipped_gradients, norm = tf.clip_by_global_norm(gradients, max_gradient_norm)     # 2. process
-    train_op = opt.apply_gradients(zip(clipped_gradients, params))                     # 3. apply
-
-Clipping by global norm treats all gradients as one long vector (tf.clip_by_global_norm's docstring,
-tensorflow/python/ops/clip_ops.py, TF 1.15):
+Clipping by global norm treats all the gradients as one long vector (tf.clip_by_global_norm):
 
     global_norm = sqrt(Σ_i ‖g_i‖²)
     g_i ← g_i · clip_norm / max(global_norm, clip_norm)
 
-so the direction is kept and only the length is capped at clip_norm. With plain SGD (the example's
-GradientDescentOptimizer, and torch.optim.SGD here) the step is lr·g, so a step is never longer than
-lr · clip_norm. That follows from the formula, so it is no claim: the after-training table shows the longest step
-measured on the parameters themselves (÷ lr·clip_norm), beside the unclipped run's. That bound is SGD's only: Adam
-and RMSProp divide each coordinate by its own running scale after the clip, so the step is not lr times the
-clipped gradient. Adam's first step is lr·g/(|g| + ε) ≈ lr on every coordinate whose |g| ≫ ε (one whose gradient
-is 0, such as a weight from an always-black pixel, does not move) (torch/optim/adam.py's doc:
-θ ← θ − γ·m̂/(√v̂ + ε), with m̂ = g and v̂ = g² at the first step), whatever the clipped gradient's length;
-tests/test_clip_lesson.py measures Adam breaking the bound. Other processing: `norm` clips each tensor by its
-own norm (`tf.clip_by_norm`), `value` clamps every element to [−v, v] (`tf.clip_by_value`), which changes the
-direction.
+so the direction is kept and only the length is capped at clip_norm. With plain SGD a step is lr·g, so it is never
+longer than lr · clip_norm: the after-training table shows the longest step measured on the parameters (÷
+lr·clip_norm), beside the unclipped run's. Adam and RMSProp divide each coordinate by its own running scale after
+the clip, so for them clipping bounds the gradient, not the step.
 
-In PyTorch the three steps are `torch.autograd.grad` (compute), any tensor code (process), and writing the
-results into `p.grad` before `optimizer.step()` (apply). `torch.nn.utils.clip_grad_norm_` does step 2 in place
-on `.grad`; it adds 1e-6 to the norm before dividing (torch/nn/utils/clip_grad.py: `clip_coef = max_norm /
-(total_norm + 1e-6)`), so its clipped gradients differ from the formula above by about 1e-6/global_norm,
-relatively.
+`torch.nn.utils.clip_grad_norm_` does step 2 in place on `.grad`, dividing by global_norm + 1e-6
+(torch/nn/utils/clip_grad.py: `clip_coef = max_norm / (total_norm + 1e-6)`): its clipped gradients differ from
+the formula by about 1e-6/global_norm, relatively.
 
 ---
 
+In the code: three_step is the three steps, with PROCESS one of processor's functions: `global-norm` (the
+formula above, gradlab/kit/training.py), `norm` (each tensor by its own norm, tf.clip_by_norm), `value` (every
+element clamped to [−v, v], tf.clip_by_value, which changes the direction) or `none`. one_step is the usual
+`loss.backward(); optimizer.step()`, which the three steps with no processing must match bit for bit. The global
+norm is accumulated in float64: summed in float32, a "clipped" gradient could come out slightly longer than
+clip_norm.
+
+Adam's first step is lr·g/(|g| + ε) ≈ lr on every coordinate whose |g| ≫ ε, whatever the clipped gradient's
+length (torch/optim/adam.py's doc: θ ← θ − γ·m̂/(√v̂ + ε), with m̂ = g and v̂ = g² at the first step); a coordinate
+whose gradient is 0, such as a weight from an always-black pixel, does not move. tests/test_clip_lesson.py
+measures Adam breaking the SGD bound.
+
 Models: `softmax` is the tutorial's (784→10, zero init, as in `gradlab mnist`); its gradients are small and
-bounded, so clipping barely matters. `mlp` (784→256→256→10, ReLU, PyTorch's default init) with a large
-learning rate is where gradients explode: unclipped SGD kills the network or overflows; clipped SGD trains.
+bounded, so clipping barely matters. `mlp` (784→256→256→10, ReLU, PyTorch's default init) with a large learning
+rate is where gradients explode: unclipped SGD kills the network or overflows; clipped SGD trains.
 """
 
 from __future__ import annotations
@@ -75,7 +68,8 @@ EQUIVALENCE_STEPS = 50  # steps on which the three-step path is checked against 
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("global_norm", "clip_by_global_norm", "three_step", "one_step")
+EXPLAIN = ("three_step", "processor", "one_step")
+EXPLAIN_SHORT = ("three_step", "processor")  # what --explain prints in full; it names the others
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,54 +1,51 @@
 """One big batch's gradient, split: gradient accumulation and data-parallel all-reduce on torch.distributed.
 
-The gradient of the mean loss over a global batch of B samples is
-
-    g = (1/B) · Σ_i ∇ℓ_i
-
-Split the batch into parts of n_1 … n_K samples (micro-batches one after another, or shards on W workers at once)
-and call ḡ_k = (1/n_k) · Σ_{i in part k} ∇ℓ_i a part's mean gradient. Then, for any sizes,
+The gradient of the mean loss over a global batch of B samples is g = (1/B) · Σ_i ∇ℓ_i. Split the batch into parts
+of n_1 … n_K samples (micro-batches one after another, or shards on W workers at once), with
+ḡ_k = (1/n_k) · Σ_{i in part k} ∇ℓ_i a part's mean gradient. Then, for any sizes,
 
     g = Σ_k (n_k / B) · ḡ_k
 
 Accumulation, one process: `.backward()` adds into `.grad`, so K backward calls add K gradients.
 
-    loss_k / K, equal parts          Σ_k ḡ_k / K = g                  (n_k / B = 1/K)
-    loss_k, the /K forgotten         Σ_k ḡ_k     = K · g              (K× the gradient; see below for the step)
-    loss_k / K, unequal parts        Σ_k ḡ_k / K ≠ g                  (4 samples weigh as much as 64)
-    Σ_i ℓ_i / B, any parts           Σ_k Σ_{i in k} ∇ℓ_i / B = g      (sum, then divide by the global count)
+    loss_k / K, equal parts     Σ_k ḡ_k / K = g              (n_k / B = 1/K)
+    loss_k, the /K forgotten    Σ_k ḡ_k = K · g              (K× the gradient)
+    loss_k / K, unequal parts   Σ_k ḡ_k / K ≠ g              (4 samples weigh as much as 64)
+    Σ_i ℓ_i / B, any parts      Σ_k Σ_{i in k} ∇ℓ_i / B = g  (sum, then divide by the global count)
 
-Data parallel, W workers, shard r holds n_r samples. `all_reduce(t, SUM)` adds t over the workers and leaves the
-sum on every one of them:
+Data parallel, W workers, shard r holding n_r samples. `all_reduce(t, SUM)` adds t over the workers and leaves
+the sum on every one of them:
 
     all_reduce(SUM, ḡ_r) / W         = g   when the shards are equal
     all_reduce(SUM, (n_r / B) · ḡ_r) = g   for any shards
 
 `DistributedDataParallel` does the first inside `backward()`: it divides each gradient by W, then all-reduces it
-with SUM, bucket by bucket while backward still runs (with no hook registered its C++ reducer does it;
-torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py's allreduce_hook, which this lesson wraps to count the
-bytes, does the same, `tensor.div_(group_to_use.size())` then `dist.all_reduce`, and its docstring says DDP's
-results with it are the same as with no hook). So W workers whose
-loss is the mean over their own shard compute the whole batch's gradient g only:
-  * with equal shards. 100 samples over 3 workers are 34/33/33, and the mean of the shard means then weighs a
-    sample of a 33-sample shard more than one of the 34. ddp_step makes each worker's loss Σ_{i in r} ℓ_i · W / B
-    instead, so that DDP's /W leaves Σ_r Σ_i ∇ℓ_i / B = g for any shards (PyTorch's DDP documentation makes the
-    same point about a summed loss: "the gradient will be M times smaller when compared to the same model trained
-    on a single node with batch=M*N if the loss is summed (NOT averaged as usual) across instances in a batch
-    (because the gradients between different nodes are averaged)", torch/nn/parallel/distributed.py);
+with SUM, bucket by bucket while backward still runs (torch's default_hooks.py, allreduce_hook). Clipping must
+see the global gradient: clip(all-reduced g) = clip(g), but the all-reduce of clipped ḡ_r is not.
+
+---
+
+In the code: manual_step is data parallelism by hand (each worker's loss Σ_{i in its shard} ℓ_i / B, all-reduced
+with all_reduce_sum, written into .grad); ddp_step is the same with DDP, whose /W it undoes by making each
+worker's loss Σ_{i in r} ℓ_i · W / B, so that DDP leaves Σ_r Σ_i ∇ℓ_i / B = g for any shards. Accumulation, one
+backward per micro-batch of micro_batch_sizes, is the exercise ddp.accumulated_grad (and the all-reduce
+ddp.average_gradients and ddp.sync_gradients), so its code is not shown here.
+
+How DDP reduces: with no hook registered its C++ reducer divides by W and all-reduces with SUM;
+torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py's allreduce_hook, which counting_hook wraps to count
+the bytes, does the same (`tensor.div_(group_to_use.size())`, then `dist.all_reduce`), and its docstring says DDP's
+results with it are the same as with no hook. PyTorch's DDP documentation makes the point about a summed loss:
+"the gradient will be M times smaller when compared to the same model trained on a single node with batch=M*N if
+the loss is summed (NOT averaged as usual) across instances in a batch (because the gradients between different
+nodes are averaged)" (torch/nn/parallel/distributed.py). So DDP computes the whole batch's gradient g only:
+  * with equal shards, when each worker's loss is the mean over its shard: 100 samples over 3 workers are
+    34/33/33, and the mean of the shard means weighs a sample of a 33-sample shard more than one of the 34;
   * with no coupling across samples: each sample's loss a function of that sample alone. A BatchNorm model's loss
     is still a mean of per-sample losses, but BatchNorm normalises each shard by the shard's own mean and
     variance, so a worker's forward pass is not its part of the whole batch's (torch.nn.SyncBatchNorm computes
     them "over all mini-batches of the same process groups"; tests/test_ddp_lesson.py measures the difference);
   * to rounding, not bit for bit: the sums run in another order (the claims bound the difference by 1e-6 relative
     in float32, 1e-12 in float64).
-
----
-
-The third line is a real bug of large training libraries: each micro-batch's loss normalised by its own size
-instead of by the number of samples in the whole batch. Hugging Face's transformers Trainer had it until October
-2024 (huggingface.co/blog/gradient_accumulation, 2024-10-16: "Gradient accumulation is *supposed* to be mathematically
-equivalent to full batch training; however, losses did not match between training runs where the setting was
-toggled on and off."), and torchtune fixed the same in its recipes (meta-pytorch/torchtune pull request #1875,
-"Normalize CE loss by total number of (non-padding) tokens").
 
 What K× the gradient does to a step depends on the optimizer (forgotten_k_by_optimizer trains each twice, with
 and without the /K, and a table shows them):
@@ -57,60 +54,23 @@ and without the /K, and a table shows them):
     Adam      Δθ = −lr·m̂/(√v̂ + ε)                          m̂ and √v̂ both grow K×: the same step, but for ε
     RMSprop   Δθ = −lr·g/(√v + ε), v ← αv + (1 − α)g²      (torch's, v from 0) the same, but for ε
 
-so with Adam or RMSprop the bug barely shows, which is why it hides (TF-1's RMSPropOptimizer starts v at ones,
-not 0, and takes steps of about lr·g while v ≈ 1: see single.py).
+so with Adam or RMSprop the bug barely shows, which is why it hides.
 
-Clipping must see the global gradient. With g = Σ_r (n_r / B) · ḡ_r, what the all-reduce leaves on every worker:
-
-    clip(Σ_r (n_r / B) · ḡ_r) = clip(g),   but   Σ_r (n_r / B) · clip(ḡ_r) ≠ clip(g)
-
-(for equal shards: clip(all_reduce(SUM, ḡ_r) / W) = clip(g), but all_reduce(SUM, clip(ḡ_r)) / W ≠ clip(g)).
-After the all-reduce every worker holds the same g, hence the same ‖g‖: there is nothing left to reduce. Reducing
-the norm again adds W equal squares,
-
-    sqrt(Σ_r ‖g‖²) = √W · ‖g‖
-
-which is arithmetic, not a finding: the per-rank table shows it (and ‖g‖ itself, the same on every rank because the
-all-reduce left every rank the same g), no claim counts it. The same reduction is right
-when each worker holds only a slice g_r of the parameters, as FSDP shards them: sqrt(Σ_r ‖g_r‖²) = ‖g‖. The
-sharded-norm claim checks that against one process's ‖g‖, each worker taking its 1/W of the flat gradient.
+Clipping: after the all-reduce every worker holds the same g, hence the same ‖g‖, and there is nothing left to
+reduce; reducing the norm again adds W equal squares, sqrt(Σ_r ‖g‖²) = √W · ‖g‖ (norm_reduced_twice: arithmetic,
+shown in the per-rank table, not a claim). The same reduction is right when each worker holds only a slice g_r of
+the parameters, as FSDP shards them: sqrt(Σ_r ‖g_r‖²) = ‖g‖ (sharded_norm, a claim).
 
 `no_sync()`: with DDP, accumulating K micro-batches all-reduces after each of them. Inside `with ddp.no_sync():`
-backward only adds locally; the K-th backward all-reduces the sum: the same gradient, K times fewer bytes sent.
+backward only adds locally; the K-th backward all-reduces the sum: the same gradient, K times fewer bytes sent
+(counting_hook counts them).
 
-With one worker, or one micro-batch, some claims would compare a computation with itself (all_reduce over one
-worker is the identity; loss_k/K with K = 1 is the loss): they are left out, and a note says which.
-
-Every equality is checked where it lives: at each training step, from the same weights. Left to train on their
-own, two float32 runs that add the same numbers in a different order drift apart: the last bits differ, and sooner
-or later a ReLU input sitting at 0 flips sign (after 30 steps: 1 seed in 20 for loss_k/K accumulation, 6 in 20
-counting the data-parallel runs, by up to 7e-4; none in float64). The accumulation table shows that free-running
-difference; it is not a claim. Even a single step can do it: a forward pass over 12 samples need not round each row as
-one over 100 does (on some machines), and a ReLU input within rounding of 0 may land on opposite sides. Such a step is
-detected (ReluSigns: the sign of every ReLU input of every sample, in both computations), left out of the
-equality claims, and counted.
-
-gradlab starts the W workers itself (torch.multiprocessing, gloo on 127.0.0.1), or joins the job when torchrun
-started it (`OMP_NUM_THREADS=1 torchrun --standalone --nproc-per-node 2 -m gradlab ddp`), on one machine or several.
-
-Words the output uses:
-  * micro-batch: one of the K parts a global batch is cut into, to fit memory; their gradients are accumulated.
-  * worker, rank, world size W: each worker is a separate process with its own copy of the model; its rank is
-    its number (0 … W−1); rank 0 alone prints and writes files.
-  * shard: the slice of each global batch one worker computes on (n_r samples on rank r).
-  * all-reduce: a collective call every worker makes at the same time; each sends its tensor and all receive the
-    sum. Collectives must be called by every rank in the same order, or the job waits (until --timeout).
-  * backend: the library that moves the tensors, gloo (CPU, TCP sockets) or nccl (between NVIDIA GPUs).
-  * rendezvous: how the workers find each other before the first collective: an address and port (here
-    127.0.0.1 and a free port) where rank 0 listens and the others connect.
-  * DDP (DistributedDataParallel): the PyTorch wrapper that all-reduces the gradients inside backward().
-  * bucket: DDP packs gradients into buckets of about 25 MB (`_DEFAULT_BUCKET_CAP_MB = 25`,
-    torch/nn/parallel/distributed.py) and all-reduces each one as soon as backward has filled it, overlapping
-    communication with computation.
-  * no_sync(): a DDP context manager in which backward only accumulates locally, without all-reducing.
-  * ReLU flip: a ReLU input so close to 0 that the two computations put it on opposite sides; that step's
-    gradients then differ by more than rounding, so it is left out of the equality claims and counted.
-  * comm: the time a step spends in communication (all-reduce), as opposed to computing.
+Every equality is checked where it lives: at each training step, from the same weights. Left to train on their own,
+two float32 runs that add the same numbers in a different order drift apart (the accumulation table shows it; it
+is not a claim); even one step can put a ReLU input within rounding of 0 on opposite sides in the two
+computations. Such a step is detected (ReluSigns: the sign of every ReLU input of every sample, in both), left out
+of the equality claims, and counted. With one worker, or one micro-batch, the claims that would compare a
+computation with itself are left out, and a note says which.
 """
 
 from __future__ import annotations
@@ -161,8 +121,9 @@ TOLERANCE = {"float32": 1e-6, "float64": 1e-12}
 DIFFERS = 1e-4
 
 # The code `--explain` shows beside the math, read from the lesson's files at run time.
-EXPLAIN = ("micro_batch_sizes", "accumulate", "forgotten_k_by_optimizer", "all_reduce_sum", "manual_step", "ddp_step",
+EXPLAIN = ("manual_step", "all_reduce_sum", "ddp_step", "micro_batch_sizes", "forgotten_k_by_optimizer",
            "counting_hook", "norm_reduced_twice", "sharded_norm")
+EXPLAIN_SHORT = ("manual_step",)  # what --explain prints in full; it names the others
 
 
 def graphs(config: Config, images: int = 4) -> list[autograd_graph.Graph]:

@@ -1,76 +1,46 @@
 """stop_gradient on the DQN target, on CartPole.
 
-The tutorial (its text, in two posts: "DQN中为什么要对q_target进行stop_gradient?") builds the target inside
-the graph and cuts it,
-
-    target = r + gamma * q_targ_a
-    target = tf.stop_gradient(target)
-    loss = tf.reduce_mean(tf.square(q_a - target))
-
-and sets it beside the usual way, a target computed in a separate run and fed back in through
-`self.q_target = tf.placeholder(tf.float32, [None, self.n_actions], name='Q_target')`. Without the cut, it warns,
-"我们对loss进行反传时将会影响到target net" (backpropagating the loss would reach the target network).
-
-This lesson's agent fits q(s, a), over a batch of N transitions (s, a, r, s', done), to
+The agent fits q(s, a), over a batch of N transitions (s, a, r, s', done), to a target y, moving the *online*
+network only:
 
     y    = r + γ · (1 − done) · max_a' q_target(s', a')
     loss = (1/N) Σ_i Huber(δ_i),   δ_i = q(s_i, a_i) − y_i
+    Huber(δ) = δ²/2 for |δ| ≤ 1, |δ| − 1/2 beyond (F.smooth_l1_loss): Huber′(δ) = clamp(δ, −1, 1)
 
-    Huber(δ) = δ²/2 for |δ| ≤ 1, |δ| − 1/2 beyond (F.smooth_l1_loss), so Huber′(δ) = clamp(δ, −1, 1)
-    done = 1 on termination only (the pole fell, the cart left the track); 0 when the 500-step time limit
-           truncated the episode, whose next state still has a value (gymnasium's `terminated`, not `truncated`)
+done is 1 on termination only (the pole fell, the cart left the track), 0 when the 500-step time limit truncated
+the episode. y is a number to move towards, not something to move. Two ways to keep the gradient out of y, which
+must be exactly equivalent:
 
-with respect to the *online* network only. Two differences from the tutorial's snippet, both as in stable-baselines3's
-DQN (stable_baselines3/dqn/dqn.py: `target_q_values = replay_data.rewards + (1 - replay_data.dones) * self.gamma *
-next_q_values`, `loss = F.smooth_l1_loss(current_q_values, target_q_values)`): the (1 − done) the snippet leaves out
-(a terminal transition's target is r alone), and Huber for the square. Where |δ| ≤ 1 Huber's gradient is the
-square's halved; beyond, each transition pulls with a force of at most 1. The gradients below are those of the Huber
-loss. Neither difference changes the point: y is a number to move towards, not something to move. Two ways of
-keeping the gradient out of y, which must be exactly equivalent:
+    stop-grad    y inside the graph, then cut: y.detach()             TF: tf.stop_gradient(y)
+    placeholder  y in a separate pass: with torch.no_grad(): y = …    TF: placeholder, feed_dict
 
-    stop-grad    compute y inside the graph and cut it: y.detach()              (TF: tf.stop_gradient(y))
-    placeholder  compute y in a separate pass, then feed it in as a constant:   (TF: a placeholder + feed_dict)
-                 with torch.no_grad(): y = ...
+Without either (`--no-stop-grad`), backpropagation also flows through y. With h_i = Huber′(δ_i)/N:
 
-Without either (`--no-stop-grad`), backpropagation also flows through y, and the chain rule adds a term. With
-h_i = Huber′(δ_i)/N:
-
-    y cut            ∇loss = Σ_i h_i · ∇q(s_i, a_i)                                       (the semi-gradient)
+    y cut            ∇loss = Σ_i h_i · ∇q(s_i, a_i)                      (the semi-gradient)
     through y, too   ∇loss = Σ_i h_i · (∇q(s_i, a_i) − γ(1 − done_i) · ∇max_a' q_target(s'_i, a'))
 
-  * With a separate target network, the added term is a gradient for the target network's parameters. TF-1's
-    `minimize(loss)` updates every trainable variable by default ("var_list: … Defaults to the list of variables
-    collected in the graph under the key `GraphKeys.TRAINABLE_VARIABLES`", tensorflow/python/training/optimizer.py,
-    1.15), hence the tutorial's warning: the target network is dragged along by the loss. Here the optimizer is given
-    the target network's parameters too, to show it.
+With a separate target network, the added term is a gradient for the target network's parameters, and TF-1's
+`minimize(loss)` trains every trainable variable (its var_list's default, tensorflow/python/training/optimizer.py):
+the target network is dragged along by the loss.
 
 ---
 
-  * With the target computed by the online network itself (`--no-target-net`), both terms land on the same
-    parameters and the update descends the TD loss itself: the *naive residual-gradient* algorithm (Sutton & Barto,
-    Reinforcement Learning: An Introduction, 2nd ed., §11.5 "Gradient Descent in the Bellman Error"; "naive
-    residual-gradient algorithm (after Baird, 1995)"), here on the Huber TD loss rather than the squared one. Baird's
-    *residual algorithms* blend two updates with a weight φ between 0 and 1: (1 − φ) × the semi-gradient (his
-    "direct method") + φ × this one (his "residual gradient method"); this variant is φ = 1.
-    It minimises the TD loss averaged over the sampled transitions. For the square, E[δ² | s, a] =
-    (E[δ | s, a])² + Var[δ | s, a]: the squared Bellman error plus the variance of the sampled target, so the two
-    agree only when (r, s', done) is a function of (s, a); otherwise descending the Bellman error needs two
-    independent samples of s' (the book's point). CartPole's transitions are deterministic (only reset() draws
-    random numbers: gymnasium/envs/classic_control/cartpole.py; tests/test_rl.py checks it), so here they agree.
+In the code: td_gradients_by_hand writes both terms out from the chain rule and the gradient anatomy checks them,
+on one fixed batch, against what autograd computes through the TD loss (which the exercise dqn.td_loss asks you to
+write; dqn.td_target is its y). make_networks hands the optimizer the target network's parameters too under
+`--no-stop-grad` with a target network, as TF-1's `minimize` would, to show the drag.
 
-Sources, honestly: neither the book nor Baird's 1995 paper was at hand as a primary copy. The section number, its
-title and the quoted name come from study notes of the book; Baird's three methods and φ from a CMU glossary of his
-terms (www.cs.cmu.edu/afs/cs.cmu.edu/project/learn-43/lib/idauction2/.g/web/glossary/residual.html: "The
-residual method: Make the weight change recommended by the direct method times (1-phi), plus the weight change
-recommended by the residual gradient method, times phi. Phi is a constant between 0 and 1.").
+With the target computed by the online network itself (`--no-target-net`), both terms land on the same parameters
+and the update descends the TD loss itself: the *naive residual-gradient* algorithm (the lesson's page gives its
+sources), here on the Huber TD loss rather than the squared one. It minimises the TD loss averaged over the
+sampled transitions. For the square, E[δ² | s, a] = (E[δ | s, a])² + Var[δ | s, a]: the squared Bellman error
+plus the variance of the sampled target, so the two agree only when (r, s', done) is a function of (s, a). CartPole's
+transitions are deterministic (only reset() draws random numbers: gymnasium/envs/classic_control/cartpole.py;
+tests/test_rl.py checks it), so here they agree. How the variants *learn* is shown, not claimed: `--compare` trains
+them on the same seed, one run each, and no claim ranks them.
 
-The gradient anatomy checks both formulas on one fixed batch: what autograd computes through td_loss against the
-same sums written out by hand (td_gradients_by_hand). How the variants *learn* is shown, not claimed: `--compare`
-trains them on the same seed, one run each, and no claim ranks them.
-
-The agent reads top to bottom: Q-network, replay buffer, ε-greedy with a linear schedule, a target network
-synced every N steps, Huber loss, Adam (rl-baselines3-zoo's settings; the tutorial's snippet minimised with
-tf.train.RMSPropOptimizer, which changes none of the above). No RL framework.
+The agent reads top to bottom: Q-network, replay buffer, ε-greedy with a linear schedule, a target network synced
+every N steps, Huber loss, Adam (rl-baselines3-zoo's settings). No RL framework.
 """
 
 from __future__ import annotations
@@ -111,7 +81,7 @@ MARKS = {f"learns ({rl.LEARNED:.0f}: v0's 'solved')": rl.LEARNED,
          f"v1's 'solved' ({rl.registered()[1]:.0f})": rl.registered()[1]}
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("td_loss", "td_gradients_by_hand", "make_networks")
+EXPLAIN = ("td_gradients_by_hand", "make_networks")
 
 
 # ---------------------------------------------------------------------------------------------------------------

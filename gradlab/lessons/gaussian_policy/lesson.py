@@ -9,67 +9,36 @@ and its score function (the gradient REINFORCE multiplies by the return) in clos
     ∂ ln π/∂μ = (a − μ)/σ²
     ∂ ln π/∂σ = ((a − μ)² − σ²)/σ³
 
+The layer is a `torch.autograd.Function` whose forward is ln π and whose backward is that closed form (and
+∂ ln π/∂a = −(a − μ)/σ²), checked against `Normal(μ, σ).log_prob(a)` and `gradcheck`, then used to train a policy
+on a one-step bandit with a known optimum:
+
+    reward r(a) = −‖a − a*‖²                 the best policy is μ = a*, σ → 0
+    loss = −mean_k (r_k − b_k) ln π(a_k)     REINFORCE
+    b_k  = Σ_{j≠k} r_j/(N − 1)               the other actions' mean reward (leave-one-out)
+
+Autograd through ln π gives the same scores, as long as the action is a constant: never differentiate through the
+sampled action (sample under `torch.no_grad()`, or `Normal.sample()`, not `rsample()`).
+
 ---
 
-What the tutorial wrote (the tutorial's text, lines 24-38):
+In the code: reinforce is the training loop (actions sampled under no_grad, the layer applied to them,
+leave_one_out the baseline); the layer itself is the exercise gaussian-policy.GaussianLogProb, and the closed-form
+score the exercise gaussian-policy.score, so their code is not shown here. score_through_sample is the mistake:
+through a = μ + σε, ln π = −ε²/2 − ln σ − ½ ln 2π, whose gradient is (0, −1/σ), not the score (the claim
+through-sample-differs; at a = μ, ε = 0, the two coincide). seed_layer is the tutorial's layer ported line by
+line, bugs included (the lesson's page lists them).
 
-    @tf.custom_gradient
-    def sample_normal_dist_grad_layer(_y):
-        mu = y[:, 0: 2]
-        sigma = y[:, 2: 4]
-        dist = tf.distributions.Normal(loc=0., scale=0.)
-        sample = dist.sample(tf.shape(x)[0])
-        out = sample * sigma + mu
-        mu_loss = (out - mu) / (sigma ** 2)
-        sigma_loss = ((out - mu) ** 2 - sigma ** 2) / (sigma ** 3)
-        out = tf.concat([mu_loss, sigma_loss], axis=-1)
-
-        def grad(dy):
-            grads = _y * dy
-            return grads
-        return out, grad
-
-Its bugs, as the code has them (the table "the tutorial's layer, ported line by line" runs it):
-  * the forward reads the globals `y` and `x` (lines 26, 27 and 29), not its argument `_y`; it works only because
-    the layer is called on that same `y` (line 42: `policy_loss = sample_normal_dist_grad_layer(y)`);
-  * the forward returns the score values [∂ln π/∂μ, ∂ln π/∂σ] (line 33), not ln π, and `grad` returns `_y * dy`
-    (line 36): the layer's *input* times the upstream gradient, so `tf.gradients(policy_loss, y)` is y itself, not
-    the score (the post reads `grads = _y * dy` as feeding back `out`, the layer's output: line 18);
-  * `Normal(loc=0., scale=0.)` samples ε · 0 + 0 = 0: TF-1's `Normal._sample_n` returns `sampled * self.scale +
-    self.loc` and checks nothing by default (`validate_args=False`; tensorflow/python/ops/distributions/normal.py
-    at v1.12.0, lines 112 and 185-189). So every action is a = μ, the μ-score is always 0 and the σ-score −1/σ;
-  * the sample has shape [n] (`dist.sample(tf.shape(x)[0])`) where [n, 2] was meant: `sample * sigma`, with sigma
-    [n, 2], broadcasts the [n] along the last axis, so for n = 1 (the post feeds one row, line 52) one ε is shared
-    by both action dimensions, for n = 2 the noise pairs with columns instead of rows, and for n ≥ 3 the shapes do
-    not broadcast at all (measured: the note under the table).
-
-Its premise is false too: "The auto-gradient in TF cannot compute gradient like these" (line 18). Autograd through
-ln π computes exactly these scores as long as the action is a constant: the claim layer-equals-normal checks the
-closed form against autograd through `torch.distributions.Normal(μ, σ).log_prob(a)`. What matters is not to
-differentiate through the sampled action. TF-1's `Normal` is reparameterized (`FULLY_REPARAMETERIZED`, normal.py
-line 146: a sample a = μ + σε depends on μ and σ), so TF-1 code had to `tf.stop_gradient` the action; torch's
-`Normal.sample()` runs under `torch.no_grad()` and `rsample()` does not (torch/distributions/normal.py). Through
-a = μ + σε, ln π = −ε²/2 − ln σ − ½ ln 2π, whose gradient is (0, −1/σ), not the score: the score table's last
-column, and the claim through-sample-differs (at a = μ, ε = 0, the two coincide).
-
-Here the intended idea is a `torch.autograd.Function` whose forward is ln π and whose backward is the closed form
-above (and ∂ ln π/∂a = −(a − μ)/σ² for completeness), checked against `Normal(μ, σ).log_prob(a)` and `gradcheck`,
-then used to train a policy with REINFORCE on a one-step continuous bandit with a known optimum:
-
-    reward r(a) = −‖a − a*‖²                        the best policy is μ = a*, σ → 0
-    loss = −mean_k (r_k − b_k) ln π(a_k)             b_k = Σ_{j≠k} r_j/(N − 1): the other actions' mean reward
-
-The baseline is leave-one-out: b_k does not depend on a_k, so E[(r_k − b_k) ∇ ln π(a_k)] = ∇E[r] (unbiased), and
-it cuts the variance. The batch mean with r_k in it does not: r_k − mean(r) = (N − 1)/N · (r_k − b_k), so it
-shrinks the expected gradient by (N − 1)/N, 63/64 at the default 64 samples (Kool, van Hoof and Welling, "Buy 4
-REINFORCE samples, get a baseline for free!", ICLR 2019 workshop; a test checks the identity and both
+The baseline is leave-one-out: b_k does not depend on a_k, so E[(r_k − b_k) ∇ ln π(a_k)] = ∇E[r] (unbiased), and it
+cuts the variance. The batch mean with r_k in it does not: r_k − mean(r) = (N − 1)/N · (r_k − b_k), so it shrinks
+the expected gradient by (N − 1)/N, 63/64 at the default 64 samples (a test checks the identity and both
 expectations). Adam divides by the gradient's own running scale (torch/optim/adam.py: m̂/(√v̂ + ε)), so that
 constant factor hardly changes this run; with SGD it would shrink every step.
 
 σ = exp(ρ) keeps σ > 0 while the layer's σ-gradient flows through the chain rule into ρ. Adam moves each
 coordinate by about lr per update when the gradient keeps its sign (m̂/√v̂ ≈ ±1; the lesson measures the largest
-step of μ), so μ needs about |a* − μ₀|/lr updates to arrive, whatever the gradient's quality: the REINFORCE table
-shows Adam on the exact gradient of −E[r] = ‖μ − a*‖² + Σσ² beside REINFORCE, same lr, same start.
+step of μ), so μ needs about |a* − μ₀|/lr updates to arrive, whatever the gradient's quality: exact_adam runs Adam
+on the exact gradient of −E[r] = ‖μ − a*‖² + Σσ², same lr, same start, and the REINFORCE table shows it beside.
 """
 
 from __future__ import annotations
@@ -89,8 +58,8 @@ from gradlab.lessons.gaussian_policy.settings import (  # the settings, declared
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("GaussianLogProb", "score_closed_form", "score_through_sample", "seed_layer", "leave_one_out",
-           "reinforce", "exact_adam")
+EXPLAIN = ("leave_one_out", "score_through_sample", "reinforce", "seed_layer", "exact_adam")
+EXPLAIN_SHORT = ("leave_one_out", "score_through_sample")  # what --explain prints in full; it names the others
 
 
 class GaussianLogProb(torch.autograd.Function):

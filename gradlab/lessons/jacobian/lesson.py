@@ -5,36 +5,35 @@ The tutorial's question: a policy matrix X (2×4), a state y (4), and
     z = X y            (2 numbers)
     W = log softmax(z) (2 numbers: log-probabilities of two actions)
 
-The asker wanted dW₁/dX, but `tf.gradients(W, X)` returned a single 2×4 matrix (the tutorial's text, lines 53-59).
-Gradients of a non-scalar output are vector-Jacobian products: autograd computes vᵀJ for a vector v of your choice, and
-TF used v = ones, so the answer was Σ_i ∂W_i/∂X (tensorflow/python/ops/gradients_impl.py at v1.15.0, lines 59-69:
-"each tensor is the `sum(dy/dx)` for y in `ys`" … "When `grad_ys` is None, we fill in a tensor of '1's"). PyTorch
-refuses to guess: `W.backward()` on a non-scalar raises, and `torch.autograd.grad(W, X, grad_outputs=v)` asks for
-v explicitly.
+The asker wanted dW₁/dX, but `tf.gradients(W, X)` returned a single 2×4 matrix. Gradients of a non-scalar output
+are vector-Jacobian products: autograd computes vᵀJ for a vector v of your choice, and TF-1 used v = ones when
+none was given (tf.gradients' grad_ys=None, gradients_impl.py), so the answer was Σ_i ∂W_i/∂X. PyTorch refuses
+to guess: `W.backward()` on a non-scalar raises, and `torch.autograd.grad(W, X, grad_outputs=v)` asks for v.
 
 Closed form. With p = softmax(z):  ∂ log p_i/∂z_k = δ_ik − p_k,  and  ∂z_k/∂X_kj = y_j,  so
 
     ∂W_i/∂X = (e_i − p) yᵀ         (a 2×4 matrix for each output i)
     Σ_i ∂W_i/∂X = (1 − 2p) yᵀ      (what tf.gradients(W, X) returned, here with 2 outputs)
 
-The full Jacobian (2×2×4) needs one backward pass per output (the tutorial's answer: a `tf.while_loop` of
-`tf.gradients`, one per output, the tutorial's text, lines 67-103), or one batched pass: `vmap` over the basis vectors
-e_i of a vector-Jacobian product (`torch.func.jacrev`), or forward mode, one pass per input (`torch.func.jacfwd`).
+The full Jacobian (2×2×4) needs one backward pass per output, v = e_i for each i (the tutorial's answer: a loop of
+`tf.gradients`), or one batched pass: `vmap` over the basis vectors e_i of a vector-Jacobian product
+(`torch.func.jacrev`), or forward mode, one pass per input (`torch.func.jacfwd`).
 
 ---
 
-The Hessian of W_i is the Jacobian of its gradient. The tutorial's answer says that nesting its Jacobian,
-`jacobian(jacobian(...))`, gives "some weird errors" (the tutorial's text, lines 105-106, "tracked as Issue 675":
-tensorflow/tensorflow#675, "Gradients of non-scalars (higher rank Jacobians)", a feature request, where a user
-reports in 2018 that such Jacobians "do not work when nested (testing in tensorflow 1.5.0)"). Nesting builds a
-while_loop of `tf.gradients` inside another and differentiates through the inner one (the post does not show
-the error). TF-1 did compute Hessians: `tf.hessians` (from TF 0.12; gradients_impl.py at v1.15.0, lines 332-390)
-takes the gradient once, then differentiates each of its entries
-again, in one while_loop (a Python loop up to v1.2). Here the Hessian is computed four ways: `jacfwd(jacrev(f))`,
+In the code: policy is W; METHODS holds the five ways to the Jacobian (the loop over outputs,
+`torch.autograd.functional.jacobian`, `torch.func.jacrev`, `torch.func.jacfwd`, and vmap of a vector-Jacobian
+product), checked against each other and the closed form. The loop, and vmap of a vector-Jacobian product, each
+answer the exercise jacobian.jacobian_loop, so their code is not shown here.
+
+The Hessian of W_i is the Jacobian of its gradient. HESSIANS holds four ways: `jacfwd(jacrev(f))`,
 `torch.func.hessian`, `torch.autograd.functional.hessian`, and tf.hessians' own way (the gradient with
-create_graph=True, then one more backward pass per entry). The first two are one computation: `torch.func.hessian`
-is `jacfwd(jacrev(func, argnums), argnums)` in torch's source (torch/_functorch/eager_transforms.py), so their
-agreement cannot fail; the claim is that the three independent ways and finite differences agree.
+create_graph=True, then one more backward pass per entry of it: a Hessian-vector product away from the exercise
+jacobian.hvp, so its code is not shown here). The first two are one computation:
+`torch.func.hessian` is `jacfwd(jacrev(func, argnums), argnums)` in torch's source
+(torch/_functorch/eager_transforms.py), so their agreement cannot fail; the claim is that the three independent
+ways and central finite differences (hessian_fd) agree. W and its derivatives are computed in float64 (the
+`--scaling` timings in float32).
 """
 
 from __future__ import annotations
@@ -60,7 +59,7 @@ DEFAULT_STATE = "1.0,0.5,-1.0,2.0"
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("policy", "jacobian_loop", "jacobian_vmap_vjp", "hessian_loop", "hessian_fd")
+EXPLAIN = ("policy", "hessian_fd")
 
 
 def policy(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

@@ -9,79 +9,41 @@ written, e = exp(x), u = 1 + e, y = log(u), one op at a time:
     dy/de = dy/du        add's backward       0
     dy/dx = dy/de · e    exp's backward       0 · inf = NaN
 
-eˣ overflows float32 from x ≈ 88.72 (exp(88) = 1.65e38, exp(89) = inf). The table "the backward pass link by link"
-measures every link with `torch.autograd.grad` on the intermediates.
+eˣ overflows float32 from x ≈ 88.72 (exp(88) = 1.65e38, exp(89) = inf). The table "the backward pass link by
+link" measures every link with `torch.autograd.grad` on the intermediates (chain).
 
-The classic trap: guarding the formula with `torch.where(x < 20, log(1 + exp(x)), x)` fixes the value but not the
-gradient. `where`'s backward sends the unused branch exactly 0, and that 0 flows into the branch's own backward:
-1/u = 0 again, then exp's backward makes 0 · inf = NaN, which is added to the 1 from the x branch. The NaN is made
-inside the unused branch (0 · inf), not multiplied in from outside. The fix is to guard the branch's
-*input* too, the "double where", so that the unused branch computes something finite:
+The classic trap: `torch.where(x < 20, log(1 + exp(x)), x)` fixes the value but not the gradient. `where`'s
+backward sends the unused branch exactly 0, and the branch's own backward turns it into 0 · inf = NaN again. The
+fix is to guard the branch's *input* too, the "double where", so that the unused branch computes something finite:
 
     xs = where(x < 20, x, 0)                 the unused branch now sees exp(0) = 1
     y  = where(x < 20, log(1 + exp(xs)), x)  its backward is 0 · 1 = 0: dy/dx = 1 at x = 100
 
-The fully right version computes the forward stably and writes the backward with differentiable ops on x:
+The fully right version is a custom Function: a stable forward, and a backward written with differentiable ops on x:
 
     forward:   max(x, 0) + log1p(exp(−|x|))    (never overflows: exp of a non-positive number)
-    backward:  dy · sigmoid(x)                  (torch records it, so the second derivative is right too)
-(The tutorial's own fix, the porting trap and the sources follow on the lesson's page.)
+    backward:  dy · sigmoid(x)                  (torch records it: the second derivative is right too)
 
 ---
 
-Sources for the above. TF-1 gives the same NaN: the `tf.custom_gradient` docstring says "the gradient this
-function evaluated at x=100 is NaN" (tensorflow/python/ops/custom_gradient.py, v1.7.0 to v1.15.0), and the
-tutorial's text prints `[nan]` (lines 10-23). In the where trap TensorFlow does the same: in 2016, in
-tensorflow/tensorflow#2540 about `tf.select`, girving writes with w = tf.exp(x): "tf.gradients correctly
-computes dy/dw = 0. It then computes dy/dx = w * dy/dw", that is inf · 0. The double where is the workaround in
-TensorFlow's `tf.where` documentation from r2.4 on ("use an inner tf.where to ensure the function has no
-asymptote") and in the JAX FAQ ("Gradients contain NaN where using where": put a where "inside the
-partially-defined function").
+In the code: naive and where_guard are the two ways above that give NaN; METHODS sets them beside the fixes (the
+double where and the stable Function, which the exercises log1pexp.softplus and log1pexp.Log1pExp ask you to
+write), the tutorial's custom gradient and `F.softplus`, which switches to x above its threshold 20
+(torch/nn/functional.py). For x ≪ 0 the naive value and the tutorial's value and gradient come out 0: 1 + e rounds
+to 1 and log(1) = 0, where the answer is eˣ (log1p avoids that; the naive gradient, e/u, stays right).
 
-The tutorial's fix, a custom gradient. The tutorial's text is cut off right after `def grad(dy):` (its line 31 is blank
-and line 32 is another article's code); the example it copies is the `tf.custom_gradient` docstring's, from TF 1.7
-on (tensorflow/python/ops/custom_gradient.py at v1.12.0, lines 65-73; the tutorial's text says "v1.12" and
-"tf.custom_gradients", but the decorator is `tf.custom_gradient` and first shipped in 1.7):
+The tutorial's fix is a custom gradient, backward dy · (1 − 1/(1 + e)) with e = eˣ: the gradient at x = 100 is
+1 − 1/inf = 1, but the value is still log(1 + inf) = inf in float32. Two PyTorch ports of it:
 
-    @tf.custom_gradient
-    def log1pexp(x):
-      e = tf.exp(x)
-      def grad(dy):
-        return dy * (1 - 1 / (1 + e))
-      return tf.log(1 + e), grad
+  * PortEOnCtx computes e in `forward` and keeps it on ctx (`ctx.e = e`): the same values and first derivative,
+    but autograd records nothing inside `forward` (the lesson measures that the stored e has no grad_fn), so the
+    backward's e is a constant. A second derivative either raises or silently leaves out the f'' term:
+    d²/dx² Σ f(x)² comes out 2f'² instead of 2f'² + 2f·f''.
+  * FaithfulPort saves x and recomputes e = exp(x) inside `backward`: its second derivative is right wherever eˣ
+    is finite, and NaN where it overflows (at x = 89 and 100 in float32: 1/(1 + e)² · e is 0 · inf).
 
-The gradient at x = 100 is 1 − 1/inf = 1. The value is still log(1 + inf) = inf in float32 (measured below).
-
-Its second derivative is right in TF-1 wherever eˣ is finite. In graph mode `tf.custom_gradient` registers
-`grad` as the gradient of an IdentityN op (custom_gradient.py at v1.15.0, lines 292-298: `@ops.RegisterGradient(name)` …
-`gradient_override_map({"IdentityN": name})`), so `tf.gradients` calls `grad` while it adds the backward ops to
-the graph, and `e` is the graph tensor Exp(x): `dy * (1 - 1 / (1 + e))` is made of graph ops that a second
-`tf.gradients` (or `tf.hessians`, which differentiates the output of `gradients`: gradients_impl.py at v1.15.0,
-lines 372 and 388) differentiates again, giving sigmoid'(x) = e/(1 + e)², except where e overflows: at x ≥ 89 in
-float32, 1/(1 + e)² · e is 0 · inf = NaN (the faithful port below, the same ops, gives NaN at x = 89 and 100).
-This is read from TF-1's source; no TF 1.x wheel runs on Python 3.11, so nothing here runs TF-1 itself.
-
-The porting trap. A PyTorch port that computes e in `forward` and keeps it on ctx (`ctx.e = e`) has the same
-values and first derivative, but autograd records nothing inside `forward` (the lesson measures that the stored e
-has no grad_fn), so the backward's e is a constant: the gradient it returns does not depend on x, and asking for
-a second derivative either raises or, worse, silently leaves out the f'' term: d²/dx² Σ f(x)² comes out 2f'²
-instead of 2f'² + 2f·f'' by `autograd.grad`, `.backward()` and `autograd.functional.hessian` alike, while f''
-itself by `autograd.grad` twice raises "does not require grad". What survives a second backward is what
-`backward` computes with torch ops from the tensors it was given: the saved inputs (or outputs) and dy. PyTorch's
-documentation says so (`FunctionCtx.save_for_backward`, torch/autograd/function.py in torch 2.14, lines 53-62:
-intermediaries saved for backward may not support double backward; "recompute intermediaries based on the inputs
-during backward", or mark the backward `@once_differentiable` "so that performing double backward raises an
-error"). So the faithful port saves x and recomputes e = exp(x) inside `backward`: equivalent to TF-1, whose
-`grad` used the forward's graph tensor Exp(x), a tensor PyTorch's autograd does not record inside `forward`; its
-second derivative is right. `@once_differentiable` does not make every route raise (measured): a
-`.backward()` through the gradient raises "trying to differentiate twice a function that was marked with
-@once_differentiable", `autograd.grad` raises that x "appears to not have been used in the graph", and
-`autograd.functional.hessian` returns zeros without a word.
-
-For x ≪ 0 the naive value and the tutorial's value and gradient come out 0: 1 + e rounds to 1 and log(1) = 0,
-where the answer is eˣ (log1p avoids that; the naive gradient, e/u, stays right). `F.softplus` switches to x
-above its threshold 20 (torch/nn/functional.py: "For numerical stability the implementation reverts to the
-linear function when" input · beta > threshold).
+What survives a second backward is what `backward` computes with torch ops from the tensors it was given: the saved
+inputs (or outputs) and dy (PyTorch's `FunctionCtx.save_for_backward` documentation; the lesson's page quotes it).
 """
 
 from __future__ import annotations
@@ -107,8 +69,8 @@ GUARD = 20.0  # the where guards switch to y = x from here on (log(1 + e²⁰) =
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("naive", "where_guard", "double_where", "PortEOnCtx", "FaithfulPort", "StableLog1pExp")
-EXPLAIN_SHORT = ("StableLog1pExp",)  # what --explain prints in full; it names the others
+EXPLAIN = ("naive", "where_guard", "chain", "PortEOnCtx", "FaithfulPort")
+EXPLAIN_SHORT = ("naive", "where_guard")  # what --explain prints in full; it names the others
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,56 +1,37 @@
 """MNIST softmax regression: `optimizer.minimize(cost)` is "compute the gradients, then apply them".
 
-The TensorFlow-1 tutorial trained the same model twice: once with
-`GradientDescentOptimizer(lr).minimize(cost)`, once by hand with `grad_W, grad_b = tf.gradients(xs=[W, b], ys=cost)`
-and `W.assign(W - lr * grad_W)`, and showed the two agree. gradlab adds a third way with no autograd at all.
-
-Model and cost (the tutorial's settings: W, b start at zero, lr 0.01, batch 100, 10 epochs, mnist.train,
-accuracy on `mnist.test.images[:3000]`):
-
     z    = x W + b                       x: B×784, W: 784×10, b: 10
-    p    = softmax(z)                    pred in the tutorial
+    p    = softmax(z)
     cost = mean_i( −Σ_k y_ik log p_ik )  cross-entropy with one-hot labels y
 
-The gradient, derived by hand (softmax and cross-entropy together give a simple result):
+Softmax and cross-entropy together have a simple gradient, derived by hand:
 
     ∂cost/∂z = (p − y) / B
     ∂cost/∂W = xᵀ (p − y) / B
     ∂cost/∂b = mean_i (p − y)
 
-Three ways to take the step W ← W − lr·∂cost/∂W (and the same for b):
+Three ways to take the step W ← W − lr·∂cost/∂W (and b's), which must agree on the same batches:
 
-    optimizer  torch.optim.SGD: zero_grad(); cost.backward(); step()   TF: GradientDescentOptimizer.minimize
-    manual     g = torch.autograd.grad(cost, [W, b]); W -= lr·g         TF: tf.gradients, then W.assign(W − lr·g)
-    analytic   the formulas above, computed directly; no autograd       (what autograd does for us)
+    optimizer  torch.optim.SGD: zero_grad(); cost.backward(); step()
+               TF: GradientDescentOptimizer(lr).minimize(cost)
+    manual     gW, gb = torch.autograd.grad(cost, [W, b]); W ← W − lr·gW
+               TF: grad_W, grad_b = tf.gradients(xs=[W, b], ys=cost); W.assign(W − lr·grad_W)
+    analytic   the formulas above, computed directly: no autograd (what autograd does for us)
+
+`.backward()` *adds* into `.grad`, which is why the optimizer way needs `zero_grad()`; `autograd.grad` returns
+fresh tensors and changes no parameter, as `tf.gradients` does.
 
 ---
 
-Where PyTorch differs from the TF-1 original:
-  * TF built a graph once and ran it in a session; PyTorch computes eagerly, so the "graph" is rebuilt on each
-    step and `autograd.grad` (like `tf.gradients`) returns gradients without touching the parameters.
-  * `.backward()` *accumulates* into `.grad`, which is why the optimizer path needs `zero_grad()`;
-    `autograd.grad` returns fresh tensors and needs no zeroing.
-  * The tutorial wrote `log(softmax(z))`; we use `log_softmax(z)`: the same number, but it cannot hit log(0).
-  * The autograd ways take the cost from `F.cross_entropy(z, labels)`: the same cost with the labels as class
-    numbers instead of one-hot rows (it picks −log p of each true class instead of multiplying by zeros), in two
-    autograd nodes instead of five (NllLossBackward0 and LogSoftmaxBackward0). The analytic way keeps the
-    one-hot formula above; its claim checks that the hand-derived gradient matches autograd's through PyTorch's
-    own cross-entropy.
-  * The tutorial's epoch cost is the mean of the epoch's batch costs, each computed before its update; so is ours.
+In the code: optimizer_step, manual_step and analytic_step each make a step(x, y) that updates W and b in place and
+returns the cost before the update; the epoch cost is the mean of those (the tutorial's too). The batches are one
+permutation per epoch, seeded by --seed and shared by the three ways; `--no-shuffle` takes them in file order.
 
-The data, as the tutorial's `input_data.read_data_sets("/tmp/data/", one_hot=True)` split it
-(tensorflow/contrib/learn/python/learn/datasets/mnist.py, TF 1.15; line numbers of v1.15.0):
-  * `validation_size=5000` (line 237): `validation_images = train_images[:validation_size]`,
-    `train_images = train_images[validation_size:]` (lines 283-286). mnist.train is images 5,000–59,999 of the
-    training file, 55,000 images; the first 5,000 are mnist.validation, which the tutorial never used. With full
-    MNIST or Fashion-MNIST gradlab trains on the same images (`--train-size N`: images 5,000 to 5,000 + N − 1).
-    The bundled sample is the file's first 10,000 images: it keeps all of them (images 0–9,999), since skipping
-    5,000 would halve it and nothing here validates. The data line of every run names the images used.
-  * `next_batch` (lines 194-227) shuffles before the first epoch and reshuffles at each epoch's end with numpy's
-    global RNG, which every DataSet reseeds from fresh entropy (`numpy.random.seed(seed1 if seed is None else
-    seed2)`, lines 137-139, with seed=None): the tutorial's batch order differs on every run, so its published
-    costs cannot be repeated digit for digit. gradlab's shuffle is seeded (--seed), one permutation per epoch
-    shared by the three ways; `--no-shuffle` takes the batches in file order, the same in any framework.
+The autograd ways take the cost from `F.cross_entropy(z, labels)`: the same cost with the labels as class numbers
+instead of one-hot rows (it picks −log p of each true class instead of multiplying by zeros), in two autograd nodes
+instead of five (NllLossBackward0 and LogSoftmaxBackward0). The analytic way keeps the one-hot formula above; its
+claim checks that the hand-derived gradient matches autograd's through PyTorch's own cross-entropy. Where the
+tutorial wrote `log(softmax(z))`, the code takes `log_softmax(z)`: the same number, but it cannot hit log(0).
 """
 
 from __future__ import annotations
@@ -79,8 +60,8 @@ TUTORIAL_ACCURACY = 0.873333
 
 
 # The code `--explain` shows beside the math, read from this file at run time.
-EXPLAIN = ("cross_entropy", "optimizer_step", "manual_step", "analytic_gradients", "analytic_step")
-EXPLAIN_SHORT = ("manual_step", "analytic_gradients")  # what --explain prints in full; it names the others
+EXPLAIN = ("manual_step", "analytic_step", "optimizer_step", "cross_entropy")
+EXPLAIN_SHORT = ("manual_step", "analytic_step")  # what --explain prints in full; it names the others
 
 
 # ---------------------------------------------------------------------------------------------------------------
