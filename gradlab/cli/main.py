@@ -25,7 +25,6 @@ from gradlab.errors import GradlabError, RunFailed
 from gradlab.lessons import LESSONS, LessonInfo
 from gradlab.practice import commands as practice
 from gradlab.practice.grade import grade
-from gradlab.report.explain import print_explanation
 from gradlab.report.files import STDOUT, write_json, write_plot
 from gradlab.version import __version__
 
@@ -147,6 +146,8 @@ def run_lesson(ctx: click.Context, name: str) -> int:
     to_stdout = STDOUT in (run.json_path, run.plot_path)
     console = report.make_console(quiet=run.quiet, stderr=to_stdout)  # stdout then carries the file alone
     if run.explain:
+        from gradlab.report.explain import print_explanation  # rich: only when asked for
+
         print_explanation(name, console, full=run.explain == "full")
     with report.progress_bar(console) as progress:
         result = runner.execute(name, run, config, console, progress)
