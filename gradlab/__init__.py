@@ -59,6 +59,6 @@ def exercises() -> list[dict]:
 def check(fn, exercise: str):
     """Check FN (a function or class you wrote, e.g. in a notebook cell) against exercise EXERCISE, as `gradlab
     check` does; return the Result, which Jupyter shows as the table of checks with the diagnosis."""
-    from gradlab.practice.check import check_function
+    from gradlab.practice.notebook import check_function
 
     return check_function(fn, exercise)
