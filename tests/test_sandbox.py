@@ -604,7 +604,11 @@ def _sandboxes_of(pid: int) -> set[int]:
     --args)."""
     found = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:  # a thread that ended since the listing (a check's threads come and go)
+            continue
+        for child in children:
             with contextlib.suppress(OSError):
                 if Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")[:2] == [b"bwrap", b"--args"]:
                     found.add(int(child))

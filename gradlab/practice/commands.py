@@ -83,22 +83,16 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
                       markup=False, highlight=False)
     graded = pool.grade_all(todo, seed)
     why = "not graded: gradlab was stopped before this file's check ended"
-    results = [r or stopped_result(s.exercise, s.shown, why, seed) for s, r in zip(todo, graded.results, strict=True)]
+    results = [r if r is not None else stopped_result(s.exercise, s.shown, why, seed)
+               for s, r in zip(todo, graded.results, strict=True)]
     _stamp(results)
     if folder:
         table = _class_table(path, results)
         console.print(report.render_table(table))
     else:
         _show(results[0], console, found)
-    outputs = ((json_path, lambda: json.dumps(_json(results, folder), indent=2, ensure_ascii=False,
-                                              allow_nan=False) + "\n"),
-               (junit_path, lambda: grading.junit(results)),
-               (gradescope_path, lambda: grading.gradescope(results, [_scored(r, items) for r in results])))
-    for target, text in outputs:
-        if target:
-            write_bytes(target, text().encode())
-            if target != STDOUT:
-                console.print(f"wrote {isolate.sanitize(target)}", markup=False)
+    _write(results, items, console, folder=folder, json_path=json_path, junit_path=junit_path,
+           gradescope_path=gradescope_path)
     if graded.signum is not None:  # what was graded is written: now the stop that Ctrl-C or SIGTERM asked for
         raise Interrupted(graded.signum)
     return 0 if all(r.exit_code == 0 for r in results) else 1
@@ -191,10 +185,20 @@ def _class_table(path: str, results: list[Result]) -> Table:
                  f"{len(results)} submissions pass", ["file", "exercise", "points", "of", "verdict"], rows)
 
 
-def _json(results: list[Result], folder: bool):
-    """--json: a file's Result, or a folder's list of them, each with its points."""
+def _write(results: list[Result], items: list[course.Item] | None, console, *, folder: bool, json_path: str | None,
+           junit_path: str | None, gradescope_path: str | None) -> None:
+    """The files asked for, each said in a line unless it went to standard output: --json (a file's Result, or a
+    folder's list of them, each with its points), --junit and --gradescope."""
     data = [r.to_json() | {"points": r.metrics["points"]} for r in results]
-    return data if folder else data[0]
+    outputs = ((json_path, lambda: json.dumps(data if folder else data[0], indent=2, ensure_ascii=False,
+                                              allow_nan=False) + "\n"),
+               (junit_path, lambda: grading.junit(results)),
+               (gradescope_path, lambda: grading.gradescope(results, [_scored(r, items) for r in results])))
+    for target, text in outputs:
+        if target:
+            write_bytes(target, text().encode())
+            if target != STDOUT:
+                console.print(f"wrote {isolate.sanitize(target)}", markup=False)
 
 
 def _scored(result: Result, items: list[course.Item] | None) -> course.Score:
