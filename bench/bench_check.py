@@ -22,8 +22,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from gradlab.practice import EXERCISES, answer_source
-from gradlab.practice.check import HEADER, starter
+from gradlab.practice import all_exercises, answer_source
+from gradlab.practice.starter import HEADER, starter
 
 TARGET_S = 3.0
 
@@ -54,7 +54,7 @@ def wrong_source(name: str) -> str:
 
 
 def main() -> None:
-    names = [n for n in EXERCISES if not sys.argv[1:] or any(a in n for a in sys.argv[1:])]
+    names = [n for n in all_exercises() if not sys.argv[1:] or any(a in n for a in sys.argv[1:])]
     if not names:
         sys.exit(f"bench_check: no exercise's name contains {' or '.join(sys.argv[1:])}; usage: python "
                  f"bench/bench_check.py [PART OF A NAME ...], e.g. critic_update (`gradlab exercises` lists them)")
@@ -64,7 +64,7 @@ def main() -> None:
         table.add_column(col, justify="left" if col == "exercise" else "right")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            ex = EXERCISES[name]
+            ex = all_exercises()[name]
             files = {"answer": f"{HEADER}# gradlab-exercise: {name}\n{answer_source(ex)}", "starter": starter(ex),
                      "wrong": wrong_source(name),
                      "syntax": f"# gradlab-exercise: {name}\ndef {ex.function}(:\n    pass\n"}

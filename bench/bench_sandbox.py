@@ -16,8 +16,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from gradlab.practice import EXERCISES, answer_source, cgroups, isolate, sandbox
-from gradlab.practice.check import HEADER, run_check
+from gradlab.practice import all_exercises, answer_source, cgroups, isolate, sandbox
+from gradlab.practice.check import run_check
+from gradlab.practice.starter import HEADER
+from gradlab.practice.submission import Submission
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 
@@ -54,17 +56,18 @@ def main() -> None:
     print(f"machine: {found.mode} ({found.why or 'full isolation'}); {N} rounds; ms (min, median)")
     for k, (lo, med) in timed(variants, N).items():
         print(f"  {k:55} {lo:8.1f} {med:8.1f}")
-    exercise = EXERCISES["clip.clip_by_global_norm"]
+    exercise = all_exercises()["clip.clip_by_global_norm"]
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "clip.py")
         path.write_text(HEADER + answer_source(exercise))
+        submission = Submission(shown=str(path), exercise=exercise, source=path.read_bytes())
         checks = {}
         for mode in modes:
             def check(mode=mode) -> None:
                 old = isolate.detect
                 isolate.detect = lambda: isolate.Detected(mode, "bench")
                 try:
-                    assert run_check(str(path), exercise).exit_code == 0
+                    assert run_check(submission).exit_code == 0
                 finally:
                     isolate.detect = old
             checks[f"gradlab check (clip's model answer), {mode}"] = check

@@ -1,4 +1,5 @@
-"""The exception types for bad input: the CLI prints the message as one line and exits with code 2."""
+"""The exceptions every front end knows: bad input (GradlabError, exit 2), a run that could not finish (RunFailed,
+exit 1) and a stop asked for by a signal (Interrupted, exit 128 + the signal's number)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,12 @@ def check_option(condition: bool, name: str, problem: str | Callable[..., str], 
 class RunFailed(Exception):
     """A run that could not finish for a reason other than bad input (a worker process died or stopped answering):
     the CLI prints the message as one line and exits with code 1."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C (or SIGTERM, SIGHUP), carried past click (which would print a blank line and call it an abort); raised
+    too by a grader that stopped early and wrote what it had graded first."""
+
+    def __init__(self, signum: int = 2) -> None:
+        super().__init__(signum)
+        self.signum = signum

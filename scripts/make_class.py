@@ -12,8 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from gradlab.practice import EXERCISES
-from gradlab.practice.check import starter
+from gradlab.practice import all_exercises
+from gradlab.practice.starter import starter
 
 COURSE = """# Two exercises of the mnist lesson; softmax_grad is worth more (see the README's "Grading a course")
 [grading]
@@ -69,10 +69,10 @@ CLASS = [
 
 def source(name: str, body: str | None) -> str:
     """The starter of exercise NAME with BODY written in (None: the untouched starter)."""
-    text = starter(EXERCISES[name])
+    text = starter(all_exercises()[name])
     if body is None:
         return text
-    todo = f'    raise NotImplementedError("write {EXERCISES[name].function}")'
+    todo = f'    raise NotImplementedError("write {all_exercises()[name].function}")'
     return text.replace(todo, textwrap.indent(body, "    "))
 
 

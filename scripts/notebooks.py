@@ -28,11 +28,11 @@ def execute(path: Path, quick: bool, answers: bool = False):
 
     nb = nbformat.read(path, as_version=4)
     if answers:
-        from gradlab.practice import EXERCISES, answer_source
+        from gradlab.practice import all_exercises, answer_source
 
         for cell in nb.cells:
             if "gradlab-exercise" in cell.metadata:
-                cell.source = answer_source(EXERCISES[cell.metadata["gradlab-exercise"]]).strip() + "\n"
+                cell.source = answer_source(all_exercises()[cell.metadata["gradlab-exercise"]]).strip() + "\n"
     os.environ["GRADLAB_NOTEBOOK_QUICK"] = "1" if quick else "0"  # the kernel inherits this process's environment
     os.environ["GRADLAB_NOTEBOOK_ANSWERS"] = "1" if answers else "0"
     NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3",

@@ -148,3 +148,12 @@ def require_sandbox(mode: str | None = None) -> str:
     if os.environ.get("GRADLAB_REQUIRE_SANDBOX"):
         pytest.fail(why)
     pytest.skip(why)
+
+
+def check_file(path, name: str, seed: int = 0):
+    """The Result `gradlab check PATH --exercise NAME` shows, without the command: the file read once and checked in
+    the sandbox."""
+    from gradlab.practice import submission
+    from gradlab.practice.check import run_check
+
+    return run_check(submission.own(str(path), submission.read(str(path), follow=True), name), seed)

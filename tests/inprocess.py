@@ -10,8 +10,9 @@ import runpy
 import warnings
 
 from gradlab.kit.harness import Returned
-from gradlab.practice import EXERCISES, checks_of
-from gradlab.practice.check import judge, preflight
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.judge import Reference, judge
+from gradlab.practice.submission import preflight
 
 _CASES: dict[str, tuple[list[dict], list[dict]]] = {}
 _FORBIDDEN: dict = {}
@@ -23,24 +24,24 @@ def forbidden(name: str):
     if name not in _FORBIDDEN:
         from gradlab.practice.child import Forbidden
 
-        _FORBIDDEN[name] = Forbidden(list(EXERCISES[name].forbidden))
+        _FORBIDDEN[name] = Forbidden(list(all_exercises()[name].forbidden))
     return _FORBIDDEN[name]
 
 
-def cases_and_refs(name: str) -> tuple[list[dict], list[dict]]:
-    """The inputs of exercise NAME on seed 0 and the reference's outputs on them (computed once per run)."""
+def reference(name: str) -> Reference:
+    """Exercise NAME's checks, its inputs on seed 0 and the reference's outputs on them (computed once per run)."""
     if name not in _CASES:
-        checks = checks_of(EXERCISES[name])
+        checks = checks_of(all_exercises()[name])
         cases = checks.cases(0)
-        _CASES[name] = cases, [checks.run(None, c) for c in cases]
+        _CASES[name] = Reference(checks, cases, [checks.run(None, c) for c in cases])
     return _CASES[name]
 
 
 def outputs_of(name: str, fn) -> dict:
     """What the sandbox would return for FN: {"ok", "outputs"} or {"ok": False, "kind", "error"}, with "printed"
     and "warnings"."""
-    exercise, checks = EXERCISES[name], checks_of(EXERCISES[name])
-    cases, _ = cases_and_refs(name)
+    exercise, checks = all_exercises()[name], checks_of(all_exercises()[name])
+    cases = reference(name).cases
     watch = forbidden(name)
     watch.used.clear()
     watched = watch.watch(fn)
@@ -74,16 +75,15 @@ def outputs_of(name: str, fn) -> dict:
 
 def judged(name: str, fn):
     """The Result for FN as if it had run in the sandbox (its outputs through the exercise's harness)."""
-    cases, refs = cases_and_refs(name)
-    return judge(EXERCISES[name], cases, refs, outputs_of(name, fn))
+    return judge(all_exercises()[name], reference(name), outputs_of(name, fn))
 
 
 def judged_file(path: str, name: str):
     """The Result for the submission file PATH: pre-flight, then its function judged in this process."""
-    exercise = EXERCISES[name]
+    exercise = all_exercises()[name]
     with open(path, "rb") as f:
         stop = preflight(f.read(), path, exercise)
     if stop is not None:
-        return judge(exercise, [], [], {"ok": False, "kind": "syntax", "error": stop, "trace": ""})
+        return judge(exercise, None, {"ok": False, "kind": "syntax", "error": stop, "trace": ""})
     namespace = runpy.run_path(path, run_name="student")
     return judged(name, namespace[exercise.function])

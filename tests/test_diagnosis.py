@@ -12,8 +12,11 @@ import torch
 from conftest import invoke
 from inprocess import judged
 
-from gradlab.practice import EXERCISES, checks_of
-from gradlab.practice.check import judge, preflight, run_check, starter
+from gradlab.practice import all_exercises, checks_of, submission
+from gradlab.practice.check import run_check
+from gradlab.practice.judge import Reference, judge
+from gradlab.practice.starter import starter
+from gradlab.practice.submission import preflight
 
 
 def fn_of(name: str, source: str):
@@ -21,7 +24,7 @@ def fn_of(name: str, source: str):
     namespace: dict = {}
     exec(compile("import math\nimport torch\nimport torch.nn.functional as F\n" + textwrap.dedent(source),
                  f"<{name}>", "exec"), namespace)
-    return namespace[EXERCISES[name].function]
+    return namespace[all_exercises()[name].function]
 
 
 def said(result) -> str:
@@ -244,7 +247,7 @@ UNKNOWN = [
 @pytest.mark.parametrize(("name", "what", "source", "phrase"), UNKNOWN, ids=[f"{u[0]}: {u[1]}" for u in UNKNOWN])
 def test_a_mistake_nobody_listed_gets_a_diagnosis_naming_it(name, what, source, phrase):
     fn = fn_of(name, source)
-    assert all(m.fn is not fn for m in checks_of(EXERCISES[name]).mistakes)
+    assert all(m.fn is not fn for m in checks_of(all_exercises()[name]).mistakes)
     r = judged(name, fn)
     assert r.exit_code == 1 and phrase in said(r), said(r)
 
@@ -396,7 +399,7 @@ def test_every_new_exercise_has_unknown_mistakes_and_right_alternatives():
     new = {"mnist.LogSoftmax", "clip.global_norm", "clip.clip_across_ranks", "jacobian.vjp", "jacobian.hvp",
            "log1pexp.softplus", "gaussian-policy.GaussianLogProb", "dqn.td_target", "actor-critic.actor_loss",
            "ddp.sync_gradients"}
-    assert new <= set(EXERCISES) and len(EXERCISES) >= 20
+    assert new <= set(all_exercises()) and len(all_exercises()) >= 20
     assert all(sum(u[0] == n for u in UNKNOWN) >= 2 for n in new)
     assert all(any(r[0] == n for r in RIGHT) for n in new)
 
@@ -405,13 +408,13 @@ def test_every_lesson_has_two_exercises_at_different_levels_each_with_three_know
     from gradlab.lessons import LESSONS
 
     for lesson in LESSONS:
-        levels = [e.level for e in EXERCISES.values() if e.lesson == lesson]
+        levels = [e.level for e in all_exercises().values() if e.lesson == lesson]
         assert len(levels) >= 2 and len(set(levels)) >= 2, lesson
-    assert all(len(checks_of(e).mistakes) >= 3 for e in EXERCISES.values())
+    assert all(len(checks_of(e).mistakes) >= 3 for e in all_exercises().values())
 
 
 def test_the_sgd_reference_is_torch_optim_sgd_to_the_bit():
-    checks = checks_of(EXERCISES["mnist.sgd_step"])
+    checks = checks_of(all_exercises()["mnist.sgd_step"])
     for case in checks.cases(0)[:5]:
         W, b = torch.nn.Parameter(case["W"].clone()), torch.nn.Parameter(case["b"].clone())
         opt = torch.optim.SGD([W, b], lr=case["lr"])
@@ -463,17 +466,17 @@ def test_preflight_reports_a_syntax_error_and_a_missing_function_without_a_proce
         raise AssertionError("the pre-flight must not start the sandbox")
 
     monkeypatch.setattr(sandbox, "Sandbox", no_process)
-    ex = EXERCISES["mnist.sgd_step"]
+    ex = all_exercises()["mnist.sgd_step"]
     bad = tmp_path / "bad.py"
     bad.write_text("# gradlab-exercise: mnist.sgd_step\ndef sgd_step(W, b, x, y, lr)\n    return W, b\n")
-    r = run_check(str(bad), ex)
+    r = run_check(submission.own(str(bad), bad.read_bytes(), ex.name))
     assert r.stopped.startswith("syntax error at line 2") and r.exit_code == 1
     assert [c.text.endswith("not reached") for c in r.claims] == [True] * len(r.claims) and r.claims
     renamed = tmp_path / "renamed.py"
     renamed.write_text("def sgd_Step(W, b, x, y, lr):\n    return W, b\n")
-    r = run_check(str(renamed), ex)
+    r = run_check(submission.own(str(renamed), renamed.read_bytes(), ex.name))
     assert "defines no function sgd_step() at its top level (it has sgd_Step: rename it sgd_step)" in r.stopped
-    assert preflight(renamed.read_bytes(), str(renamed), EXERCISES["log1pexp.Log1pExp"]).startswith(
+    assert preflight(renamed.read_bytes(), str(renamed), all_exercises()["log1pexp.Log1pExp"]).startswith(
         "your file defines no class Log1pExp")
     for fine in ("from helpers import sgd_step\n", "if True:\n    def sgd_step(W, b, x, y, lr):\n        pass\n",
                  "exec('def sgd_step(): pass')\n", "sgd_step = lambda W, b, x, y, lr: (W, b)\n"):
@@ -483,7 +486,7 @@ def test_preflight_reports_a_syntax_error_and_a_missing_function_without_a_proce
 
 def test_the_students_output_and_warnings_are_shown_under_the_checks_and_in_json(tmp_path):
     name = "dqn.td_loss"
-    ex = EXERCISES[name]
+    ex = all_exercises()[name]
     checks = checks_of(ex)
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
@@ -491,7 +494,7 @@ def test_the_students_output_and_warnings_are_shown_under_the_checks_and_in_json
     got = {"ok": True, "outputs": [checks.call(checks.reference, c) for c in cases], "printed": printed,
            "printed_bytes": 123456, "warnings": ["UserWarning: Using a target size (torch.Size([32])) that is "
                                                  "different to the input size (torch.Size([32, 1]))"]}
-    r = judge(ex, cases, refs, got)
+    r = judge(ex, Reference(checks, cases, refs), got)
     assert r.metrics["printed"].splitlines()[-1] == "step 99: loss 0.99" and len(r.metrics["printed"].splitlines()) \
         == 20 and r.metrics["printed_bytes"] == 123456 and "target size" in r.metrics["warnings"][0]
     data = r.to_json()
@@ -514,7 +517,7 @@ def test_the_students_output_and_warnings_are_shown_under_the_checks_and_in_json
 
 def test_a_function_that_returns_the_wrong_kind_of_thing_is_told_so(tmp_path):
     path = tmp_path / "clip.py"
-    path.write_text(starter(EXERCISES["clip.clip_by_global_norm"]).replace(
+    path.write_text(starter(all_exercises()["clip.clip_by_global_norm"]).replace(
         '    raise NotImplementedError("write clip_by_global_norm")', "    return grads, 1.0"))
     out = invoke("check", str(path))
     text = " ".join(out.output.split())
@@ -555,7 +558,7 @@ def test_the_error_texts_diagnoses_look_for_are_this_torchs():
     test-oldest run this against the newest and the oldest torch the wheel allows)."""
     from gradlab.practice.diagnosis import ERRORS
 
-    patterns = {p for p, _ in ERRORS} | {p for e in EXERCISES.values() for p, _ in checks_of(e).errors}
+    patterns = {p for p, _ in ERRORS} | {p for e in all_exercises().values() for p, _ in checks_of(e).errors}
     assert patterns <= set(RAISES), f"no line raises {patterns - set(RAISES)}: add one to RAISES"
     for pattern in patterns:
         with pytest.raises((RuntimeError, IndexError)) as raised:

@@ -20,8 +20,9 @@ import pytest
 from conftest import HEADLESS, REPO, assert_one_line_error, headless_browser, invoke, once, require_sandbox
 from test_practice import SGD_RIGHT, solution
 
-from gradlab.practice import EXERCISES, checks_of, course, feedback, gradebook
-from gradlab.practice.check import judge, starter
+from gradlab.practice import all_exercises, checks_of, course, feedback, gradebook
+from gradlab.practice.judge import Reference, judge
+from gradlab.practice.starter import starter
 
 SOFTMAX_RIGHT = """
 B = x.shape[0]
@@ -49,11 +50,12 @@ def judged(name: str, source: str):
     """The Result of SOURCE's function for exercise NAME, judged as if it had run in the sandbox."""
     scope: dict = {}
     exec(compile(source, "<answer>", "exec"), scope)
-    checks = checks_of(EXERCISES[name])
+    exercise = all_exercises()[name]
+    checks = checks_of(exercise)
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
-    return judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [checks.call(scope[EXERCISES[name].function],
-                                                                                     c) for c in cases]})
+    return judge(exercise, Reference(checks, cases, refs),
+                 {"ok": True, "outputs": [checks.call(scope[exercise.function], c) for c in cases]})
 
 
 # -------------------------------------------------------------------- points
@@ -139,11 +141,11 @@ def test_students_are_folders_found_at_any_depth_without_following_links(tmp_pat
     items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
     found = {t.student: t for t in gradebook.tasks(str(subs), items, by_file=False)}
     assert sorted(found) == ["alice", "bob-repo", "carol", "dave", "erin", "frank"]
-    assert found["bob-repo"].found == "bob-repo/src/softmax_grad.py" and found["bob-repo"].why is None
-    assert "more than once" in found["carol"].why
+    assert found["bob-repo"].found == "bob-repo/src/softmax_grad.py" and found["bob-repo"].submission.stop is None
+    assert "more than once" in found["carol"].submission.stop
     assert found["dave"].found == "dave/softmax_grad.py"  # the shallowest copy
-    assert found["erin"].path is None and "symbolic link" in found["erin"].why
-    assert found["frank"].why == "softmax_grad.py is missing from this submission"
+    assert found["erin"].submission.source is None and "symbolic link" in found["erin"].submission.stop
+    assert found["frank"].submission.stop == "softmax_grad.py is missing from this submission"
 
 
 def test_one_file_per_student_with_exercise(tmp_path):
@@ -248,7 +250,7 @@ STUDENTS = {
 def make_class(root: Path) -> None:
     for path, (name, body) in STUDENTS.items():
         (root / "subs" / path).parent.mkdir(parents=True, exist_ok=True)
-        text = body if name is None else starter(EXERCISES[name]) if body is None else solution(name, body)
+        text = body if name is None else starter(all_exercises()[name]) if body is None else solution(name, body)
         (root / "subs" / path).write_text(text)
     (root / "course.toml").write_text(COURSE)
 
@@ -336,7 +338,7 @@ def test_a_re_run_grades_only_what_changed(graded, tmp_path):
 GLOO = {"clip.clip_across_ranks", "ddp.sync_gradients", "ddp.average_gradients"}  # their harness starts workers
 
 
-@pytest.mark.parametrize("name", [n for n in EXERCISES if n not in GLOO])
+@pytest.mark.parametrize("name", [n for n in all_exercises() if n not in GLOO])
 def test_every_answer_explain_prints_is_flagged(name):
     """What `gradlab LESSON --explain` prints, used as it is: a function that passes an exercise's check must be
     flagged by printed_answer (gradlab grade then tells the teacher), or a graded exercise's answer ships unsaid."""
@@ -344,7 +346,7 @@ def test_every_answer_explain_prints_is_flagged(name):
 
     from gradlab.lessons import LESSONS
 
-    exercise = EXERCISES[name]
+    exercise = all_exercises()[name]
     module = LESSONS[exercise.lesson].load()
     arity = exercise.signature.count(",") + 1
     passing = []
@@ -363,7 +365,7 @@ def test_every_answer_explain_prints_is_flagged(name):
                 outputs = [checks.call(fn, c) for c in cases]
             except Exception:
                 continue
-            if judge(exercise, cases, refs, {"ok": True, "outputs": outputs}).exit_code == 0:
+            if judge(exercise, Reference(checks, cases, refs), {"ok": True, "outputs": outputs}).exit_code == 0:
                 passing.append(shown)
     assert not passing or course.printed_answer(name), (name, passing)
 
@@ -376,7 +378,7 @@ def test_model_answers_are_left_out_of_the_wheel():
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
     assert "gradlab/lessons/*/exercises/answers.py" in config["exclude"]
     answers = sorted(REPO.glob("gradlab/lessons/*/exercises/answers.py"))
-    assert len(answers) == len({e.lesson for e in EXERCISES.values()})  # the repository keeps them, one per lesson
+    assert len(answers) == len({e.lesson for e in all_exercises().values()})  # the repository keeps one per lesson
 
 
 def test_what_is_graded_is_the_bytes_that_were_hashed(tmp_path, monkeypatch):
@@ -391,12 +393,12 @@ def test_what_is_graded_is_the_bytes_that_were_hashed(tmp_path, monkeypatch):
     path.write_bytes(b"def softplus(x):\n    return x  # swapped in\n")
     seen = []
 
-    def fake(shown, exercise, seed=0, *, source=None, **kw):
-        seen.append(source)
-        return check.stopped_result(exercise, shown, "not run", seed=seed)
+    def fake(submission, seed=0):
+        seen.append(submission.source)
+        return check.stopped_result(submission.exercise, submission.shown, "not run", seed)
 
     monkeypatch.setattr(check, "run_check", fake)
-    gradebook._timed(task, 0)
+    gradebook.grade_all([task], 0, "version", {}, lambda *progress: None)
     assert seen == [b"def softplus(x):\n    return x * 0  # wrong\n"]
     assert task.digest == hashlib.sha256(seen[0]).hexdigest()
 
@@ -426,14 +428,14 @@ MSE_RIGHT = "r = X @ w + b - y\nreturn 2 * X.T @ r / len(y), 2 * r.mean()"
 
 @pytest.fixture
 def own_course(tmp_path):
-    """The worked example copied out (a test may change it); EXERCISES as it was, afterwards."""
+    """The worked example copied out (a test may change it); all_exercises() as it was, afterwards."""
     import shutil
 
-    before = dict(EXERCISES)
+    before = dict(all_exercises())
     shutil.copytree(OWN, tmp_path / "course")
     yield tmp_path / "course"
-    EXERCISES.clear()
-    EXERCISES.update(before)
+    all_exercises().clear()
+    all_exercises().update(before)
     for name in [m for m in sys.modules if m.startswith("gradlab_own_")]:
         del sys.modules[name]
 
@@ -441,12 +443,13 @@ def own_course(tmp_path):
 def test_an_own_exercise_is_judged_as_gradlabs_are(own_course):
     items = course.read(str(own_course / "course.toml"))
     assert [i.exercise for i in items] == ["linreg.mse_grad", "mnist.softmax_grad"]
-    checks = checks_of(EXERCISES["linreg.mse_grad"])
+    checks = checks_of(all_exercises()["linreg.mse_grad"])
     right = judged("linreg.mse_grad", solution("linreg.mse_grad", MSE_RIGHT))
     assert right.exit_code == 0, [(c.text, c.value) for c in right.claims]
     for mistake in checks.mistakes:  # the teacher's known mistakes, by name
-        r = judge(EXERCISES["linreg.mse_grad"], checks.cases(0), [checks.run(None, c) for c in checks.cases(0)],
-                  {"ok": True, "outputs": [checks.call(mistake.fn, c) for c in checks.cases(0)]})
+        cases = checks.cases(0)
+        r = judge(all_exercises()["linreg.mse_grad"], Reference(checks, cases, [checks.run(None, c) for c in cases]),
+                  {"ok": True, "outputs": [checks.call(mistake.fn, c) for c in cases]})
         assert r.metrics["diagnosis"].startswith(f"{mistake.name}: "), r.metrics.get("diagnosis")
     flipped = judged("linreg.mse_grad", solution("linreg.mse_grad", MSE_RIGHT.replace("X @ w + b - y",
                                                                                        "y - X @ w - b")))
@@ -540,36 +543,38 @@ def test_a_students_name_is_one_line_whatever_their_folder_is_called(tmp_path):
 
 
 def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
-    """Ctrl-C half way: results.json holds what was graded (saved every few files), and the next run grades the
-    rest only. The sandbox is replaced by a stand-in here (what is tested is the bookkeeping)."""
+    """Ctrl-C half way: results.json holds what was graded, and the next run grades the rest only. The sandbox is
+    replaced by a stand-in here (what is tested is the bookkeeping)."""
+    import threading
     from types import SimpleNamespace
 
-    from gradlab.practice import isolate
-    from gradlab.practice.check import stopped_result
+    from gradlab.practice import check, isolate
 
     calls = []
 
-    def fake(task, seed, stop_at=None):
+    def fake(submission, seed, stop_at=None):
         import time
 
-        calls.append(task.student)
+        calls.append(submission.shown)
         time.sleep(0.3)  # a check takes a while: the files not started yet are still queued when it stops
         if len(calls) == stop_at:
             raise KeyboardInterrupt
-        return stopped_result(EXERCISES[task.item.exercise], task.student, "stand-in", seed=seed), 0.0
+        return check.stopped_result(submission.exercise, submission.shown, "stand-in", seed)
 
     monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())  # the stop kills this process's sandboxes: none after
     for i in range(10):
         (tmp_path / f"s{i}.py").write_text(f"# {i}\n")
     args = ("grade", str(tmp_path), "--exercise", "mnist.sgd_step", "--out", str(tmp_path / "out"))
-    monkeypatch.setattr(gradebook, "_timed", lambda t, s: fake(t, s, stop_at=7))
+    monkeypatch.setattr(check, "result_of", lambda s, seed: fake(s, seed, stop_at=7))
     assert invoke(*args).exit_code == 130
     assert len(calls) <= 7 + 1  # the files not started when it stopped are not graded (the other worker's one is)
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     kept = sum(len(v) for v in saved["students"].values())
     assert saved["partial"] and 4 <= kept < 10
     calls.clear()
-    monkeypatch.setattr(gradebook, "_timed", lambda t, s: fake(t, s))
+    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())
+    monkeypatch.setattr(check, "result_of", fake)
     again = invoke(*args)
     assert again.exit_code == 0 and f"({kept} unchanged since the last run, kept)" in again.output
     assert len(calls) == 10 - kept
@@ -605,5 +610,5 @@ def test_a_file_is_reported_even_when_the_references_cannot_be_made(monkeypatch)
         raise NameError("name 'undefined_name' is not defined")
 
     monkeypatch.setattr(C, "references", broken)
-    result = C.stopped_result(EXERCISES["mnist.sgd_step"], "sgd_step.py", "gradlab could not check this file")
+    result = C.stopped_result(all_exercises()["mnist.sgd_step"], "sgd_step.py", "gradlab could not check this file")
     assert result.exit_code == 1 and "gradlab could not check this file" in result.stopped

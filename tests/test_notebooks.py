@@ -41,9 +41,9 @@ def test_run_returns_the_result_the_cli_renders_and_shows_itself_in_jupyter(samp
 def test_a_check_alone_shows_itself_in_jupyter(tmp_path):
     """gradlab.check, in a fresh process where no lesson ran: Jupyter draws its Result (the report layer registers
     the renderer; gradlab.kit.result imports nothing from it)."""
-    from gradlab.practice import EXERCISES, answer_source
+    from gradlab.practice import all_exercises, answer_source
 
-    source = answer_source(EXERCISES["clip.clip_by_global_norm"])
+    source = answer_source(all_exercises()["clip.clip_by_global_norm"])
     (tmp_path / "answer.py").write_text("import torch\n" + source, encoding="utf-8")
     code = ("import gradlab, answer\n"
             "r = gradlab.check(answer.clip_by_global_norm, 'clip.clip_by_global_norm')\n"
@@ -101,13 +101,13 @@ def test_notebooks_are_stored_without_outputs_and_run_on_colab(path):
                                                              for c in nb["cells"]) == 1
     # ends with "Your turn": every exercise of its lesson, a starter cell and its gradlab.check
     lesson = path.stem.split("-", 1)[1]
-    from gradlab.practice import EXERCISES
+    from gradlab.practice import all_exercises
 
     exercises = [c["metadata"]["gradlab-exercise"] for c in code if "gradlab-exercise" in c["metadata"]]
-    assert exercises == [e.name for e in EXERCISES.values() if e.lesson == lesson]
-    assert all(f'gradlab.check({EXERCISES[n].function}, "{n}")' in "".join(sources) for n in exercises)
+    assert exercises == [e.name for e in all_exercises().values() if e.lesson == lesson]
+    assert all(f'gradlab.check({all_exercises()[n].function}, "{n}")' in "".join(sources) for n in exercises)
     # each check keeps its Result under its own name: re-running a lesson cell afterwards still finds the lesson's r
-    assert all(f'check_{EXERCISES[n].function} = gradlab.check(' in "".join(sources) for n in exercises)
+    assert all(f'check_{all_exercises()[n].function} = gradlab.check(' in "".join(sources) for n in exercises)
     assert not any(s.lstrip().startswith("r = gradlab.check") for s in sources)
 
 

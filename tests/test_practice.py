@@ -10,14 +10,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from conftest import assert_one_line_error, invoke
+from conftest import assert_one_line_error, check_file, invoke
 
-from gradlab.practice import EXERCISES, checks_of
+from gradlab.practice import all_exercises, checks_of
 from gradlab.practice import sandbox as sandbox_module
-from gradlab.practice.check import judge, run_check, starter
+from gradlab.practice.judge import Reference, judge
+from gradlab.practice.starter import starter
 
-NAMES = list(EXERCISES)
-CHECKS = {name: checks_of(e) for name, e in EXERCISES.items()}
+NAMES = list(all_exercises())
+CHECKS = {name: checks_of(e) for name, e in all_exercises().items()}
 
 
 def judged(name: str, fn) -> "object":
@@ -25,7 +26,8 @@ def judged(name: str, fn) -> "object":
     checks = CHECKS[name]
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
-    return judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [checks.call(fn, c) for c in cases]})
+    return judge(all_exercises()[name], Reference(checks, cases, refs),
+                 {"ok": True, "outputs": [checks.call(fn, c) for c in cases]})
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -54,7 +56,8 @@ def test_a_small_perturbation_of_the_reference_fails_and_shows_where(name):
     checks = CHECKS[name]
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
-    r = judge(EXERCISES[name], cases, refs, {"ok": True, "outputs": [perturb(o) for o in refs]})
+    r = judge(all_exercises()[name], Reference(checks, cases, refs), {"ok": True,
+                                                                      "outputs": [perturb(o) for o in refs]})
     assert r.exit_code == 1 and "first difference" in r.metrics["diagnosis"], r.metrics.get("diagnosis")
 
 
@@ -64,7 +67,8 @@ def test_diagnosis_names_the_ratio_for_a_forgotten_division_by_k():
 
 
 def solution(name: str, body: str) -> str:
-    return starter(EXERCISES[name]).replace(f'    raise NotImplementedError("write {EXERCISES[name].function}")',
+    function = all_exercises()[name].function
+    return starter(all_exercises()[name]).replace(f'    raise NotImplementedError("write {function}")',
                                             textwrap.indent(textwrap.dedent(body), "    "))
 
 
@@ -100,7 +104,8 @@ def test_exercise_writes_a_starter_that_fails_cleanly_and_a_solution_that_passes
 def test_exercises_lists_every_exercise_also_as_json():
     from gradlab.lessons import LESSONS
 
-    assert len(EXERCISES) >= 9 and {e.lesson for e in EXERCISES.values()} == set(LESSONS)  # one per lesson at least
+    exercises = all_exercises().values()
+    assert len(exercises) >= 9 and {e.lesson for e in exercises} == set(LESSONS)  # one per lesson at least
     assert all(len(CHECKS[n].mistakes) >= 3 for n in NAMES)
     out = invoke("exercises", "--json", "-")
     items = json.loads(out.stdout)
@@ -135,7 +140,7 @@ def test_hostile_submissions_are_one_line_each(tmp_path, monkeypatch):
         path.write_text(code.replace("import torch\n", "import torch\n" + body + "\n") if key == "import" else code)
         files[key] = path
     with ThreadPoolExecutor(2) as pool:
-        results = dict(zip(files, pool.map(lambda p: run_check(str(p), EXERCISES["mnist.sgd_step"]),
+        results = dict(zip(files, pool.map(lambda p: check_file(p, "mnist.sgd_step"),
                                            files.values()), strict=True))
     for key, (_, fragment) in HOSTILE.items():
         r = results[key]
@@ -145,7 +150,7 @@ def test_hostile_submissions_are_one_line_each(tmp_path, monkeypatch):
 def test_a_students_traceback_is_cut_to_their_own_file(tmp_path):
     path = tmp_path / "s.py"
     path.write_text(solution("mnist.sgd_step", "return helper(W)") + "\n\ndef helper(W):\n    return W[99999]\n")
-    r = run_check(str(path), EXERCISES["mnist.sgd_step"])
+    r = check_file(path, "mnist.sgd_step")
     assert "IndexError" in r.stopped and "line" in r.stopped
     trace = r.metrics["trace"]
     assert str(path) in trace and "gradlab/practice" not in trace and "return W[99999]" in trace
@@ -156,11 +161,11 @@ def test_every_starter_imports_and_fails_cleanly(tmp_path, name):
     """The untouched starter of every exercise: valid Python that names its exercise; its function raises
     NotImplementedError, which the checker reports in one line."""
     path = tmp_path / "s.py"
-    path.write_text(starter(EXERCISES[name]))
+    path.write_text(starter(all_exercises()[name]))
     compile(path.read_text(), str(path), "exec")
-    from gradlab.practice.check import exercise_of
+    from gradlab.practice import submission
 
-    assert exercise_of(str(path), None).name == name
+    assert submission.own(str(path), path.read_bytes(), None).exercise.name == name
 
 
 def test_perturbation_check_runs_in_float64_too():
@@ -232,7 +237,7 @@ def test_a_folder_gets_one_summary_table(tmp_path):
 
     require_sandbox()
     (tmp_path / "a.py").write_text(solution("clip.clip_by_global_norm", CLIP_RIGHT))
-    (tmp_path / "b.py").write_text(starter(EXERCISES["clip.clip_by_global_norm"]))
+    (tmp_path / "b.py").write_text(starter(all_exercises()["clip.clip_by_global_norm"]))
     out = invoke("check", str(tmp_path), "--exercise", "clip.clip_by_global_norm", "--json", str(tmp_path / "all.json"))
     text = " ".join(out.output.split())
     assert out.exit_code == 1 and "1 of 2 submissions pass" in text and "NotImplementedError" in text
@@ -263,7 +268,7 @@ def test_each_harness_imports_first_in_a_fresh_process():
 
     from gradlab.practice import harness_module
 
-    for exercise in EXERCISES.values():
+    for exercise in all_exercises().values():
         # importlib, as the child does: `import gradlab.lessons.x as h` binds through gradlab.lessons, the function
         code = (f"import importlib; h = importlib.import_module('{harness_module(exercise)}'); "
                 "print(sorted(h.HARNESSES))")
@@ -279,7 +284,7 @@ def test_gradlabs_threads_never_parse_python_at_the_same_time(monkeypatch):
     import threading
     import time
 
-    from gradlab.practice.check import preflight
+    from gradlab.practice.submission import preflight
 
     real, inside, overlaps = ast.parse, [0], []
     lock = threading.Lock()
@@ -296,7 +301,7 @@ def test_gradlabs_threads_never_parse_python_at_the_same_time(monkeypatch):
                 inside[0] -= 1
 
     monkeypatch.setattr(ast, "parse", slow_parse)
-    exercise = EXERCISES["mnist.sgd_step"]
+    exercise = all_exercises()["mnist.sgd_step"]
     source = starter(exercise).encode()
     jobs = [lambda: preflight(source, "a.py", exercise),
             lambda: sandbox_module.gradlab_imports("gradlab.lessons.mnist.exercises.harness")] * 4
@@ -311,6 +316,40 @@ def test_an_autograd_function_whose_apply_is_replaced_by_the_library_fails(tmp_p
     path = tmp_path / "apply.py"
     path.write_text("import torch\nimport torch.nn.functional as F\n\n\nclass LogSoftmax(torch.autograd.Function):\n"
                     "    apply = staticmethod(lambda z: F.log_softmax(z, dim=-1))\n")
-    r = run_check(str(path), EXERCISES["mnist.LogSoftmax"])
+    r = check_file(path, "mnist.LogSoftmax")
     assert r.exit_code == 1 and not any(c.passed for c in r.claims)
     assert "did not run LogSoftmax's own forward and backward" in json.dumps(r.to_json(), ensure_ascii=False)
+
+
+def test_ctrl_c_on_a_folder_starts_no_queued_file(tmp_path, monkeypatch):
+    """Ctrl-C while `gradlab check FOLDER` grades its third file: no file still queued starts, what was graded is
+    written, the others are said not graded, exit 130. (Before: the stop was seen only when a running check ended,
+    and by then a worker had taken the next file.) Ctrl-C is simulated in this process, the checks by a stand-in."""
+    import _thread
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from gradlab.practice import check, isolate
+
+    started = []
+
+    def stand_in(submission, seed):
+        started.append(submission.shown)
+        time.sleep(0.15)
+        if submission.shown == "s2.py":
+            _thread.interrupt_main()  # Ctrl-C, half way through this check
+        time.sleep(0.15)
+        return check.stopped_result(submission.exercise, submission.shown, "graded by a stand-in", seed)
+
+    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())  # the stop kills this process's sandboxes: none after
+    monkeypatch.setattr(check, "result_of", stand_in)
+    for i in range(8):
+        (tmp_path / f"s{i}.py").write_text(f"# {i}\n")
+    out = invoke("check", str(tmp_path), "--exercise", "mnist.sgd_step", "--json", str(tmp_path / "all.json"))
+    time.sleep(0.5)  # a file started late would show here
+    assert out.exit_code == 130 and len(started) <= 4, (out.exit_code, started)
+    stopped = [r["stopped"] for r in json.loads((tmp_path / "all.json").read_text())]
+    assert stopped[:2] == ["graded by a stand-in"] * 2
+    assert all(s.startswith("not graded: gradlab was stopped") for s in stopped[len(started):]), stopped

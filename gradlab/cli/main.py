@@ -5,7 +5,7 @@ themselves are imported when a lesson runs, so `gradlab --help` stays fast. A le
 (declared once, as its Config's fields: gradlab.kit.options; made click options by gradlab.cli.options), hands the
 ones the user typed to gradlab.runner.resolve (the one path from options to a run, with --quick and --config), runs
 the lesson and hands the Result to the report layer. The classroom, step and practice commands live in
-gradlab.cli.classroom, gradlab.cli.step and gradlab.practice.commands.
+gradlab.cli.classroom, gradlab.cli.step and gradlab.cli.practice.
 """
 
 from __future__ import annotations
@@ -18,13 +18,11 @@ from click.core import ParameterSource
 
 from gradlab import runner
 from gradlab.ascii import printable
-from gradlab.cli import classroom, process, step
+from gradlab.cli import classroom, practice, process, step
 from gradlab.cli import docs as docs_site
 from gradlab.cli.options import click_params
-from gradlab.errors import GradlabError, RunFailed
+from gradlab.errors import GradlabError, Interrupted, RunFailed
 from gradlab.lessons import LESSONS, LessonInfo
-from gradlab.practice import commands as practice
-from gradlab.practice.grade import grade
 from gradlab.report.files import STDOUT, write_json, write_plot
 from gradlab.version import __version__
 
@@ -70,7 +68,7 @@ class GradlabGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as e:
-            raise process.Interrupted(getattr(e, "signum", 2)) from None
+            raise Interrupted(getattr(e, "signum", 2)) from None
         except BrokenPipeError:  # past click, which turns an EPIPE inside a command into exit code 1 (every click)
             raise _ReaderLeft() from None
 
@@ -92,7 +90,7 @@ class GradlabGroup(click.Group):
         except RunFailed as e:  # e.g. a ddp worker died: not the user's input, but no claim can be checked
             _error(str(e))
             sys.exit(1)
-        except (process.Interrupted, click.Abort) as e:  # Ctrl-C, SIGTERM, SIGHUP
+        except (Interrupted, click.Abort) as e:  # Ctrl-C, SIGTERM, SIGHUP
             signum = getattr(e, "signum", 2)
             _error(process.SIGNAL_WORDS.get(signum, "interrupted"))
             sys.exit(128 + signum)
@@ -171,7 +169,7 @@ def write_outputs(result, run, console) -> None:
 
 
 for _command in (classroom.list_lessons, classroom.all_lessons, classroom.report, practice.exercises,
-                 practice.exercise, practice.check_cmd, grade, classroom.notebooks, classroom.show, step.step,
+                 practice.exercise, practice.check_cmd, practice.grade, classroom.notebooks, classroom.show, step.step,
                  docs_site.docs):  # after the lessons: `gradlab --help` lists them in this order
     cli.add_command(_command)
 

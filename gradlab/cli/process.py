@@ -10,14 +10,6 @@ import sys
 from gradlab.ascii import is_unicode
 
 
-class Interrupted(Exception):
-    """Ctrl-C (or SIGTERM, SIGHUP), carried past click (which would print a blank line and call it an abort)."""
-
-    def __init__(self, signum: int = 2) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
 class Terminated(KeyboardInterrupt):
     """SIGTERM or SIGHUP, raised where the program is, as Ctrl-C's KeyboardInterrupt is: every cleanup that Ctrl-C
     runs (ddp's workers stopped and reaped, no half-written file) runs for them too."""

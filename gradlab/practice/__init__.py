@@ -15,30 +15,22 @@ import dataclasses
 import functools
 import importlib
 import inspect
-from typing import TYPE_CHECKING
 
+from gradlab.errors import GradlabError
+from gradlab.kit.exercise import Exercise
 from gradlab.lessons import LESSONS
-
-if TYPE_CHECKING:
-    from gradlab.kit.exercise import Exercise
 
 
 @functools.cache
-def _collect() -> dict[str, Exercise]:
-    """Every lesson's exercises, lesson by lesson in teaching order, by level within a lesson."""
+def all_exercises() -> dict[str, Exercise]:
+    """{name: Exercise}: every lesson's exercises, lesson by lesson in teaching order, by level within a lesson,
+    collected on first use (it imports each lesson's exercises/ texts, not torch). A course's own exercises are
+    added to this dict when its course file is read (gradlab.practice.own)."""
     found = []
     for info in LESSONS.values():
         module = importlib.import_module(f"{info.package}.exercises")
         found += sorted((dataclasses.replace(e, lesson=info.name) for e in module.EXERCISES), key=lambda e: e.level)
     return {e.name: e for e in found}
-
-
-def __getattr__(name: str):
-    """EXERCISES, collected on first use: a lesson's exercises/ imports this package's vocabulary
-    (gradlab.kit.exercise), so collecting them while this package loads would be an import circle."""
-    if name == "EXERCISES":
-        return _collect()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _package(exercise: Exercise) -> str:
@@ -68,8 +60,6 @@ def answer(exercise: Exercise):
     except ModuleNotFoundError as e:
         if not e.name or not e.name.endswith(".answers"):
             raise
-        from gradlab.errors import GradlabError
-
         raise GradlabError(f"the model answer of {exercise.name} is not in an installed gradlab (the wheel leaves the "
                            "answers out); it is in the repository, gradlab/lessons/*/exercises/answers.py") from None
     return getattr(module, exercise.function)
@@ -83,4 +73,4 @@ def answer_source(exercise: Exercise) -> str:
 def listing() -> list[dict]:
     """Every exercise as {"name", "lesson", "function", "level", "what"}: `gradlab exercises` and the API."""
     return [{"name": e.name, "lesson": e.lesson, "function": e.function, "level": e.level, "what": e.what}
-            for e in _collect().values()]
+            for e in all_exercises().values()]

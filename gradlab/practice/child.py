@@ -151,8 +151,8 @@ class Forbidden:
 
 def restore_filenames(fn, code_files: list):
     """FN, unpickled, with each of its code objects' file name put back (the notebook cell it came from: CODE_FILES,
-    [qualname, first line, bytecode digest, file name] each, made by gradlab.practice.check.pickled), whatever the
-    pickler wrote there, so that a traceback shows the student's cell lines. The key is computed as in check.code_key
+    [qualname, first line, bytecode digest, file name] each, made by gradlab.practice.notebook.pickled), whatever the
+    pickler wrote there, so that a traceback shows the student's cell lines. The key is computed as in notebook.code_key
     (this module imports nothing of gradlab's)."""
     import hashlib
     import inspect

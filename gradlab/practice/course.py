@@ -9,7 +9,7 @@
     "sgd_step.py" = "mnist.sgd_step"
     "softmax_grad.py" = { exercise = "mnist.softmax_grad", points = 20, scoring = "all-or-nothing" }
 
-A Result's claims are of two kinds (gradlab.practice.check.judge): those about the answer (its comparison with the
+A Result's claims are of two kinds (gradlab.practice.judge): those about the answer (its comparison with the
 reference on each kind of input, and the exercise's own properties of it, such as "the clipped norm is at most c")
 and the rules every exercise of that shape has (its inputs left as it found them, no autograd graph, no call to the
 library function it asks students to write). score() turns them into points.
@@ -21,10 +21,12 @@ import hashlib
 import json
 import tomllib
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from gradlab.errors import GradlabError
 from gradlab.kit.result import Result
-from gradlab.practice import EXERCISES
+from gradlab.lessons import LESSONS
+from gradlab.practice import all_exercises, own
 
 SCORINGS = ("claims", "all-or-nothing", "per-check")
 DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25}
@@ -79,9 +81,6 @@ def read(path: str) -> list[Item]:
 def own_digest(path: str | None) -> str:
     """A digest of every .py file of the course's own exercise folders (own = [...]), "" without any: part of what a
     re-run of `gradlab grade` compares, so that a teacher's edited harness or checks grade the class again."""
-    import hashlib
-    from pathlib import Path
-
     if path is None:
         return ""
     with open(path, "rb") as f:
@@ -95,10 +94,6 @@ def own_digest(path: str | None) -> str:
 
 def _own(path: str, folders) -> None:
     """A teacher's own exercises, in the folders OWN names (relative to the course file): gradlab.practice.own."""
-    from pathlib import Path
-
-    from gradlab.practice import own
-
     if isinstance(folders, str):
         folders = [folders]
     if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
@@ -114,7 +109,7 @@ def _item(path: str, name: str, entry, defaults: dict) -> Item:
             and name not in (".py", "..py")):
         raise GradlabError(f"--course {path}: {name!r} = {exercise!r} must name a .py file (no folder) and an "
                            "exercise as a string")
-    if exercise not in EXERCISES:
+    if exercise not in all_exercises():
         raise GradlabError(f"--course {path}: unknown exercise {exercise!r} for {name}; gradlab exercises lists them")
     own = {k: v for k, v in entry.items() if k != "exercise"} if isinstance(entry, dict) else {}
     return Item(name, exercise, **_settings(own, defaults, where))
@@ -142,7 +137,7 @@ def is_rule(claim_id: str, exercise_name: str) -> bool:
     """Whether a claim of EXERCISE_NAME's Result is a rule (inputs unchanged, no autograd graph, no forbidden call)
     rather than a claim about the answer. Claim ids: NAME:kind for the reference comparisons, NAME:extraI for the
     exercise's own properties then its rules in Exercise.all_rules() order, NAME:own for the forbidden calls."""
-    exercise = EXERCISES[exercise_name]
+    exercise = all_exercises()[exercise_name]
     suffix = claim_id.rsplit(":", 1)[-1]
     if suffix == "own":
         return True
@@ -182,9 +177,7 @@ def printed_answer(exercise_name: str) -> str | None:
     """Where a student can read EXERCISE_NAME's answer in what they have: the function of the installed lesson that
     answers it (`--explain` does not print it, but its source is in every student's gradlab), said in one sentence;
     None when the lesson holds none. Imports the lesson (torch)."""
-    from gradlab.lessons import LESSONS
-
-    exercise = EXERCISES[exercise_name]
+    exercise = all_exercises()[exercise_name]
     if exercise.package:  # a teacher's own: no lesson holds it
         return None
     name = PRINTED_AS.get(exercise_name, exercise.function)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -184,29 +185,64 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
     if base is not None:
         base_v = vector(flat(base))
         A, Bv = A - base_v, Bv - base_v
-    fin_a, fin_b = torch.isfinite(A), torch.isfinite(Bv)
-    if (~fin_a & fin_b).any():
-        bad = ~fin_a & fin_b
-        kinds = " and ".join(k for k, m in (("NaN", A.isnan()), ("inf", A.isinf())) if (m & bad).any())
-        where = spot_words(checks, case, key, bad) if len(a) == 1 else ""
-        share = "everywhere" if bad.all() else where or f"at {int(bad.sum())} of {bad.numel()} entries"
-        return [Finding("nonfinite", ("nonfinite", kinds, where), f"is {kinds} {share} (the expected is finite)",
-                        detail=where or "*", prio=0)]
-    nb, na = float(Bv[fin_b].norm()), float(A[fin_a].norm())
+    nonfinite = _nonfinite(checks, case, key, A, Bv, one_tensor=len(a) == 1)
+    if nonfinite is not None:
+        return [nonfinite]
+    nb, na = float(Bv[torch.isfinite(Bv)].norm()), float(A[torch.isfinite(A)].norm())
+    found = _swapped(checks, key, a, b, outputs_i, refs_i, moved=na > 0)
+    if nb == 0:
+        return [*found, Finding("nonzero", ("nonzero",), f"is not 0 where 0 is expected (its norm is {num(na)})",
+                                prio=3)]
+    found += _known(lab, i, key, mine, expected, outputs_i, refs_i)
+    if na <= 1e-12 * nb:
+        found.append(Finding("zero", ("zero",), "did not move (the update is 0)" if base is not None else
+                             "is 0 everywhere", prio=2))
+        return found
+    quantities = checks.quantities(case)
+    found += _scaled(A, Bv, nb, quantities, upd)
+    if len(a) == 1 and a[0].dim() == 2 and a[0].shape[0] == a[0].shape[1] and close(a[0].T.double(),
+                                                                                   b[0].double()):
+        found.append(Finding("transpose", ("transpose",), "is the transpose of the expected", detail="transpose",
+                             prio=2))
+    if len(a) == 1:
+        found += elementwise(A, Bv, a[0].shape, quantities)
+    return found or [_differs(checks, case, key, A, Bv, b, one_tensor=len(a) == 1)]
+
+
+def _nonfinite(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Tensor, *,
+               one_tensor: bool) -> Finding | None:
+    """NaN or inf in yours where the expected is finite: said first, and alone."""
+    bad = ~torch.isfinite(A) & torch.isfinite(Bv)
+    if not bad.any():
+        return None
+    kinds = " and ".join(k for k, m in (("NaN", A.isnan()), ("inf", A.isinf())) if (m & bad).any())
+    where = spot_words(checks, case, key, bad) if one_tensor else ""
+    share = "everywhere" if bad.all() else where or f"at {int(bad.sum())} of {bad.numel()} entries"
+    return Finding("nonfinite", ("nonfinite", kinds, where), f"is {kinds} {share} (the expected is finite)",
+                   detail=where or "*", prio=0)
+
+
+def _swapped(checks: Checks, key: str, a: list, b: list, outputs_i: dict, refs_i: dict, *,
+             moved: bool) -> list[Finding]:
+    """Yours equals the expected value of another output (two outputs swapped), unless that equals this output's own
+    expected (every rank's result is the same mean): then it says nothing. A 0 (not MOVED) counts only when the
+    other output has ours."""
     found = []
-    for other, theirs in refs_i.items():  # the expected value of another output (two outputs swapped), unless that
-        # equals this output's own expected (every rank's result is the same mean): then it says nothing
-        if other != key and (na > 0 or (other in outputs_i and close(  # a 0 only when the other output has ours
+    for other, theirs in refs_i.items():
+        if other != key and (moved or (other in outputs_i and close(
                 vector(flat(outputs_i[other])), vector(b)))) and len(flat(theirs)) == len(a) and all(
                 x.shape == y.shape for x, y in zip(a, flat(theirs), strict=True)) and close(
                 vector(a), vector(flat(theirs))) and not close(vector(flat(theirs)), vector(b)):
             found.append(Finding("swapped", ("swapped", other),
                                  f"= the expected {checks.word(other).removeprefix('the ')}",
                                  detail=other, prio=2))
-    if nb == 0:
-        return [*found, Finding("nonzero", ("nonzero",), f"is not 0 where 0 is expected (its norm is {num(na)})",
-                                prio=3)]
-    for m in lab.checks.mistakes:  # a known mistake's output, or an exercise's relation (another axis, one part…)
+    return found
+
+
+def _known(lab: Lab, i: int, key: str, mine, expected, outputs_i: dict, refs_i: dict) -> list[Finding]:
+    """Yours equals a known mistake's output, or one of the exercise's relations (another axis, one part…)."""
+    found = []
+    for m in lab.checks.mistakes:
         theirs = lab.out(m, i)
         if theirs is not None and key in theirs and same_key(mine, theirs[key]) and not same_key(theirs[key],
                                                                                                  expected):
@@ -217,43 +253,43 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
         if theirs is not None and key in theirs and same_key(mine, theirs[key]) and not same_key(theirs[key],
                                                                                                  expected):
             found.append(Finding("is", ("is", r.what), f"= {r.what}", hint=r.hint, detail=r.what, prio=1))
-    if na <= 1e-12 * nb:
-        found.append(Finding("zero", ("zero",), "did not move (the update is 0)" if base is not None else
-                             "is 0 everywhere", prio=2))
-        return found
-    quantities = checks.quantities(case)
+    return found
+
+
+def _scaled(A: torch.Tensor, Bv: torch.Tensor, nb: float, quantities: list, upd: str) -> list[Finding]:
+    """Yours = c × the expected: −1 (the sign), c named by a quantity of the input (B, 1/B, lr…), c itself."""
     c = float(A @ Bv) / nb**2
-    if float((A - c * Bv).norm()) <= RELATE * nb and abs(c - 1) > RELATE:
-        verb = "is" if base is not None else "="
-        if abs(c + 1) <= RELATE:
-            found.append(Finding("scale", ("scale", "−1"), f"{verb} −1 × the expected{upd}: the sign is flipped",
-                                 detail="−1", prio=2))
-        for sym, value, meaning in named_scales(c, quantities):
-            found.append(Finding("scale", ("scale", sym), f"{verb} {sym} × the expected{upd} ({sym} = {{values}}: "
-                                 f"{meaning})", detail=sym, prio=2, value=value))
-        s = simple(c)
-        found.append(Finding("scale", ("scale", s or f"{c:.4g}"), f"{verb} {s or f'{c:.4g}'} × the expected{upd}",
-                             detail=s or "c", prio=4 if s else 6, value=c))
-    if len(a) == 1 and a[0].dim() == 2 and a[0].shape[0] == a[0].shape[1] and close(a[0].T.double(),
-                                                                                   b[0].double()):
-        found.append(Finding("transpose", ("transpose",), "is the transpose of the expected", detail="transpose",
-                             prio=2))
-    if len(a) == 1:
-        found += elementwise(A, Bv, a[0].shape, quantities)
-    if found:
-        return found
+    if not (float((A - c * Bv).norm()) <= RELATE * nb and abs(c - 1) > RELATE):
+        return []
+    found = []
+    verb = "is" if upd else "="
+    if abs(c + 1) <= RELATE:
+        found.append(Finding("scale", ("scale", "−1"), f"{verb} −1 × the expected{upd}: the sign is flipped",
+                             detail="−1", prio=2))
+    for sym, value, meaning in named_scales(c, quantities):
+        found.append(Finding("scale", ("scale", sym), f"{verb} {sym} × the expected{upd} ({sym} = {{values}}: "
+                             f"{meaning})", detail=sym, prio=2, value=value))
+    s = simple(c)
+    found.append(Finding("scale", ("scale", s or f"{c:.4g}"), f"{verb} {s or f'{c:.4g}'} × the expected{upd}",
+                         detail=s or "c", prio=4 if s else 6, value=c))
+    return found
+
+
+def _differs(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Tensor, b: list, *,
+             one_tensor: bool) -> Finding:
+    """No relation holds: where yours differs, and float32's rounding when that is all it is."""
     diff = (A - Bv).abs()
     bad = diff > 1e-6 * max(float(Bv.abs().max()), 1.0)
-    where = spot_words(checks, case, key, bad) if len(a) == 1 else ""
+    where = spot_words(checks, case, key, bad) if one_tensor else ""
     rel = float(diff.max()) / max(float(Bv.abs().max()), 1.0)
     words = f"differs {where}" if where else "differs"
     if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):  # a cause, said even beside an experiment's words
         words += (f" by at most {rel:.2g} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
                   "ulp at 1 is 1.2e-7) where float64 is expected")
-        return [Finding("differs", ("differs", "float32"), words, detail=where or "float32", prio=8,
-                        hint="a tensor made or cast to float32 on the way (.float(), torch.float32, a float32 buffer "
-                             "or bucket) rounds every number: keep the inputs' dtype throughout")]
-    return [Finding("differs", ("differs", where), words, detail=where or "*", prio=9)]
+        return Finding("differs", ("differs", "float32"), words, detail=where or "float32", prio=8,
+                       hint="a tensor made or cast to float32 on the way (.float(), torch.float32, a float32 buffer "
+                            "or bucket) rounds every number: keep the inputs' dtype throughout")
+    return Finding("differs", ("differs", where), words, detail=where or "*", prio=9)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -385,12 +421,8 @@ def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Finding]]
                               if g.sig == sig and g.value is not None)
         words = f.words.replace("{values}", ", ".join(list(shown)[:4]) + (" …" if len(shown) > 4 else ""))
         swaps = dict.fromkeys(checks.word(g.detail) for k, i in pairs for g in findings[k][i] if g.kind == "swapped")
-        if f.kind != "swapped" and swaps:  # two outputs whose expected values are related (∂/∂a = −∂/∂μ): said
-            # as the order first, a sign flip or scale being what a swap of such outputs also looks like
-            same = ("the same numbers as the sign flipped, since one expected is −1 × the other" if f.detail == "−1"
-                    else f"the same numbers as: {f.words.removeprefix('= ').removeprefix('is ')}")
-            words = (f"= the expected {joined([w.removeprefix('the ') for w in swaps])} (in that order): returned in "
-                     f"each other's place? Check the order you return them in ({same})")
+        if f.kind != "swapped" and swaps:
+            words = _swap_words(f, list(swaps))
         for where, keys in groups.items():
             subject = joined([checks.word(k) for k in keys])
             said = words.replace("is ", "are ", 1) if len(keys) > 1 and words.startswith("is ") else words
@@ -401,16 +433,27 @@ def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Finding]]
         fix = hint_for(checks, next(iter(by_key)), f)
         if fix and fix not in fixes:
             fixes.append(fix)
-    said = []
-    for k, cs in ratios.items():
-        cs.sort(key=lambda p: p[1])
-        if len(cs) == 1:
-            said.append(f"{checks.word(k)} = {num(cs[0][0])} × the expected on '{cases[cs[0][1]]['label']}'")
-        else:
-            lo, hi = min(c for c, _ in cs), max(c for c, _ in cs)
-            said.append(f"{checks.word(k)} is a different multiple of the expected on each input ({num(lo)} to "
-                        f"{num(hi)} × on {len(cs)} inputs): no one factor explains it")
-    return sentences, fixes, vague, said
+    return sentences, fixes, vague, [_ratio_words(checks, k, sorted(cs, key=lambda p: p[1]), cases)
+                                     for k, cs in ratios.items()]
+
+
+def _swap_words(f: Finding, swaps: list[str]) -> str:
+    """Two outputs whose expected values are related (∂/∂a = −∂/∂μ), each equal to the other's expected: said as
+    the order first, a sign flip or scale (F) being what a swap of such outputs also looks like."""
+    same = ("the same numbers as the sign flipped, since one expected is −1 × the other" if f.detail == "−1"
+            else f"the same numbers as: {f.words.removeprefix('= ').removeprefix('is ')}")
+    return (f"= the expected {joined([w.removeprefix('the ') for w in swaps])} (in that order): returned in "
+            f"each other's place? Check the order you return them in ({same})")
+
+
+def _ratio_words(checks: Checks, key: str, ratios: list[tuple[float, int]], cases: list[dict]) -> str:
+    """Output KEY = c × the expected, with c named by nothing: on one input, or a different c on each (RATIOS:
+    (c, input), in input order)."""
+    if len(ratios) == 1:
+        return f"{checks.word(key)} = {num(ratios[0][0])} × the expected on '{cases[ratios[0][1]]['label']}'"
+    lo, hi = min(c for c, _ in ratios), max(c for c, _ in ratios)
+    return (f"{checks.word(key)} is a different multiple of the expected on each input ({num(lo)} to {num(hi)} × on "
+            f"{len(ratios)} inputs): no one factor explains it")
 
 
 def families(checks: Checks, cases: list[dict], passed: list[bool]) -> list[str]:
@@ -468,49 +511,15 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
     dtype_text = dtypes(checks, cases, mine, refs, bad_shape)
     if dtype_text:
         parts.append(dtype_text)
-    findings, wrong, relevant, right_keys = {}, {}, {}, []
-    later, step_note = [], ""  # outputs of the updates after the first wrong one: they follow from it
-    for key in refs[0]:
-        if key in bad_shape or key in later:
-            continue
-        per, bad = {}, []
-        rel = [i for i in range(len(cases)) if key in refs[i] and key in mine[i]]
-        for i in rel:
-            if relative({key: mine[i][key]}, {key: refs[i][key]}) > bounds[i]:
-                bad.append(i)
-        if not bad:
-            right_keys.append(checks.word(key))
-            continue
-        step = next((k for k, keys in enumerate(checks.steps) if key in keys), None)
-        if step is not None and not later:
-            later = [k for keys in checks.steps[step + 1:] for k in keys]
-            if step > 0:
-                step_note = (f"{joined([checks.word(k) for k in checks.steps[0]])} "
-                             f"{'is' if len(checks.steps[0]) == 1 else 'are'} right, a later update is not: what your "
-                             "function keeps or resets between calls (.grad, the optimizer's state) is wrong")
-            elif later:
-                step_note = "the later updates start from these and differ too (not diagnosed)"
-        simple_cases = [i for i in bad if not cases[i].get("compound")]
-        for i in simple_cases or bad:  # a trajectory (20 steps) is explained by its first step when one fails
-            per[i] = relate(checks, lab, i, key, mine[i][key], refs[i][key], mine[i], refs[i])
-        findings[key] = per
-        wrong[key] = list(per)
-        relevant[key] = [i for i in rel if not cases[i].get("compound")] if simple_cases else rel
-    sentences, fixes, vague, ratios = explain_outputs(checks, findings, wrong, relevant, cases)
-    said = []
-    for experiment in checks.experiments:
-        try:
-            words = experiment(cases, mine, refs)
-        except Exception:  # an experiment that does not apply to these outputs
-            words = None
-        if words:
-            said.append(words)
+    wrong = _wrong_outputs(checks, lab, mine, refs, bounds, bad_shape)
+    sentences, fixes, vague, ratios = explain_outputs(checks, wrong.findings, wrong.inputs, wrong.relevant, cases)
+    said = [words for words in (_experiment(e, cases, mine, refs) for e in checks.experiments) if words]
     parts += sentences if sentences or said or ratios else vague  # "differs" alone only when nothing more is known
-    if step_note:
-        parts.append(step_note)
-    right_keys = [k for k in right_keys if not any(k == checks.word(x) for x in later)]
-    if right_keys and (sentences or vague or shape_text or ratios):
-        parts.append(f"{joined(right_keys)} {'is' if len(right_keys) == 1 else 'are'} right on every input")
+    if wrong.step_note:
+        parts.append(wrong.step_note)
+    right = [k for k in wrong.right if not any(k == checks.word(x) for x in wrong.later)]
+    if right and (sentences or vague or shape_text or ratios):
+        parts.append(f"{joined(right)} {'is' if len(right) == 1 else 'are'} right on every input")
     parts += families(checks, cases, passed)
     parts += said
     parts += fixes
@@ -520,6 +529,59 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         parts.append(where)
     text = "; ".join(parts) if parts else "your output differs from the expected one"
     return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+
+
+@dataclass
+class _Wrong:
+    """The outputs that are wrong on some input, each measured: FINDINGS {output: {input: [Finding]}}, the INPUTS it
+    is wrong on, the RELEVANT ones (that have it), the words of the outputs RIGHT on every input, the outputs of
+    LATER updates (they follow from a wrong first one) and a STEP_NOTE that says so."""
+
+    findings: dict[str, dict[int, list[Finding]]] = field(default_factory=dict)
+    inputs: dict[str, list[int]] = field(default_factory=dict)
+    relevant: dict[str, list[int]] = field(default_factory=dict)
+    right: list[str] = field(default_factory=list)
+    later: list[str] = field(default_factory=list)
+    step_note: str = ""
+
+
+def _wrong_outputs(checks: Checks, lab: Lab, mine: list[dict], refs: list[dict], bounds: list[float],
+                   bad_shape: set) -> _Wrong:
+    """Each output of the right shape, on each input it is wrong on, related to the expected (relate())."""
+    cases, wrong = lab.cases, _Wrong()
+    for key in refs[0]:
+        if key in bad_shape or key in wrong.later:
+            continue
+        rel = [i for i in range(len(cases)) if key in refs[i] and key in mine[i]]
+        bad = [i for i in rel if relative({key: mine[i][key]}, {key: refs[i][key]}) > bounds[i]]
+        if not bad:
+            wrong.right.append(checks.word(key))
+            continue
+        step = next((k for k, keys in enumerate(checks.steps) if key in keys), None)
+        if step is not None and not wrong.later:
+            wrong.later = [k for keys in checks.steps[step + 1:] for k in keys]
+            if step > 0:
+                wrong.step_note = (f"{joined([checks.word(k) for k in checks.steps[0]])} "
+                                   f"{'is' if len(checks.steps[0]) == 1 else 'are'} right, a later update is not: "
+                                   "what your function keeps or resets between calls (.grad, the optimizer's state) "
+                                   "is wrong")
+            elif wrong.later:
+                wrong.step_note = "the later updates start from these and differ too (not diagnosed)"
+        simple_cases = [i for i in bad if not cases[i].get("compound")]
+        per = {i: relate(checks, lab, i, key, mine[i][key], refs[i][key], mine[i], refs[i])
+               for i in simple_cases or bad}  # a trajectory (20 steps) is explained by its first step when one fails
+        wrong.findings[key] = per
+        wrong.inputs[key] = list(per)
+        wrong.relevant[key] = [i for i in rel if not cases[i].get("compound")] if simple_cases else rel
+    return wrong
+
+
+def _experiment(experiment, cases: list[dict], mine: list[dict], refs: list[dict]) -> str | None:
+    """What one of the exercise's experiments measures of the outputs; None where it does not apply."""
+    try:
+        return experiment(cases, mine, refs)
+    except Exception:
+        return None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """`gradlab grade SUBMISSIONS --course course.toml --out DIR`: a class graded in one command, as `otter grade` and
-`nbgrader autograde` do. Registered on the `gradlab` group by cli.py; the finding, grading and keeping is
+`nbgrader autograde` do. The command and its options are gradlab.cli.practice; the finding, grading and keeping is
 gradlab.practice.gradebook, the writing gradlab.practice.feedback."""
 
 from __future__ import annotations
@@ -8,42 +8,22 @@ import datetime
 import json
 import os
 import secrets
+from dataclasses import asdict
 
-import click
-
-from gradlab.errors import GradlabError
-from gradlab.practice.commands import installed_torch
+from gradlab.errors import GradlabError, Interrupted
+from gradlab.practice import all_exercises, course, feedback, gradebook, isolate
+from gradlab.practice.check import installed_torch
+from gradlab.report import console as report
+from gradlab.report.files import write_bytes
 from gradlab.version import __version__
 
 RESULTS = "results.json"
 
 
-@click.command("grade", short_help="Grade a class: a gradebook, each student's feedback and the class page.")
-@click.argument("submissions", type=click.Path())
-@click.option("--course", "course_path", type=click.Path(dir_okay=False), default=None,
-              help="The course file (TOML): which file is which exercise and its points (see the docs' "
-                   "page 'Grading a course', docs/teach/grading.md).")
-@click.option("--exercise", "exercise_name", default=None,
-              help="Instead of --course: every student hands in this one exercise (a .py file or a folder each), "
-                   "worth 10 points.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
-              help="The folder to write grades.csv, results.json, class.html and feedback/ in (made if missing).")
-@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
-              help="The seed of the generated inputs (default: the last run's in DIR, else a fresh random one).")
-@click.option("--quiet", is_flag=True, help="Print nothing but errors.")
-def grade(submissions: str, course_path: str | None, exercise_name: str | None, out_dir: str, seed: int | None,
-          quiet: bool) -> int:
-    """Grade every student in SUBMISSIONS (a folder: one folder per student, named after them, the course's files
-    anywhere inside it; or, with --exercise, one .py file per student) in the sandbox, two at a time, and write in
-    DIR: grades.csv (a row per student, a column per exercise and the total), feedback/STUDENT.md and .html (what
-    each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
-    grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
-    changed (all of them when the course's own exercises changed). Needs the isolated sandbox (root with bubblewrap,
-    or the uid fallback). Exit 0 when the class was graded."""
-    from gradlab.practice import gradebook, isolate
-    from gradlab.practice.course import own_digest, printed_answer
-    from gradlab.report import console as report
-
+def grade_class(submissions: str, *, course_path: str | None, exercise_name: str | None, out_dir: str,
+                seed: int | None, quiet: bool) -> int:
+    """`gradlab grade`: every student in SUBMISSIONS graded, and grades.csv, the feedback, class.html and
+    results.json written in OUT_DIR. Exit code 0 when the class was graded."""
     items = _items(course_path, exercise_name)
     if not os.path.isdir(submissions):
         raise GradlabError(f"{submissions} is not a folder; give the folder of submissions (one per student)")
@@ -62,14 +42,13 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
 
     if not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup: as check says it
         say(f"gradlab: note: {note}")
-
-    for note in filter(None, (printed_answer(name) for name in dict.fromkeys(i.exercise for i in items))):
+    for note in filter(None, (course.printed_answer(name) for name in dict.fromkeys(i.exercise for i in items))):
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
-    own = own_digest(course_path)
+    own = course.own_digest(course_path)
     stamp = __version__ + (f"+own.{own}" if own else "")  # what a re-run compares, beside each file's bytes
-    table = _graded(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))
+    table = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))
     made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
     written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
@@ -80,34 +59,36 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
 CHECKPOINT = 4  # results.json is saved after every this many graded files: an interrupted run resumes from there
 
 
-def _graded(todo: list, old: dict, seed: int, stamp: str, say, save) -> dict[str, dict[str, dict]]:
+def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say, save) -> dict[str, dict[str, dict]]:
     """{student: {file: record}}: the last run's records that still hold, the others graded, a line each; what is
-    done so far SAVE()d every few files (an interrupted run keeps them). STAMP: gradlab's version, and the digest of
-    the course's own exercises when it has any: a record made under another is graded again."""
-    from gradlab.practice import gradebook
-    from gradlab.practice.feedback import fmt
-
-    done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
-            if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp)}
-    say(f"grading {len(todo) - len(done)} files of {len({t.student for t in todo})} students with seed {seed}"
-        + (f" ({len(done)} unchanged since the last run, kept)" if done else ""))
+    done so far SAVE()d every few files, and when Ctrl-C or SIGTERM stops the grading (the next run grades the rest).
+    STAMP: gradlab's version, and the digest of the course's own exercises when it has any: a record made under
+    another is graded again."""
+    kept = sum(gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp) for t in todo)
+    say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
+        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
 
     def progress(count: int, of: int, rec: dict, seconds: float) -> None:
-        say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {fmt(rec['score'])} of {fmt(rec['points'])} "
-            f"({seconds:.1f} s)")
-        done[(rec["student"], rec["file"])] = rec
+        say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {feedback.fmt(rec['score'])} of "
+            f"{feedback.fmt(rec['points'])} ({seconds:.1f} s)")
         if count % CHECKPOINT == 0 and count < of:
-            save(done)
+            save(records_so_far())
 
-    records = gradebook.grade_all(todo, seed, stamp, old, progress)
+    done: dict[tuple[str, str], dict] = {}
+
+    def records_so_far() -> dict[tuple[str, str], dict]:
+        return done
+
+    records, signum = gradebook.grade_all(todo, seed, stamp, old, progress)
+    if signum is not None:
+        save(records)
+        raise Interrupted(signum)
     return {s: {t.item.file: records[(s, t.item.file)] for t in todo if t.student == s}
             for s in dict.fromkeys(t.student for t in todo)}
 
 
 def _save(out_dir: str, seed: int, slugs: dict, records: dict[tuple[str, str], dict]) -> None:
     """results.json with the records graded so far (the class's other files are written at the end)."""
-    from gradlab.report.files import write_bytes
-
     students: dict[str, dict] = {}
     for (student, file), rec in records.items():
         students.setdefault(student, {})[file] = rec
@@ -115,18 +96,16 @@ def _save(out_dir: str, seed: int, slugs: dict, records: dict[tuple[str, str], d
     write_bytes(os.path.join(out_dir, RESULTS), (json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n").encode())
 
 
-def _items(course_path: str | None, exercise_name: str | None):
+def _items(course_path: str | None, exercise_name: str | None) -> list[course.Item]:
     """The course's items: from --course, or the one --exercise names (10 points, scored by its claims)."""
-    from gradlab.practice import EXERCISES, course
-
     if (course_path is None) == (exercise_name is None):
         raise GradlabError("give --course FILE (which file is which exercise, and its points) or --exercise NAME "
                            "(one exercise per student), one of the two")
     if course_path is not None:
         return course.read(course_path)
-    if exercise_name not in EXERCISES:
+    if exercise_name not in all_exercises():
         raise GradlabError(f"unknown exercise {exercise_name!r}; gradlab exercises lists them")
-    return [course.Item(f"{EXERCISES[exercise_name].function}.py", exercise_name)]
+    return [course.Item(f"{all_exercises()[exercise_name].function}.py", exercise_name)]
 
 
 def _refuse_readable(submissions: str, course_path: str | None, out_dir: str) -> None:
@@ -134,8 +113,6 @@ def _refuse_readable(submissions: str, course_path: str | None, out_dir: str) ->
     file's (a teacher's own exercise's checks.py lives there) or the output folder is readable by a sandbox uid: a
     submission could copy a classmate's file, the checks or the other students' feedback (as `gradlab check` refuses
     a readable folder)."""
-    from gradlab.practice import isolate
-
     folders = [os.path.abspath(submissions)]
     if course_path is not None:
         folders.append(os.path.dirname(os.path.abspath(course_path)))
@@ -187,13 +164,7 @@ def _previous(out_dir: str, say) -> tuple[dict, int | None, dict]:
 
 def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: dict, source: str) -> list[str]:
     """Every output file, each written atomically; feedback files of students no longer in the class removed."""
-    from dataclasses import asdict
-
-    from gradlab.practice import feedback
-    from gradlab.practice.gradebook import slugs
-    from gradlab.report.files import write_bytes
-
-    slug = slugs(list(table))
+    slug = gradebook.slugs(list(table))
     for student, recs in table.items():
         base = os.path.join(out_dir, "feedback", slug[student])
         write_bytes(base + ".md", feedback.feedback_md(student, items, recs).encode())

@@ -12,16 +12,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from gradlab.errors import GradlabError
 from gradlab.kit.result import json_safe
-from gradlab.practice import EXERCISES
+from gradlab.practice import all_exercises, pool
 from gradlab.practice.course import Item, is_rule, score
 from gradlab.practice.isolate import sanitize
+from gradlab.practice.submission import Submission, of_course
 
 MAX_DEPTH = 6  # how deep inside a student's folder a course file is looked for
 SKIPPED = {"__pycache__", "node_modules"}  # and every hidden folder (.git)
@@ -29,18 +28,17 @@ SKIPPED = {"__pycache__", "node_modules"}  # and every hidden folder (.git)
 
 @dataclass(frozen=True)
 class Task:
-    """One file to grade: STUDENT's ITEM, found at PATH (None: not handed in, WHY says so), with its content's
-    DIGEST (SHA-256 of its bytes; "none:" and the hash of WHY when there is no file to read) and those bytes, SOURCE:
-    what is graded is what was hashed (the file is never read again: a student who swaps it in between cannot keep
-    another file's grade under its digest)."""
+    """One file to grade: STUDENT's ITEM, as SUBMISSION (its shown name student/file), found at FOUND (its path
+    relative to SUBMISSIONS, shown to the teacher; "" when missing), with its content's DIGEST (SHA-256 of its bytes;
+    "none:" and the hash of why it cannot run when there is no file to read). The file is read once, when the task
+    is made: what is graded is what was hashed (a student who swaps the file in between cannot keep another file's
+    grade under its digest)."""
 
     student: str
     item: Item
-    path: str | None
-    why: str | None
+    submission: Submission = field(repr=False, compare=False)
     digest: str
-    found: str  # PATH relative to SUBMISSIONS, shown to the teacher ("" when missing)
-    source: bytes | None = field(default=None, repr=False, compare=False)
+    found: str
 
 
 def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, str]:
@@ -95,28 +93,28 @@ def tasks(root: str, items: list[Item], by_file: bool, skip: str = "") -> list[T
 
 
 def _task(root: str, student: str, path: str, item: Item) -> Task:
-    from gradlab.practice.sandbox import read_submission
-
+    exercise = all_exercises()[item.exercise]
+    label = f"{student}/{item.file}"  # the name the check knows it by
     if os.path.isdir(path):
         hits = find(path, item.file)
         same = [h for h in hits if hits and h.count(os.sep) == hits[0].count(os.sep)]
         if not hits:
-            return _missing(student, item, f"{item.file} is missing from this submission", "")
+            return _missing(student, item, label, f"{item.file} is missing from this submission", "")
         if len(same) > 1:
-            shown = ", ".join(sanitize(os.path.relpath(h, path)) for h in same[:3])
-            return _missing(student, item, f"{item.file} is there more than once ({shown}): keep one", "")
+            copies = ", ".join(sanitize(os.path.relpath(h, path)) for h in same[:3])
+            return _missing(student, item, label, f"{item.file} is there more than once ({copies}): keep one", "")
         path = hits[0]
     found = sanitize(os.path.relpath(path, root))
-    try:
-        source = read_submission(path, follow=False)
-    except (OSError, ValueError) as e:
-        return _missing(student, item, f"cannot read {found}: {getattr(e, 'strerror', None) or e}", found)
-    return Task(student, item, path, None, hashlib.sha256(source).hexdigest(), found, source)
+    submission = of_course(path, exercise, shown=label, called=found)
+    if submission.source is None:
+        return _missing(student, item, label, submission.stop, found)
+    return Task(student, item, submission, hashlib.sha256(submission.source).hexdigest(), found)
 
 
-def _missing(student: str, item: Item, why: str, found: str) -> Task:
+def _missing(student: str, item: Item, label: str, why: str, found: str) -> Task:
     """A task that cannot run: its digest is WHY's, so that a re-run keeps it only while the reason is the same."""
-    return Task(student, item, None, why, "none:" + hashlib.sha256(why.encode()).hexdigest(), found)
+    submission = Submission(shown=label, exercise=all_exercises()[item.exercise], stop=why)
+    return Task(student, item, submission, "none:" + hashlib.sha256(why.encode()).hexdigest(), found)
 
 
 def record(task: Task, result, seed: int, version: str) -> dict:
@@ -144,32 +142,28 @@ def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
 
 
 def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, str], dict],
-              progress: Callable[[int, int, dict, float], None]) -> dict[tuple[str, str], dict]:
+              progress: Callable[[int, int, dict, float], None]) -> tuple[dict[tuple[str, str], dict], int | None]:
     """{(student, file): record} for every task: OLD's records where they still hold, the others graded two at a
-    time, each in its own sandbox. PROGRESS(done, of, record, seconds) after each graded one."""
+    time, each in its own sandbox (gradlab.practice.pool); PROGRESS(done, of, record, seconds) after each graded one.
+    Also the number of the signal (Ctrl-C, SIGTERM) that stopped the grading, None when it ended: the records are
+    then those graded before it."""
     records = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
                if reusable(old.get((t.student, t.item.file)), t, seed, version)}
     fresh = [t for t in todo if (t.student, t.item.file) not in records]
-    pool = ThreadPoolExecutor(2)
-    try:
-        futures = {pool.submit(_timed, t, seed): t for t in fresh}
-        for done, future in enumerate(as_completed(futures), 1):
-            task = futures[future]
-            result, seconds = future.result()
-            records[(task.student, task.item.file)] = rec = record(task, result, seed, version)
-            progress(done, len(fresh), rec, seconds)
-    finally:  # Ctrl-C: the files not started are not graded (the two running finish within their time limit)
-        pool.shutdown(wait=True, cancel_futures=True)
-    return records
+    count = 0
 
+    def each(index: int, result, seconds: float) -> None:
+        nonlocal count
+        count += 1
+        task = fresh[index]
+        records[(task.student, task.item.file)] = rec = record(task, result, seed, version)
+        progress(count, len(fresh), rec, seconds)
 
-def _timed(task: Task, seed: int):
-    """TASK's Result (never an exception: gradlab.practice.commands._checked) and how long it took."""
-    from gradlab.practice.commands import _checked
-
-    started = time.monotonic()
-    item = (f"{task.student}/{task.item.file}", task.path, EXERCISES[task.item.exercise], task.why, False)
-    return _checked(item, seed, source=task.source), time.monotonic() - started
+    graded = pool.grade_all([t.submission for t in fresh], seed, each)
+    for task, result in zip(fresh, graded.results, strict=True):  # and those that ended as the stop came
+        if result is not None and (task.student, task.item.file) not in records:
+            records[(task.student, task.item.file)] = record(task, result, seed, version)
+    return records, graded.signum
 
 
 SLUG = re.compile(r"[^A-Za-z0-9._-]+")

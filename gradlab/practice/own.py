@@ -22,10 +22,12 @@ import importlib
 import importlib.util
 import re
 import sys
+import traceback
 from pathlib import Path
 
 from gradlab.errors import GradlabError
-from gradlab.practice import EXERCISES
+from gradlab.practice import all_exercises
+from gradlab.practice.check import references
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PARTS = ("__init__.py", "harness.py", "checks.py")
@@ -38,8 +40,8 @@ def package_of(lesson: str) -> str:
 
 
 def load(folder: Path, where: str) -> list[str]:
-    """Import the teacher's exercises in FOLDER and add them to gradlab's (EXERCISES); their names. WHERE names the
-    course file, for errors (one line each: a missing file, a harness that imports more than it may, …)."""
+    """Import the teacher's exercises in FOLDER and add them to gradlab's (all_exercises()); their names. WHERE names
+    the course file, for errors (one line each: a missing file, a harness that imports more than it may, …)."""
     lesson = folder.name
     if not folder.is_dir():
         raise GradlabError(f"{where}: own = {str(folder)!r} is not a folder (it is relative to the course file)")
@@ -56,9 +58,9 @@ def load(folder: Path, where: str) -> list[str]:
     names = []
     for exercise in getattr(module, "EXERCISES", []):
         exercise = dataclasses.replace(exercise, lesson=lesson, package=package, folder=str(folder.resolve()))
-        if exercise.name in EXERCISES and not EXERCISES[exercise.name].package:
+        if exercise.name in all_exercises() and not all_exercises()[exercise.name].package:
             raise GradlabError(f"{where}: {exercise.name} is one of gradlab's exercises; name the folder otherwise")
-        EXERCISES[exercise.name] = exercise
+        all_exercises()[exercise.name] = exercise
         names.append(exercise.name)
     if not names:
         raise GradlabError(f"{where}: {folder / '__init__.py'} declares no EXERCISES = [Exercise(...), ...]")
@@ -70,12 +72,8 @@ def load(folder: Path, where: str) -> list[str]:
 def _self_test(name: str, where: str) -> None:
     """The teacher's harness makes its inputs and checks.py's reference answers them (seed 0), before any student's
     file is graded: a mistake there is said in one line, with its file and line, instead of failing every check."""
-    import traceback
-
-    from gradlab.practice.check import references
-
     try:
-        references(EXERCISES[name], 0)
+        references(all_exercises()[name], 0)
     except Exception as e:
         ours = str(Path(__file__).resolve().parent.parent) + "/"  # gradlab's package: the frames above the teacher's
         frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(ours)]

@@ -28,7 +28,7 @@ from gradlab.practice import isolate, wire
 from gradlab.practice.parsing import parse
 
 TIMEOUT_S = 20.0
-SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.check)
+SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.judge)
 MAX_SOURCE = 1 << 20  # bytes of a submission's file
 GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
 # What a harness may import of gradlab, besides itself: the shared harness module and the seccomp filter its seal()
@@ -98,7 +98,7 @@ class Sandbox:
 
     SOURCE is the submission: a file's bytes (KIND "source"), or a function pickled by cloudpickle ("pickle"); SHOWN
     the name the student knows it by (their file's path); LINES the text of notebook cells, for tracebacks, and
-    CODE_FILES the cell file of each pickled code object (gradlab.practice.check.pickled)."""
+    CODE_FILES the cell file of each pickled code object (gradlab.practice.notebook.pickled)."""
 
     def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
                  lines: dict[str, str] | None = None, code_files: list | None = None, timeout_s: float | None = None,

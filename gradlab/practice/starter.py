@@ -1,0 +1,34 @@
+"""The starter file of an exercise (`gradlab exercise NAME`): what the student fills in."""
+
+from __future__ import annotations
+
+import textwrap
+
+from gradlab.kit.exercise import Exercise
+
+HEADER = "import math\n\nimport torch\nimport torch.nn.functional as F\n\n"  # above a model answer, as a file
+
+
+def starter(exercise: Exercise) -> str:
+    """The starter file: the signature, the math, the shapes, the TF-1 line, a body that raises NotImplementedError,
+    and the command that checks it."""
+    doc = "\n".join(("    " + line.strip()) if line.strip() else "" for line in exercise.doc.splitlines())
+    if exercise.signature.startswith("class "):  # a torch.autograd.Function: its forward and its backward
+        body = "".join(f'\n    @staticmethod\n    def {name}(ctx, {arg}):\n        raise NotImplementedError('
+                       f'"write {exercise.function}.{name}")\n'
+                       for name, arg in (("forward", exercise.forward), ("backward", "dy")))
+    else:
+        body = f'    raise NotImplementedError("write {exercise.function}")\n'
+    head = textwrap.fill(f"gradlab exercise {exercise.name} (level {exercise.level}): {exercise.what}.", 110)
+    rule = "" if not exercise.forbidden else textwrap.fill(
+        f"Write it yourself: this exercise is to write what {', '.join(exercise.forbidden)} "
+        f"{'does' if len(exercise.forbidden) == 1 else 'do'} for you, so calling "
+        f"{'it' if len(exercise.forbidden) == 1 else 'one of them'} fails a check of its own.", 110) + "\n\n"
+    how = (f"then check it:\n\n    gradlab check {exercise.function}.py\n" if not exercise.package else
+           f"then hand it in: your teacher checks it with the course's own checks,\n\n    gradlab check "
+           f"{exercise.function}.py --course course.toml\n")
+    return (f'"""{head}\n\n{rule}'
+            f"Write the body of {exercise.function} below, {how}"
+            f'"""\n\n# gradlab-exercise: {exercise.name}\n'
+            "import torch\nimport torch.nn.functional as F\n\n\n"
+            f'{exercise.signature}\n    """{doc.lstrip()}\n    """\n{body}')
