@@ -15,8 +15,8 @@ from conftest import assert_one_line_error, invoke
 from rich.console import Console
 
 from gradlab.lessons import LESSONS
-from gradlab.practice import EXERCISES, answer_source, checks_of, course
-from gradlab.practice.check import judge
+from gradlab.practice import all_exercises, answer_source, checks_of, course
+from gradlab.practice.judge import Reference, judge
 from gradlab.report.explain import explanation, print_explanation, short_names
 
 SCREEN = 60  # lines, at WIDTH columns
@@ -91,7 +91,7 @@ def shown_answers(text: str) -> list[str]:
     """The exercises whose model answer TEXT holds: at least half of the answer's compared lines are lines of TEXT."""
     lines = set(code_lines(text))
     found = []
-    for name, exercise in EXERCISES.items():
+    for name, exercise in all_exercises().items():
         body = code_lines(answer_source(exercise))
         if body and sum(line in lines for line in body) * 2 >= len(body):
             found.append(name)
@@ -100,7 +100,7 @@ def shown_answers(text: str) -> list[str]:
 
 def test_the_answer_detector_finds_every_answer_in_its_own_source():
     """The comparison can fail: each model answer's source is found as itself, whatever its indentation."""
-    for name, exercise in EXERCISES.items():
+    for name, exercise in all_exercises().items():
         assert name in shown_answers(inspect.cleandoc("\n" + answer_source(exercise))), name
 
 
@@ -110,14 +110,14 @@ def test_explain_shows_no_model_answer(lesson):
     printed = doc + "\n" + "\n".join(s.code for s in snippets)
     assert not shown_answers(printed), f"gradlab {lesson} --explain full prints these answers: {shown_answers(printed)}"
     # an exercise's function by its name, or a lesson function known to answer one under another name
-    exercised = {course.PRINTED_AS.get(n, e.function) for n, e in EXERCISES.items() if e.lesson == lesson}
+    exercised = {course.PRINTED_AS.get(n, e.function) for n, e in all_exercises().items() if e.lesson == lesson}
     assert not exercised & {s.name for s in snippets}, "EXPLAIN names a function that answers an exercise"
 
 
-@pytest.mark.parametrize("name", [n for n in EXERCISES if n not in GLOO])
+@pytest.mark.parametrize("name", [n for n in all_exercises() if n not in GLOO])
 def test_no_function_explain_prints_passes_an_exercise(name):
     """What `--explain full` prints, used as it is on an exercise's check cases: none of it may pass."""
-    exercise = EXERCISES[name]
+    exercise = all_exercises()[name]
     module = LESSONS[exercise.lesson].load()
     arity = exercise.signature.count(",") + 1
     checks = checks_of(exercise)
@@ -134,6 +134,7 @@ def test_no_function_explain_prints_passes_an_exercise(name):
             outputs = [checks.call(fn, c) for c in cases]
         except Exception:  # a function that cannot even be called this way is no answer
             continue
-        if judge(exercise, cases, refs, {"ok": True, "outputs": outputs}).exit_code == 0:
+        reference = Reference(checks=checks, cases=cases, outputs=refs)
+        if judge(exercise, reference, {"ok": True, "outputs": outputs}).exit_code == 0:
             passing.append(shown)
     assert not passing, f"gradlab {exercise.lesson} --explain full prints {passing}, which pass {name}"
