@@ -14,15 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gradlab.kit.shared import CHANGED, GRAPH
+
 if TYPE_CHECKING:
     import torch
 
     from gradlab.kit.harness import Harness
 
-# Outputs a harness adds beside the function's own, which are rules rather than values (see gradlab.kit.harness)
-CHANGED = "inputs changed"  # one 0/1 per input the function must leave as it found it
-GRAPH = "autograd graph"  # how many tensors autograd saved for a backward while the function ran
-RESERVED = (CHANGED, GRAPH)
+RESERVED = (CHANGED, GRAPH)  # the outputs a harness adds beside the function's own: rules, not values
 
 
 @dataclass(frozen=True)
@@ -160,6 +159,17 @@ class Checks:
 # ---------------------------------------------------------------------------------------------------------------
 # Comparing outputs
 # ---------------------------------------------------------------------------------------------------------------
+
+def num(v: float) -> str:
+    """A number as a student reads it: 100, 0.01, 1/30, −1, 2.5e-09."""
+    if not math.isfinite(v):
+        return str(v)
+    for k in (2, 3, 4, 5, 8, 10):
+        if abs(v * k - round(v * k)) < 1e-9 and abs(round(v * k)) == 1:
+            return f"{'−' if v < 0 else ''}1/{k}"
+    s = f"{v:.4g}"
+    return s.replace("-", "−")
+
 
 def values(out: dict) -> dict:
     """OUT without the rule outputs (inputs changed, autograd graph, and any key that starts with "_", which a

@@ -31,12 +31,13 @@ TIMEOUT_S = 20.0
 SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.check)
 MAX_SOURCE = 1 << 20  # bytes of a submission's file
 GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
-# What a harness may import of gradlab, besides itself: the shared harness module and the seccomp filter its seal()
-# installs. Nothing here may hold a reference, a known mistake or a model answer: tests/test_sandbox.py checks every
-# harness's imports against it.
-SHARED = ("gradlab.kit.harness", "gradlab.practice.seccomp")
-ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp",
-          "gradlab.practice.wire")
+# What a harness may import of gradlab, besides itself: the shared harness module, the names it shares with gradlab's
+# side (gradlab.kit.shared: the rule outputs' keys, the loopback's port and interface, which gradlab.kit.distributed
+# uses too) and the seccomp filter its seal() installs. Nothing here may hold a reference, a known mistake or a model
+# answer: tests/test_sandbox.py checks every harness's imports against it.
+SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.seccomp")
+ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.stage1",
+          "gradlab.practice.seccomp", "gradlab.practice.wire")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
 

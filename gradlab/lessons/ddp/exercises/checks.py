@@ -10,9 +10,38 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from gradlab.kit.exercise import Checks, Mistake, norm_ratio
+from gradlab.kit.exercise import Checks, Mistake, norm_ratio, num
 from gradlab.lessons.ddp.exercises.harness import HARNESSES, _model
-from gradlab.practice.diagnosis import name_weights, weights_of, weights_words
+
+# ---------------------------------------------------------------------------------------------------------------
+# A wrong answer as a weighted sum of parts (micro-batches, ranks): which weights it used
+# ---------------------------------------------------------------------------------------------------------------
+
+def weights_of(mine: list[torch.Tensor], parts: list[list[torch.Tensor]]) -> tuple[torch.Tensor, float]:
+    """(w, what is left): the least-squares weights with mine ≈ Σ_k w_k · parts_k, and ‖mine − Σ w_k parts_k‖ /
+    ‖mine‖ (0 when mine is such a sum)."""
+    y = _vector(mine)
+    M = torch.stack([_vector(p) for p in parts], dim=1)
+    w = torch.linalg.lstsq(M, y.unsqueeze(1)).solution.squeeze(1)
+    return w, float((M @ w - y).norm()) / max(float(y.norm()), 1e-300)
+
+
+def _vector(ts: list[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([t.detach().reshape(-1).double() for t in ts]) if ts else torch.zeros(0, dtype=torch.float64)
+
+
+def name_weights(w: torch.Tensor, candidates: dict[str, list[float]]) -> str | None:
+    """The name of the candidate weights (e.g. "n_k/B", "1/K") that W equals, if any."""
+    for name, c in candidates.items():
+        c = torch.tensor(c, dtype=torch.float64)
+        if c.shape == w.shape and torch.allclose(w, c, rtol=1e-3, atol=1e-6 * max(float(c.abs().max()), 1e-12)):
+            return name
+    return None
+
+
+def weights_words(w: torch.Tensor) -> str:
+    return "(" + ", ".join(num(float(v)) for v in w[:6]) + (", …" if len(w) > 6 else "") + ")"
+
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
 
