@@ -40,7 +40,7 @@ BACKENDS = ("auto", "gloo", "nccl")
 PARENT_AT_START = os.getppid()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Job:
     """What every rank runs and how the ranks meet: built once, passed whole to each worker."""
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 RESERVED = (CHANGED, GRAPH)  # the outputs a harness adds beside the function's own: rules, not values
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exercise:
     """What a student writes: shown by `gradlab exercises`, written out by `gradlab exercise NAME` as a starter; and
     what its checks claim, so that a check that cannot start (a syntax error) still lists them, torch-free."""
@@ -64,7 +64,7 @@ class Exercise:
         return out
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Mistake:
     """A known wrong answer: FN, written with the student's signature, and what to tell its author (a sentence, or a
     function of (the student's outputs, the reference's) when the sentence quotes a measured number). OUTPUTS, when
@@ -80,7 +80,7 @@ class Mistake:
         return self.diagnosis if isinstance(self.diagnosis, str) else self.diagnosis(student, reference)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Relation:
     """A way a wrong answer can be related to the right one, measured output by output: yours equals WHAT (e.g. "the
     softmax taken over the batch (dim=0) instead of the classes"), computed by FN (the student's signature) or in
@@ -92,7 +92,7 @@ class Relation:
     outputs: Callable[[dict], dict] | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Variant:
     """A correct answer that differs from the reference by more than rounding, and why: a practitioner's building
     block (F.softplus's threshold, clip_grad_norm_'s + 1e-6). Within the bound it passes, and the note says so."""
@@ -102,7 +102,7 @@ class Variant:
     outputs: Callable[[dict], dict] | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Checks:
     """One exercise's machinery, on gradlab's side (never beside the submission): the HARNESS (its inputs, and how a
     function is called on each), the REFERENCE answer, the MISTAKES, and what the diagnosis measures.

@@ -38,7 +38,7 @@ import torch.distributed as dist
 from gradlab.kit.shared import CHANGED, GRAPH, free_port, loopback_interface  # noqa: F401
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Harness:
     cases: Callable[[int], list[dict]]  # seed -> the inputs: [{"label", "kind", tensors…}]
     call: Callable[[Callable, dict], dict]  # (a function, one input) -> its outputs {name: tensor or [tensors]}

@@ -171,6 +171,7 @@ def replay(name: str, critic: torch.nn.Module, grads: list[list[torch.Tensor]], 
     return out
 
 
+# Not gradlab.kit.optim.TFRMSprop on purpose: the kernel written out apart is what the claim checks TFRMSprop against
 def tf1_rmsprop_by_hand(theta: np.ndarray, grads: list[np.ndarray], lr: float, decay: float = 0.9,
                         epsilon: float = 1e-10) -> list[np.ndarray]:
     """TF-1's ApplyRMSProp written out in numpy, momentum 0 (training_ops.cc v1.15.0 lines 461-464)."""

@@ -173,7 +173,7 @@ def run(config: Config, data, device: torch.device | None = None,
         acc["single_s"] = single_process_seconds(config, batches, device, stop_if_cancelled)
         return acc
 
-    job = distributed.Job(rank_work, (config, batches.to(torch.device("cpu"))), workers=config.workers,
+    job = distributed.Job(fn=rank_work, args=(config, batches.to(torch.device("cpu"))), workers=config.workers,
                           backend=config.backend, port=config.port, timeout_s=config.timeout,
                           device_type=device.type, threads=torch.get_num_threads())
     try:

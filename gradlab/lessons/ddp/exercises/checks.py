@@ -119,14 +119,17 @@ def num_words(v: float) -> str:
 ACCUMULATE = Checks(
     harness=HARNESSES["accumulated_grad"], reference=_acc_reference,
     mistakes=[
-        Mistake("/K forgotten", _acc_no_k, lambda s, r: f"your gradient is {norm_ratio(s, r):.3g} times the full "
-                f"batch's (K times, for K equal parts): .backward() adds the K gradients, so divide each "
-                f"micro-batch's loss by K, or sum the per-sample losses and divide by B"),
-        Mistake("mean of means", _acc_mean_of_means, "right for equal parts, wrong for unequal ones: each "
-                "micro-batch's loss was normalised by its own size and then by K, so 4 samples weigh as much as 64. "
-                "Sum the per-sample losses (reduction='sum') and divide by B, the whole batch's size"),
-        Mistake("no zero_grad", _acc_no_zero_grad, "your gradients piled up on what .grad held before: call "
-                "model.zero_grad() (or set each .grad to None) before the first backward"),
+        Mistake(name="/K forgotten", fn=_acc_no_k,
+                diagnosis=lambda s, r: f"your gradient is {norm_ratio(s, r):.3g} times the full batch's (K times, "
+                                       f"for K equal parts): .backward() adds the K gradients, so divide each "
+                                       f"micro-batch's loss by K, or sum the per-sample losses and divide by B"),
+        Mistake(name="mean of means", fn=_acc_mean_of_means,
+                diagnosis="right for equal parts, wrong for unequal ones: each micro-batch's loss was normalised by "
+                          "its own size and then by K, so 4 samples weigh as much as 64. Sum the per-sample losses "
+                          "(reduction='sum') and divide by B, the whole batch's size"),
+        Mistake(name="no zero_grad", fn=_acc_no_zero_grad,
+                diagnosis="your gradients piled up on what .grad held before: call model.zero_grad() (or set each "
+                          ".grad to None) before the first backward"),
     ],
     names={"grads": "your accumulated gradient"},
     quantities=lambda case: [("B", sum(case["sizes"]), "the batch size")],
@@ -242,15 +245,18 @@ def _avg_quantities(case: dict) -> list:
 AVERAGE = Checks(
     harness=HARNESSES["average_gradients"], reference=_avg_reference, expected=_avg_expected,
     mistakes=[
-        Mistake("equal weights", _avg_equal_weights, "you averaged the shards with equal weights (all_reduce, then / "
-                "W, or ReduceOp.AVG): right for equal shards only. Weigh each worker's gradient by n_r / B before "
-                "the all-reduce", outputs=lambda case: _avg_rule(case, lambda n, B, R: 1 / R)),
-        Mistake("no all-reduce", _avg_local, "every worker returned its own gradient unchanged: the all-reduce did "
-                "not reach what you returned (no dist.all_reduce, or it ran on a new tensor: `g = g * w` in a loop "
-                "rebinds g, and the list still holds the old tensors). Return the tensors you all-reduced",
+        Mistake(name="equal weights", fn=_avg_equal_weights,
+                diagnosis="you averaged the shards with equal weights (all_reduce, then / W, or ReduceOp.AVG): right "
+                          "for equal shards only. Weigh each worker's gradient by n_r / B before the all-reduce",
+                outputs=lambda case: _avg_rule(case, lambda n, B, R: 1 / R)),
+        Mistake(name="no all-reduce", fn=_avg_local,
+                diagnosis="every worker returned its own gradient unchanged: the all-reduce did not reach what you "
+                          "returned (no dist.all_reduce, or it ran on a new tensor: `g = g * w` in a loop rebinds g, "
+                          "and the list still holds the old tensors). Return the tensors you all-reduced",
                 outputs=_avg_own),
-        Mistake("sum of means", _avg_summed, "you added the workers' mean gradients without weights: the result is "
-                "about W times too large. Multiply each by n_r / B before the all-reduce",
+        Mistake(name="sum of means", fn=_avg_summed,
+                diagnosis="you added the workers' mean gradients without weights: the result is about W times too "
+                          "large. Multiply each by n_r / B before the all-reduce",
                 outputs=lambda case: _avg_rule(case, lambda n, B, R: 1.0)),
     ],
     names={f"rank {r}": f"rank {r}'s result" for r in range(3)},
@@ -308,15 +314,18 @@ def _sync_rule(case: dict, weights) -> dict:
 SYNC = Checks(
     harness=HARNESSES["sync_gradients"], reference=_sync_reference, expected=_sync_expected,
     mistakes=[
-        Mistake("summed", _sync_summed, "both (all) workers' gradients were summed, not averaged: all_reduce adds "
-                "them, and DDP divides by the world size (its gradient is the mean over the ranks). Divide .grad by "
-                "dist.get_world_size() after the all-reduce",
+        Mistake(name="summed", fn=_sync_summed,
+                diagnosis="both (all) workers' gradients were summed, not averaged: all_reduce adds them, and DDP "
+                          "divides by the world size (its gradient is the mean over the ranks). Divide .grad by "
+                          "dist.get_world_size() after the all-reduce",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: 1.0)),
-        Mistake("a copy reduced", _sync_copy, "each rank's .grad is its own gradient, unchanged: you all-reduced a "
-                "copy (p.grad.clone()) and never put it back. all_reduce p.grad itself (it works in place), or "
-                "assign p.grad = g", outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
-        Mistake("no all-reduce", _sync_divided, "each rank divided its own gradient by the world size, but the "
-                "gradients were never added across the ranks: dist.all_reduce(p.grad) first, then divide",
+        Mistake(name="a copy reduced", fn=_sync_copy,
+                diagnosis="each rank's .grad is its own gradient, unchanged: you all-reduced a copy (p.grad.clone()) "
+                          "and never put it back. all_reduce p.grad itself (it works in place), or assign p.grad = g",
+                outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
+        Mistake(name="no all-reduce", fn=_sync_divided,
+                diagnosis="each rank divided its own gradient by the world size, but the gradients were never added "
+                          "across the ranks: dist.all_reduce(p.grad) first, then divide",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s) / W)),
     ],
     names={f"rank {r}": f"rank {r}'s .grad" for r in range(4)},
