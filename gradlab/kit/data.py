@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradlab.assets import CHECKOUT
+from gradlab import assets
 from gradlab.errors import GradlabError
 from gradlab.kit.options import DATASETS  # the names --dataset offers, declared with the option
 
@@ -43,7 +43,7 @@ SAMPLE_SHA256 = {
     "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
 }
 
-_REPO_DATA = CHECKOUT / "data"
+_REPO_DATA = assets.CHECKOUT / "data"
 
 
 def default_data_dir() -> Path:
@@ -57,8 +57,6 @@ def default_data_dir() -> Path:
 
 def bundled_sample_dir() -> Path:
     """Where the bundled sample lives: data/mnist-sample in a checkout, gradlab/_data in a wheel."""
-    from gradlab import assets
-
     d = assets.folder("mnist-sample")
     if d is not None:
         return d

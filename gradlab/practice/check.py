@@ -153,11 +153,12 @@ def check_function(fn, name: str) -> Result:
     file: shipped by value into the sandbox with what it uses from other cells."""
     check(isinstance(name, str) and name in EXERCISES, f"unknown exercise {name!r}; gradlab.exercises() lists them")
     check(callable(fn), f"gradlab.check: {fn!r} is not a function")
-    from gradlab.report import html  # noqa: F401 — registers how Jupyter draws the Result
+    from gradlab.report.html import for_notebook  # the Result as Jupyter draws it
 
     data, lines, code_files = pickled(fn)
     shown = f"{getattr(fn, '__qualname__', None) or EXERCISES[name].function} (a notebook cell)"
-    return run_check(shown, EXERCISES[name], source=data, kind="pickle", lines=lines, code_files=code_files)
+    return for_notebook(run_check(shown, EXERCISES[name], source=data, kind="pickle", lines=lines,
+                                  code_files=code_files))
 
 
 def preflight(source: bytes, path: str, exercise: Exercise) -> str | None:

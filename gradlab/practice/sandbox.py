@@ -19,12 +19,14 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 import signal
+import stat
 import sys
 import threading
 from pathlib import Path
 
-from gradlab.practice import isolate, wire
+from gradlab.practice import harness_module, isolate, wire
 from gradlab.practice.parsing import parse
 
 TIMEOUT_S = 20.0
@@ -104,8 +106,6 @@ class Sandbox:
     def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
                  lines: dict[str, str] | None = None, code_files: list | None = None, timeout_s: float | None = None,
                  mode: str | None = None) -> None:
-        from gradlab.practice import harness_module
-
         self.timeout_s = timeout_s or TIMEOUT_S
         self.limits = isolate.Limits(timeout_s=self.timeout_s)
         self.mode = mode or isolate.detect().mode
@@ -321,9 +321,6 @@ def read_submission(path: str, *, follow: bool = True) -> bytes:
     """A submission's bytes, as gradlab (often root) must read them: a regular file only (not a FIFO that would block,
     not a device), at most MAX_SOURCE bytes; without FOLLOW never through a symbolic link (a link in a class's folder
     could name a file only root may read). Raises OSError or ValueError with what is wrong."""
-    import os
-    import stat
-
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow:
         if os.path.islink(path):

@@ -5,6 +5,7 @@ submission."""
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
 from gradlab.kit.exercise import Checks, Mistake, Relation, Variant
 from gradlab.kit.training import global_norm, torch_clip
@@ -135,8 +136,6 @@ CLIP = Checks(
 # -------------------------------------------------------------------------------------------- clip_across_ranks
 
 def _ranks_reference(grads, clip_norm):
-    import torch.distributed as dist
-
     total = torch.zeros((), dtype=torch.float64)
     for g in grads:
         total += g.double().pow(2).sum()  # this rank's Σ‖g‖²
@@ -151,16 +150,12 @@ def _ranks_local_fn(grads, clip_norm):
 
 
 def _ranks_norms_added_fn(grads, clip_norm):
-    import torch.distributed as dist
-
     norm = torch.sqrt(sum(g.double().pow(2).sum() for g in grads)).reshape(1)
     dist.all_reduce(norm)
     return [g * (clip_norm / max(float(norm), clip_norm)) for g in grads]
 
 
 def _ranks_averaged_fn(grads, clip_norm):
-    import torch.distributed as dist
-
     sq = sum(g.double().pow(2).sum() for g in grads).reshape(1)
     dist.all_reduce(sq)
     norm = float(sq / dist.get_world_size()) ** 0.5

@@ -8,6 +8,7 @@ function run on real gloo workers."""
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 from gradlab.kit.exercise import Checks, Mistake, norm_ratio, num
@@ -143,8 +144,6 @@ ACCUMULATE = Checks(
 # --------------------------------------------------------------------------------------------- average_gradients
 
 def _avg_reference(grads, n_local, n_total):
-    import torch.distributed as dist
-
     out = [g * (n_local / n_total) for g in grads]  # (n_r / B) · ḡ_r, then the sum over the workers
     for t in out:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
@@ -167,8 +166,6 @@ def _avg_expected(case: dict) -> dict:
 
 
 def _avg_equal_weights(grads, n_local, n_total):
-    import torch.distributed as dist
-
     out = [g.clone() for g in grads]
     for t in out:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
@@ -180,8 +177,6 @@ def _avg_local(grads, n_local, n_total):
 
 
 def _avg_summed(grads, n_local, n_total):
-    import torch.distributed as dist
-
     out = [g.clone() for g in grads]
     for t in out:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
@@ -269,8 +264,6 @@ AVERAGE = Checks(
 # ------------------------------------------------------------------------------------------------ sync_gradients
 
 def _sync_reference(model):
-    import torch.distributed as dist
-
     for p in model.parameters():
         dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)  # Σ over the ranks, in place
         p.grad /= dist.get_world_size()  # the mean: what DDP leaves in .grad
@@ -283,15 +276,11 @@ def _sync_expected(case: dict) -> dict:
 
 
 def _sync_summed(model):
-    import torch.distributed as dist
-
     for p in model.parameters():
         dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
 
 
 def _sync_copy(model):
-    import torch.distributed as dist
-
     for p in model.parameters():
         g = p.grad.clone()
         dist.all_reduce(g, op=dist.ReduceOp.SUM)
@@ -299,8 +288,6 @@ def _sync_copy(model):
 
 
 def _sync_divided(model):
-    import torch.distributed as dist
-
     for p in model.parameters():
         p.grad /= dist.get_world_size()
 
