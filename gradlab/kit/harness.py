@@ -280,31 +280,33 @@ def _gloo_groups(inputs: list[dict], load: Callable[[], Callable], rank_args: Ca
     for members in groups:  # every worker is in its group (and sealed) before any code of the submission runs
         for m in members:
             m["ready"] = _receive(m["result"], deadline)
+    return [lambda members=members: _gloo_run(members, outputs) for members in groups]
 
-    def run(members: list[dict]) -> dict:
-        failed = [(r, m["ready"][1]) for r, m in enumerate(members) if m["ready"][0] != "ready"]
-        got = []
-        if not failed:
-            for m in members:
-                os.write(m["go"], b"G")
-            got = [_receive(m["result"], time.monotonic() + 30) for m in members]
-            failed = [(r, g[1]) for r, g in enumerate(got) if g[0] != "ok"]
+
+def _gloo_run(members: list[dict], outputs: Callable[[list[list[torch.Tensor]]], dict]) -> dict:
+    """One group's call: tell its workers (MEMBERS, each ready or not) to go, gather what each gave, reap them all;
+    the case's outputs made by OUTPUTS, or the first rank's failure raised."""
+    failed = [(r, m["ready"][1]) for r, m in enumerate(members) if m["ready"][0] != "ready"]
+    got = []
+    if not failed:
         for m in members:
-            os.close(m["go"])
-            os.close(m["result"])
-            if failed:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(m["pid"], 9)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(m["pid"], 0)
-        for g in got:
-            if g[0] == "ok" and len(g) > 2 and isinstance(g[2], list):
-                REPORTED.extend(u for u in g[2] if isinstance(u, str))  # the child keeps each name once
+            os.write(m["go"], b"G")
+        got = [_receive(m["result"], time.monotonic() + 30) for m in members]
+        failed = [(r, g[1]) for r, g in enumerate(got) if g[0] != "ok"]
+    for m in members:
+        os.close(m["go"])
+        os.close(m["result"])
         if failed:
-            rank, why = failed[0]
-            if any(g[0] == "returned" for g in got[rank:rank + 1]):
-                raise Returned(f"on rank {rank}, {why}")
-            raise RuntimeError(f"rank {rank} of {len(members)} failed: {why}")
-        return outputs([[torch.from_numpy(a) for a in g[1]] for g in got])
-
-    return [lambda members=members: run(members) for members in groups]
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(m["pid"], 9)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(m["pid"], 0)
+    for g in got:
+        if g[0] == "ok" and len(g) > 2 and isinstance(g[2], list):
+            REPORTED.extend(u for u in g[2] if isinstance(u, str))  # the child keeps each name once
+    if failed:
+        rank, why = failed[0]
+        if any(g[0] == "returned" for g in got[rank:rank + 1]):
+            raise Returned(f"on rank {rank}, {why}")
+        raise RuntimeError(f"rank {rank} of {len(members)} failed: {why}")
+    return outputs([[torch.from_numpy(a) for a in g[1]] for g in got])

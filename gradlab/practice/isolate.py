@@ -594,19 +594,27 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             r.join(5)
         output = readers[1].kept() if out_r is not None else _output_file(launch.out_file, limits)
         output = output[1:] if output[:1] == START else b""
-        leftovers = kill_uid(uid) if uid is not None else []
-        peak = group.memory_peak() if group else None
-        leftovers += group.remove() if group else []
-        if mode == "uid":  # as the uid: what it wrote in its box and the machine's shared folders
-            state["cleaned"] = clean_as_uid(uid, (str(launch.work / "box"), *SHARED_TMP))
-        else:
-            state["cleaned"] = not leftovers
+        leftovers, peak = _clean_up(mode, uid, group, launch.work, state)
         return Outcome(mode=mode, returncode=proc.returncode, stopped=state["stopped"], printed=readers[0].kept(),
                        printed_bytes=readers[0].total, output=None if state["stopped"] else output,
                        wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers,
                        cgroup=group.version if group else "", memory_peak=peak)
     finally:
         _release(state, fds, mode, slot)
+
+
+def _clean_up(mode: str, uid: int | None, group, work: Path, state: dict) -> tuple[list, int | None]:
+    """After the run: what it left running, killed (the uid's processes, then the cgroup, read for its memory peak
+    before it goes), and whether everything it left is gone (state["cleaned"]). Returns (what was killed, the
+    memory peak or None)."""
+    leftovers = kill_uid(uid) if uid is not None else []
+    peak = group.memory_peak() if group else None
+    leftovers += group.remove() if group else []
+    if mode == "uid":  # as the uid: what it wrote in its box and the machine's shared folders
+        state["cleaned"] = clean_as_uid(uid, (str(work / "box"), *SHARED_TMP))
+    else:
+        state["cleaned"] = not leftovers
+    return leftovers, peak
 
 
 def _release(state: dict, fds: list[int], mode: str, slot: Slot | None) -> None:
