@@ -37,15 +37,15 @@ def run(lesson: str, *, progress: bool = False, **kwargs: Any):
     """Run LESSON with KWARGS (the command line's options as keyword arguments) and return its Result, which
     Jupyter displays as tables, claims and plots. PROGRESS: show a progress bar. Bad input raises
     gradlab.errors.GradlabError."""
-    from gradlab.report import html  # noqa: F401 — rich; registers how Jupyter draws the Result
+    from gradlab.report.html import for_notebook  # rich; the Result as Jupyter draws it
 
     run_options, config = runner.resolve(_known(lesson), kwargs, python=True)  # checked as on the command line
     if not progress:
-        return runner.execute(lesson, run_options, config)
+        return for_notebook(runner.execute(lesson, run_options, config))
     from gradlab.report import console as report
 
     with report.progress_bar(report.make_console()) as bar:
-        return runner.execute(lesson, run_options, config, None, bar)
+        return for_notebook(runner.execute(lesson, run_options, config, None, bar))
 
 
 def _known(lesson: str) -> str:

@@ -14,6 +14,7 @@ Nothing here prints or draws: gradlab.report.graph does. The backward pass is to
 
 from __future__ import annotations
 
+import linecache
 import math
 import sys
 from collections.abc import Iterable, Iterator
@@ -166,8 +167,6 @@ _HERE = (str(Path(__file__)), str(Path(torch.__file__).parent))
 
 def _caller() -> str:
     """The first frame outside torch and this module: "lesson.py:163  y = y.detach()"."""
-    import linecache
-
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_HERE):
         frame = frame.f_back

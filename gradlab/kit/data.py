@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gradlab.assets import CHECKOUT
+from gradlab import assets
 from gradlab.errors import GradlabError
 from gradlab.kit.options import DATASETS  # the names --dataset offers, declared with the option
 
@@ -43,7 +43,7 @@ SAMPLE_SHA256 = {
     "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
 }
 
-_REPO_DATA = CHECKOUT / "data"
+_REPO_DATA = assets.CHECKOUT / "data"
 
 
 def default_data_dir() -> Path:
@@ -57,15 +57,13 @@ def default_data_dir() -> Path:
 
 def bundled_sample_dir() -> Path:
     """Where the bundled sample lives: data/mnist-sample in a checkout, gradlab/_data in a wheel."""
-    from gradlab import assets
-
     d = assets.folder("mnist-sample")
     if d is not None:
         return d
     raise GradlabError("the bundled MNIST sample is missing (data/mnist-sample); reinstall gradlab from its repository")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Data:
     """A dataset in memory. x: (N, 784) float32 in [0, 1]; y: (N,) int64 in 0..9."""
 
@@ -245,7 +243,8 @@ def _read_torchvision(class_name: str, name: str, root: Path, source: str) -> Da
                 f"{tuple(images.shape)}, {len(labels)} labels); delete them and copy or download them again"
             )
 
-    return Data(name, source, _flat(arrays[0], torch), arrays[1].long(), _flat(arrays[2], torch), arrays[3].long())
+    return Data(name=name, source=source, x_train=_flat(arrays[0], torch), y_train=arrays[1].long(),
+                x_test=_flat(arrays[2], torch), y_test=arrays[3].long())
 
 
 def load_sample(root: Path) -> Data:
@@ -264,8 +263,8 @@ def load_sample(root: Path) -> Data:
             raise GradlabError(f"bundled data file {path} is corrupted (sha256 differs); restore it with "
                                f"`git checkout -- data/`")
         arrays.append(read_idx(gzip.decompress(packed), torch))
-    return Data("mnist-sample", f"{_show(src)}, bundled", _flat(arrays[0], torch), arrays[1].long(),
-                _flat(arrays[2], torch), arrays[3].long())
+    return Data(name="mnist-sample", source=f"{_show(src)}, bundled", x_train=_flat(arrays[0], torch),
+                y_train=arrays[1].long(), x_test=_flat(arrays[2], torch), y_test=arrays[3].long())
 
 
 def read_idx(raw: bytes, torch):

@@ -12,10 +12,10 @@ and how the ranks meet. Three ways it runs:
 Every rank's return value is gathered (all_gather_object) so every rank, and the parent, gets all of them. A
 collective that waits longer than the job's timeout fails (--timeout), and so does the run, naming the rank.
 
-At module level this module imports the standard library, gradlab.errors and gradlab.kit.workers only (torch inside the
-functions, which keeps `gradlab --help` fast). The exercises whose functions run on gloo workers do not use it: in the
-sandbox a submission's workers are forked after their groups are formed and before any of its code loads
-(gradlab.kit.harness.gloo_harness), which a launcher that starts, then joins, cannot do.
+At module level this module imports the standard library, gradlab.errors, gradlab.kit.workers and gradlab.kit.shared
+only (torch inside the functions, which keeps `gradlab --help` fast). The exercises whose functions run on gloo workers
+do not use it: in the sandbox a submission's workers are forked after their groups are formed and before any of its
+code loads (gradlab.kit.harness.gloo_harness), which a launcher that starts, then joins, cannot do.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 
 from gradlab.errors import GradlabError, OptionError, check, check_option
 from gradlab.kit import workers
+from gradlab.kit.shared import free_port, loopback_interface
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 BACKENDS = ("auto", "gloo", "nccl")
@@ -39,7 +40,7 @@ BACKENDS = ("auto", "gloo", "nccl")
 PARENT_AT_START = os.getppid()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Job:
     """What every rank runs and how the ranks meet: built once, passed whole to each worker."""
 
@@ -125,17 +126,6 @@ def check_port(port: int) -> None:
             raise OptionError("port", lambda say: f"{say('port', port)}: 127.0.0.1:{port} is already in use; "
                                                   f"choose another {say('port')} or leave it out (a free one is "
                                                   f"picked)") from None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def loopback_interface() -> str | None:
-    names = [name for _, name in socket.if_nameindex()]
-    return next((n for n in ("lo", "lo0") if n in names), None)
 
 
 @contextlib.contextmanager

@@ -14,18 +14,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gradlab.kit.shared import CHANGED, GRAPH
+
 if TYPE_CHECKING:
     import torch
 
     from gradlab.kit.harness import Harness
 
-# Outputs a harness adds beside the function's own, which are rules rather than values (see gradlab.kit.harness)
-CHANGED = "inputs changed"  # one 0/1 per input the function must leave as it found it
-GRAPH = "autograd graph"  # how many tensors autograd saved for a backward while the function ran
-RESERVED = (CHANGED, GRAPH)
+RESERVED = (CHANGED, GRAPH)  # the outputs a harness adds beside the function's own: rules, not values
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exercise:
     """What a student writes: shown by `gradlab exercises`, written out by `gradlab exercise NAME` as a starter; and
     what its checks claim, so that a check that cannot start (a syntax error) still lists them, torch-free."""
@@ -65,7 +64,7 @@ class Exercise:
         return out
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Mistake:
     """A known wrong answer: FN, written with the student's signature, and what to tell its author (a sentence, or a
     function of (the student's outputs, the reference's) when the sentence quotes a measured number). OUTPUTS, when
@@ -81,7 +80,7 @@ class Mistake:
         return self.diagnosis if isinstance(self.diagnosis, str) else self.diagnosis(student, reference)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Relation:
     """A way a wrong answer can be related to the right one, measured output by output: yours equals WHAT (e.g. "the
     softmax taken over the batch (dim=0) instead of the classes"), computed by FN (the student's signature) or in
@@ -93,7 +92,7 @@ class Relation:
     outputs: Callable[[dict], dict] | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Variant:
     """A correct answer that differs from the reference by more than rounding, and why: a practitioner's building
     block (F.softplus's threshold, clip_grad_norm_'s + 1e-6). Within the bound it passes, and the note says so."""
@@ -103,7 +102,7 @@ class Variant:
     outputs: Callable[[dict], dict] | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Checks:
     """One exercise's machinery, on gradlab's side (never beside the submission): the HARNESS (its inputs, and how a
     function is called on each), the REFERENCE answer, the MISTAKES, and what the diagnosis measures.
@@ -160,6 +159,17 @@ class Checks:
 # ---------------------------------------------------------------------------------------------------------------
 # Comparing outputs
 # ---------------------------------------------------------------------------------------------------------------
+
+def num(v: float) -> str:
+    """A number as a student reads it: 100, 0.01, 1/30, −1, 2.5e-09."""
+    if not math.isfinite(v):
+        return str(v)
+    for k in (2, 3, 4, 5, 8, 10):
+        if abs(v * k - round(v * k)) < 1e-9 and abs(round(v * k)) == 1:
+            return f"{'−' if v < 0 else ''}1/{k}"
+    s = f"{v:.4g}"
+    return s.replace("-", "−")
+
 
 def values(out: dict) -> dict:
     """OUT without the rule outputs (inputs changed, autograd graph, and any key that starts with "_", which a

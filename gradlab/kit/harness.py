@@ -6,8 +6,9 @@ The sandbox's contract (gradlab/practice/isolate.py binds these files one by one
 test_sandbox.py imports every harness inside the real sandbox with only its own files bound):
   * a harness module imports torch, the standard library and this module; nothing else of gradlab (no reference,
     no known mistake, no model answer: those stay in checks.py and answers.py, on gradlab's side); the modules a
-    harness may import are named in gradlab.practice.sandbox.SHARED (this one, and the seccomp filter seal() loads);
-  * this module imports only torch and the standard library;
+    harness may import are named in gradlab.practice.sandbox.SHARED (this one, the names it shares with
+    gradlab's side in gradlab.kit.shared, and the seccomp filter seal() loads);
+  * this module imports only torch, the standard library and gradlab.kit.shared;
   * a harness opens no socket in `call`: an exercise whose function runs on gloo workers forms their groups in
     `prepare`, which runs BEFORE any code of the submission, because where the sandbox has no network namespace of
     its own (the uid fallback) every process seals itself (seal(): no new socket) before the submission loads.
@@ -21,18 +22,23 @@ back instead of blaming an exception on the student's code.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
-import socket
+import pickle
+import select
+import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 
-CHANGED = "inputs changed"  # the keys of gradlab.kit.exercise.RESERVED (that module is not imported here)
-GRAPH = "autograd graph"
+# CHANGED and GRAPH, the rules a harness reports beside a function's outputs, are part of this module's vocabulary
+from gradlab.kit.shared import CHANGED, GRAPH, free_port, loopback_interface  # noqa: F401
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Harness:
     cases: Callable[[int], list[dict]]  # seed -> the inputs: [{"label", "kind", tensors…}]
     call: Callable[[Callable, dict], dict]  # (a function, one input) -> its outputs {name: tensor or [tensors]}
@@ -162,19 +168,6 @@ def keyed(value: torch.Tensor, grads: list, seconds: list, names: tuple[str, ...
 # The network, for exercises that run on gloo workers
 # ---------------------------------------------------------------------------------------------------------------
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def loopback_interface() -> str | None:
-    """The loopback interface's name (lo on Linux, lo0 on macOS), for GLOO_SOCKET_IFNAME."""
-    names = [name for _, name in socket.if_nameindex()]
-    return next((n for n in ("lo", "lo0") if n in names), None)
-
-
 def seal() -> None:
     """Where the sandbox has no network namespace of its own (the uid fallback sets GRADLAB_SEAL_INET), this process
     and what it forks from now on create no socket at all (socketpair() still works). Elsewhere nothing happens:
@@ -209,20 +202,12 @@ def gloo_harness(cases: Callable[[int], list[dict]], rank_args: Callable[[dict],
 
 
 def _send(fd: int, message) -> None:
-    import pickle
-    import struct
-
     data = pickle.dumps(message)
     os.write(fd, struct.pack("<I", len(data)) + data)
 
 
 def _receive(fd: int, deadline: float):
     """A worker's message, or ("error", why) when it ends or stays silent past DEADLINE."""
-    import pickle
-    import select
-    import struct
-    import time
-
     data = b""
     while True:
         if len(data) >= 4 and len(data) >= 4 + struct.unpack("<I", data[:4])[0]:
@@ -241,10 +226,6 @@ def _receive(fd: int, deadline: float):
 
 def _gloo_worker(args: tuple, rank: int, world: int, port: int, load: Callable, run: Callable, go: int,
                  result: int) -> None:
-    import datetime
-
-    import torch.distributed as dist
-
     try:
         try:
             dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
@@ -276,10 +257,6 @@ def _gloo_worker(args: tuple, rank: int, world: int, port: int, load: Callable, 
 def _gloo_groups(inputs: list[dict], load: Callable[[], Callable], rank_args: Callable[[dict], list[tuple]],
                  outputs: Callable[[list[list[torch.Tensor]]], dict],
                  run: Callable[..., object]) -> list[Callable[[], dict]]:
-    import time
-
-    import torch.distributed
-
     name = loopback_interface()
     if name and "GLOO_SOCKET_IFNAME" not in os.environ:
         os.environ["GLOO_SOCKET_IFNAME"] = name  # gloo's connections stay on the loopback
@@ -303,31 +280,33 @@ def _gloo_groups(inputs: list[dict], load: Callable[[], Callable], rank_args: Ca
     for members in groups:  # every worker is in its group (and sealed) before any code of the submission runs
         for m in members:
             m["ready"] = _receive(m["result"], deadline)
+    return [lambda members=members: _gloo_run(members, outputs) for members in groups]
 
-    def run(members: list[dict]) -> dict:
-        failed = [(r, m["ready"][1]) for r, m in enumerate(members) if m["ready"][0] != "ready"]
-        got = []
-        if not failed:
-            for m in members:
-                os.write(m["go"], b"G")
-            got = [_receive(m["result"], time.monotonic() + 30) for m in members]
-            failed = [(r, g[1]) for r, g in enumerate(got) if g[0] != "ok"]
+
+def _gloo_run(members: list[dict], outputs: Callable[[list[list[torch.Tensor]]], dict]) -> dict:
+    """One group's call: tell its workers (MEMBERS, each ready or not) to go, gather what each gave, reap them all;
+    the case's outputs made by OUTPUTS, or the first rank's failure raised."""
+    failed = [(r, m["ready"][1]) for r, m in enumerate(members) if m["ready"][0] != "ready"]
+    got = []
+    if not failed:
         for m in members:
-            os.close(m["go"])
-            os.close(m["result"])
-            if failed:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(m["pid"], 9)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(m["pid"], 0)
-        for g in got:
-            if g[0] == "ok" and len(g) > 2 and isinstance(g[2], list):
-                REPORTED.extend(u for u in g[2] if isinstance(u, str))  # the child keeps each name once
+            os.write(m["go"], b"G")
+        got = [_receive(m["result"], time.monotonic() + 30) for m in members]
+        failed = [(r, g[1]) for r, g in enumerate(got) if g[0] != "ok"]
+    for m in members:
+        os.close(m["go"])
+        os.close(m["result"])
         if failed:
-            rank, why = failed[0]
-            if any(g[0] == "returned" for g in got[rank:rank + 1]):
-                raise Returned(f"on rank {rank}, {why}")
-            raise RuntimeError(f"rank {rank} of {len(members)} failed: {why}")
-        return outputs([[torch.from_numpy(a) for a in g[1]] for g in got])
-
-    return [lambda members=members: run(members) for members in groups]
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(m["pid"], 9)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(m["pid"], 0)
+    for g in got:
+        if g[0] == "ok" and len(g) > 2 and isinstance(g[2], list):
+            REPORTED.extend(u for u in g[2] if isinstance(u, str))  # the child keeps each name once
+    if failed:
+        rank, why = failed[0]
+        if any(g[0] == "returned" for g in got[rank:rank + 1]):
+            raise Returned(f"on rank {rank}, {why}")
+        raise RuntimeError(f"rank {rank} of {len(members)} failed: {why}")
+    return outputs([[torch.from_numpy(a) for a in g[1]] for g in got])

@@ -5,10 +5,13 @@ This module does not import torch, so the report layer (and `gradlab show`) can 
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from gradlab.errors import GradlabError
 
 # The comparison a claim makes between its measured value and its bound.
 OPS = {
@@ -69,15 +72,6 @@ class Curve:
     refs: dict[str, float] = field(default_factory=dict)  # reference lines across the panel: {label: y}
 
 
-_html_renderer: Callable[[Result], str] | None = None  # Result -> HTML: set by gradlab.report.html when it loads
-
-
-def register_html_renderer(render: Callable[[Result], str]) -> None:
-    """How Jupyter draws a Result (see Result._repr_html_): the report layer owns rendering and registers it here."""
-    global _html_renderer
-    _html_renderer = render
-
-
 @dataclass
 class Result:
     lesson: str
@@ -98,11 +92,6 @@ class Result:
     threads_why: str = ""  # why that many threads (gradlab.kit.threads)
     version: str = ""
     wall_s: float = 0.0  # the lesson's run, from Config to Result (not data loading)
-
-    def _repr_html_(self) -> str | None:
-        """How Jupyter shows a Result: its section of `gradlab report`'s page, drawn by the renderer the report layer
-        registers when it loads (gradlab.run and gradlab.check load it); this module imports nothing from it."""
-        return _html_renderer(self) if _html_renderer else None
 
     def __repr__(self) -> str:
         """Short, for a console or a log (print(gradlab.check(...)) outside Jupyter): what it is and how it went."""
@@ -160,11 +149,6 @@ REQUIRED = {"lesson": str, "title": str, "version": str, "device": str, "torch":
 
 def load_result(path) -> dict[str, Any]:
     """Read and validate a result saved with --json; GradlabError (one line) if it is not one."""
-    import json
-    import os
-
-    from gradlab.errors import GradlabError
-
     if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would block, a device never ends
         raise GradlabError(f"{path} is not a regular file; give a file written by --json or gradlab report")
     try:

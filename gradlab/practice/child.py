@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
+import inspect
 import json
+import linecache
 import os
+import pickle
 import sys
 import traceback
+import types
+import warnings
 
 PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # gradlab's files, here
 WARNINGS_KEPT = 20
@@ -154,10 +160,6 @@ def restore_filenames(fn, code_files: list):
     [qualname, first line, bytecode digest, file name] each, made by gradlab.practice.notebook.pickled), whatever the
     pickler wrote there, so that a traceback shows the student's cell lines. The key is computed as in notebook.code_key
     (this module imports nothing of gradlab's)."""
-    import hashlib
-    import inspect
-    import types
-
     where = {(q, line, digest): name for q, line, digest, name in code_files}
 
     def fixed(code):
@@ -179,20 +181,53 @@ def restore_filenames(fn, code_files: list):
 
 
 def main() -> None:
-    raw = _read(os.environ["GRADLAB_IN"])
-    head, _, payload = raw.partition(b"\n")
-    header = json.loads(head)
+    header, payload = _received(os.environ["GRADLAB_IN"])
     out = _writer(os.environ["GRADLAB_OUT"])
-    import linecache
-    import warnings
-
-    from gradlab.kit.harness import seal
+    # gradlab's few files in the sandbox, imported before any code of the submission runs
+    from gradlab.kit import harness as shared
     from gradlab.practice import wire
 
-    function, shown = header["function"], header["shown"]
+    function = header["function"]
     harness = importlib.import_module(header["harness"]).HARNESSES[function]
     cases = harness.cases(header["seed"])
     forbidden = Forbidden(header.get("forbidden", []))
+    caught = _catch_warnings()
+    for filename, text in header.get("lines", {}).items():  # a notebook's cells, for its traceback
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+
+    def load():
+        """Run the submission here and return its function (a worker of the harness calls it too)."""
+        return _load(header, payload, forbidden)
+
+    calls = None
+    if harness.prepare:  # gloo workers: each watches the submission's calls and reports them with its result
+        shared.WORKER_REPORT = lambda: list(forbidden.used)
+        calls = harness.prepare(cases, lambda: forbidden.watch(load()))
+    shared.seal()
+    out.write(b"S")  # gradlab's clock for the submission starts now (isolate.START)
+    out.flush()
+    result = _outputs(harness, cases, calls, load, forbidden, function, shared.REPORTED)
+    try:
+        data = wire.encode({**result, "warnings": caught, "used": forbidden.used})
+    except TypeError as e:  # an output no result can hold (an object of the student's, a complex tensor)
+        data = wire.encode({"ok": False, "kind": "output", "error": f"{function} returned {e}, which is not a "
+                            "tensor, a number or a list of them", "trace": "", "warnings": caught,
+                            "used": forbidden.used})
+    out.write(data)
+    out.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _received(where: str) -> tuple[dict, bytes]:
+    """The JSON header line and the submission after it."""
+    head, _, payload = _read(where).partition(b"\n")
+    return json.loads(head), payload
+
+
+def _catch_warnings() -> list[str]:
+    """The warnings raised from now on, each once, at most WARNINGS_KEPT: the list they are kept in."""
     caught: list[str] = []
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
@@ -204,63 +239,47 @@ def main() -> None:
 
     warnings.showwarning = show
     warnings.simplefilter("default")
-    for filename, text in header.get("lines", {}).items():  # a notebook's cells, for its traceback
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    return caught
 
-    def done(**result) -> None:
-        try:
-            data = wire.encode({**result, "warnings": caught, "used": forbidden.used})
-        except TypeError as e:  # an output no result can hold (an object of the student's, a complex tensor)
-            data = wire.encode({"ok": False, "kind": "output", "error": f"{function} returned {e}, which is not "
-                                "a tensor, a number or a list of them", "trace": "", "warnings": caught,
-                                "used": forbidden.used})
-        out.write(data)
-        out.close()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
 
-    def load():
-        """Run the submission here and return its function (a worker of the harness calls it too)."""
-        before, forbidden.active = forbidden.active, True
-        try:
-            if header["kind"] == "pickle":
-                import pickle
+def _load(header: dict, payload: bytes, forbidden: Forbidden):
+    """Run the submission PAYLOAD in this process, its forbidden calls watched; its function (None if it has none)."""
+    function, shown = header["function"], header["shown"]
+    before, forbidden.active = forbidden.active, True
+    try:
+        if header["kind"] == "pickle":
+            return restore_filenames(pickle.loads(payload), header.get("code_files", []))
+        source = payload.decode("utf-8", errors="replace")
+        linecache.cache[shown] = (len(source), None, source.splitlines(True), shown)
+        namespace = {"__name__": "student", "__file__": shown, "__builtins__": __builtins__}
+        exec(compile(source, shown, "exec"), namespace)
+        return namespace.get(function)
+    finally:
+        forbidden.active = before
 
-                return restore_filenames(pickle.loads(payload), header.get("code_files", []))
-            source = payload.decode("utf-8", errors="replace")
-            linecache.cache[shown] = (len(source), None, source.splitlines(True), shown)
-            namespace = {"__name__": "student", "__file__": shown, "__builtins__": __builtins__}
-            exec(compile(source, shown, "exec"), namespace)
-            return namespace.get(function)
-        finally:
-            forbidden.active = before
 
-    if harness.prepare:  # gloo workers: each watches the submission's calls and reports them with its result
-        import gradlab.kit.harness as shared
-
-        shared.WORKER_REPORT = lambda: list(forbidden.used)
-    calls = harness.prepare(cases, lambda: forbidden.watch(load())) if harness.prepare else None
-    seal()
-    out.write(b"S")  # gradlab's clock for the submission starts now (isolate.START)
-    out.flush()
+def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Forbidden, function: str,
+             reported: list) -> dict:
+    """The submission loaded and called on every case: {"ok": True, "outputs"}, or the first failure ({"ok": False,
+    "kind", "error", "trace"}). CALLS: the harness's prepared calls (gloo workers, whose forbidden calls arrive in
+    REPORTED), else None."""
     try:
         fn = load()
     except SyntaxError as e:
-        return done(ok=False, kind="syntax", error=f"syntax error at line {e.lineno}: {e.msg}", trace="")
+        return {"ok": False, "kind": "syntax", "error": f"syntax error at line {e.lineno}: {e.msg}", "trace": ""}
     except BaseException as e:  # an import error, an exception at the top of the file, sys.exit
         line, trace = student_trace(e)
-        return done(ok=False, kind="import", error=f"your file failed before {function}() was called: {line}",
-                    trace=trace)
+        return {"ok": False, "kind": "import", "error": f"your file failed before {function}() was called: {line}",
+                "trace": trace}
     if not callable(fn):
-        return done(ok=False, kind="missing", error=f"your file defines no function {function}()", trace="")
+        return {"ok": False, "kind": "missing", "error": f"your file defines no function {function}()", "trace": ""}
     watched = forbidden.watch(fn)
     outputs = []
     for i, case in enumerate(cases):
         try:
             if calls:
                 outputs.append(calls[i]())
-                forbidden.used += [u for u in dict.fromkeys(shared.REPORTED) if u not in forbidden.used]
+                forbidden.used += [u for u in dict.fromkeys(reported) if u not in forbidden.used]
             elif isinstance(fn, type):
                 forbidden.active = True
                 outputs.append(harness.call(fn, case))
@@ -268,10 +287,10 @@ def main() -> None:
             else:
                 outputs.append(harness.call(watched, case))
         except NotImplementedError:
-            return done(ok=False, kind="todo", error=f"{function} raises NotImplementedError: write its body",
-                        trace="")
+            return {"ok": False, "kind": "todo", "error": f"{function} raises NotImplementedError: write its body",
+                    "trace": ""}
         except BaseException as e:
             line, trace = student_trace(e)
-            return done(ok=False, kind="raised", error=f"{function}() raised on the input '{case['label']}': {line}",
-                        trace=trace)
-    done(ok=True, outputs=outputs)
+            return {"ok": False, "kind": "raised",
+                    "error": f"{function}() raised on the input '{case['label']}': {line}", "trace": trace}
+    return {"ok": True, "outputs": outputs}

@@ -20,14 +20,13 @@ the exercise's inputs once each, lazily.
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from gradlab.kit.exercise import CHANGED, Checks, relative, same, values
+from gradlab.kit.exercise import CHANGED, Checks, num, relative, same, values
 
 MATCHES = 1e-5  # a submission "is" a known mistake when its outputs agree with that mistake's this closely
 RELATE = 1e-4  # a relation (a scale, the transpose…) holds when what is left is this small next to the expected
@@ -55,17 +54,6 @@ class Lab:
 # ---------------------------------------------------------------------------------------------------------------
 # Numbers as words
 # ---------------------------------------------------------------------------------------------------------------
-
-def num(v: float) -> str:
-    """A number as a student reads it: 100, 0.01, 1/30, −1, 2.5e-09."""
-    if not math.isfinite(v):
-        return str(v)
-    for k in (2, 3, 4, 5, 8, 10):
-        if abs(v * k - round(v * k)) < 1e-9 and abs(round(v * k)) == 1:
-            return f"{'−' if v < 0 else ''}1/{k}"
-    s = f"{v:.4g}"
-    return s.replace("-", "−")
-
 
 def simple(c: float) -> str | None:
     """c when it is a small integer or the reciprocal of one (2, ½, −1): a factor worth naming by itself."""
@@ -642,29 +630,3 @@ def changed_inputs(exercise, outputs: list[dict]) -> list[str]:
         if flags is not None:
             hit = [h or bool(f) for h, f in zip(hit, flags.tolist(), strict=False)]
     return [name for name, h in zip(exercise.keeps, hit, strict=True) if h]
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# A wrong answer as a weighted sum of parts (micro-batches, ranks): which weights it used
-# ---------------------------------------------------------------------------------------------------------------
-
-def weights_of(mine: list[torch.Tensor], parts: list[list[torch.Tensor]]) -> tuple[torch.Tensor, float]:
-    """(w, what is left): the least-squares weights with mine ≈ Σ_k w_k · parts_k, and ‖mine − Σ w_k parts_k‖ /
-    ‖mine‖ (0 when mine is such a sum)."""
-    y = vector(mine)
-    M = torch.stack([vector(p) for p in parts], dim=1)
-    w = torch.linalg.lstsq(M, y.unsqueeze(1)).solution.squeeze(1)
-    return w, float((M @ w - y).norm()) / max(float(y.norm()), 1e-300)
-
-
-def name_weights(w: torch.Tensor, candidates: dict[str, list[float]]) -> str | None:
-    """The name of the candidate weights (e.g. "n_k/B", "1/K") that W equals, if any."""
-    for name, c in candidates.items():
-        c = torch.tensor(c, dtype=torch.float64)
-        if c.shape == w.shape and torch.allclose(w, c, rtol=1e-3, atol=1e-6 * max(float(c.abs().max()), 1e-12)):
-            return name
-    return None
-
-
-def weights_words(w: torch.Tensor) -> str:
-    return "(" + ", ".join(num(float(v)) for v in w[:6]) + (", …" if len(w) > 6 else "") + ")"

@@ -594,19 +594,27 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
             r.join(5)
         output = readers[1].kept() if out_r is not None else _output_file(launch.out_file, limits)
         output = output[1:] if output[:1] == START else b""
-        leftovers = kill_uid(uid) if uid is not None else []
-        peak = group.memory_peak() if group else None
-        leftovers += group.remove() if group else []
-        if mode == "uid":  # as the uid: what it wrote in its box and the machine's shared folders
-            state["cleaned"] = clean_as_uid(uid, (str(launch.work / "box"), *SHARED_TMP))
-        else:
-            state["cleaned"] = not leftovers
+        leftovers, peak = _clean_up(mode, uid, group, launch.work, state)
         return Outcome(mode=mode, returncode=proc.returncode, stopped=state["stopped"], printed=readers[0].kept(),
                        printed_bytes=readers[0].total, output=None if state["stopped"] else output,
                        wall_s=time.monotonic() - started, uid=uid, leftovers=leftovers,
                        cgroup=group.version if group else "", memory_peak=peak)
     finally:
         _release(state, fds, mode, slot)
+
+
+def _clean_up(mode: str, uid: int | None, group, work: Path, state: dict) -> tuple[list, int | None]:
+    """After the run: what it left running, killed (the uid's processes, then the cgroup, read for its memory peak
+    before it goes), and whether everything it left is gone (state["cleaned"]). Returns (what was killed, the
+    memory peak or None)."""
+    leftovers = kill_uid(uid) if uid is not None else []
+    peak = group.memory_peak() if group else None
+    leftovers += group.remove() if group else []
+    if mode == "uid":  # as the uid: what it wrote in its box and the machine's shared folders
+        state["cleaned"] = clean_as_uid(uid, (str(work / "box"), *SHARED_TMP))
+    else:
+        state["cleaned"] = not leftovers
+    return leftovers, peak
 
 
 def _release(state: dict, fds: list[int], mode: str, slot: Slot | None) -> None:
@@ -626,7 +634,7 @@ def _release(state: dict, fds: list[int], mode: str, slot: Slot | None) -> None:
         slot.release(cleaned=state["cleaned"])
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Launch:
     cmd: list[str]
     env: dict[str, str]
@@ -651,9 +659,10 @@ def _launch(mode: str, command: list[str], *, uid: int | None, limits: Limits, p
         options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
         args_fd = _memfd(b"".join(s.encode() + b"\0" for s in options), "bwrap-args")
         fds.append(args_fd)
-        launch = _Launch(["bwrap", "--args", str(args_fd), "--", *_stage1(uid, limits, [in_fd, out_w], PKG,
-                                                                          group_fds),
-                          *(a.replace("{pkg}", PKG) for a in command)], {}, "/", False)
+        launch = _Launch(cmd=["bwrap", "--args", str(args_fd), "--",
+                              *_stage1(uid, limits, [in_fd, out_w], PKG, group_fds),
+                              *(a.replace("{pkg}", PKG) for a in command)],
+                         env={}, cwd="/", new_session=False)
     else:
         work = Path(tempfile.mkdtemp(prefix=f"gradlab-box-{uid}-"))  # root 0700 until filled
         pkg, box = work / "pkg", work / "box"
@@ -663,10 +672,10 @@ def _launch(mode: str, command: list[str], *, uid: int | None, limits: Limits, p
         for p in (box, box / "tmp"):
             os.chown(p, uid, uid)
         os.chmod(work, 0o711)  # others may pass through to pkg/, not list; box/ is the sandbox uid's alone
-        launch = _Launch([*_stage1(uid, limits, [in_fd, out_w], str(pkg), group_fds),
-                          *(a.replace("{pkg}", str(pkg)) for a in command)],
-                         {**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"},
-                         str(box), True, work)
+        launch = _Launch(cmd=[*_stage1(uid, limits, [in_fd, out_w], str(pkg), group_fds),
+                              *(a.replace("{pkg}", str(pkg)) for a in command)],
+                         env={**base_env, "HOME": str(box), "TMPDIR": str(box / "tmp"), "GRADLAB_SEAL_INET": "1"},
+                         cwd=str(box), new_session=True, work=work)
     # the OOM killer's first choice, inherited by all of it (bwrap's /proc is read-only: it cannot lower it)
     launch.cmd = ["/bin/sh", "-c", f'echo {SANDBOX_OOM_SCORE_ADJ} > /proc/self/oom_score_adj && exec "$@"', "sh",
                   *launch.cmd]
@@ -683,8 +692,8 @@ def _launch_plain(command: list[str], package: dict[str, str], inputs: bytes, ba
     popen_env = {**os.environ, **base_env, "GRADLAB_IN": str(work / "in"),
                  "GRADLAB_OUT": f"fd:{out_w}" if out_w is not None else str(out_file)}
     popen_env.pop("PYTHONPATH", None)
-    return _Launch([a.replace("{pkg}", str(work / "pkg")) for a in command], popen_env, str(work), os.name == "posix",
-                   work, out_file)
+    return _Launch(cmd=[a.replace("{pkg}", str(work / "pkg")) for a in command], env=popen_env, cwd=str(work),
+                   new_session=os.name == "posix", work=work, out_file=out_file)
 
 
 def _kill_all(proc: subprocess.Popen, mode: str, uid: int | None) -> None:

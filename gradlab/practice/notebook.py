@@ -16,7 +16,7 @@ from gradlab.kit.result import Result
 from gradlab.practice import all_exercises
 from gradlab.practice.check import run_check
 from gradlab.practice.submission import Submission
-from gradlab.report import html  # noqa: F401 — registers how Jupyter draws the Result
+from gradlab.report.html import for_notebook  # the Result as Jupyter draws it
 
 
 def check_function(fn, name: str) -> Result:
@@ -28,8 +28,8 @@ def check_function(fn, name: str) -> Result:
     exercise = all_exercises()[name]
     data, lines, code_files = pickled(fn)
     shown = f"{getattr(fn, '__qualname__', None) or exercise.function} (a notebook cell)"
-    return run_check(Submission(shown=shown, exercise=exercise, source=data, kind="pickle", lines=lines,
-                                code_files=code_files))
+    return for_notebook(run_check(Submission(shown=shown, exercise=exercise, source=data, kind="pickle", lines=lines,
+                                             code_files=code_files)))
 
 
 def pickled(fn) -> tuple[bytes, dict[str, str], list]:

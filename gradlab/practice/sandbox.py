@@ -19,24 +19,27 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 import signal
+import stat
 import sys
 import threading
 from pathlib import Path
 
-from gradlab.practice import isolate, wire
+from gradlab.practice import harness_module, isolate, wire
 from gradlab.practice.parsing import parse
 
 TIMEOUT_S = 20.0
 SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.judge)
 MAX_SOURCE = 1 << 20  # bytes of a submission's file
 GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
-# What a harness may import of gradlab, besides itself: the shared harness module and the seccomp filter its seal()
-# installs. Nothing here may hold a reference, a known mistake or a model answer: tests/test_sandbox.py checks every
-# harness's imports against it.
-SHARED = ("gradlab.kit.harness", "gradlab.practice.seccomp")
-ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.practice.stage1", "gradlab.practice.seccomp",
-          "gradlab.practice.wire")
+# What a harness may import of gradlab, besides itself: the shared harness module, the names it shares with gradlab's
+# side (gradlab.kit.shared: the rule outputs' keys, the loopback's port and interface, which gradlab.kit.distributed
+# uses too) and the seccomp filter its seal() installs. Nothing here may hold a reference, a known mistake or a model
+# answer: tests/test_sandbox.py checks every harness's imports against it.
+SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.seccomp")
+ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.stage1",
+          "gradlab.practice.seccomp", "gradlab.practice.wire")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
 
@@ -103,8 +106,6 @@ class Sandbox:
     def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
                  lines: dict[str, str] | None = None, code_files: list | None = None, timeout_s: float | None = None,
                  mode: str | None = None) -> None:
-        from gradlab.practice import harness_module
-
         self.timeout_s = timeout_s or TIMEOUT_S
         self.limits = isolate.Limits(timeout_s=self.timeout_s)
         self.mode = mode or isolate.detect().mode
@@ -320,9 +321,6 @@ def read_submission(path: str, *, follow: bool = True) -> bytes:
     """A submission's bytes, as gradlab (often root) must read them: a regular file only (not a FIFO that would block,
     not a device), at most MAX_SOURCE bytes; without FOLLOW never through a symbolic link (a link in a class's folder
     could name a file only root may read). Raises OSError or ValueError with what is wrong."""
-    import os
-    import stat
-
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow:
         if os.path.islink(path):

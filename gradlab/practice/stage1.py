@@ -12,6 +12,7 @@ closes every inherited fd but 0-2 and the two channels, and execs the child.
 """
 
 import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -20,7 +21,7 @@ import sys
 
 def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's folder out
-    import seccomp
+    import seccomp  # stage 1's neighbour, found only once its folder is on the path
     spec, argv = json.loads(sys.argv[1]), sys.argv[2:]
     with contextlib.suppress(OSError):
         os.setsid()  # its own session and process group (bwrap --new-session did it already)
@@ -30,8 +31,6 @@ def main() -> None:
         os.write(fd, b"0")
         os.close(fd)
     uid, gid = spec["uid"], spec["gid"]
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     for cap in range(64):  # PR_CAPBSET_DROP while CAP_SETPCAP is held: the uid change below clears every other set,
         libc.prctl(24, cap, 0, 0, 0)  # and no_new_privs forbids regaining any

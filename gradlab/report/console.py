@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -39,9 +41,6 @@ class GradlabConsole(Console):
         return printable(super()._render_buffer(buffer), self.encoding)
 
     def on_broken_pipe(self) -> None:
-        import os
-        import sys
-
         self.quiet = True
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import stat
@@ -101,8 +102,6 @@ def write_json(path: str | Path, result: Result | dict[str, Any]) -> None:
 
 def plot_png(result: Result) -> bytes | None:
     """The curves as PNG bytes, one panel per curve (NaN/inf points are not drawn); None when there are none."""
-    import io
-
     from matplotlib import rcParams
     from matplotlib.figure import Figure  # an explicit Figure: no pyplot, no global backend change (a notebook's
     # inline plots keep working after a Result is shown)

@@ -14,10 +14,12 @@ from grandalf.graphs import Edge as GEdge
 from grandalf.graphs import Graph as GGraph
 from grandalf.graphs import Vertex
 from grandalf.layouts import SugiyamaLayout
+from rich.console import Group
+from rich.markup import escape
 from rich.tree import Tree
 
 from gradlab.kit.autograd_graph import Cut, Graph, Node, norm, summary
-from gradlab.report.files import STDOUT, write_bytes
+from gradlab.report.files import STDOUT, check_graph_suffix, write_bytes
 
 CHAR_W, LINE_H, PAD = 7.2, 16, 8  # 12px monospace: a character's width, a line's height; a box's padding
 GAP = 40  # between graphs drawn side by side
@@ -277,8 +279,6 @@ def page(graphs: list[Graph], title: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 def _tree_label(graph: Graph, node: Node, forbidden: bool) -> str:
-    from rich.markup import escape
-
     lines = box_lines(graph, node)
     text = f"#{node.id} [bold]{escape(lines[0])}[/]  {escape('  '.join(lines[1:3]))}"
     if born_here(graph, node):
@@ -290,8 +290,6 @@ def _tree_label(graph: Graph, node: Node, forbidden: bool) -> str:
 
 def tree(graph: Graph) -> Tree:
     """The graph as a tree from the output down; a node reached twice is drawn once, then referred to."""
-    from rich.markup import escape
-
     root = Tree("\n".join(f"[bold]{escape(line)}[/]" if i == 0 else escape(line)
                           for i, line in enumerate(_header(graph, drawing=False))))
     seen: set[int] = set()
@@ -320,14 +318,10 @@ class GraphView:
         return f'<div style="overflow:auto">{svg(self.graphs, inline=True)}</div>'
 
     def __rich__(self):
-        from rich.console import Group
-
         return Group(*(tree(g) for g in self.graphs))
 
     def save(self, path: str) -> None:
         """Write the drawing to PATH (.html: a self-contained page; .svg)."""
-        from gradlab.report.files import check_graph_suffix
-
         check_graph_suffix(path)
         write_graph(path, self.graphs, self.graphs[0].title, None)
 

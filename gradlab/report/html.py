@@ -4,13 +4,18 @@ source lines, and the plots embedded as PNG data. No external files, scripts or 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import re
 from typing import Any
 
-from gradlab.kit.result import register_html_renderer
+from markdown_it import MarkdownIt  # rich's own Markdown parser: the page shows what the terminal shows
+
+from gradlab.kit.result import Result
+from gradlab.lessons import LESSONS
 from gradlab.report.console import _claim_from_dict, cell_text, claim_cells, student_output, threads_text
-from gradlab.report.explain import Snippet, _as_markdown
+from gradlab.report.explain import Snippet, _as_markdown, explanation
+from gradlab.report.files import plot_png
 
 STYLE = """
 body { font: 15px/1.5 system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
@@ -65,8 +70,6 @@ def claims_html(claims: list[dict[str, Any]]) -> str:
 
 
 def explanation_html(doc: str, snippets: list[Snippet]) -> str:
-    from markdown_it import MarkdownIt  # rich's own Markdown parser: the page shows what the terminal shows
-
     title, _, body = doc.partition("\n")
     # "commonmark" allows raw HTML; a docstring's < and > (x < 0) are text, so raw HTML is off
     markdown = MarkdownIt("commonmark", {"html": False})
@@ -145,17 +148,23 @@ def scoped(style: str, scope: str = ".gradlab") -> str:
 def result_section(result, wall_s: float, data: dict[str, Any] | None = None, graph: str = "") -> str:
     """RESULT's section of the page: its explanation read from the lesson's source, its tables and claims, its
     plot, its backward graph (GRAPH, an SVG). DATA: result.to_json(), when the caller has it already."""
-    from gradlab.lessons import LESSONS
-    from gradlab.report.explain import explanation
-    from gradlab.report.files import plot_png
-
     doc, snippets = explanation(LESSONS[result.lesson].load()) if result.lesson in LESSONS else ("", [])
     return lesson_html(data or result.to_json(), doc, snippets, plot_png(result), wall_s, graph)
 
 
 def result_html(result) -> str:
-    """One Result, as its section of the report page, styled for Jupyter (Result._repr_html_)."""
+    """One Result, as its section of the report page, styled for Jupyter (NotebookResult._repr_html_)."""
     return f'<div class="gradlab"><style>{scoped(STYLE)}</style>{result_section(result, result.wall_s)}</div>'
 
 
-register_html_renderer(result_html)  # Jupyter draws every Result with it from now on
+class NotebookResult(Result):
+    """A Result as gradlab.run and gradlab.check return it: the same fields, and Jupyter draws it as its section of
+    `gradlab report`'s page (the kit's Result knows nothing of HTML)."""
+
+    def _repr_html_(self) -> str:
+        return result_html(self)
+
+
+def for_notebook(result: Result) -> NotebookResult:
+    """RESULT, field for field, as a NotebookResult."""
+    return NotebookResult(**{f.name: getattr(result, f.name) for f in dataclasses.fields(result)})

@@ -5,10 +5,10 @@ from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
-        "mse_grad", 2,
-        "the gradient of linear regression's mean squared error, from the formula, no autograd",
-        "def mse_grad(w, b, X, y):",
-        """∂cost/∂w and ∂cost/∂b of cost = mean_i (X_i·w + b − y_i)², derived by hand:
+        function="mse_grad", level=2,
+        what="the gradient of linear regression's mean squared error, from the formula, no autograd",
+        signature="def mse_grad(w, b, X, y):",
+        doc="""∂cost/∂w and ∂cost/∂b of cost = mean_i (X_i·w + b − y_i)², derived by hand:
 
         r = Xw + b − y               the residuals, shape (N,)
         ∂cost/∂w = 2 Xᵀr / N         shape (D,)

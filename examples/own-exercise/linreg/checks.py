@@ -26,6 +26,8 @@ def _sum(w, b, X, y):
 
 CHECKS = {"mse_grad": Checks(
     harness=HARNESSES["mse_grad"], reference=reference,
-    mistakes=[Mistake("the 2 forgotten", _no_two, "d(r²)/dr = 2r, so both gradients are half of what they should be"),
-              Mistake("summed, not averaged", _sum, "the cost is the mean over the N samples, so divide by N")],
+    mistakes=[Mistake(name="the 2 forgotten", fn=_no_two,
+                      diagnosis="d(r²)/dr = 2r, so both gradients are half of what they should be"),
+              Mistake(name="summed, not averaged", fn=_sum,
+                      diagnosis="the cost is the mean over the N samples, so divide by N")],
     names={"gw": "∂cost/∂w", "gb": "∂cost/∂b"})}

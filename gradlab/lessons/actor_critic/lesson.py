@@ -171,6 +171,7 @@ def replay(name: str, critic: torch.nn.Module, grads: list[list[torch.Tensor]], 
     return out
 
 
+# Not gradlab.kit.optim.TFRMSprop on purpose: the kernel written out apart is what the claim checks TFRMSprop against
 def tf1_rmsprop_by_hand(theta: np.ndarray, grads: list[np.ndarray], lr: float, decay: float = 0.9,
                         epsilon: float = 1e-10) -> list[np.ndarray]:
     """TF-1's ApplyRMSProp written out in numpy, momentum 0 (training_ops.cc v1.15.0 lines 461-464)."""
@@ -283,8 +284,58 @@ def run(config: Config, device: torch.device | None = None,
                                                    f"return {ret:.0f}", step, config.total_steps))
     best = out["checkpoint"]
     eval_returns, last_returns = best.fresh_returns(out["actor"], config.eval_episodes, bool(out["stopped"]))
+    mean_eval, mean_last = float(np.mean(eval_returns)), float(np.mean(last_returns))
+    short, weight_diff = explicit_vs_backward(config)
+    copies = copy_checks(out["critic"], config.hidden, config.seed)
+    opt = optimizer_steps(out["critic_init"], out["first_grads"], config.critic_lr)
+    edges = rl.window_edges(out["steps"], config.windows)
+    returns = rl.window_means(out["episodes"], out["steps"], config.windows)
+    per_update = np.array_split(np.arange(len(out["loss"])), config.windows)
+    loss_w = [float(out["loss"][idx].mean()) for idx in per_update]
+    td_w = [float(out["abs_td"][idx].mean()) for idx in per_update]
+    centers = [(lo + hi) / 2 for lo, hi in edges]
+    return Result(
+        lesson="actor-critic",
+        title=f"a critic trained from explicit gradients with {NAMES[config.optimizer]} (one-step actor-critic)",
+        seed=config.seed,
+        metrics={"window_mean_return": returns, "window_critic_loss": loss_w, "window_mean_abs_td": td_w,
+                 "eval_returns": eval_returns, "eval_mean": mean_eval, "best_step": best.best_step,
+                 "checkpoint_returns": [score for _, score in best.history],
+                 "eval_last_mean": mean_last, "episodes": len(out["episodes"]),
+                 "steps_per_s": out["steps_per_s"], "wall_s": out["wall_s"], "critic_parameters": copies[2],
+                 "optimizer_steps": {k: opt[k] for k in ("tf1", "torch", "grad_rms")}},
+        claims=claims(config, out, mean_eval, short, weight_diff, copies, opt),
+        tables=[
+            optimizer_table(config, opt),
+            Table(f"training ({config.grad_mode} critic gradients, {config.envs} environments in lockstep)",
+                  ["env steps", "mean episodic return", "critic loss", "mean |td|"],
+                  [[rl.window_label(lo, hi), ret, lw, tw]
+                   for (lo, hi), ret, lw, tw in zip(edges, returns, loss_w, td_w, strict=True)],
+                  [None, ".1f", ".4f", ".4f"]),
+            Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes",
+                  ["best checkpoint (step)", "its mean return", "its min", "last actor's mean", "last vs best",
+                   "training episodes", "env steps/s", "wall s"],
+                  [[best.best_step, mean_eval, min(eval_returns), mean_last, rl.after_best(mean_eval, mean_last),
+                    len(out["episodes"]), out["steps_per_s"], out["wall_s"]]],
+                  [",", ".1f", ".0f", ".1f", None, None, ",.0f", ".1f"], note=best.note("actor")),
+        ],
+        curves={"training": Curve("environment step", "mean episodic return in the window", centers,
+                                  {"return": returns}, refs=MARKS),
+                "critic": Curve("environment step", "critic loss, mean |td|", centers,
+                                {"critic loss": loss_w, "mean |td|": td_w}, logy=True),
+                "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
+                                     [step for step, _ in best.history],
+                                     {"actor": [score for _, score in best.history]},
+                                     refs=MARKS)},
+        notes=[rl.env_note(), *([] if out["stopped"] else rl.collapse_note(
+            "the actor", best.best_step, mean_eval, mean_last, out["steps"]))],
+        stopped=out["stopped"],
+    )
 
-    # Bitwise: the same seed with the other grad mode, over the first CHECK_STEPS steps, against a fresh run.
+
+def explicit_vs_backward(config: Config) -> tuple[Config, float]:
+    """Bitwise: the same seed with the other grad mode, over the first CHECK_STEPS steps, against a fresh run. The
+    short config, and the largest weight difference (inf when the returns or losses differ)."""
     short = replace(config, total_steps=min(CHECK_STEPS, config.total_steps))
     other = "backward" if config.grad_mode == "explicit" else "explicit"
     a, b = train(short), train(replace(short, grad_mode=other))
@@ -292,22 +343,17 @@ def run(config: Config, device: torch.device | None = None,
                       zip([*a["critic"].parameters(), *a["actor"].parameters()],
                           [*b["critic"].parameters(), *b["actor"].parameters()], strict=True))
     same = a["episodes"] == b["episodes"] and torch.equal(a["loss"], b["loss"])
-    flat_diff, state_diff, n_params = copy_checks(out["critic"], config.hidden, config.seed)
-    opt = optimizer_steps(out["critic_init"], out["first_grads"], config.critic_lr)
+    return short, weight_diff if same else math.inf
 
-    n = config.windows
-    edges = rl.window_edges(out["steps"], n)
-    returns = rl.window_means(out["episodes"], out["steps"], n)
-    per_update = np.array_split(np.arange(len(out["loss"])), n)
-    loss_w = [float(out["loss"][idx].mean()) for idx in per_update]
-    td_w = [float(out["abs_td"][idx].mean()) for idx in per_update]
-    rows = [[rl.window_label(lo, hi), ret, lw, tw] for (lo, hi), ret, lw, tw in
-            zip(edges, returns, loss_w, td_w, strict=True)]
-    mean_eval = float(np.mean(eval_returns))
-    claims = [
+
+def claims(config: Config, out: dict, mean_eval: float, short: Config, weight_diff: float,
+           copies: tuple[float, float, int], opt: dict) -> list[Claim]:
+    best = out["checkpoint"]
+    flat_diff, state_diff, n_params = copies
+    return [
         Claim("explicit-equals-backward", f"critic via autograd.grad → .grad → {config.optimizer} ≡ loss.backward(), "
               f"same seed, first {short.total_steps:,} steps (max |Δweight|; returns and losses identical too)",
-              weight_diff if same else math.inf, 0.0),
+              weight_diff, 0.0),
         Claim("copy-flat-vector", f"critic copied through parameters_to_vector / vector_to_parameters ({n_params} "
               f"numbers): max |ΔV| on 256 states", flat_diff, 0.0),
         Claim("copy-state-dict", "critic copied through state_dict: max |ΔV| on 256 states", state_diff, 0.0),
@@ -322,49 +368,16 @@ def run(config: Config, device: torch.device | None = None,
               f"mark; v1's is {V1_SOLVED:.0f}) on {config.eval_episodes} fresh greedy episodes (mean; the last actor "
               f"is in the table)", mean_eval, rl.LEARNED, ">="),
     ]
-    centers = [(lo + hi) / 2 for lo, hi in edges]
-    return Result(
-        lesson="actor-critic",
-        title=f"a critic trained from explicit gradients with {NAMES[config.optimizer]} (one-step actor-critic)",
-        seed=config.seed,
-        metrics={"window_mean_return": returns, "window_critic_loss": loss_w, "window_mean_abs_td": td_w,
-                 "eval_returns": eval_returns, "eval_mean": mean_eval, "best_step": best.best_step,
-                 "checkpoint_returns": [score for _, score in best.history],
-                 "eval_last_mean": float(np.mean(last_returns)), "episodes": len(out["episodes"]),
-                 "steps_per_s": out["steps_per_s"], "wall_s": out["wall_s"], "critic_parameters": n_params,
-                 "optimizer_steps": {k: opt[k] for k in ("tf1", "torch", "grad_rms")}},
-        claims=claims,
-        tables=[
-            Table(f"two optimizers called RMSProp, lr {config.critic_lr:g}: the critic's first "
-                  f"{len(opt['tf1'])} gradients from this run, replayed through each from its initial weights",
-                  ["update", "rms of g", "tf1-rmsprop: mean |Δθ| / lr", "torch-rmsprop: mean |Δθ| / lr",
-                   "torch ÷ tf1"],
-                  [[k, opt["grad_rms"][k - 1], opt["tf1"][k - 1], opt["torch"][k - 1],
-                    opt["torch"][k - 1] / opt["tf1"][k - 1]] for k in REPLAY_ROWS if k <= len(opt["tf1"])],
-                  [None, ".3g", ".3g", ".3g", ".1f"],
-                  note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
-                       "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr "
-                       "on every coordinate whose |g| ≫ 1e-4, however small |g| is"),
-            Table(f"training ({config.grad_mode} critic gradients, {config.envs} environments in lockstep)",
-                  ["env steps", "mean episodic return", "critic loss", "mean |td|"], rows,
-                  [None, ".1f", ".4f", ".4f"]),
-            Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes",
-                  ["best checkpoint (step)", "its mean return", "its min", "last actor's mean", "last vs best",
-                   "training episodes", "env steps/s", "wall s"],
-                  [[best.best_step, mean_eval, min(eval_returns), float(np.mean(last_returns)),
-                    rl.after_best(mean_eval, float(np.mean(last_returns))), len(out["episodes"]),
-                    out["steps_per_s"], out["wall_s"]]], [",", ".1f", ".0f", ".1f", None, None, ",.0f", ".1f"],
-                  note=best.note("actor")),
-        ],
-        curves={"training": Curve("environment step", "mean episodic return in the window", centers,
-                                  {"return": returns}, refs=MARKS),
-                "critic": Curve("environment step", "critic loss, mean |td|", centers,
-                                {"critic loss": loss_w, "mean |td|": td_w}, logy=True),
-                "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
-                                     [step for step, _ in best.history],
-                                     {"actor": [score for _, score in best.history]},
-                                     refs=MARKS)},
-        notes=[rl.env_note(), *([] if out["stopped"] else rl.collapse_note(
-            "the actor", best.best_step, mean_eval, float(np.mean(last_returns)), out["steps"]))],
-        stopped=out["stopped"],
-    )
+
+
+def optimizer_table(config: Config, opt: dict) -> Table:
+    """The critic's first gradients replayed through TF-1's RMSProp and torch's (optimizer_steps)."""
+    return Table(f"two optimizers called RMSProp, lr {config.critic_lr:g}: the critic's first {len(opt['tf1'])} "
+                 f"gradients from this run, replayed through each from its initial weights",
+                 ["update", "rms of g", "tf1-rmsprop: mean |Δθ| / lr", "torch-rmsprop: mean |Δθ| / lr", "torch ÷ tf1"],
+                 [[k, opt["grad_rms"][k - 1], opt["tf1"][k - 1], opt["torch"][k - 1],
+                   opt["torch"][k - 1] / opt["tf1"][k - 1]] for k in REPLAY_ROWS if k <= len(opt["tf1"])],
+                 [None, ".3g", ".3g", ".3g", ".1f"],
+                 note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
+                      "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr on "
+                      "every coordinate whose |g| ≫ 1e-4, however small |g| is")

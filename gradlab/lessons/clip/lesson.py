@@ -259,6 +259,27 @@ def first_batch_norm_by_hand(x, y) -> float:
     return float(torch.sqrt((x.T @ d).pow(2).sum() + d.sum(0).pow(2).sum()))
 
 
+def first_batch_norm(model_name: str, seed: int, x, y, device) -> float:
+    """The global norm of the gradient on batch (X, Y) at model MODEL_NAME's initial weights."""
+    model = make_model(model_name, seed, device)
+    return float(global_norm(list(torch.autograd.grad(cross_entropy(model(x), y), list(model.parameters())))))
+
+
+def equivalence_claims(config: Config, x, y, order, device) -> list[Claim]:
+    """Compute → apply ≡ backward + step, and our norm and clipping ≡ torch's clip_grad_norm_."""
+    three_step = equivalence_check(config, x, y, order, device)
+    norm_diff, grad_diff = torch_agreement(config, x, y, order, device)
+    return [
+        Claim("three-step-equals-one-step", f"compute → apply with no processing ≡ loss.backward(); optimizer.step(): "
+              f"max |Δparam| after {EQUIVALENCE_STEPS} steps", three_step, 0.0),
+        Claim("global-norm-equals-torch", f"our sqrt(Σ‖g_i‖²) ≡ clip_grad_norm_'s total norm (float64, first "
+              f"{EQUIVALENCE_STEPS} steps, relative)", norm_diff, 1e-7),
+        # torch divides by (norm + 1e-6), so its scale differs from ours by at most 1e-6/clip_norm, relatively.
+        Claim("clipped-equals-torch", "our clipped gradients ≡ clip_grad_norm_'s (relative; torch divides by norm + "
+              "1e-6)", grad_diff, 1e-6 / config.clip_norm + 1e-12),
+    ]
+
+
 def run(config: Config, data, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
     """Train with the chosen processing (and without, with --compare); check the claims. Pure: no printing."""
@@ -278,23 +299,9 @@ def run(config: Config, data, device: torch.device | None = None,
     # The very first batch's gradient norm: at this model's initial weights, and for the tutorial's softmax
     # at zero init (reported whatever --model says; the tutorial printed no gradient norm).
     first_x, first_y = next(batches(x, y, orders[0], config.batch_size))
-
-    def first_norm_of(model_name: str) -> float:
-        model = make_model(model_name, config.seed, device)
-        return float(global_norm(list(torch.autograd.grad(cross_entropy(model(first_x), first_y),
-                                                          list(model.parameters())))))
-
-    first_norm = {"model_init": first_norm_of(config.model), "softmax_zero_init": first_norm_of("softmax")}
-
-    claims = [Claim("three-step-equals-one-step",
-                    f"compute → apply with no processing ≡ loss.backward(); optimizer.step(): max |Δparam| after "
-                    f"{EQUIVALENCE_STEPS} steps", equivalence_check(config, x, y, orders[0], device), 0.0)]
-    norm_diff, grad_diff = torch_agreement(config, x, y, orders[0], device)
-    claims.append(Claim("global-norm-equals-torch", f"our sqrt(Σ‖g_i‖²) ≡ clip_grad_norm_'s total norm (float64, "
-                                                    f"first {EQUIVALENCE_STEPS} steps, relative)", norm_diff, 1e-7))
-    # torch divides by (norm + 1e-6), so its scale differs from ours by at most 1e-6/clip_norm, relatively.
-    claims.append(Claim("clipped-equals-torch", "our clipped gradients ≡ clip_grad_norm_'s (relative; torch divides "
-                                                "by norm + 1e-6)", grad_diff, 1e-6 / config.clip_norm + 1e-12))
+    first_norm = {name: first_batch_norm(model, config.seed, first_x, first_y, device)
+                  for name, model in (("model_init", config.model), ("softmax_zero_init", "softmax"))}
+    claims = equivalence_claims(config, x, y, orders[0], device)
     by_hand = first_batch_norm_by_hand(first_x, first_y)
     claims.append(Claim("first-norm-by-hand", "the tutorial's softmax: first batch's global norm at zero init ≡ the "
                                               "formula with p = 1/10 (relative difference)",

@@ -173,7 +173,7 @@ def run(config: Config, data, device: torch.device | None = None,
         acc["single_s"] = single_process_seconds(config, batches, device, stop_if_cancelled)
         return acc
 
-    job = distributed.Job(rank_work, (config, batches.to(torch.device("cpu"))), workers=config.workers,
+    job = distributed.Job(fn=rank_work, args=(config, batches.to(torch.device("cpu"))), workers=config.workers,
                           backend=config.backend, port=config.port, timeout_s=config.timeout,
                           device_type=device.type, threads=torch.get_num_threads())
     try:
@@ -234,7 +234,12 @@ def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
     """Every claim compares two different computations (or a computation with an independent one): where a run's
     settings make both sides the same computation (one worker, one micro-batch), the claim is left out and a note
     says so (not_claimed)."""
-    tol, K, W = TOLERANCE[config.dtype], len(acc["sizes"]), len(ranks)
+    return [*accumulation_claims(config, acc), *shard_claims(config, ranks), *worker_claims(config, acc, ranks)]
+
+
+def accumulation_claims(config: Config, acc: dict) -> list[Claim]:
+    """Gradient accumulation in this process: the micro-batches' losses, scaled right, add up to the batch's."""
+    tol, K = TOLERANCE[config.dtype], len(acc["sizes"])
     sizes = "/".join(map(str, acc["sizes"]))
     flipped, N = acc["flipped"], config.steps
     out = []
@@ -255,6 +260,14 @@ def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
     out.append(Claim("sum-over-global-count", f"micro-batches {sizes}: Σ ℓ_i / B accumulated ≡ one backward over the "
                                               f"whole batch, at each of {N} steps (max relative"
                                               f"{left_out(sum(flipped))})", kept(acc["sum_b"], flipped), tol))
+    return out
+
+
+def shard_claims(config: Config, ranks: list[dict]) -> list[Claim]:
+    """The shards' gradients all-reduced against the full batch's: divided by W (right for equal shards only), or
+    each weighted by n_r/B."""
+    tol, W = TOLERANCE[config.dtype], len(ranks)
+    out = []
     shards = shard_sizes(config.batch_size, W)
     if W > 1 and len(set(shards)) == 1:
         out.append(Claim("allreduce-mean-equals-full", f"{W} workers: all_reduce(SUM)/W of the shard gradients ≡ the "
@@ -268,6 +281,14 @@ def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
         out.append(Claim("allreduce-weighted-equals-full", f"shards {split}: all_reduce(SUM) of (n_r/B)·shard "
                                                            f"gradient ≡ the full-batch gradient (max relative)",
                          max(r["weighted_vs_full"] for r in ranks), tol))
+    return out
+
+
+def worker_claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
+    """The workers' steps against one process's: all-reduce by hand and DDP, the replicas, the clip order, the
+    sharded norm, and no_sync()."""
+    tol, K, W, N = TOLERANCE[config.dtype], len(acc["sizes"]), len(ranks), config.steps
+    out = []
 
     def worst_rank(way: str, key: str = "vs_single") -> float:
         return worst(r["runs"][way][key] for r in ranks)

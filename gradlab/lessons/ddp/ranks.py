@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+from torch.nn.parallel import DistributedDataParallel
 
 from gradlab.kit.training import cross_entropy, global_norm, torch_clip
 from gradlab.lessons.ddp.batches import (
@@ -67,8 +69,6 @@ class CommStats:
 def counting_hook(stats, bucket):  # no annotations: DDP checks them, and `from __future__` makes them strings
     """DDP's own all-reduce (divide by W, all_reduce SUM), counted: a comm hook sees every bucket DDP sends
     (stats: CommStats, bucket: dist.GradBucket; returns the future of the reduced bucket)."""
-    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
-
     stats.calls += 1
     stats.bytes += bucket.buffer().numel() * bucket.buffer().element_size()
     start = time.perf_counter()
@@ -191,8 +191,6 @@ def rank_work(rank: int, world: int, device: torch.device, config: Config, batch
 def lockstep(config: Config, batches: Batches, mine: slice, device, world: int, way: Way, report: Callable) -> dict:
     """WAY's gradients against one process's on the whole batch, from the same weights at every step; also how long
     a step took, how long it spent communicating, and (DDP) what its comm hook counted."""
-    from torch.nn.parallel import DistributedDataParallel
-
     B, K = config.batch_size, config.micro_batches
     ref = new_model(config, device)
     ref_opt = torch.optim.SGD(ref.parameters(), lr=config.lr)

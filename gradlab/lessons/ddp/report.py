@@ -21,7 +21,12 @@ def metrics(config: Config, acc: dict, ranks: list[dict], launch: dict) -> dict:
 
 
 def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[Table]:
-    K, B, N, W = len(acc["sizes"]), config.batch_size, config.steps, len(ranks)
+    return [accumulation_table(config, acc), optimizers_table(acc), per_rank_table(config, ranks, launch),
+            speed_table(config, acc, ranks)]
+
+
+def accumulation_table(config: Config, acc: dict) -> Table:
+    K, B, N = len(acc["sizes"]), config.batch_size, config.steps
     sizes = "/".join(map(str, acc["sizes"]))
     ratio = {recipe: f"{min(r):.6g} … {max(r):.6g}" if f"{min(r):.6g}" != f"{max(r):.6g}" else f"{r[0]:.6g}"
              for recipe, r in acc["norm_ratio"].items()}
@@ -29,39 +34,51 @@ def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[T
             ["loss_k / K", "Σ ḡ_k / K", ratio[MEAN_K], max(acc["mean_k"]), acc["weights_vs_full"][MEAN_K]],
             ["loss_k (the /K forgotten)", "Σ ḡ_k", ratio[FORGOT_K], None, None],
             ["Σ ℓ_i / B", "Σ_k Σ_i ∇ℓ_i / B", ratio[SUM_B], max(acc["sum_b"]), acc["weights_vs_full"][SUM_B]]]
-    accumulation_table = Table(f"accumulation, one process: batch {B} in {K} micro-batches ({sizes})",
-                               ["each micro-batch's loss", "accumulated gradient", "‖accumulated‖ / ‖g‖",
-                                "vs g (max rel)", f"free-running: weights after {N} steps vs full"], rows,
-                               [None, None, None, ".3g", ".3g"],
-                               note="relative: max |a − b| / max |b|. Every recipe's gradient is computed at the "
-                                    "full-batch run's weights at every step (‖·‖ ratio: range over the steps). "
-                                    "Free-running: each recipe trained on its own weights; in float32 a different "
-                                    "summation order changes the last bits, and a ReLU input sitting at 0 can flip, "
-                                    "so runs may drift apart far beyond rounding (not a claim)")
+    return Table(f"accumulation, one process: batch {B} in {K} micro-batches ({sizes})",
+                 ["each micro-batch's loss", "accumulated gradient", "‖accumulated‖ / ‖g‖",
+                  "vs g (max rel)", f"free-running: weights after {N} steps vs full"], rows,
+                 [None, None, None, ".3g", ".3g"],
+                 note="relative: max |a − b| / max |b|. Every recipe's gradient is computed at the "
+                      "full-batch run's weights at every step (‖·‖ ratio: range over the steps). "
+                      "Free-running: each recipe trained on its own weights; in float32 a different "
+                      "summation order changes the last bits, and a ReLU input sitting at 0 can flip, "
+                      "so runs may drift apart far beyond rounding (not a claim)")
+
+
+def per_rank_table(config: Config, ranks: list[dict], launch: dict) -> Table:
+    W = len(ranks)
     clipping = (f"--clip-norm {config.clip_norm:g}: below the local norms, so clipping acts before and after the "
                 f"reduction. " if min(r["shard_norm"] for r in ranks) > config.clip_norm else "")
-    per_rank = Table(f"data parallel: {W} worker{'s' * (W > 1)} ({launch['mode']}, {launch['backend']}, rendezvous "
-                     f"{launch['rendezvous']})",
-                     ["rank", "shard", "‖ḡ_r‖ (local)", "‖g‖ after all-reduce", "‖g‖ reduced again ÷ ‖g‖",
-                      "all_reduce/W vs g", "DDP gradient vs rank 0"],
-                     [[r["rank"], r["shard"], r["shard_norm"], r["norm"], r["norm_twice"] / r["norm"],
-                       r["naive_vs_full"], r["runs"]["ddp"]["vs_rank0"]] for r in ranks],
-                     [None, None, ".6g", ".9g", ".6g", ".3g", ".3g"],
-                     note=f"{clipping}Reduced again: sqrt(all_reduce(SUM, ‖g‖²)) on gradients every worker already "
-                          f"holds whole = √W·‖g‖ (√{W} = {math.sqrt(W):.6g}), by arithmetic: a fact, not a claim; the "
-                          f"same reduction over 1/W slices gives ‖g‖ (the sharded-norm claim)")
+    return Table(f"data parallel: {W} worker{'s' * (W > 1)} ({launch['mode']}, {launch['backend']}, rendezvous "
+                 f"{launch['rendezvous']})",
+                 ["rank", "shard", "‖ḡ_r‖ (local)", "‖g‖ after all-reduce", "‖g‖ reduced again ÷ ‖g‖",
+                  "all_reduce/W vs g", "DDP gradient vs rank 0"],
+                 [[r["rank"], r["shard"], r["shard_norm"], r["norm"], r["norm_twice"] / r["norm"],
+                   r["naive_vs_full"], r["runs"]["ddp"]["vs_rank0"]] for r in ranks],
+                 [None, None, ".6g", ".9g", ".6g", ".3g", ".3g"],
+                 note=f"{clipping}Reduced again: sqrt(all_reduce(SUM, ‖g‖²)) on gradients every worker already "
+                      f"holds whole = √W·‖g‖ (√{W} = {math.sqrt(W):.6g}), by arithmetic: a fact, not a claim; the "
+                      f"same reduction over 1/W slices gives ‖g‖ (the sharded-norm claim)")
+
+
+def optimizers_table(acc: dict) -> Table:
+    K = len(acc["sizes"])
     optimizer_rows = [[o["optimizer"], o["lr"], o["first_step_ratio"], o["apart"], o["loss_right"], o["loss_forgot"]]
                       for o in acc["optimizers"]]
     steps = acc["optimizers"][0]["steps"]
-    optimizers = Table(f"the /K forgotten (a gradient {K}× too large), by optimizer: two runs of {steps} steps from "
-                       f"the same weights, loss_k/K and loss_k (measured, not claimed)",
-                       ["optimizer", "lr", "first step: ‖Δθ‖ ÷ right", "runs apart (÷ distance travelled)",
-                        f"loss after {steps}: right", "/K forgotten"], optimizer_rows,
-                       [None, "g", ".6g", ".3g", ".4f", ".4f"],
-                       note="SGD's step is lr·g: K× the gradient, K× the step. Adam (lr·m̂/(√v̂ + ε)) and torch's "
-                            "RMSprop (lr·g/(√v + ε), v from 0) divide by a running RMS of the gradient, which grows "
-                            "K× too: their step barely changes (but for ε), which is why the bug hides. Runs apart: "
-                            "‖θ_forgot − θ_right‖ ÷ ‖θ_right − θ₀‖ after the last step; loss: on the last batch")
+    return Table(f"the /K forgotten (a gradient {K}× too large), by optimizer: two runs of {steps} steps from "
+                 f"the same weights, loss_k/K and loss_k (measured, not claimed)",
+                 ["optimizer", "lr", "first step: ‖Δθ‖ ÷ right", "runs apart (÷ distance travelled)",
+                  f"loss after {steps}: right", "/K forgotten"], optimizer_rows,
+                 [None, "g", ".6g", ".3g", ".4f", ".4f"],
+                 note="SGD's step is lr·g: K× the gradient, K× the step. Adam (lr·m̂/(√v̂ + ε)) and torch's "
+                      "RMSprop (lr·g/(√v + ε), v from 0) divide by a running RMS of the gradient, which grows "
+                      "K× too: their step barely changes (but for ε), which is why the bug hides. Runs apart: "
+                      "‖θ_forgot − θ_right‖ ÷ ‖θ_right − θ₀‖ after the last step; loss: on the last batch")
+
+
+def speed_table(config: Config, acc: dict, ranks: list[dict]) -> Table:
+    K, B, N, W = len(acc["sizes"]), config.batch_size, config.steps, len(ranks)
     speed_rows = [["1 process", 1, N * B / acc["single_s"], None, None, None, None]]
     for way in WAYS:
         rs = [r["runs"][way.key] for r in ranks]
@@ -70,23 +87,22 @@ def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[T
         speed_rows.append([way.label.replace("K", str(K)), W, N * B / wall, 1000 * comm / N, comm / wall,
                            rs[0]["calls"], rs[0]["bytes"] / 1e6, rs[0]["flips"]])
     speed_rows[0].append(sum(acc["flipped"]))
-    speed = Table("speed: samples/s and time in communication (measured, not claimed)",
-                  ["run", "W", "samples/s", "comm ms/step", "comm %", "all-reduces", "MB", "ReLU flips"],
-                  speed_rows, [None, None, ",.0f", ".2f", ".0%", None, ".2f", None],
-                  note=f"samples/s: global-batch samples per second of each run's training steps ({N} steps of {B} "
-                       f"samples). {os.cpu_count()} CPU cores here, shared by {W} worker{'s' * (W > 1)} and this "
-                       f"process (which runs the one-process reference beside them): on a model this small the work "
-                       f"per step is tiny, so W processes on the same cores mostly add waiting (for a core, and for "
-                       f"every all-reduce through the loopback sockets) and can come out slower than one process "
-                       f"(compare the first row with the others: a busy machine moves all of them). Data "
-                       f"parallelism pays when each worker has a GPU or machine of its own and computing a step "
-                       f"costs far more than sending its gradient. comm: time inside all_reduce "
-                       f"(manual) or from a bucket's all-reduce call to its completion (DDP, overlapping backward), "
-                       f"mean over workers; all-reduces and MB sent: per worker (DDP: counted by a comm hook). "
-                       f"The runs copy the reference's weights before each step: that copy is not timed. ReLU "
-                       f"flips: steps on which a ReLU input's sign differed from the whole batch's forward pass "
-                       f"(1 process: any accumulation recipe)")
-    return [accumulation_table, optimizers, per_rank, speed]
+    return Table("speed: samples/s and time in communication (measured, not claimed)",
+                 ["run", "W", "samples/s", "comm ms/step", "comm %", "all-reduces", "MB", "ReLU flips"],
+                 speed_rows, [None, None, ",.0f", ".2f", ".0%", None, ".2f", None],
+                 note=f"samples/s: global-batch samples per second of each run's training steps ({N} steps of {B} "
+                      f"samples). {os.cpu_count()} CPU cores here, shared by {W} worker{'s' * (W > 1)} and this "
+                      f"process (which runs the one-process reference beside them): on a model this small the work "
+                      f"per step is tiny, so W processes on the same cores mostly add waiting (for a core, and for "
+                      f"every all-reduce through the loopback sockets) and can come out slower than one process "
+                      f"(compare the first row with the others: a busy machine moves all of them). Data "
+                      f"parallelism pays when each worker has a GPU or machine of its own and computing a step "
+                      f"costs far more than sending its gradient. comm: time inside all_reduce "
+                      f"(manual) or from a bucket's all-reduce call to its completion (DDP, overlapping backward), "
+                      f"mean over workers; all-reduces and MB sent: per worker (DDP: counted by a comm hook). "
+                      f"The runs copy the reference's weights before each step: that copy is not timed. ReLU "
+                      f"flips: steps on which a ReLU input's sign differed from the whole batch's forward pass "
+                      f"(1 process: any accumulation recipe)")
 
 
 def curves(config: Config, acc: dict, ranks: list[dict]) -> dict[str, Curve]:

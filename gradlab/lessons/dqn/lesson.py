@@ -334,20 +334,57 @@ def run(config: Config, device: torch.device | None = None,
     ref = grads["stop-grad"]["online"]
     anatomy_rows = [[name, float(g["online"].norm()), None if g["target"] is None else float(g["target"].norm()),
                      float((g["online"] - ref).abs().max()), g["by_hand"]] for name, g in grads.items()]
-    claims = [
-        Claim("anatomy-placeholder-equals-stop-grad", "gradient anatomy: placeholder ≡ stop-grad (bitwise, max |Δ|)",
-              float((grads["placeholder"]["online"] - ref).abs().max()), 0.0),
-        Claim("anatomy-stop-grad-target-zero", "stop-grad: gradient reaching the target network (norm)",
-              float(grads["stop-grad"]["target"].norm()), 0.0),
-        # Falsifiable: a leak of the wrong size (no γ, no (1 − done), the Huber′ not clamped) misses the hand formula
-        Claim("anatomy-no-stop-grad-target-by-hand", "no-stop-grad: the gradient reaching the target network ≡ "
-              "−Σ h_i·γ(1 − done_i)·∇max q_target(s'_i, ·), h_i = Huber′(δ_i)/N, written out by hand (max "
-              "relative |Δ|; its norm is in the table)", grads["no-stop-grad"]["by_hand"], BY_HAND),
-        Claim("anatomy-residual-by-hand", "no target net, no-stop-grad: the naive residual gradient ≡ "
-              "Σ h_i·(∇q(s_i, a_i) − γ(1 − done_i)·∇max q(s'_i, ·)), by hand (max relative |Δ|; its distance from "
-              "stop-grad's is in the table)", grads[RESIDUAL]["by_hand"], BY_HAND),
-    ]
+    runs = train_variants(config, progress)
+    windows = {name: rl.window_means(r["episodes"], config.total_steps, config.windows) for name, r in runs.items()}
+    edges = rl.window_edges(config.total_steps, config.windows)
+    metrics = {name: {"window_mean_return": windows[name], "eval_returns": r["eval"],
+                      "eval_mean": float(np.mean(r["eval"])), "best_step": r["checkpoint"].best_step,
+                      "checkpoint_returns": [score for _, score in r["checkpoint"].history],
+                      "eval_last_mean": float(np.mean(r["eval_last"])), "episodes": len(r["episodes"]),
+                      "mean_loss": r["loss"], "steps_per_s": r["steps_per_s"], "wall_s": r["wall_s"]}
+               for name, r in runs.items()}
+    metrics["anatomy"] = {row[0]: {"online_grad_norm": row[1], "target_grad_norm": row[2],
+                                   "max_diff_from_stop_grad": row[3], "by_hand_max_relative": row[4]}
+                          for row in anatomy_rows}
+    collapsed = [note for name, r in runs.items() if not r["stopped"]
+                 for note in rl.collapse_note(name, r["checkpoint"].best_step, float(np.mean(r["eval"])),
+                                              float(np.mean(r["eval_last"])), config.total_steps)]
+    centers = [(lo + hi) / 2 for lo, hi in edges]
+    first = next(iter(runs.values()))["checkpoint"]
+    return Result(
+        lesson="dqn", title="stop_gradient on the DQN target, on CartPole-v1",
+        seed=config.seed, metrics=metrics, claims=[*anatomy_claims(grads), *training_claims(config, runs)],
+        tables=[
+            Table("gradient anatomy: one fixed batch of 256 random-policy transitions, before training",
+                  ["variant", "‖∇ online‖", "‖∇ target net‖", "max |Δ∇ online| vs stop-grad",
+                   "vs the chain rule by hand (max rel)"], anatomy_rows,
+                  [None, ".6g", ".6g", ".3g", ".3g"],
+                  note="the target network is perturbed from the online one, as it is between syncs. By hand: "
+                       "Σ h_i·∇q(s_i, a_i), plus −Σ h_i·γ(1 − done_i)·∇max q(s'_i, ·) where y stays in the graph "
+                       "(on the target network, or with no target net on the online one), h_i = clamp(δ_i, −1, 1)/N"),
+            Table(f"mean episodic return per window of {config.total_steps // config.windows:,} steps (training, "
+                  f"with ε-greedy)", ["steps", *runs],
+                  [[rl.window_label(lo, hi), *[windows[n][w] for n in runs]] for w, (lo, hi) in enumerate(edges)],
+                  [None] + [".1f"] * len(runs)),
+            summary_table(config, runs),
+        ],
+        curves={"training return": Curve("environment step", "mean episodic return in the window", centers,
+                                         windows, refs=MARKS),
+                "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
+                                     [step for step, _ in first.history],
+                                     {name: [score for _, score in r["checkpoint"].history]
+                                      for name, r in runs.items()}, refs=MARKS)},
+        # In --compare, a diverging variant without stop-grad or a target net is part of the lesson, not a failure
+        notes=[rl.env_note()] + [f"{name} diverged: {r['stopped']}" for name, r in runs.items()
+                                 if r["stopped"] and config.compare and name not in LEARNERS] + collapsed,
+        stopped="; ".join(f"{name}: {r['stopped']}" for name, r in runs.items()
+                          if r["stopped"] and (name in LEARNERS or not config.compare)) or None,
+    )
 
+
+def train_variants(config: Config, progress: Callable[[str, int, int], None]) -> dict[str, dict]:
+    """Train the chosen variant (every one with --compare) and evaluate its best checkpoint and last policy on
+    fresh greedy episodes: {variant: train()'s dict, with "eval" and "eval_last"}."""
     if config.compare:
         variants = COMPARE
     else:
@@ -367,7 +404,29 @@ def run(config: Config, device: torch.device | None = None,
         out["eval"], out["eval_last"] = out["checkpoint"].fresh_returns(out["online"], config.eval_episodes,
                                                                         bool(out["stopped"]))
         runs[name] = out
+    return runs
 
+
+def anatomy_claims(grads: dict[str, dict]) -> list[Claim]:
+    ref = grads["stop-grad"]["online"]
+    return [
+        Claim("anatomy-placeholder-equals-stop-grad", "gradient anatomy: placeholder ≡ stop-grad (bitwise, max |Δ|)",
+              float((grads["placeholder"]["online"] - ref).abs().max()), 0.0),
+        Claim("anatomy-stop-grad-target-zero", "stop-grad: gradient reaching the target network (norm)",
+              float(grads["stop-grad"]["target"].norm()), 0.0),
+        # Falsifiable: a leak of the wrong size (no γ, no (1 − done), the Huber′ not clamped) misses the hand formula
+        Claim("anatomy-no-stop-grad-target-by-hand", "no-stop-grad: the gradient reaching the target network ≡ "
+              "−Σ h_i·γ(1 − done_i)·∇max q_target(s'_i, ·), h_i = Huber′(δ_i)/N, written out by hand (max "
+              "relative |Δ|; its norm is in the table)", grads["no-stop-grad"]["by_hand"], BY_HAND),
+        Claim("anatomy-residual-by-hand", "no target net, no-stop-grad: the naive residual gradient ≡ "
+              "Σ h_i·(∇q(s_i, a_i) − γ(1 − done_i)·∇max q(s'_i, ·)), by hand (max relative |Δ|; its distance from "
+              "stop-grad's is in the table)", grads[RESIDUAL]["by_hand"], BY_HAND),
+    ]
+
+
+def training_claims(config: Config, runs: dict[str, dict]) -> list[Claim]:
+    """Placeholder ≡ stop-grad in training, when both ran; the first learner that ran learns."""
+    claims = []
     if "placeholder" in runs and "stop-grad" in runs:
         a, b = runs["placeholder"], runs["stop-grad"]
         same_returns = [r for _, r in a["episodes"]] == [r for _, r in b["episodes"]]
@@ -375,68 +434,26 @@ def run(config: Config, device: torch.device | None = None,
                           zip(a["online"].parameters(), b["online"].parameters(), strict=True))
         claims.append(Claim("training-placeholder-equals-stop-grad", "training: placeholder ≡ stop-grad, same seed "
                             "(max |Δweight|; returns identical too)", weight_diff if same_returns else math.inf, 0.0))
-    for name in LEARNERS:
-        if name in runs:
-            best = runs[name]["checkpoint"]
-            claims.append(Claim(f"{name}-learns", f"{name} learns: its best checkpoint (step {best.best_step:,} of "
-                                f"{config.total_steps:,}, chosen on {config.checkpoint_episodes} greedy episodes) "
-                                f"scores ≥ {rl.LEARNED:.0f} (CartPole-v0's 'solved' mark; v1's is "
-                                f"{rl.registered()[1]:.0f}) on {config.eval_episodes} fresh greedy episodes (mean; "
-                                f"the last policy is in the table)",
-                                float(np.mean(runs[name]["eval"])), rl.LEARNED, ">="))
-            break
+    name = next((n for n in LEARNERS if n in runs), None)
+    if name is not None:
+        best = runs[name]["checkpoint"]
+        claims.append(Claim(f"{name}-learns", f"{name} learns: its best checkpoint (step {best.best_step:,} of "
+                            f"{config.total_steps:,}, chosen on {config.checkpoint_episodes} greedy episodes) "
+                            f"scores ≥ {rl.LEARNED:.0f} (CartPole-v0's 'solved' mark; v1's is "
+                            f"{rl.registered()[1]:.0f}) on {config.eval_episodes} fresh greedy episodes (mean; "
+                            f"the last policy is in the table)",
+                            float(np.mean(runs[name]["eval"])), rl.LEARNED, ">="))
+    return claims
 
-    windows = {name: rl.window_means(r["episodes"], config.total_steps, config.windows) for name, r in runs.items()}
-    edges = rl.window_edges(config.total_steps, config.windows)
-    window_rows = [[rl.window_label(lo, hi), *[windows[n][w] for n in runs]] for w, (lo, hi) in enumerate(edges)]
-    summary_rows = [[name, r["checkpoint"].best_step, float(np.mean(r["eval"])), min(r["eval"]),
-                     float(np.mean(r["eval_last"])),
-                     rl.after_best(float(np.mean(r["eval"])), float(np.mean(r["eval_last"]))),
-                     len(r["episodes"]), r["loss"], r["steps_per_s"], r["wall_s"]]
-                    for name, r in runs.items()]
-    collapsed = [note for name, r in runs.items() if not r["stopped"]
-                 for note in rl.collapse_note(name, r["checkpoint"].best_step, float(np.mean(r["eval"])),
-                                              float(np.mean(r["eval_last"])), config.total_steps)]
-    metrics = {name: {"window_mean_return": windows[name], "eval_returns": r["eval"],
-                      "eval_mean": float(np.mean(r["eval"])), "best_step": r["checkpoint"].best_step,
-                      "checkpoint_returns": [score for _, score in r["checkpoint"].history],
-                      "eval_last_mean": float(np.mean(r["eval_last"])), "episodes": len(r["episodes"]),
-                      "mean_loss": r["loss"], "steps_per_s": r["steps_per_s"], "wall_s": r["wall_s"]}
-               for name, r in runs.items()}
-    metrics["anatomy"] = {row[0]: {"online_grad_norm": row[1], "target_grad_norm": row[2],
-                                   "max_diff_from_stop_grad": row[3], "by_hand_max_relative": row[4]}
-                          for row in anatomy_rows}
-    centers = [(lo + hi) / 2 for lo, hi in edges]
-    first = next(iter(runs.values()))["checkpoint"]
-    return Result(
-        lesson="dqn", title="stop_gradient on the DQN target, on CartPole-v1",
-        seed=config.seed, metrics=metrics, claims=claims,
-        tables=[
-            Table("gradient anatomy: one fixed batch of 256 random-policy transitions, before training",
-                  ["variant", "‖∇ online‖", "‖∇ target net‖", "max |Δ∇ online| vs stop-grad",
-                   "vs the chain rule by hand (max rel)"], anatomy_rows,
-                  [None, ".6g", ".6g", ".3g", ".3g"],
-                  note="the target network is perturbed from the online one, as it is between syncs. By hand: "
-                       "Σ h_i·∇q(s_i, a_i), plus −Σ h_i·γ(1 − done_i)·∇max q(s'_i, ·) where y stays in the graph "
-                       "(on the target network, or with no target net on the online one), h_i = clamp(δ_i, −1, 1)/N"),
-            Table(f"mean episodic return per window of {config.total_steps // config.windows:,} steps (training, "
-                  f"with ε-greedy)", ["steps", *runs], window_rows, [None] + [".1f"] * len(runs)),
-            Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes, of the best checkpoint "
-                  f"and of the last policy",
-                  ["variant", "best at step", "best: mean", "min", "last: mean", "last vs best", "episodes",
-                   "mean loss", "steps/s", "wall s"],
-                  summary_rows, [None, ",", ".1f", ".0f", ".1f", None, None, ".4g", ",.0f", ".1f"],
-                  note=first.note("policy")),
-        ],
-        curves={"training return": Curve("environment step", "mean episodic return in the window", centers,
-                                         windows, refs=MARKS),
-                "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
-                                     [step for step, _ in first.history],
-                                     {name: [score for _, score in r["checkpoint"].history]
-                                      for name, r in runs.items()}, refs=MARKS)},
-        # In --compare, a diverging variant without stop-grad or a target net is part of the lesson, not a failure
-        notes=[rl.env_note()] + [f"{name} diverged: {r['stopped']}" for name, r in runs.items()
-                                 if r["stopped"] and config.compare and name not in LEARNERS] + collapsed,
-        stopped="; ".join(f"{name}: {r['stopped']}" for name, r in runs.items()
-                          if r["stopped"] and (name in LEARNERS or not config.compare)) or None,
-    )
+
+def summary_table(config: Config, runs: dict[str, dict]) -> Table:
+    """Each variant's best checkpoint and last policy, on fresh greedy episodes."""
+    rows = [[name, r["checkpoint"].best_step, float(np.mean(r["eval"])), min(r["eval"]),
+             float(np.mean(r["eval_last"])), rl.after_best(float(np.mean(r["eval"])), float(np.mean(r["eval_last"]))),
+             len(r["episodes"]), r["loss"], r["steps_per_s"], r["wall_s"]] for name, r in runs.items()]
+    return Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes, of the best checkpoint "
+                 f"and of the last policy",
+                 ["variant", "best at step", "best: mean", "min", "last: mean", "last vs best", "episodes",
+                  "mean loss", "steps/s", "wall s"],
+                 rows, [None, ",", ".1f", ".0f", ".1f", None, None, ".4g", ",.0f", ".1f"],
+                 note=next(iter(runs.values()))["checkpoint"].note("policy"))

@@ -107,10 +107,7 @@ def graphs(config: Config) -> list[autograd_graph.Graph]:
     """ln π(a) differentiated three ways: the layer (one node, its closed-form backward), autograd through
     Normal.log_prob, and through a sample still attached to μ and σ (extra paths: the score looks like (0, −1/σ))."""
     mu0, sigma0 = torch.tensor(parse_list(config.mu, "mu")), torch.tensor(parse_list(config.sigma, "sigma"))
-    if config.action:
-        a = torch.tensor(parse_list(config.action, "action"))
-    else:  # as run() draws it
-        a = mu0 + sigma0 * torch.randn(len(mu0), generator=torch.Generator().manual_seed(config.seed))
+    a, _ = action(config, mu0, sigma0)  # as run() draws it
     out = []
     for name in ("the layer (GaussianLogProb)", "autograd through Normal.log_prob", "through an attached sample"):
         mu, sigma = mu0.clone().requires_grad_(True), sigma0.clone().requires_grad_(True)
@@ -217,6 +214,14 @@ def exact_adam(config: Config) -> dict:
     return {"distance": distance, "max_mu_step": max_step}
 
 
+def action(config: Config, mu: torch.Tensor, sigma: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """The action the scores are computed at, and where it came from: config.action, or one draw from N(μ, σ²)."""
+    if config.action:
+        return torch.tensor(parse_list(config.action, "action")), "given"
+    a = mu + sigma * torch.randn(len(mu), generator=torch.Generator().manual_seed(config.seed))
+    return a, f"sampled from N(μ, σ²) with seed {config.seed}"
+
+
 def run(config: Config, device: torch.device | None = None,
         progress: Callable[[str, int, int], None] = lambda *a: None) -> Result:
     """Compare the score computations, run the tutorial's layer, gradcheck ours, train with REINFORCE. Pure: no
@@ -224,109 +229,125 @@ def run(config: Config, device: torch.device | None = None,
     torch.manual_seed(config.seed)
     mu = torch.tensor(parse_list(config.mu, "mu"))
     sigma = torch.tensor(parse_list(config.sigma, "sigma"))
-    if config.action:
-        a, a_note = torch.tensor(parse_list(config.action, "action")), "given"
-    else:
-        a = mu + sigma * torch.randn(len(mu), generator=torch.Generator().manual_seed(config.seed))
-        a_note = f"sampled from N(μ, σ²) with seed {config.seed}"
+    a, a_note = action(config, mu, sigma)
 
-    closed = score_closed_form(mu, sigma, a)
-    by_normal = score_autograd(mu, sigma, a, normal_log_prob)
-    by_layer = score_autograd(mu, sigma, a, GaussianLogProb.apply)
-    through = score_through_sample(mu, sigma, a)
-    rows = []
-    for i in range(len(mu)):
-        for k, name in enumerate(("∂ ln π/∂μ", "∂ ln π/∂σ")):
-            rows.append([i, name, float(mu[i]), float(sigma[i]), float(a[i]), float(closed[k][i]),
-                         float(by_normal[k][i]), float(by_layer[k][i]), float(through[k][i])])
+    # the score four ways, and the layer's backward checked numerically (float64)
+    scores = {"closed": score_closed_form(mu, sigma, a), "normal": score_autograd(mu, sigma, a, normal_log_prob),
+              "layer": score_autograd(mu, sigma, a, GaussianLogProb.apply),
+              "through": score_through_sample(mu, sigma, a)}
+    inputs64 = tuple(t.double().requires_grad_(True) for t in (mu, sigma, a))
+    grad_ok = torch.autograd.gradcheck(GaussianLogProb.apply, inputs64, raise_exception=False)
+    gradgrad_ok = torch.autograd.gradgradcheck(GaussianLogProb.apply, inputs64, raise_exception=False)
+    tables = [score_table(mu, sigma, a, a_note, scores)]
+    if len(mu) == 2:  # the tutorial's layer is written for two action dimensions: y = [μ₀, μ₁, σ₀, σ₁]
+        tables.append(tutorial_layer_table(mu, sigma, scores["closed"]))
 
+    # REINFORCE with the layer, beside Adam on the exact gradient
+    history = reinforce(config, progress)
+    if history["stopped"]:  # the claims about the trained policy fail (NaN): it never finished
+        for key, nan in (("mu", [math.nan] * len(mu)), ("sigma", [math.nan] * len(mu)), ("reward", math.nan),
+                         ("distance", math.nan)):
+            history[key].append(nan)
+    exact = exact_adam(config)
+    tables.append(training_table(config, history, exact))
+    return Result(
+        lesson="gaussian-policy",
+        title="a custom-gradient layer for a Gaussian policy's score function, trained with REINFORCE",
+        seed=config.seed,
+        metrics={"action": a.tolist(), "closed_form": [t.tolist() for t in scores["closed"]],
+                 "normal_log_prob": [t.tolist() for t in scores["normal"]],
+                 "layer": [t.tolist() for t in scores["layer"]],
+                 "through_sample": [t.tolist() for t in scores["through"]],
+                 "gradcheck": bool(grad_ok), "gradgradcheck": bool(gradgrad_ok), "final_mu": history["mu"][-1],
+                 "final_sigma": history["sigma"][-1], "final_distance": history["distance"][-1],
+                 "baseline": "leave-one-out", "max_mu_step": history["max_mu_step"],
+                 "exact_final_distance": exact["distance"][-1], "exact_max_mu_step": exact["max_mu_step"]},
+        claims=claims(config, scores, grad_ok and gradgrad_ok, history),
+        tables=tables,
+        curves=curves(config, history, exact),
+        stopped=history["stopped"],
+    )
+
+
+def claims(config: Config, scores: dict, gradchecks: bool, history: dict) -> list[Claim]:
     def diff(x, y):
         return max(float((u - v).abs().max()) for u, v in zip(x, y, strict=True))
 
     def relative(x, y):  # |Δ| in units of max(1, |y|): float32 keeps ~7 digits of a score of any size
         return max(float(((u - v).abs() / v.abs().clamp_min(1)).max()) for u, v in zip(x, y, strict=True))
 
-    inputs64 = tuple(t.double().requires_grad_(True) for t in (mu, sigma, a))
-    grad_ok = torch.autograd.gradcheck(GaussianLogProb.apply, inputs64, raise_exception=False)
-    gradgrad_ok = torch.autograd.gradgradcheck(GaussianLogProb.apply, inputs64, raise_exception=False)
-
-    tables = [Table(f"the score function four ways (a {a_note})",
-                    ["dim", "", "μ", "σ", "a", "closed form", "Normal.log_prob + autograd", "custom layer",
-                     "autograd through a = μ + σε"], rows,
-                    [None, None, ".4f", ".4f", ".4f", ".7f", ".7f", ".7f", ".7f"],
-                    note="the custom layer's backward is the closed form, so those two columns agree by construction "
-                         "(a measured fact, not a claim); the claims compare it with Normal.log_prob + autograd")]
-    if len(mu) == 2:  # the tutorial's layer is written for two action dimensions: y = [μ₀, μ₁, σ₀, σ₁]
-        y = torch.cat([mu, sigma]).unsqueeze(0)  # one input row, as the tutorial feeds (x = [[1, 1]])
-        seed_action, seed_out, seed_grads = seed_layer(y)
-        tables.append(Table("the tutorial's layer, ported line by line on y = [μ₀, μ₁, σ₀, σ₁] (one input row, as "
-                            "the tutorial feeds), beside the score at this lesson's action",
-                            ["", "the tutorial's line", "μ₀", "μ₁", "σ₀", "σ₁"],
-                            [["action a", "out = sample * sigma + mu", *seed_action[0].tolist(), None, None],
-                             ["forward output", "out = tf.concat([mu_loss, sigma_loss])", *seed_out[0].tolist()],
-                             ["gradient sent to y", "grads = _y * dy (dy = ones)", *seed_grads[0].tolist()],
-                             ["the score (intended)", "closed form at a", *[float(closed[0][i]) for i in range(2)],
-                              *[float(closed[1][i]) for i in range(2)]]],
-                            [None, None, ".7f", ".7f", ".7f", ".7f"],
-                            note=f"Normal(loc=0., scale=0.) samples 0, so a = μ and the forward is (0, 0, −1/σ₀, "
-                                 f"−1/σ₁); the backward returns y. With 3 input rows, sample * sigma ([3] × [3, 2]) "
-                                 f"fails: {seed_broadcast_error(3)}"))
-
-    history = reinforce(config, progress)
-    if history["stopped"]:  # the claims about the trained policy fail (NaN): it never finished
-        history["mu"].append([math.nan] * len(mu))
-        history["sigma"].append([math.nan] * len(mu))
-        history["reward"].append(math.nan)
-        history["distance"].append(math.nan)
-    exact = exact_adam(config)
-    reached = len(history["mu"])
-    final_distance = history["distance"][-1]
-    claims = [
+    return [
         Claim("layer-equals-normal", "custom layer ≡ autograd through Normal(μ, σ).log_prob(a) (float32, max |Δ| "
-              "relative to max(1, |score|))", relative(by_layer, by_normal), 1e-6),
-        Claim.yes_no("gradcheck", "the layer passes gradcheck and gradgradcheck (float64)", grad_ok and gradgrad_ok),
+              "relative to max(1, |score|))", relative(scores["layer"], scores["normal"]), 1e-6),
+        Claim.yes_no("gradcheck", "the layer passes gradcheck and gradgradcheck (float64)", gradchecks),
         Claim("through-sample-differs", "differentiating through the sampled action (a = μ + σε not detached) does "
-              "not give the score (max |Δ| from the closed form)", diff(through, closed), 1e-3, ">"),
+              "not give the score (max |Δ| from the closed form)", diff(scores["through"], scores["closed"]), 1e-3,
+              ">"),
         Claim("reinforce-reaches-optimum", f"REINFORCE with the layer: learned μ within {config.tolerance} of a* "
-              f"(‖μ − a*‖)", final_distance, config.tolerance),
+              f"(‖μ − a*‖)", history["distance"][-1], config.tolerance),
         Claim("sigma-shrinks", "σ shrinks in every dimension: max over dimensions of final σ_i / initial σ_i",
               max(f / s for f, s in zip(history["sigma"][-1], parse_list(config.sigma, "sigma"), strict=True)),
               1.0, "<"),
     ]
+
+
+def curves(config: Config, history: dict, exact: dict) -> dict[str, Curve]:
+    x = list(range(1, len(history["mu"]) + 1))
+    sigmas = {f"σ[{i}]": [s[i] for s in history["sigma"]] for i in range(len(history["sigma"][0]))}
+    return {
+        "‖μ − a*‖ and σ": Curve("epoch", "value", x, {"‖μ − a*‖": history["distance"],
+                                                      "‖μ − a*‖, exact gradient": exact["distance"][:len(x)],
+                                                      **sigmas}, logy=True,
+                                refs={f"claim: ‖μ − a*‖ ≤ {config.tolerance:g}": config.tolerance}),
+        "mean reward": Curve("epoch", "mean reward of the batch", x, {"reward": history["reward"]}),
+    }
+
+
+def score_table(mu, sigma, a, a_note: str, scores: dict) -> Table:
+    """Each dimension's two scores, computed the four ways of SCORES."""
+    rows = []
+    for i in range(len(mu)):
+        for k, name in enumerate(("∂ ln π/∂μ", "∂ ln π/∂σ")):
+            rows.append([i, name, float(mu[i]), float(sigma[i]), float(a[i]),
+                         *(float(scores[way][k][i]) for way in ("closed", "normal", "layer", "through"))])
+    return Table(f"the score function four ways (a {a_note})",
+                 ["dim", "", "μ", "σ", "a", "closed form", "Normal.log_prob + autograd", "custom layer",
+                  "autograd through a = μ + σε"], rows,
+                 [None, None, ".4f", ".4f", ".4f", ".7f", ".7f", ".7f", ".7f"],
+                 note="the custom layer's backward is the closed form, so those two columns agree by construction "
+                      "(a measured fact, not a claim); the claims compare it with Normal.log_prob + autograd")
+
+
+def tutorial_layer_table(mu, sigma, closed) -> Table:
+    """The tutorial's layer ported line by line (seed_layer), on one input row y = [μ₀, μ₁, σ₀, σ₁] as it feeds."""
+    y = torch.cat([mu, sigma]).unsqueeze(0)
+    seed_action, seed_out, seed_grads = seed_layer(y)
+    return Table("the tutorial's layer, ported line by line on y = [μ₀, μ₁, σ₀, σ₁] (one input row, as the tutorial "
+                 "feeds), beside the score at this lesson's action",
+                 ["", "the tutorial's line", "μ₀", "μ₁", "σ₀", "σ₁"],
+                 [["action a", "out = sample * sigma + mu", *seed_action[0].tolist(), None, None],
+                  ["forward output", "out = tf.concat([mu_loss, sigma_loss])", *seed_out[0].tolist()],
+                  ["gradient sent to y", "grads = _y * dy (dy = ones)", *seed_grads[0].tolist()],
+                  ["the score (intended)", "closed form at a", *[float(closed[0][i]) for i in range(2)],
+                   *[float(closed[1][i]) for i in range(2)]]],
+                 [None, None, ".7f", ".7f", ".7f", ".7f"],
+                 note=f"Normal(loc=0., scale=0.) samples 0, so a = μ and the forward is (0, 0, −1/σ₀, −1/σ₁); the "
+                      f"backward returns y. With 3 input rows, sample * sigma ([3] × [3, 2]) fails: "
+                      f"{seed_broadcast_error(3)}")
+
+
+def training_table(config: Config, history: dict, exact: dict) -> Table:
+    """REINFORCE's μ, σ, reward and distance to a* at about ten epochs, beside Adam on the exact gradient."""
+    reached = len(history["mu"])
     every = max(1, config.epochs // 10)
     epochs = sorted(set(range(every, reached + 1, every)) | {1, reached})
     exact_d = exact["distance"]
-    train_rows = [[e, ", ".join(f"{v:.3f}" for v in history["mu"][e - 1]),
-                   ", ".join(f"{v:.3f}" for v in history["sigma"][e - 1]), history["reward"][e - 1],
-                   history["distance"][e - 1], exact_d[min(e, len(exact_d)) - 1]] for e in epochs]
-    tables.append(Table(f"REINFORCE on the bandit r(a) = −‖a − a*‖², a* = ({config.optimum}), {config.samples} "
-                        f"actions per update, leave-one-out baseline; beside it Adam on the exact gradient",
-                        ["epoch", "μ", "σ", "mean reward", "‖μ − a*‖", "‖μ − a*‖, exact gradient"], train_rows,
-                        [None, None, None, ".4f", ".4f", ".4f"],
-                        note=f"the largest step of any coordinate of μ in one update: REINFORCE "
-                             f"{history['max_mu_step']:.4f}, exact gradient {exact['max_mu_step']:.4f} (lr "
-                             f"{config.lr:g})"))
-    x = list(range(1, reached + 1))
-    return Result(
-        lesson="gaussian-policy",
-        title="a custom-gradient layer for a Gaussian policy's score function, trained with REINFORCE",
-        seed=config.seed,
-        metrics={"action": a.tolist(), "closed_form": [t.tolist() for t in closed],
-                 "normal_log_prob": [t.tolist() for t in by_normal], "layer": [t.tolist() for t in by_layer],
-                 "through_sample": [t.tolist() for t in through],
-                 "gradcheck": bool(grad_ok), "gradgradcheck": bool(gradgrad_ok), "final_mu": history["mu"][-1],
-                 "final_sigma": history["sigma"][-1], "final_distance": final_distance, "baseline": "leave-one-out",
-                 "max_mu_step": history["max_mu_step"], "exact_final_distance": exact_d[-1],
-                 "exact_max_mu_step": exact["max_mu_step"]},
-        claims=claims,
-        tables=tables,
-        curves={
-            "‖μ − a*‖ and σ": Curve("epoch", "value", x, {"‖μ − a*‖": history["distance"],
-                                                          "‖μ − a*‖, exact gradient": exact_d[:reached],
-                                                          **{f"σ[{i}]": [s[i] for s in history["sigma"]]
-                                                             for i in range(len(mu))}}, logy=True,
-                                    refs={f"claim: ‖μ − a*‖ ≤ {config.tolerance:g}": config.tolerance}),
-            "mean reward": Curve("epoch", "mean reward of the batch", x, {"reward": history["reward"]}),
-        },
-        stopped=history["stopped"],
-    )
+    rows = [[e, ", ".join(f"{v:.3f}" for v in history["mu"][e - 1]),
+             ", ".join(f"{v:.3f}" for v in history["sigma"][e - 1]), history["reward"][e - 1],
+             history["distance"][e - 1], exact_d[min(e, len(exact_d)) - 1]] for e in epochs]
+    return Table(f"REINFORCE on the bandit r(a) = −‖a − a*‖², a* = ({config.optimum}), {config.samples} actions per "
+                 f"update, leave-one-out baseline; beside it Adam on the exact gradient",
+                 ["epoch", "μ", "σ", "mean reward", "‖μ − a*‖", "‖μ − a*‖, exact gradient"], rows,
+                 [None, None, None, ".4f", ".4f", ".4f"],
+                 note=f"the largest step of any coordinate of μ in one update: REINFORCE "
+                      f"{history['max_mu_step']:.4f}, exact gradient {exact['max_mu_step']:.4f} (lr {config.lr:g})")

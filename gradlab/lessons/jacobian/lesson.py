@@ -42,6 +42,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch.func import hessian, jacfwd, jacrev, vjp, vmap
@@ -151,7 +152,52 @@ def run(config: Config, device: torch.device | None = None,
     device = device or torch.device("cpu")
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64, device=device)
     y = torch.tensor(parse_vector(config.state, "state"), dtype=torch.float64, device=device)
+    d = derivatives(X, y, config.output, progress)
     k, m = X.shape
+    H = d.hessians["jacfwd(jacrev(f))"]
+    metrics = {"W": d.W.tolist(), "summed_gradient": d.summed.tolist(), "jacobian": d.jacobian.tolist(),
+               "hessian": H.reshape(k * m, k * m).tolist(), "method_ms": {n: 1000 * t for n, t in d.timings.items()}}
+    tables, curves = tables_of(config, d), {}
+    if config.scaling:
+        rows, metrics["scaling"] = scaling(config, device, progress)
+        tables.append(Table(f"--scaling: Jacobian of f(x) = tanh(A x), A n×n, median of {config.repeats} "
+                            f"(ms, {torch.get_num_threads()} threads)",
+                            ["n", *METHODS, "loop / vmap of vjp"], rows,
+                            [None] + [".3f"] * len(METHODS) + [".1f"],
+                            note="cost model: the loop makes n backward passes; jacrev / vmap of vjp one batched "
+                                 "backward pass; jacfwd one batched forward pass over n tangents. Timings are "
+                                 "not claims: they depend on the machine."))
+        ns = list(metrics["scaling"])
+        curves["Jacobian of tanh(Ax): time per method"] = Curve(
+            "n", "ms (median)", ns, {name: [metrics["scaling"][n][name] for n in ns] for name in METHODS}, logy=True)
+    return Result(lesson="jacobian",
+                  title="why gradients of non-scalar outputs sum, full Jacobians, and Hessians by nesting",
+                  seed=config.seed, metrics=metrics, claims=claims(config, d), tables=tables, curves=curves)
+
+
+@dataclass
+class Derivatives:
+    """What run() measures of W = log softmax(X y), for its claims and tables."""
+
+    W: torch.Tensor  # the policy's output, k log-probabilities
+    p: torch.Tensor  # softmax(X y)
+    summed: torch.Tensor  # autograd.grad(W, X, grad_outputs=ones) = Σ_i ∂W_i/∂X: what TF-1's tf.gradients returned
+    error: str  # what autograd.grad(W, X) says without grad_outputs
+    closed: torch.Tensor  # the Jacobian in closed form: ∂W_i/∂X = (e_i − p) yᵀ
+    jacobians: dict[str, torch.Tensor]  # METHODS' name -> the full Jacobian
+    timings: dict[str, float]  # METHODS' name -> seconds of its second call
+    hessians: dict[str, torch.Tensor]  # HESSIANS' name -> the Hessian of W_output
+    fd: torch.Tensor  # the same Hessian by central finite differences
+
+    @property
+    def jacobian(self) -> torch.Tensor:
+        return self.jacobians["loop over outputs"]  # the reference the others are compared with
+
+
+def derivatives(X: torch.Tensor, y: torch.Tensor, output: int, progress: Callable) -> Derivatives:
+    """W's summed gradient (and PyTorch's error without grad_outputs), its Jacobian every way, and the Hessian of
+    W_OUTPUT every way."""
+    k = X.shape[0]
 
     def f(X_):
         return policy(X_, y)
@@ -167,7 +213,7 @@ def run(config: Config, device: torch.device | None = None,
         error = str(e)
 
     p = torch.softmax(X @ y, dim=0)
-    closed = torch.stack([torch.outer(torch.eye(k, dtype=X.dtype, device=device)[i] - p, y) for i in range(k)])
+    closed = torch.stack([torch.outer(torch.eye(k, dtype=X.dtype, device=X.device)[i] - p, y) for i in range(k)])
     jacobians, timings = {}, {}
     for i, (name, method) in enumerate(METHODS.items()):
         method(f, X)  # warm-up: time a second call, not the first (one-time setup)
@@ -175,70 +221,58 @@ def run(config: Config, device: torch.device | None = None,
         jacobians[name] = method(f, X).detach()
         timings[name] = time.perf_counter() - start
         progress(f"Jacobian: {name}", i + 1, len(METHODS))
-    ref = jacobians["loop over outputs"]
 
     def fi(X_):
-        return f(X_)[config.output]
+        return f(X_)[output]
 
-    hessians = {name: method(fi, X).detach() for name, method in HESSIANS.items()}
-    fd = hessian_fd(fi, X)
-    H = hessians["jacfwd(jacrev(f))"]
+    return Derivatives(W=W.detach(), p=p, summed=summed, error=error, closed=closed, jacobians=jacobians,
+                       timings=timings, hessians={name: method(fi, X).detach() for name, method in HESSIANS.items()},
+                       fd=hessian_fd(fi, X))
 
-    def diff(a, b):
-        return float((a - b).abs().max())
 
-    claims = [
+def _diff(a, b) -> float:
+    return float((a - b).abs().max())
+
+
+def claims(config: Config, d: Derivatives) -> list[Claim]:
+    ref, H = d.jacobian, d.hessians["jacfwd(jacrev(f))"]
+    n = H.shape[0] * H.shape[1]
+    return [
         Claim.yes_no("non-scalar-needs-grad-outputs", "autograd.grad of a non-scalar W without grad_outputs raises",
-                     "scalar outputs" in error),
+                     "scalar outputs" in d.error),
         Claim("methods-agree", "all five Jacobian methods agree (max |Δ| from the loop)",
-              max(diff(J, ref) for J in jacobians.values()), 1e-6),
+              max(_diff(J, ref) for J in d.jacobians.values()), 1e-6),
         Claim("summed-is-jacobian-sum", "the summed gradient (grad_outputs = ones) ≡ Σ_i ∂W_i/∂X",
-              diff(summed, ref.sum(0)), 1e-6),
-        Claim("closed-form", "∂W_i/∂X ≡ (e_i − p) yᵀ (max |Δ| over the Jacobian)", diff(ref, closed), 1e-6),
+              _diff(d.summed, ref.sum(0)), 1e-6),
+        Claim("closed-form", "∂W_i/∂X ≡ (e_i − p) yᵀ (max |Δ| over the Jacobian)", _diff(ref, d.closed), 1e-6),
         Claim("hessians-agree", f"Hessian of W_{config.output}: the {len(HESSIANS)} methods agree (max |Δ|)",
-              max(diff(h, H) for h in hessians.values()), 1e-6),
+              max(_diff(h, H) for h in d.hessians.values()), 1e-6),
         Claim("hessian-finite-differences", "Hessian ≡ central finite differences (float64, h = 1e-4)",
-              diff(H, fd), 1e-6),
+              _diff(H, d.fd), 1e-6),
         Claim("hessian-symmetric", "Hessian is symmetric: max |H − Hᵀ|",
-              diff(H.reshape(k * m, k * m), H.reshape(k * m, k * m).T), 1e-12),
+              _diff(H.reshape(n, n), H.reshape(n, n).T), 1e-12),
     ]
 
-    tables = [
+
+def tables_of(config: Config, d: Derivatives) -> list[Table]:
+    ref, H = d.jacobian, d.hessians["jacfwd(jacrev(f))"]
+    k, m = H.shape[0], H.shape[1]
+    return [
         Table("the question: W = log softmax(X y)", ["", *[f"{i}" for i in range(k)]],
-              [["W", *W.detach().tolist()], ["p = softmax(X y)", *p.tolist()]], [None] + [".6f"] * k),
-        _matrix_table(f"torch.autograd.grad(W, X, grad_outputs=ones): one {k}×{m} matrix, Σ_i ∂W_i/∂X", summed,
-                      note=f"without grad_outputs PyTorch says: {error}"),
+              [["W", *d.W.tolist()], ["p = softmax(X y)", *d.p.tolist()]], [None] + [".6f"] * k),
+        _matrix_table(f"torch.autograd.grad(W, X, grad_outputs=ones): one {k}×{m} matrix, Σ_i ∂W_i/∂X", d.summed,
+                      note=f"without grad_outputs PyTorch says: {d.error}"),
+        *[_matrix_table(f"∂W_{i}/∂X (Jacobian slice {i}) = (e_{i} − p) yᵀ", ref[i]) for i in range(k)],
+        Table("the full Jacobian five ways", ["method", "passes", "max |Δ| from loop", "ms"],
+              [[name, _passes(name, k, m), _diff(J, ref), 1000 * d.timings[name]] for name, J in d.jacobians.items()],
+              [None, None, ".2e", ".3f"]),
+        Table(f"Hessian of W_{config.output} with respect to X ({k}×{m}×{k}×{m})",
+              ["method", "max |Δ| from jacfwd(jacrev)"],
+              [[name, _diff(h, H)] for name, h in d.hessians.items()] + [["finite differences", _diff(d.fd, H)]],
+              [None, ".2e"]),
+        _matrix_table(f"Hessian of W_{config.output}, flattened to {k * m}×{k * m} (row-major X)",
+                      H.reshape(k * m, k * m)),
     ]
-    for i in range(k):
-        tables.append(_matrix_table(f"∂W_{i}/∂X (Jacobian slice {i}) = (e_{i} − p) yᵀ", ref[i]))
-    tables.append(Table("the full Jacobian five ways", ["method", "passes", "max |Δ| from loop", "ms"],
-                        [[name, _passes(name, k, m), diff(J, ref), 1000 * timings[name]]
-                         for name, J in jacobians.items()], [None, None, ".2e", ".3f"]))
-    tables.append(Table(f"Hessian of W_{config.output} with respect to X ({k}×{m}×{k}×{m})",
-                        ["method", "max |Δ| from jacfwd(jacrev)"],
-                        [[name, diff(h, H)] for name, h in hessians.items()] + [["finite differences", diff(fd, H)]],
-                        [None, ".2e"]))
-    tables.append(_matrix_table(f"Hessian of W_{config.output}, flattened to {k * m}×{k * m} (row-major X)",
-                                H.reshape(k * m, k * m)))
-    metrics = {"W": W.detach().tolist(), "summed_gradient": summed.tolist(), "jacobian": ref.tolist(),
-               "hessian": H.reshape(k * m, k * m).tolist(), "method_ms": {n: 1000 * t for n, t in timings.items()}}
-    if config.scaling:
-        rows, metrics["scaling"] = scaling(config, device, progress)
-        tables.append(Table(f"--scaling: Jacobian of f(x) = tanh(A x), A n×n, median of {config.repeats} "
-                            f"(ms, {torch.get_num_threads()} threads)",
-                            ["n", *METHODS, "loop / vmap of vjp"], rows,
-                            [None] + [".3f"] * len(METHODS) + [".1f"],
-                            note="cost model: the loop makes n backward passes; jacrev / vmap of vjp one batched "
-                                 "backward pass; jacfwd one batched forward pass over n tangents. Timings are "
-                                 "not claims: they depend on the machine."))
-    curves = {}
-    if config.scaling:
-        ns = list(metrics["scaling"])
-        curves["Jacobian of tanh(Ax): time per method"] = Curve(
-            "n", "ms (median)", ns, {name: [metrics["scaling"][n][name] for n in ns] for name in METHODS}, logy=True)
-    return Result(lesson="jacobian",
-                  title="why gradients of non-scalar outputs sum, full Jacobians, and Hessians by nesting",
-                  seed=config.seed, metrics=metrics, claims=claims, tables=tables, curves=curves)
 
 
 def _passes(name: str, k: int, m: int) -> str:

@@ -356,66 +356,81 @@ def run(config: Config, device: torch.device | None = None,
         notes.append(f"x = {CLAIM_X:g}, the tutorial's point that the claims are about, was added to the table")
     dtypes = list(DTYPES) if config.dtype == "both" else [config.dtype]
     tables, metrics = [], {}
-    worst_value_ulps = worst_grad_ulps = 0.0
-    double_where_errors = []
-    for name in dtypes:
-        dtype = DTYPES[name]
-        rows, per_x = [], []
-        for x in xs:
-            v_exact, g_exact = exact(x)
-            row_v, row_g = [x, "value"], [x, "gradient"]
-            results = {}
-            for method_name, method in METHODS.items():
-                v, g = value_and_grad(method, x, dtype)
-                results[method_name] = {"value": v, "grad": g}
-                row_v.append(v)
-                row_g.append(g)
-            rows += [[*row_v, v_exact], [*row_g, g_exact]]
-            stable = results["stable Function"]
-            u_v, u_g = ulps(stable["value"], v_exact, dtype), ulps(stable["grad"], g_exact, dtype)
-            worst_value_ulps, worst_grad_ulps = max(worst_value_ulps, u_v), max(worst_grad_ulps, u_g)
-            g_dw = results["double where"]["grad"]
-            double_where_errors.append(abs(g_dw - g_exact) if math.isfinite(g_dw) else math.nan)
-            per_x.append({"x": x, "exact": {"value": v_exact, "grad": g_exact}, **results,
-                          "stable_ulps": {"value": u_v, "grad": u_g}})
-        metrics[name] = per_x
-        tables.append(Table(f"{name}: log(1 + eˣ) and d/dx, {len(METHODS)} ways, beside the exact answer (50 digits)",
-                            ["x", "", *METHODS, "exact"], rows, [".6g", None] + [".9g"] * (len(METHODS) + 1)))
-        progress(f"{name} table", dtypes.index(name) + 1, len(dtypes))
+    for i, name in enumerate(dtypes):
+        table, metrics[name] = value_table(name, xs)
+        tables.append(table)
+        progress(f"{name} table", i + 1, len(dtypes))
 
     # The NaN, link by link, at the tutorial's point in float32.
-    chains = {g: chain(g, CLAIM_X) for g in CHAIN_GUARDS}
-    metrics["chain"] = chains
-    tables.append(chain_table(CLAIM_X, chains))
-    naive_c, where_c = chains["naive"], chains["torch.where guard"]
-
+    metrics["chain"] = {g: chain(g, CLAIM_X) for g in CHAIN_GUARDS}
+    tables.append(chain_table(CLAIM_X, metrics["chain"]))
     port_100 = value_and_grad(PortEOnCtx.apply, CLAIM_X, torch.float32)
+
     # Second derivatives, every Function, every route.
+    table, seconds = second_derivative_table()
+    tables.append(table)
+    metrics.update(seconds)
+    progress("second derivatives", 1, 1)
+    return Result(lesson="log1pexp", title="custom gradients: log(1 + exp(x)) without NaN",
+                  seed=config.seed, metrics=metrics, claims=claims(dtypes, metrics, port_100), tables=tables,
+                  notes=[*notes, "NaN and inf are shown in red; the stable Function's errors are measured in ulps "
+                         "(spacing of the dtype's numbers at the exact answer)"])
+
+
+def value_table(name: str, xs: list[float]) -> tuple[Table, list[dict]]:
+    """Value and gradient at each of XS in dtype NAME, every method beside the exact answer: the table, and per x
+    what each method gave and the stable Function's error in ulps."""
+    dtype = DTYPES[name]
+    rows, per_x = [], []
+    for x in xs:
+        v_exact, g_exact = exact(x)
+        results = {}
+        for method_name, method in METHODS.items():
+            v, g = value_and_grad(method, x, dtype)
+            results[method_name] = {"value": v, "grad": g}
+        rows += [[x, "value", *(r["value"] for r in results.values()), v_exact],
+                 [x, "gradient", *(r["grad"] for r in results.values()), g_exact]]
+        stable = results["stable Function"]
+        per_x.append({"x": x, "exact": {"value": v_exact, "grad": g_exact}, **results,
+                      "stable_ulps": {"value": ulps(stable["value"], v_exact, dtype),
+                                      "grad": ulps(stable["grad"], g_exact, dtype)}})
+    return Table(f"{name}: log(1 + eˣ) and d/dx, {len(METHODS)} ways, beside the exact answer (50 digits)",
+                 ["x", "", *METHODS, "exact"], rows, [".6g", None] + [".9g"] * (len(METHODS) + 1)), per_x
+
+
+def second_derivative_table() -> tuple[Table, dict]:
+    """Every custom Function's second derivative, asked every way (float64): the table, and the metrics."""
     seconds = {name: second_derivatives(fn) for name, fn in FUNCTIONS.items()}
     gchecks = {name: checks(fn) for name, fn in FUNCTIONS.items()}
     no_graph = stored_e_has_no_graph()
     once_zeros = hessian_is_zero(PortEOnCtxOnce.apply)
-    missing = port_without_f2_term()
-    metrics["once_differentiable_hessian_all_zero"] = once_zeros
-    metrics["port_second_minus_2f1sq"] = missing
-    metrics["second_derivatives"] = seconds
-    metrics["checks"] = {name: {"gradcheck": c[0], "gradgradcheck": c[1]} for name, c in gchecks.items()}
-    metrics["stored_e_has_grad_fn"] = not no_graph
-    tables.append(Table("the second derivative of each custom Function, asked four ways with torch.autograd "
-                        "(float64, x = −5..5): max |Δ| from the exact f'' = sigmoid'(x) or d²/dx² f² = 2f'² + "
-                        "2f·f'', or what it raised",
-                        ["Function", "gradcheck", "gradgradcheck", *SECOND_ROUTES],
-                        [[name, _ok(gchecks[name][0]), _ok(gchecks[name][1]),
-                          *[seconds[name][r] for r in SECOND_ROUTES]] for name in FUNCTIONS],
-                        [None, None, None] + [".3g"] * len(SECOND_ROUTES),
-                        note=f"measured: the e the port keeps on ctx has a grad_fn: {'no' if no_graph else 'yes'} "
-                             f"(autograd records nothing inside forward); autograd.functional.hessian of the "
-                             f"@once_differentiable port returned all zeros: {'yes' if once_zeros else 'no'}"))
-    progress("second derivatives", 1, 1)
+    metrics = {"once_differentiable_hessian_all_zero": once_zeros,
+               "port_second_minus_2f1sq": port_without_f2_term(),
+               "second_derivatives": seconds,
+               "checks": {name: {"gradcheck": c[0], "gradgradcheck": c[1]} for name, c in gchecks.items()},
+               "stored_e_has_grad_fn": not no_graph}
+    table = Table("the second derivative of each custom Function, asked four ways with torch.autograd (float64, x = "
+                  "−5..5): max |Δ| from the exact f'' = sigmoid'(x) or d²/dx² f² = 2f'² + 2f·f'', or what it raised",
+                  ["Function", "gradcheck", "gradgradcheck", *SECOND_ROUTES],
+                  [[name, _ok(gchecks[name][0]), _ok(gchecks[name][1]), *[seconds[name][r] for r in SECOND_ROUTES]]
+                   for name in FUNCTIONS],
+                  [None, None, None] + [".3g"] * len(SECOND_ROUTES),
+                  note=f"measured: the e the port keeps on ctx has a grad_fn: {'no' if no_graph else 'yes'} "
+                       f"(autograd records nothing inside forward); autograd.functional.hessian of the "
+                       f"@once_differentiable port returned all zeros: {'yes' if once_zeros else 'no'}")
+    return table, metrics
 
-    once = seconds["e on ctx, once_differentiable"]
-    faithful = seconds["faithful: e from x"]
-    claims = [
+
+def claims(dtypes: list[str], metrics: dict, port_100: tuple[float, float]) -> list[Claim]:
+    measured = [m for name in dtypes for m in metrics[name]]  # every x in every dtype
+    worst_value_ulps = max([0.0, *(m["stable_ulps"]["value"] for m in measured)])
+    worst_grad_ulps = max([0.0, *(m["stable_ulps"]["grad"] for m in measured)])
+    double_where_errors = [abs(m["double where"]["grad"] - m["exact"]["grad"])
+                           if math.isfinite(m["double where"]["grad"]) else math.nan for m in measured]
+    naive_c, where_c = metrics["chain"]["naive"], metrics["chain"]["torch.where guard"]
+    once = metrics["second_derivatives"]["e on ctx, once_differentiable"]
+    faithful = metrics["second_derivatives"]["faithful: e from x"]
+    return [
         Claim.yes_no("naive-nan-at-100", "naive gradient at x = 100 in float32 is NaN", math.isnan(naive_c["dy/dx"])),
         Claim.yes_no("naive-nan-is-0-times-inf", "naive, x = 100: log's backward gives dy/du = 1/inf = 0, and the "
                      "NaN appears in exp's backward, 0 · e with e = inf (dy/du = dy/de = 0, e = inf, dy/dt NaN)",
@@ -437,9 +452,10 @@ def run(config: Config, device: torch.device | None = None,
         Claim("stable-grad-ulps", f"stable Function: gradient within a few ulps of exact at every x "
               f"({', '.join(dtypes)})", worst_grad_ulps, ULP_BOUND),
         Claim.yes_no("stable-gradcheck", "stable Function passes gradcheck and gradgradcheck",
-                     all(gchecks["stable Function"])),
+                     all(metrics["checks"]["stable Function"].values())),
         Claim("port-e-on-ctx-second-wrong", "port keeping e on ctx: d²/dx² Σ f(x)² by autograd.grad twice comes "
-              "out 2f'², silently missing the 2f·f'' term (max |Δ| from 2f'²)", missing, 1e-12),
+              "out 2f'², silently missing the 2f·f'' term (max |Δ| from 2f'²)", metrics["port_second_minus_2f1sq"],
+              1e-12),
         Claim("faithful-port-second-right", "faithful port (e recomputed from the saved x in backward, equivalent "
               "to TF-1's graph tensor e): f'' ≡ sigmoid'(x) (max |Δ|)", _number(faithful["f'': grad twice of Σ f"]),
               1e-12),
@@ -447,10 +463,6 @@ def run(config: Config, device: torch.device | None = None,
                      "instead of giving a wrong number",
                      once["Σ f²: .backward() on the grad"] == 'raises "trying to differentiate twice"'),
     ]
-    return Result(lesson="log1pexp", title="custom gradients: log(1 + exp(x)) without NaN",
-                  seed=config.seed, metrics=metrics, claims=claims, tables=tables,
-                  notes=[*notes, "NaN and inf are shown in red; the stable Function's errors are measured in ulps "
-                         "(spacing of the dtype's numbers at the exact answer)"])
 
 
 def _number(v: float | str) -> float:

@@ -233,20 +233,8 @@ def run(config: Config, data, device: torch.device | None = None,
                        f"stopped. The learning rate {config.lr} is too large: try a smaller --lr")
             break
 
-    claims = []
+    claims = compare_claims(config, params, stopped) if config.variant == "compare" else []
     done = [v for v in variants if v in params and metrics[v]["epoch_cost"]]
-    if config.variant == "compare":  # a stopped run shows these too, as not reached (NaN fails)
-        unfinished = "" if stopped is None else " — not reached: training stopped"
-        after = f"after {config.epochs} epoch{'s' * (config.epochs > 1)} on the same batches: max |ΔW|, |Δb|"
-        claims.append(Claim("manual-equals-optimizer",
-                            f"the manual-step run ends at the optimizer run's weights, {after}" + unfinished,
-                            max_abs_diff(params["manual"], params["optimizer"]) if not unfinished else math.nan,
-                            1e-6))
-        claims.append(Claim("analytic-equals-autograd",
-                            f"the analytic-gradient run (no autograd) ends at the optimizer run's weights, {after}"
-                            + unfinished,
-                            max_abs_diff(params["analytic"], params["optimizer"]) if not unfinished else math.nan,
-                            1e-5))
     # the one-batch checks from the first variant's trained weights, or from the zero init if none finished an epoch
     claims += step_claims(params[done[0]] if done else (W0, b0), x[:config.batch_size], y[:config.batch_size],
                           labels[:config.batch_size],
@@ -255,7 +243,6 @@ def run(config: Config, data, device: torch.device | None = None,
     return Result(
         lesson="mnist",
         title="MNIST softmax regression: optimizer step vs hand-written gradient step vs analytic gradient",
-         # filled by the runner with every option
         seed=config.seed,
         data=data.info(n_train, n_test, images),
         metrics=metrics,
@@ -265,6 +252,19 @@ def run(config: Config, data, device: torch.device | None = None,
         notes=notes,
         stopped=stopped,
     )
+
+
+def compare_claims(config: Config, params: dict, stopped: str | None) -> list[Claim]:
+    """--variant compare: the three runs end at the same weights (a stopped run shows these too, as not reached:
+    NaN fails)."""
+    unfinished = "" if stopped is None else " — not reached: training stopped"
+    after = f"after {config.epochs} epoch{'s' * (config.epochs > 1)} on the same batches: max |ΔW|, |Δb|"
+    return [Claim("manual-equals-optimizer",
+                  f"the manual-step run ends at the optimizer run's weights, {after}" + unfinished,
+                  max_abs_diff(params["manual"], params["optimizer"]) if not unfinished else math.nan, 1e-6),
+            Claim("analytic-equals-autograd",
+                  f"the analytic-gradient run (no autograd) ends at the optimizer run's weights, {after}" + unfinished,
+                  max_abs_diff(params["analytic"], params["optimizer"]) if not unfinished else math.nan, 1e-5)]
 
 
 def step_claims(p: tuple, x: torch.Tensor, y: torch.Tensor, labels: torch.Tensor, lr: float,

@@ -11,10 +11,10 @@ from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
-        "actor_loss", 1,
-        "the actor's loss −mean(ln π(a|s) · δ) with the advantage δ cut from the critic's graph",
-        "def actor_loss(actor, critic, s, a, r, s2, done, gamma):",
-        """δ = r + γ · (1 − done) · V(s2) − V(s)     the TD error, the advantage: a number to the actor
+        function="actor_loss", level=1,
+        what="the actor's loss −mean(ln π(a|s) · δ) with the advantage δ cut from the critic's graph",
+        signature="def actor_loss(actor, critic, s, a, r, s2, done, gamma):",
+        doc="""δ = r + γ · (1 − done) · V(s2) − V(s)     the TD error, the advantage: a number to the actor
         loss = −mean_i ln π(a_i | s_i) · δ_i       ln π from log_softmax(actor(s)), the taken action's entry
 
         No gradient may reach the critic through δ (torch.no_grad(), or .detach()). No entropy term here.
@@ -24,10 +24,10 @@ EXERCISES = [
         actor's parameters. TF-1: the advantage fed in through a placeholder, or tf.stop_gradient(td).""",
         claims={"actor": ("your loss and its gradients ≡ the detached-advantage loss's (max relative |Δ|)", 1e-5)}),
     Exercise(
-        "critic_update", 2,
-        "one critic update from explicitly computed gradients: autograd.grad, into .grad, then optimizer.step()",
-        "def critic_update(critic, optimizer, s, r, s2, done, gamma):",
-        """One step of the critic V, the tutorial's tf.gradients + RMSProp.apply_gradients:
+        function="critic_update", level=2,
+        what="one critic update from explicitly computed gradients: autograd.grad, into .grad, then optimizer.step()",
+        signature="def critic_update(critic, optimizer, s, r, s2, done, gamma):",
+        doc="""One step of the critic V, the tutorial's tf.gradients + RMSProp.apply_gradients:
 
         target = r + γ · (1 − done) · V(s2)     a number: no gradient through it
         loss   = mean_i (target_i − V(s)_i)²

@@ -63,19 +63,22 @@ def _actor_all_actions(actor, critic, s, a, r, s2, done, gamma):
 ACTOR_LOSS = Checks(
     harness=HARNESSES["actor_loss"], reference=_actor_reference,
     mistakes=[
-        Mistake("critic not detached", _actor_critic_moves, "gradient reaches the critic through the advantage: δ "
-                "must be a number to the actor (the lesson: \"δ detached: the actor must not move the critic\"). "
-                "Compute it under torch.no_grad(), or use delta.detach()"),
-        Mistake("ascent", _actor_ascent, "your loss is +mean(ln π · δ): minimising it makes actions with a positive "
-                "advantage less likely. The actor minimises −mean(ln π(a|s) · δ)"),
-        Mistake("probabilities", _actor_probabilities, "you weighed π(a|s), the probability, by δ: the policy "
-                "gradient is ∇ ln π(a|s) · δ, so the loss takes the log-probability (log_softmax, then gather)"),
+        Mistake(name="critic not detached", fn=_actor_critic_moves,
+                diagnosis="gradient reaches the critic through the advantage: δ must be a number to the actor (the "
+                          "lesson: \"δ detached: the actor must not move the critic\"). Compute it under "
+                          "torch.no_grad(), or use delta.detach()"),
+        Mistake(name="ascent", fn=_actor_ascent,
+                diagnosis="your loss is +mean(ln π · δ): minimising it makes actions with a positive advantage less "
+                          "likely. The actor minimises −mean(ln π(a|s) · δ)"),
+        Mistake(name="probabilities", fn=_actor_probabilities,
+                diagnosis="you weighed π(a|s), the probability, by δ: the policy gradient is ∇ ln π(a|s) · δ, so the "
+                          "loss takes the log-probability (log_softmax, then gather)"),
     ],
     names={"loss": "your loss", "actor": "the gradient to the actor's parameters",
            "critic": "the gradient to the critic's parameters"},
     quantities=_n,
-    relations=[Relation("the loss over every action's log-probability, not the taken one's (no gather)",
-                        _actor_all_actions, "pick the taken action's log-probability: log_softmax(actor(s), "
+    relations=[Relation(what="the loss over every action's log-probability, not the taken one's (no gather)",
+                        fn=_actor_all_actions, hint="pick the taken action's log-probability: log_softmax(actor(s), "
                         "dim=1).gather(1, a.unsqueeze(1)).squeeze(1)")],
     hints={**FAMILIES,
            ("critic", "nonzero", "*"): "gradient reaches the critic: compute δ under torch.no_grad() (or detach it)",
@@ -136,6 +139,7 @@ def _critic_broadcast(critic, optimizer, s, r, s2, done, gamma):
     _critic_step(critic, optimizer, ((target - critic(s)) ** 2).mean(), lambda p, g: setattr(p, "grad", g))
 
 
+# Torch's RMSprop (the harness's), not TF-1's (gradlab.kit.optim.TFRMSprop): written out only to spare torch._dynamo
 class _RMSpropByHand:
     """torch.optim.RMSprop(lr=0.01, alpha=0.99, eps=1e-5), the harness's optimizer, written out as
     torch/optim/rmsprop.py computes it (square_avg starts at 0, square_avg ← α·square_avg + (1 − α)·g²,
@@ -175,25 +179,27 @@ STEPS = ("the first update", "the second update", "the third update")
 CRITIC = Checks(
     harness=HARNESSES["critic_update"], reference=_critic_reference, expected=_by_hand(_critic_reference),
     mistakes=[
-        Mistake("residual gradient", _critic_residual, "the bootstrap V(s2) was differentiated too (the naive "
-                "residual gradient, Sutton & Barto §11.5): compute the target under torch.no_grad(), it is a number "
-                "to move towards, as the tutorial's fed td_target"),
-        Mistake(".grad added to", _critic_added, "you added the new gradient to .grad, which still held the last one: "
-                "assign p.grad = g (torch.autograd.grad returns fresh gradients), or call optimizer.zero_grad() "
-                "before loss.backward()"),
-        Mistake("uphill", _critic_uphill, "your update goes uphill: put the gradient itself in .grad; the optimizer "
-                "subtracts it"),
+        Mistake(name="residual gradient", fn=_critic_residual,
+                diagnosis="the bootstrap V(s2) was differentiated too (the naive residual gradient, Sutton & Barto "
+                          "§11.5): compute the target under torch.no_grad(), it is a number to move towards, as the "
+                          "tutorial's fed td_target"),
+        Mistake(name=".grad added to", fn=_critic_added,
+                diagnosis="you added the new gradient to .grad, which still held the last one: assign p.grad = g "
+                          "(torch.autograd.grad returns fresh gradients), or call optimizer.zero_grad() before "
+                          "loss.backward()"),
+        Mistake(name="uphill", fn=_critic_uphill,
+                diagnosis="your update goes uphill: put the gradient itself in .grad; the optimizer subtracts it"),
     ],
     names={**{f"grad {k + 1}": f"the gradient optimizer.step() was given at {w}" for k, w in enumerate(STEPS)},
            **{f"params {k + 1}": f"the parameters after {w}" for k, w in enumerate(STEPS)}},
     quantities=_n,
     relations=[
-        Relation("the gradient through V(s2) alone (V(s) detached instead of the target)", _critic_wrong_side,
-                 "detach the target r + γ(1 − done)V(s2), not V(s): the gradient flows through V(s)"),
-        Relation("a hand-written SGD step p − lr·g (optimizer.step() never called)", _critic_manual_sgd,
-                 "hand the gradients to the optimizer: p.grad = g for each parameter, then optimizer.step()"),
-        Relation("the mean over all N × N pairs (target_j − V(s)_i)²: V(s) of shape (N, 1) against the target "
-                 "(N,)", _critic_broadcast, "squeeze V(s) to shape (N,): critic(s).squeeze(1)"),
+        Relation(what="the gradient through V(s2) alone (V(s) detached instead of the target)", fn=_critic_wrong_side,
+                 hint="detach the target r + γ(1 − done)V(s2), not V(s): the gradient flows through V(s)"),
+        Relation(what="a hand-written SGD step p − lr·g (optimizer.step() never called)", fn=_critic_manual_sgd,
+                 hint="hand the gradients to the optimizer: p.grad = g for each parameter, then optimizer.step()"),
+        Relation(what="the mean over all N × N pairs (target_j − V(s)_i)²: V(s) of shape (N, 1) against the target "
+                 "(N,)", fn=_critic_broadcast, hint="squeeze V(s) to shape (N,): critic(s).squeeze(1)"),
     ],
     hints={**FAMILIES,
            ("*", "scale", "1/2"): "a factor ½ in the loss: the critic's loss is mean (target − V(s))², whose gradient "

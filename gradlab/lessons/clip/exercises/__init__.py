@@ -11,10 +11,10 @@ from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
-        "global_norm", 1,
-        "the global norm of a list of gradients, as tf.global_norm: one number for all the tensors",
-        "def global_norm(grads):",
-        """The L2 norm of every entry of every tensor of the list, together:
+        function="global_norm", level=1,
+        what="the global norm of a list of gradients, as tf.global_norm: one number for all the tensors",
+        signature="def global_norm(grads):",
+        doc="""The L2 norm of every entry of every tensor of the list, together:
 
         global_norm = sqrt(Σ_i ‖g_i‖²) = sqrt(Σ_i Σ_j g_ij²)
 
@@ -26,10 +26,10 @@ EXERCISES = [
         keeps=("grads",),
         forbidden=("torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm")),
     Exercise(
-        "clip_by_global_norm", 2,
-        "clip a list of gradients by their global norm, as tf.clip_by_global_norm",
-        "def clip_by_global_norm(grads, clip_norm):",
-        """Scale every gradient by one factor so that their global norm is at most clip_norm.
+        function="clip_by_global_norm", level=2,
+        what="clip a list of gradients by their global norm, as tf.clip_by_global_norm",
+        signature="def clip_by_global_norm(grads, clip_norm):",
+        doc="""Scale every gradient by one factor so that their global norm is at most clip_norm.
 
         global_norm = sqrt(Σ_i ‖g_i‖²)                    over every tensor of the list together
         g_i ← g_i · clip_norm / max(global_norm, clip_norm)  one scale for all: the direction is kept
@@ -46,11 +46,11 @@ EXERCISES = [
         keeps=("grads",),
         forbidden=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm")),
     Exercise(
-        "clip_across_ranks", 3,
-        "clip by the global norm when every rank holds a different shard of the gradients: all-reduce the squared "
-        "norms, on real gloo workers",
-        "def clip_across_ranks(grads, clip_norm):",
-        """Called on every worker of a torch.distributed job (gloo, on this machine) at the same time. Each rank
+        function="clip_across_ranks", level=3,
+        what="clip by the global norm when every rank holds a different shard of the gradients: all-reduce the "
+             "squared norms, on real gloo workers",
+        signature="def clip_across_ranks(grads, clip_norm):",
+        doc="""Called on every worker of a torch.distributed job (gloo, on this machine) at the same time. Each rank
         holds the gradients of its own shard of the model's parameters (they differ in number and shape from rank
         to rank); clip them all by the global norm of the whole model:
 

@@ -5,6 +5,7 @@ submission."""
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
 from gradlab.kit.exercise import Checks, Mistake, Relation, Variant
 from gradlab.kit.training import global_norm, torch_clip
@@ -36,13 +37,17 @@ def _norm_rms(grads):
 GLOBAL_NORM = Checks(
     harness=HARNESSES["global_norm"], reference=_norm_reference,
     mistakes=[
-        Mistake("L1", _norm_l1, "you added the absolute values (the L1 norm): the global norm is the L2 norm of "
-                "every entry together, sqrt(Σ_i Σ_j g_ij²)"),
-        Mistake("no square root", _norm_no_sqrt, "you returned Σ g², the squared norm: take its square root"),
-        Mistake("norms added", _norm_sum_of_norms, "you added the tensors' norms, Σ_i ‖g_i‖: that is larger than "
-                "the norm of all of them together, sqrt(Σ_i ‖g_i‖²) (add the squares, then take one root)"),
-        Mistake("mean of squares", _norm_rms, "you took the mean of the squares (an RMS): the global norm sums "
-                "them, so yours is smaller by the square root of the number of entries"),
+        Mistake(name="L1", fn=_norm_l1,
+                diagnosis="you added the absolute values (the L1 norm): the global norm is the L2 norm of every entry "
+                          "together, sqrt(Σ_i Σ_j g_ij²)"),
+        Mistake(name="no square root", fn=_norm_no_sqrt,
+                diagnosis="you returned Σ g², the squared norm: take its square root"),
+        Mistake(name="norms added", fn=_norm_sum_of_norms,
+                diagnosis="you added the tensors' norms, Σ_i ‖g_i‖: that is larger than the norm of all of them "
+                          "together, sqrt(Σ_i ‖g_i‖²) (add the squares, then take one root)"),
+        Mistake(name="mean of squares", fn=_norm_rms,
+                diagnosis="you took the mean of the squares (an RMS): the global norm sums them, so yours is smaller "
+                          "by the square root of the number of entries"),
     ],
     names={"norm": "the global norm"},
     quantities=lambda case: [("√n", sum(g.numel() for g in case["grads"]) ** 0.5,
@@ -108,28 +113,29 @@ def _clip_quantities(case: dict) -> list:
 CLIP = Checks(
     harness=HARNESSES["clip_by_global_norm"], reference=_clip_reference,
     mistakes=[
-        Mistake("per tensor", _clip_each, "you clipped each tensor by its own norm (tf.clip_by_norm): the global "
-                "norm takes every tensor together, sqrt(Σ_i ‖g_i‖²), and one scale serves them all"),
-        Mistake("always rescaled", _clip_always, "you rescaled the gradients to the cap even when their norm was "
-                "below it (and 0/0 on zero gradients): divide by max(global_norm, clip_norm)"),
-        Mistake("by value", _clip_values, "you clipped each element to ±clip_norm (tf.clip_by_value): that changes "
-                "the direction; scale all gradients by one factor instead"),
+        Mistake(name="per tensor", fn=_clip_each,
+                diagnosis="you clipped each tensor by its own norm (tf.clip_by_norm): the global norm takes every "
+                          "tensor together, sqrt(Σ_i ‖g_i‖²), and one scale serves them all"),
+        Mistake(name="always rescaled", fn=_clip_always,
+                diagnosis="you rescaled the gradients to the cap even when their norm was below it (and 0/0 on zero "
+                          "gradients): divide by max(global_norm, clip_norm)"),
+        Mistake(name="by value", fn=_clip_values,
+                diagnosis="you clipped each element to ±clip_norm (tf.clip_by_value): that changes the direction; "
+                          "scale all gradients by one factor instead"),
     ],
     extra=_clip_extra,
     names={"grads": "your clipped gradients"},
     quantities=_clip_quantities,
     hints={("*", "nonfinite", "*"): "NaN on zero gradients is 0/0: divide by max(global_norm, clip_norm), which is "
                                     "never 0"},
-    variants=[Variant("tf.clip_by_global_norm's formula: the reference, torch.nn.utils.clip_grad_norm_, divides by "
-                      "total_norm + 1e-6 (torch/nn/utils/clip_grad.py), a relative 1e-6/‖g‖ smaller when it clips",
-                      _clip_formula)])
+    variants=[Variant(what="tf.clip_by_global_norm's formula: the reference, torch.nn.utils.clip_grad_norm_, divides "
+                           "by total_norm + 1e-6 (torch/nn/utils/clip_grad.py), a relative 1e-6/‖g‖ smaller when it "
+                           "clips", fn=_clip_formula)])
 
 
 # -------------------------------------------------------------------------------------------- clip_across_ranks
 
 def _ranks_reference(grads, clip_norm):
-    import torch.distributed as dist
-
     total = torch.zeros((), dtype=torch.float64)
     for g in grads:
         total += g.double().pow(2).sum()  # this rank's Σ‖g‖²
@@ -144,16 +150,12 @@ def _ranks_local_fn(grads, clip_norm):
 
 
 def _ranks_norms_added_fn(grads, clip_norm):
-    import torch.distributed as dist
-
     norm = torch.sqrt(sum(g.double().pow(2).sum() for g in grads)).reshape(1)
     dist.all_reduce(norm)
     return [g * (clip_norm / max(float(norm), clip_norm)) for g in grads]
 
 
 def _ranks_averaged_fn(grads, clip_norm):
-    import torch.distributed as dist
-
     sq = sum(g.double().pow(2).sum() for g in grads).reshape(1)
     dist.all_reduce(sq)
     norm = float(sq / dist.get_world_size()) ** 0.5
@@ -201,20 +203,21 @@ def _ranks_unrooted(case: dict) -> dict:
 RANKS = Checks(
     harness=HARNESSES["clip_across_ranks"], reference=_ranks_reference, expected=_ranks_expected,
     mistakes=[
-        Mistake("own shard's norm", _ranks_local_fn, "each rank clipped by the norm of its own shard: the "
-                "global norm is over every rank's gradients. all_reduce each rank's Σ‖g‖² (SUM), then take the "
-                "square root", outputs=_ranks_local),
-        Mistake("norms all-reduced", _ranks_norms_added_fn, "you all-reduced the ranks' norms, Σ_r ‖g_r‖: norms "
-                "do not add. all_reduce the squared norms Σ‖g‖² and take the square root of the sum",
-                outputs=_ranks_norms_added),
-        Mistake("averaged", _ranks_averaged_fn, "you averaged the squared norms over the ranks (ReduceOp.AVG, or / "
-                "world size): the shards hold different parameters, so their squares add up (ReduceOp.SUM)",
-                outputs=_ranks_averaged),
+        Mistake(name="own shard's norm", fn=_ranks_local_fn,
+                diagnosis="each rank clipped by the norm of its own shard: the global norm is over every rank's "
+                          "gradients. all_reduce each rank's Σ‖g‖² (SUM), then take the square root",
+                outputs=_ranks_local),
+        Mistake(name="norms all-reduced", fn=_ranks_norms_added_fn,
+                diagnosis="you all-reduced the ranks' norms, Σ_r ‖g_r‖: norms do not add. all_reduce the squared norms "
+                          "Σ‖g‖² and take the square root of the sum", outputs=_ranks_norms_added),
+        Mistake(name="averaged", fn=_ranks_averaged_fn,
+                diagnosis="you averaged the squared norms over the ranks (ReduceOp.AVG, or / world size): the shards "
+                          "hold different parameters, so their squares add up (ReduceOp.SUM)", outputs=_ranks_averaged),
     ],
     quantities=lambda case: _clip_quantities({"grads": [t for s in case["shards"] for t in s],
                                               "clip_norm": case["clip_norm"]}),
-    relations=[Relation("the gradients clipped with the squared norm Σ‖g‖² as if it were the norm (the square root "
-                        "is missing)", outputs=_ranks_unrooted)])
+    relations=[Relation(what="the gradients clipped with the squared norm Σ‖g‖² as if it were the norm (the square "
+                             "root is missing)", outputs=_ranks_unrooted)])
 
 
 CHECKS: dict[str, Checks] = {

@@ -24,11 +24,11 @@ from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
-        "sync_gradients", 1,
-        "average every parameter's .grad over the workers in place, as DistributedDataParallel does, on real gloo "
-        "workers",
-        "def sync_gradients(model):",
-        """Called on every worker of a torch.distributed job (gloo, on this machine) at the same time, after each
+        function="sync_gradients", level=1,
+        what="average every parameter's .grad over the workers in place, as DistributedDataParallel does, on real "
+             "gloo workers",
+        signature="def sync_gradients(model):",
+        doc="""Called on every worker of a torch.distributed job (gloo, on this machine) at the same time, after each
         worker's backward on its own shard (the shards are equal): make every p.grad the mean over the workers.
 
         for each parameter p:  dist.all_reduce(p.grad, op=dist.ReduceOp.SUM);  p.grad /= world size
@@ -40,10 +40,10 @@ EXERCISES = [
         claims={"sync": ("on real gloo workers, every rank's .grad ≡ the mean of the workers' gradients (max relative "
                          "|Δ|)", 1e-6)}),
     Exercise(
-        "accumulated_grad", 2,
-        "the gradient of one batch accumulated over micro-batches of any sizes, ≡ the whole batch's",
-        "def accumulated_grad(model, x, y, sizes):",
-        """The gradient of the mean cross-entropy over the whole batch, computed micro-batch by micro-batch.
+        function="accumulated_grad", level=2,
+        what="the gradient of one batch accumulated over micro-batches of any sizes, ≡ the whole batch's",
+        signature="def accumulated_grad(model, x, y, sizes):",
+        doc="""The gradient of the mean cross-entropy over the whole batch, computed micro-batch by micro-batch.
 
         g = (1/B) Σ_i ∇ℓ_i = Σ_k (n_k/B) · ḡ_k             for micro-batches of n_1 … n_K samples
         for each part k: loss_k = Σ_{i in k} ℓ_i / B; loss_k.backward()   (.backward() adds into .grad)
@@ -58,10 +58,10 @@ EXERCISES = [
                 "unequal": ("unequal parts: your accumulated gradient ≡ one backward over the whole batch (max "
                             "relative |Δ|)", 1e-5)}),
     Exercise(
-        "average_gradients", 3,
-        "the global gradient from uneven shards with torch.distributed.all_reduce, run on real gloo workers",
-        "def average_gradients(grads, n_local, n_total):",
-        """Called on every worker of a torch.distributed job (gloo, on this machine) at the same time. Each
+        function="average_gradients", level=3,
+        what="the global gradient from uneven shards with torch.distributed.all_reduce, run on real gloo workers",
+        signature="def average_gradients(grads, n_local, n_total):",
+        doc="""Called on every worker of a torch.distributed job (gloo, on this machine) at the same time. Each
         worker holds ḡ_r, the mean gradient of its own shard of n_r samples; return g, the mean gradient of the
         whole batch of B samples, on every worker:
 

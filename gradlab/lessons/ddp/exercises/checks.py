@@ -8,11 +8,41 @@ function run on real gloo workers."""
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
-from gradlab.kit.exercise import Checks, Mistake, norm_ratio
+from gradlab.kit.exercise import Checks, Mistake, norm_ratio, num
 from gradlab.lessons.ddp.exercises.harness import HARNESSES, _model
-from gradlab.practice.diagnosis import name_weights, weights_of, weights_words
+
+# ---------------------------------------------------------------------------------------------------------------
+# A wrong answer as a weighted sum of parts (micro-batches, ranks): which weights it used
+# ---------------------------------------------------------------------------------------------------------------
+
+def weights_of(mine: list[torch.Tensor], parts: list[list[torch.Tensor]]) -> tuple[torch.Tensor, float]:
+    """(w, what is left): the least-squares weights with mine ≈ Σ_k w_k · parts_k, and ‖mine − Σ w_k parts_k‖ /
+    ‖mine‖ (0 when mine is such a sum)."""
+    y = _vector(mine)
+    M = torch.stack([_vector(p) for p in parts], dim=1)
+    w = torch.linalg.lstsq(M, y.unsqueeze(1)).solution.squeeze(1)
+    return w, float((M @ w - y).norm()) / max(float(y.norm()), 1e-300)
+
+
+def _vector(ts: list[torch.Tensor]) -> torch.Tensor:
+    return torch.cat([t.detach().reshape(-1).double() for t in ts]) if ts else torch.zeros(0, dtype=torch.float64)
+
+
+def name_weights(w: torch.Tensor, candidates: dict[str, list[float]]) -> str | None:
+    """The name of the candidate weights (e.g. "n_k/B", "1/K") that W equals, if any."""
+    for name, c in candidates.items():
+        c = torch.tensor(c, dtype=torch.float64)
+        if c.shape == w.shape and torch.allclose(w, c, rtol=1e-3, atol=1e-6 * max(float(c.abs().max()), 1e-12)):
+            return name
+    return None
+
+
+def weights_words(w: torch.Tensor) -> str:
+    return "(" + ", ".join(num(float(v)) for v in w[:6]) + (", …" if len(w) > 6 else "") + ")"
+
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
 
@@ -90,14 +120,17 @@ def num_words(v: float) -> str:
 ACCUMULATE = Checks(
     harness=HARNESSES["accumulated_grad"], reference=_acc_reference,
     mistakes=[
-        Mistake("/K forgotten", _acc_no_k, lambda s, r: f"your gradient is {norm_ratio(s, r):.3g} times the full "
-                f"batch's (K times, for K equal parts): .backward() adds the K gradients, so divide each "
-                f"micro-batch's loss by K, or sum the per-sample losses and divide by B"),
-        Mistake("mean of means", _acc_mean_of_means, "right for equal parts, wrong for unequal ones: each "
-                "micro-batch's loss was normalised by its own size and then by K, so 4 samples weigh as much as 64. "
-                "Sum the per-sample losses (reduction='sum') and divide by B, the whole batch's size"),
-        Mistake("no zero_grad", _acc_no_zero_grad, "your gradients piled up on what .grad held before: call "
-                "model.zero_grad() (or set each .grad to None) before the first backward"),
+        Mistake(name="/K forgotten", fn=_acc_no_k,
+                diagnosis=lambda s, r: f"your gradient is {norm_ratio(s, r):.3g} times the full batch's (K times, "
+                                       f"for K equal parts): .backward() adds the K gradients, so divide each "
+                                       f"micro-batch's loss by K, or sum the per-sample losses and divide by B"),
+        Mistake(name="mean of means", fn=_acc_mean_of_means,
+                diagnosis="right for equal parts, wrong for unequal ones: each micro-batch's loss was normalised by "
+                          "its own size and then by K, so 4 samples weigh as much as 64. Sum the per-sample losses "
+                          "(reduction='sum') and divide by B, the whole batch's size"),
+        Mistake(name="no zero_grad", fn=_acc_no_zero_grad,
+                diagnosis="your gradients piled up on what .grad held before: call model.zero_grad() (or set each "
+                          ".grad to None) before the first backward"),
     ],
     names={"grads": "your accumulated gradient"},
     quantities=lambda case: [("B", sum(case["sizes"]), "the batch size")],
@@ -111,8 +144,6 @@ ACCUMULATE = Checks(
 # --------------------------------------------------------------------------------------------- average_gradients
 
 def _avg_reference(grads, n_local, n_total):
-    import torch.distributed as dist
-
     out = [g * (n_local / n_total) for g in grads]  # (n_r / B) · ḡ_r, then the sum over the workers
     for t in out:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
@@ -135,8 +166,6 @@ def _avg_expected(case: dict) -> dict:
 
 
 def _avg_equal_weights(grads, n_local, n_total):
-    import torch.distributed as dist
-
     out = [g.clone() for g in grads]
     for t in out:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
@@ -148,8 +177,6 @@ def _avg_local(grads, n_local, n_total):
 
 
 def _avg_summed(grads, n_local, n_total):
-    import torch.distributed as dist
-
     out = [g.clone() for g in grads]
     for t in out:
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
@@ -213,15 +240,18 @@ def _avg_quantities(case: dict) -> list:
 AVERAGE = Checks(
     harness=HARNESSES["average_gradients"], reference=_avg_reference, expected=_avg_expected,
     mistakes=[
-        Mistake("equal weights", _avg_equal_weights, "you averaged the shards with equal weights (all_reduce, then / "
-                "W, or ReduceOp.AVG): right for equal shards only. Weigh each worker's gradient by n_r / B before "
-                "the all-reduce", outputs=lambda case: _avg_rule(case, lambda n, B, R: 1 / R)),
-        Mistake("no all-reduce", _avg_local, "every worker returned its own gradient unchanged: the all-reduce did "
-                "not reach what you returned (no dist.all_reduce, or it ran on a new tensor: `g = g * w` in a loop "
-                "rebinds g, and the list still holds the old tensors). Return the tensors you all-reduced",
+        Mistake(name="equal weights", fn=_avg_equal_weights,
+                diagnosis="you averaged the shards with equal weights (all_reduce, then / W, or ReduceOp.AVG): right "
+                          "for equal shards only. Weigh each worker's gradient by n_r / B before the all-reduce",
+                outputs=lambda case: _avg_rule(case, lambda n, B, R: 1 / R)),
+        Mistake(name="no all-reduce", fn=_avg_local,
+                diagnosis="every worker returned its own gradient unchanged: the all-reduce did not reach what you "
+                          "returned (no dist.all_reduce, or it ran on a new tensor: `g = g * w` in a loop rebinds g, "
+                          "and the list still holds the old tensors). Return the tensors you all-reduced",
                 outputs=_avg_own),
-        Mistake("sum of means", _avg_summed, "you added the workers' mean gradients without weights: the result is "
-                "about W times too large. Multiply each by n_r / B before the all-reduce",
+        Mistake(name="sum of means", fn=_avg_summed,
+                diagnosis="you added the workers' mean gradients without weights: the result is about W times too "
+                          "large. Multiply each by n_r / B before the all-reduce",
                 outputs=lambda case: _avg_rule(case, lambda n, B, R: 1.0)),
     ],
     names={f"rank {r}": f"rank {r}'s result" for r in range(3)},
@@ -234,8 +264,6 @@ AVERAGE = Checks(
 # ------------------------------------------------------------------------------------------------ sync_gradients
 
 def _sync_reference(model):
-    import torch.distributed as dist
-
     for p in model.parameters():
         dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)  # Σ over the ranks, in place
         p.grad /= dist.get_world_size()  # the mean: what DDP leaves in .grad
@@ -248,15 +276,11 @@ def _sync_expected(case: dict) -> dict:
 
 
 def _sync_summed(model):
-    import torch.distributed as dist
-
     for p in model.parameters():
         dist.all_reduce(p.grad, op=dist.ReduceOp.SUM)
 
 
 def _sync_copy(model):
-    import torch.distributed as dist
-
     for p in model.parameters():
         g = p.grad.clone()
         dist.all_reduce(g, op=dist.ReduceOp.SUM)
@@ -264,8 +288,6 @@ def _sync_copy(model):
 
 
 def _sync_divided(model):
-    import torch.distributed as dist
-
     for p in model.parameters():
         p.grad /= dist.get_world_size()
 
@@ -279,15 +301,18 @@ def _sync_rule(case: dict, weights) -> dict:
 SYNC = Checks(
     harness=HARNESSES["sync_gradients"], reference=_sync_reference, expected=_sync_expected,
     mistakes=[
-        Mistake("summed", _sync_summed, "both (all) workers' gradients were summed, not averaged: all_reduce adds "
-                "them, and DDP divides by the world size (its gradient is the mean over the ranks). Divide .grad by "
-                "dist.get_world_size() after the all-reduce",
+        Mistake(name="summed", fn=_sync_summed,
+                diagnosis="both (all) workers' gradients were summed, not averaged: all_reduce adds them, and DDP "
+                          "divides by the world size (its gradient is the mean over the ranks). Divide .grad by "
+                          "dist.get_world_size() after the all-reduce",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: 1.0)),
-        Mistake("a copy reduced", _sync_copy, "each rank's .grad is its own gradient, unchanged: you all-reduced a "
-                "copy (p.grad.clone()) and never put it back. all_reduce p.grad itself (it works in place), or "
-                "assign p.grad = g", outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
-        Mistake("no all-reduce", _sync_divided, "each rank divided its own gradient by the world size, but the "
-                "gradients were never added across the ranks: dist.all_reduce(p.grad) first, then divide",
+        Mistake(name="a copy reduced", fn=_sync_copy,
+                diagnosis="each rank's .grad is its own gradient, unchanged: you all-reduced a copy (p.grad.clone()) "
+                          "and never put it back. all_reduce p.grad itself (it works in place), or assign p.grad = g",
+                outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
+        Mistake(name="no all-reduce", fn=_sync_divided,
+                diagnosis="each rank divided its own gradient by the world size, but the gradients were never added "
+                          "across the ranks: dist.all_reduce(p.grad) first, then divide",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s) / W)),
     ],
     names={f"rank {r}": f"rank {r}'s .grad" for r in range(4)},

@@ -15,10 +15,10 @@ DONE = """done is 1 where the episode terminated (the pole fell, the cart
 
 EXERCISES = [
     Exercise(
-        "td_target", 1,
-        "the DQN target y = r + γ(1 − done) max target(s2), a number with no graph",
-        "def td_target(target, r, s2, done, gamma):",
-        f"""y = r + γ · (1 − done) · max_a' target(s2)[a']   one number per transition, to move towards
+        function="td_target", level=1,
+        what="the DQN target y = r + γ(1 − done) max target(s2), a number with no graph",
+        signature="def td_target(target, r, s2, done, gamma):",
+        doc=f"""y = r + γ · (1 − done) · max_a' target(s2)[a']   one number per transition, to move towards
 
         Computed without a graph (torch.no_grad(), or .detach()): no gradient may flow through y.
 
@@ -28,10 +28,10 @@ EXERCISES = [
         claims={"td": ("your y ≡ r + γ(1 − done) max target(s2) (max relative |Δ|)", 1e-6)},
         rules=(("your y carries no graph (y.requires_grad; 1 is yes)", 0, "<="),)),
     Exercise(
-        "td_loss", 2,
-        "the DQN loss with the target cut from the graph (stop_gradient), terminal transitions included",
-        "def td_loss(online, target, s, a, r, s2, done, gamma):",
-        f"""y = r + γ · (1 − done) · max_a' target(s2)[a'],  a number to move towards: no gradient through it
+        function="td_loss", level=2,
+        what="the DQN loss with the target cut from the graph (stop_gradient), terminal transitions included",
+        signature="def td_loss(online, target, s, a, r, s2, done, gamma):",
+        doc=f"""y = r + γ · (1 − done) · max_a' target(s2)[a'],  a number to move towards: no gradient through it
         loss = mean_i Huber(online(s)[i, a_i] − y_i)        F.smooth_l1_loss(q, y)
 
         Shapes: online and target are networks from states (N, 4) to action values (N, 2); s, s2 (N, 4); a (N,)

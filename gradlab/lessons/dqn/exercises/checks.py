@@ -70,22 +70,25 @@ def _target_extra(outs: list[dict], cases: list[dict]) -> list[float]:
 TD_TARGET = Checks(
     harness=HARNESSES["td_target"], reference=_target_reference,
     mistakes=[
-        Mistake("done ignored", _target_no_done, "terminal transitions bootstrap from the next state: multiply "
-                "γ · max target(s2) by (1 − done): after a termination there is no next state to value"),
-        Mistake("argmax", _target_argmax, "you bootstrapped from the index of the best action (.max(1)[1], or "
-                "argmax), 0 or 1, not from its value: use target(s2).max(dim=1).values (or .max(1)[0])"),
-        Mistake("(1 − done) on r too", _target_done_on_r, DONE_ON_R),
-        Mistake("max over the batch", _target_batch_max, "you took the max over the transitions (dim=0), not over "
-                "the actions of each next state: target(s2).max(dim=1).values, one number per transition"),
+        Mistake(name="done ignored", fn=_target_no_done,
+                diagnosis="terminal transitions bootstrap from the next state: multiply γ · max target(s2) by "
+                          "(1 − done): after a termination there is no next state to value"),
+        Mistake(name="argmax", fn=_target_argmax,
+                diagnosis="you bootstrapped from the index of the best action (.max(1)[1], or argmax), 0 or 1, not "
+                          "from its value: use target(s2).max(dim=1).values (or .max(1)[0])"),
+        Mistake(name="(1 − done) on r too", fn=_target_done_on_r, diagnosis=DONE_ON_R),
+        Mistake(name="max over the batch", fn=_target_batch_max,
+                diagnosis="you took the max over the transitions (dim=0), not over the actions of each next state: "
+                          "target(s2).max(dim=1).values, one number per transition"),
     ],
     extra=_target_extra,
     rule_hints=["your y carries a graph (to target's parameters): compute it under torch.no_grad(), or return "
                 "y.detach(); it is a number to move towards"],
     names={"y": "your target y"},
     quantities=_n,
-    relations=[Relation("the target with done and 1 − done swapped: only terminal transitions bootstrap",
-                        lambda target, r, s2, done, gamma: _target_reference(target, r, s2, 1 - done, gamma),
-                        "multiply the bootstrap by (1 − done), which is 0 where the episode ended")],
+    relations=[Relation(what="the target with done and 1 − done swapped: only terminal transitions bootstrap",
+                        fn=lambda target, r, s2, done, gamma: _target_reference(target, r, s2, 1 - done, gamma),
+                        hint="multiply the bootstrap by (1 − done), which is 0 where the episode ended")],
     hints=FAMILY_HINTS)
 
 
@@ -162,40 +165,46 @@ def _td_extra(outs: list[dict], cases: list[dict]) -> list[float]:
 TD = Checks(
     harness=HARNESSES["td_loss"], reference=_td_reference,
     mistakes=[
-        Mistake("no stop-gradient", _td_no_stop, "gradient reaches the target network: y must be a number to move "
-                "towards. Compute it under torch.no_grad(), or write y = y.detach() (y.detach() alone returns a new "
-                "tensor and leaves y in the graph)"),
-        Mistake("done ignored", _td_no_done, "terminal transitions bootstrap from the next state: multiply γ · max "
-                "target(s2) by (1 − done): after a termination there is no next state to value"),
-        Mistake("(1 − done) on r too", _td_done_on_r, DONE_ON_R),
-        Mistake("max Q(s), not Q(s, a)", _td_max_q, "your prediction is max_a' Q(s, a'), the value of the best "
-                "action, not Q(s, a) of the action a the transition took (the target takes a max; the prediction "
-                "does not): online(s).gather(1, a.unsqueeze(1)).squeeze(1); where a happens to be the greedy action "
-                "the two agree"),
-        Mistake("online target", _td_online_target, "the target comes from the online network: use the target "
-                "network, target(s2): a target held fixed between syncs, which Mnih et al. (2015, Nature, 'Human-level "
-                "control through deep reinforcement learning') introduced to stabilise DQN"),
-        Mistake("q[:, a]", _td_columns, "online(s)[:, a] takes whole columns, an (N, N) matrix (row i, column j: "
-                "Q(s_i, a_j)), and the loss then compares every Q with every y: pick one entry per row, "
-                "online(s).gather(1, a.unsqueeze(1)).squeeze(1) or online(s)[torch.arange(N), a]"),
+        Mistake(name="no stop-gradient", fn=_td_no_stop,
+                diagnosis="gradient reaches the target network: y must be a number to move towards. Compute it under "
+                          "torch.no_grad(), or write y = y.detach() (y.detach() alone returns a new tensor and leaves "
+                          "y in the graph)"),
+        Mistake(name="done ignored", fn=_td_no_done,
+                diagnosis="terminal transitions bootstrap from the next state: multiply γ · max target(s2) by "
+                          "(1 − done): after a termination there is no next state to value"),
+        Mistake(name="(1 − done) on r too", fn=_td_done_on_r, diagnosis=DONE_ON_R),
+        Mistake(name="max Q(s), not Q(s, a)", fn=_td_max_q,
+                diagnosis="your prediction is max_a' Q(s, a'), the value of the best action, not Q(s, a) of the action "
+                          "a the transition took (the target takes a max; the prediction does not): "
+                          "online(s).gather(1, a.unsqueeze(1)).squeeze(1); where a happens to be the greedy action the "
+                          "two agree"),
+        Mistake(name="online target", fn=_td_online_target,
+                diagnosis="the target comes from the online network: use the target network, target(s2): a target held "
+                          "fixed between syncs, which Mnih et al. (2015, Nature, 'Human-level control through deep "
+                          "reinforcement learning') introduced to stabilise DQN"),
+        Mistake(name="q[:, a]", fn=_td_columns,
+                diagnosis="online(s)[:, a] takes whole columns, an (N, N) matrix (row i, column j: Q(s_i, a_j)), and "
+                          "the loss then compares every Q with every y: pick one entry per row, online(s).gather(1, "
+                          "a.unsqueeze(1)).squeeze(1) or online(s)[torch.arange(N), a]"),
     ],
     extra=_td_extra,
     names={"loss": "your loss", "online": "the gradient to online's parameters",
            "target": "the gradient to target's parameters"},
     quantities=_n,
     relations=[
-        Relation("the loss over all N × N pairs (Q(s_i, a_i), y_j): Q of shape (N, 1) broadcast against y of shape "
-                 "(N,)", _td_unsqueezed, "squeeze Q(s, a) to shape (N,): gather(1, a.unsqueeze(1)).squeeze(1) (PyTorch "
-                 "warns \"Using a target size that is different to the input size\")"),
-        Relation("the squared error (F.mse_loss), not the Huber loss (F.smooth_l1_loss)", _td_mse,
-                 "this lesson's DQN, like stable-baselines3's (dqn.py: F.smooth_l1_loss), uses the Huber loss: ½δ² "
-                 "for |δ| < 1, |δ| − ½ beyond"),
-        Relation("the loss whose target bootstraps from the index of the best action (.max(1)[1]), not its value",
-                 _td_argmax, "use target(s2).max(dim=1).values (or .max(1)[0]): the value, not the index"),
-        Relation("the loss whose target has done and 1 − done swapped (only terminal transitions bootstrap)",
-                 lambda online, target, s, a, r, s2, done, gamma: _td_reference(online, target, s, a, r, s2,
-                                                                                1 - done, gamma),
-                 "multiply the bootstrap by (1 − done), which is 0 where the episode ended"),
+        Relation(what="the loss over all N × N pairs (Q(s_i, a_i), y_j): Q of shape (N, 1) broadcast against y of "
+                      "shape (N,)", fn=_td_unsqueezed,
+                 hint="squeeze Q(s, a) to shape (N,): gather(1, a.unsqueeze(1)).squeeze(1) (PyTorch warns \"Using a "
+                      "target size that is different to the input size\")"),
+        Relation(what="the squared error (F.mse_loss), not the Huber loss (F.smooth_l1_loss)", fn=_td_mse,
+                 hint="this lesson's DQN, like stable-baselines3's (dqn.py: F.smooth_l1_loss), uses the Huber loss: "
+                      "½δ² for |δ| < 1, |δ| − ½ beyond"),
+        Relation(what="the loss whose target bootstraps from the index of the best action (.max(1)[1]), not its value",
+                 fn=_td_argmax, hint="use target(s2).max(dim=1).values (or .max(1)[0]): the value, not the index"),
+        Relation(what="the loss whose target has done and 1 − done swapped (only terminal transitions bootstrap)",
+                 fn=lambda online, target, s, a, r, s2, done, gamma: _td_reference(online, target, s, a, r, s2,
+                                                                                   1 - done, gamma),
+                 hint="multiply the bootstrap by (1 − done), which is 0 where the episode ended"),
     ],
     hints={**FAMILY_HINTS,
            ("online", "zero", "*"): "no gradient reaches online's parameters: your loss has no graph to them (Q(s, a) "

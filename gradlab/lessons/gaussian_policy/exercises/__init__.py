@@ -10,10 +10,10 @@ from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
-        "score", 1,
-        "the score of a Gaussian policy, ∂ln π/∂μ and ∂ln π/∂σ, in closed form",
-        "def score(a, mu, sigma):",
-        """The gradient of ln N(a; μ, σ²) with respect to μ and σ, from the formulas:
+        function="score", level=1,
+        what="the score of a Gaussian policy, ∂ln π/∂μ and ∂ln π/∂σ, in closed form",
+        signature="def score(a, mu, sigma):",
+        doc="""The gradient of ln N(a; μ, σ²) with respect to μ and σ, from the formulas:
 
         ∂ln π/∂μ = (a − μ)/σ²,   ∂ln π/∂σ = ((a − μ)² − σ²)/σ³
 
@@ -24,10 +24,10 @@ EXERCISES = [
         keeps=("a", "mu", "sigma"),
         forbidden=("torch.distributions.Normal.log_prob",)),
     Exercise(
-        "GaussianLogProb", 3,
-        "the Gaussian policy's layer as a torch.autograd.Function: ln π forward, its three gradients in backward",
-        "class GaussianLogProb(torch.autograd.Function):",
-        """forward(ctx, a, mu, sigma) = ln N(a; μ, σ²) = −(a − μ)²/(2σ²) − ln σ − ½ ln 2π, elementwise
+        function="GaussianLogProb", level=3,
+        what="the Gaussian policy's layer as a torch.autograd.Function: ln π forward, its three gradients in backward",
+        signature="class GaussianLogProb(torch.autograd.Function):",
+        doc="""forward(ctx, a, mu, sigma) = ln N(a; μ, σ²) = −(a − μ)²/(2σ²) − ln σ − ½ ln 2π, elementwise
         backward(ctx, dy) = (dy · ∂ln π/∂a, dy · ∂ln π/∂μ, dy · ∂ln π/∂σ), with
                   ∂ln π/∂a = −(a − μ)/σ²,  ∂ln π/∂μ = (a − μ)/σ²,  ∂ln π/∂σ = ((a − μ)² − σ²)/σ³
         written with torch operations on the saved inputs, so that second derivatives are right too. The check

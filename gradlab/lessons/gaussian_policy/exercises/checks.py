@@ -39,12 +39,14 @@ def _sigma_quantities(case: dict) -> list:
 SCORE = Checks(
     harness=HARNESSES["score"], reference=_score_reference,
     mistakes=[
-        Mistake("−1/σ missing", _score_no_log_sigma, "∂ln π/∂σ misses −1/σ: ln π has the term −ln σ (from the "
-                "normalisation), so ∂ln π/∂σ = ((a − μ)² − σ²)/σ³"),
-        Mistake("∂/∂σ²", _score_variance, "your second output is the derivative with respect to the variance σ², "
-                "not to σ: multiply by ∂σ²/∂σ = 2σ"),
-        Mistake("sign", _score_sign, "∂ln π/∂μ has the wrong sign: it is (a − μ)/σ², pointing from μ towards the "
-                "action"),
+        Mistake(name="−1/σ missing", fn=_score_no_log_sigma,
+                diagnosis="∂ln π/∂σ misses −1/σ: ln π has the term −ln σ (from the normalisation), so ∂ln "
+                          "π/∂σ = ((a − μ)² − σ²)/σ³"),
+        Mistake(name="∂/∂σ²", fn=_score_variance,
+                diagnosis="your second output is the derivative with respect to the variance σ², not to σ: multiply by "
+                          "∂σ²/∂σ = 2σ"),
+        Mistake(name="sign", fn=_score_sign,
+                diagnosis="∂ln π/∂μ has the wrong sign: it is (a − μ)/σ², pointing from μ towards the action"),
     ],
     names={"d_mu": "∂ln π/∂μ (your first output)", "d_sigma": "∂ln π/∂σ (your second output)"},
     quantities=_sigma_quantities,
@@ -122,16 +124,20 @@ class _LayerSaved(torch.autograd.Function):
 LAYER = Checks(
     harness=HARNESSES["GaussianLogProb"], reference=_Layer, expected=_layer_expected,
     mistakes=[
-        Mistake("∂/∂a = ∂/∂μ", _LayerASign, "your gradient for a is ∂ln π/∂μ: a and μ enter as (a − μ), so "
-                "∂ln π/∂a = −(a − μ)/σ² = −∂ln π/∂μ"),
-        Mistake("−1/σ missing", _LayerNoLogSigma, "∂ln π/∂σ misses −1/σ: ln π has the term −ln σ (from the "
-                "normalisation), so ∂ln π/∂σ = ((a − μ)² − σ²)/σ³"),
-        Mistake("None for a", _LayerNoA, "you returned None as a's gradient: ln π depends on the action too "
-                "(∂ln π/∂a = −(a − μ)/σ²); None says it does not (autograd.grad then raises for a unless "
-                "allow_unused=True, .backward() leaves a.grad None), and the check counts it as 0"),
-        Mistake("scores saved in forward", _LayerSaved, "the value and the gradients are right, but the second "
-                "derivatives are not: the scores computed in forward and saved are constants to autograd. Save a, μ "
-                "and σ, and compute the gradients from them in backward"),
+        Mistake(name="∂/∂a = ∂/∂μ", fn=_LayerASign,
+                diagnosis="your gradient for a is ∂ln π/∂μ: a and μ enter as (a − μ), so ∂ln π/∂a = −(a − μ)/σ² = −∂ln "
+                          "π/∂μ"),
+        Mistake(name="−1/σ missing", fn=_LayerNoLogSigma,
+                diagnosis="∂ln π/∂σ misses −1/σ: ln π has the term −ln σ (from the normalisation), so ∂ln "
+                          "π/∂σ = ((a − μ)² − σ²)/σ³"),
+        Mistake(name="None for a", fn=_LayerNoA,
+                diagnosis="you returned None as a's gradient: ln π depends on the action too (∂ln π/∂a = −(a − μ)/σ²); "
+                          "None says it does not (autograd.grad then raises for a unless allow_unused=True, "
+                          ".backward() leaves a.grad None), and the check counts it as 0"),
+        Mistake(name="scores saved in forward", fn=_LayerSaved,
+                diagnosis="the value and the gradients are right, but the second derivatives are not: the scores "
+                          "computed in forward and saved are constants to autograd. Save a, μ and σ, and compute the "
+                          "gradients from them in backward"),
     ],
     names={"value": "the value ln π", "grad a": "the gradient for a", "grad mu": "the gradient for μ",
            "grad sigma": "the gradient for σ", "second a": "the second derivative (a's row)",

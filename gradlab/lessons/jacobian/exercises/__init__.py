@@ -11,10 +11,10 @@ from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
-        "vjp", 1,
-        "a vector-Jacobian product vᵀJ with one autograd.grad call: what tf.gradients(ys, xs, grad_ys) computes",
-        "def vjp(f, x, v):",
-        """vᵀJ = Σ_i v_i ∂f_i/∂x, one backward pass: torch.autograd.grad(f(x), x, grad_outputs=v). The full
+        function="vjp", level=1,
+        what="a vector-Jacobian product vᵀJ with one autograd.grad call: what tf.gradients(ys, xs, grad_ys) computes",
+        signature="def vjp(f, x, v):",
+        doc="""vᵀJ = Σ_i v_i ∂f_i/∂x, one backward pass: torch.autograd.grad(f(x), x, grad_outputs=v). The full
         Jacobian J (m × n) is never built. tf.gradients(ys, xs) computed this with v = ones (grad_ys=None).
 
         Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,) float64, arriving without
@@ -23,20 +23,20 @@ EXERCISES = [
         claims={"vjp": ("your vᵀJ ≡ torch.autograd.functional.vjp's (max relative |Δ|)", 1e-9)},
         forbidden=("torch.autograd.functional.vjp", "torch.func.vjp")),
     Exercise(
-        "jacobian_loop", 2,
-        "the full Jacobian of f at x by a loop of vector-Jacobian products, one row per output",
-        "def jacobian_loop(f, x):",
-        """J[i, j] = ∂f_i/∂x_j, one row per output: row i = autograd.grad(f(x)[i], x) (a vector-Jacobian product
+        function="jacobian_loop", level=2,
+        what="the full Jacobian of f at x by a loop of vector-Jacobian products, one row per output",
+        signature="def jacobian_loop(f, x):",
+        doc="""J[i, j] = ∂f_i/∂x_j, one row per output: row i = autograd.grad(f(x)[i], x) (a vector-Jacobian product
         with the unit vector e_i). tf.gradients(f(x), x) returned Σ_i ∂f_i/∂x: the rows summed.
 
         Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,). Return J of shape (m, n).""",
         claims={"jacobian": ("your Jacobian ≡ torch.autograd.functional.jacobian's (max relative |Δ|)", 1e-9)},
         forbidden=("torch.autograd.functional.jacobian", "torch.func.jacrev", "torch.func.jacfwd")),
     Exercise(
-        "hvp", 3,
-        "a Hessian-vector product H v by double backward",
-        "def hvp(f, x, v):",
-        """H v = ∂/∂x ⟨∇f(x), v⟩ for a scalar f: differentiate the gradient a second time, along v.
+        function="hvp", level=3,
+        what="a Hessian-vector product H v by double backward",
+        signature="def hvp(f, x, v):",
+        doc="""H v = ∂/∂x ⟨∇f(x), v⟩ for a scalar f: differentiate the gradient a second time, along v.
 
         g = autograd.grad(f(x), x, create_graph=True)[0]   the gradient, with a graph of its own
         H v = autograd.grad(g, x, grad_outputs=v)[0]        its vector-Jacobian product with v (H is symmetric)

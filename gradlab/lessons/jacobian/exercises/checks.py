@@ -35,13 +35,16 @@ def _vjp_sum_weighted(f, x, v):
 VJP = Checks(
     harness=HARNESSES["vjp"], reference=_vjp_reference,
     mistakes=[
-        Mistake("ones", _vjp_ones, "you weighed the outputs with ones (tf.gradients's default grad_ys): that is "
-                "Σ_i ∂f_i/∂x, the rows of J summed. Pass grad_outputs=v"),
-        Mistake("the whole Jacobian", _vjp_full, "you returned the whole m × n Jacobian: the vector-Jacobian product "
-                "is one vector of n entries, vᵀJ = Σ_i v_i ∂f_i/∂x, which autograd computes without building J: "
-                "torch.autograd.grad(f(x), x, grad_outputs=v)"),
-        Mistake("Σv × the gradient of Σf", _vjp_sum_weighted, "you scaled the gradient of Σ_i f_i by Σ_i v_i: each "
-                "output's gradient must be weighed by its own v_i, Σ_i v_i ∂f_i/∂x (grad_outputs=v)"),
+        Mistake(name="ones", fn=_vjp_ones,
+                diagnosis="you weighed the outputs with ones (tf.gradients's default grad_ys): that is Σ_i ∂f_i/∂x, "
+                          "the rows of J summed. Pass grad_outputs=v"),
+        Mistake(name="the whole Jacobian", fn=_vjp_full,
+                diagnosis="you returned the whole m × n Jacobian: the vector-Jacobian product is one vector of n "
+                          "entries, vᵀJ = Σ_i v_i ∂f_i/∂x, which autograd computes without building J: "
+                          "torch.autograd.grad(f(x), x, grad_outputs=v)"),
+        Mistake(name="Σv × the gradient of Σf", fn=_vjp_sum_weighted,
+                diagnosis="you scaled the gradient of Σ_i f_i by Σ_i v_i: each output's gradient must be weighed by "
+                          "its own v_i, Σ_i v_i ∂f_i/∂x (grad_outputs=v)"),
     ],
     names={"vJ": "your vᵀJ"},
     quantities=lambda case: [("m", len(case["v"]), "the number of outputs")],
@@ -80,13 +83,14 @@ def _jac_piled(f, x):
 JACOBIAN = Checks(
     harness=HARNESSES["jacobian_loop"], reference=_jac_reference,
     mistakes=[
-        Mistake("rows summed", _jac_summed, "every row is Σ_i ∂f_i/∂x: that is what tf.gradients (and grad_outputs "
-                "= ones) returns for a non-scalar output. Take one output at a time: row i = "
-                "autograd.grad(f(x)[i], x)"),
-        Mistake("transposed", _jac_transposed, "your Jacobian is transposed: J[i, j] = ∂f_i/∂x_j has one row per "
-                "output (m × n)"),
-        Mistake("rows piled up", _jac_piled, "each row adds the ones before it: .backward() adds into x.grad. Use "
-                "torch.autograd.grad (it returns a fresh gradient) or zero x.grad between rows"),
+        Mistake(name="rows summed", fn=_jac_summed,
+                diagnosis="every row is Σ_i ∂f_i/∂x: that is what tf.gradients (and grad_outputs = ones) returns for a "
+                          "non-scalar output. Take one output at a time: row i = autograd.grad(f(x)[i], x)"),
+        Mistake(name="transposed", fn=_jac_transposed,
+                diagnosis="your Jacobian is transposed: J[i, j] = ∂f_i/∂x_j has one row per output (m × n)"),
+        Mistake(name="rows piled up", fn=_jac_piled,
+                diagnosis="each row adds the ones before it: .backward() adds into x.grad. Use torch.autograd.grad (it "
+                          "returns a fresh gradient) or zero x.grad between rows"),
     ],
     names={"J": "your Jacobian"},
     errors=[("out of bounds", "J has one row per output: loop over range(len(f(x))), the m outputs, not "
@@ -128,13 +132,16 @@ def _hvp_quantities(case: dict) -> list:
 HVP = Checks(
     harness=HARNESSES["hvp"], reference=_hvp_reference,
     mistakes=[
-        Mistake("H · ones", _hvp_ones, "you differentiated Σ_j ∂f/∂x_j, so you got H·(1, …, 1) whatever v is: "
-                "differentiate ⟨∇f, v⟩ instead, autograd.grad(g, x, grad_outputs=v)"),
-        Mistake("v ⊙ ∇f", _hvp_elementwise, "you multiplied the gradient by v entry by entry: H v needs the "
-                "gradient differentiated again, autograd.grad(g, x, grad_outputs=v) with g from "
-                "autograd.grad(f(x), x, create_graph=True)"),
-        Mistake("the gradient", _hvp_gradient, "you returned ∇f itself: H v is the derivative of ⟨∇f, v⟩, a second "
-                "autograd.grad through the first one (create_graph=True keeps its graph)"),
+        Mistake(name="H · ones", fn=_hvp_ones,
+                diagnosis="you differentiated Σ_j ∂f/∂x_j, so you got H·(1, …, 1) whatever v is: differentiate ⟨∇f, v⟩ "
+                          "instead, autograd.grad(g, x, grad_outputs=v)"),
+        Mistake(name="v ⊙ ∇f", fn=_hvp_elementwise,
+                diagnosis="you multiplied the gradient by v entry by entry: H v needs the gradient differentiated "
+                          "again, autograd.grad(g, x, grad_outputs=v) with g from autograd.grad(f(x), x, "
+                          "create_graph=True)"),
+        Mistake(name="the gradient", fn=_hvp_gradient,
+                diagnosis="you returned ∇f itself: H v is the derivative of ⟨∇f, v⟩, a second autograd.grad through "
+                          "the first one (create_graph=True keeps its graph)"),
     ],
     names={"Hv": "your H v"},
     hints={("*", "scale", "1/n"): "a mean where the sum belongs: differentiate Σ_j g_j v_j = (g * v).sum(), or pass "

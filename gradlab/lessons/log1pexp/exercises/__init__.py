@@ -15,11 +15,11 @@ FLOAT64 = ("float64: your value, gradient (for a random dy) and second derivativ
 
 EXERCISES = [
     Exercise(
-        "softplus", 2,
-        "log(1 + eˣ) as a plain function whose autograd gradient is finite and right everywhere, x = 0 and ±100 "
-        "included",
-        "def softplus(x):",
-        """softplus(x) = log(1 + eˣ), written with torch operations so that autograd's gradient of it is σ(x) =
+        function="softplus", level=2,
+        what="log(1 + eˣ) as a plain function whose autograd gradient is finite and right everywhere, x = 0 and "
+             "±100 included",
+        signature="def softplus(x):",
+        doc="""softplus(x) = log(1 + eˣ), written with torch operations so that autograd's gradient of it is σ(x) =
         1/(1 + e^−x) everywhere and its second derivative σ(x)(1 − σ(x)): no NaN at x = ±100 in float32, no
         wrong slope at x = 0. Autograd differentiates your formula as written, each branch and each kink included.
 
@@ -31,10 +31,10 @@ EXERCISES = [
                             1e-8)},
         forbidden=("torch.nn.functional.softplus", "torch.ops.aten.softplus")),
     Exercise(
-        "Log1pExp", 3,
-        "log(1 + eˣ) as a torch.autograd.Function: no overflow at x = 100 in float32, a right second derivative",
-        "class Log1pExp(torch.autograd.Function):",
-        """forward(ctx, x) = log(1 + eˣ), computed so that it never overflows: max(x, 0) + log1p(exp(−|x|))
+        function="Log1pExp", level=3,
+        what="log(1 + eˣ) as a torch.autograd.Function: no overflow at x = 100 in float32, a right second derivative",
+        signature="class Log1pExp(torch.autograd.Function):",
+        doc="""forward(ctx, x) = log(1 + eˣ), computed so that it never overflows: max(x, 0) + log1p(exp(−|x|))
         backward(ctx, dy) = dy · sigmoid(x), written with differentiable torch ops on the saved x, so that the
         second derivative (sigmoid'(x)) is right too. The check sends a random upstream gradient dy.
 

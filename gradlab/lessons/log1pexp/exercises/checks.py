@@ -62,17 +62,19 @@ def _softplus_library(x):
 SOFTPLUS = Checks(
     harness=HARNESSES["softplus"], reference=_softplus_reference, expected=_softplus_expected,
     mistakes=[
-        Mistake("naive", _softplus_naive, "log(1 + exp(x)) as written: exp(x) is inf in float32 from x ≈ 88.7, so "
-                "the value is inf, and autograd's chain multiplies 0 by inf there (NaN). Use torch.logaddexp(x, "
-                "torch.zeros_like(x)), or F.softplus"),
-        Mistake("where", _softplus_where, "torch.where picks the stable branch for the value, but autograd "
-                "differentiates both: the branch it did not pick gets a zero gradient, and its exp(±x) is inf at "
-                "|x| ≥ 89 in float32, so exp's backward makes 0 · inf = NaN. Make both branches finite (clamp the "
-                "argument of the unused one), or use torch.logaddexp(x, 0)"),
-        Mistake("kink at 0", _softplus_kink, "max(x, 0) + log1p(exp(−|x|)) is right in value, but autograd takes "
-                "d clamp(x, min=0)/dx = 0 and d|x|/dx = 0 at x = 0 (so does relu), so the gradient there is 0 instead "
-                "of σ(0) = 1/2. Use torch.logaddexp(x, 0) (or an autograd.Function whose backward is dy · "
-                "sigmoid(x))"),
+        Mistake(name="naive", fn=_softplus_naive,
+                diagnosis="log(1 + exp(x)) as written: exp(x) is inf in float32 from x ≈ 88.7, so the value is inf, "
+                          "and autograd's chain multiplies 0 by inf there (NaN). Use torch.logaddexp(x, "
+                          "torch.zeros_like(x)), or F.softplus"),
+        Mistake(name="where", fn=_softplus_where,
+                diagnosis="torch.where picks the stable branch for the value, but autograd differentiates both: the "
+                          "branch it did not pick gets a zero gradient, and its exp(±x) is inf at |x| ≥ 89 in float32, "
+                          "so exp's backward makes 0 · inf = NaN. Make both branches finite (clamp the argument of the "
+                          "unused one), or use torch.logaddexp(x, 0)"),
+        Mistake(name="kink at 0", fn=_softplus_kink,
+                diagnosis="max(x, 0) + log1p(exp(−|x|)) is right in value, but autograd takes d clamp(x, min=0)/dx = 0 "
+                          "and d|x|/dx = 0 at x = 0 (so does relu), so the gradient there is 0 instead of σ(0) = 1/2. "
+                          "Use torch.logaddexp(x, 0) (or an autograd.Function whose backward is dy · sigmoid(x))"),
     ],
     names={"value": "the value", "gradient": "the gradient"},
     quantities=lambda case: [("dy", case["dy"], "the upstream gradient")],
@@ -81,7 +83,7 @@ SOFTPLUS = Checks(
            "(|x|, clamp and relu give 0, torch.maximum ½): the formula's kink shows there",
            ("*", "nonfinite", "*"): "an exp in your formula overflows at large |x| (inf in float32 from 88.7), and "
                                     "autograd's chain multiplies it by 0: keep every exp's argument ≤ 0"},
-    variants=[Variant(SOFTPLUS_THRESHOLD, _softplus_library)])
+    variants=[Variant(what=SOFTPLUS_THRESHOLD, fn=_softplus_library)])
 
 
 # ------------------------------------------------------------------------------------------------------ Log1pExp
@@ -185,26 +187,30 @@ def _lpe_extra(outs: list[dict], cases: list[dict]) -> list[float]:
 LOG1PEXP = Checks(
     harness=HARNESSES["Log1pExp"], reference=_StableLog1pExp,
     mistakes=[
-        Mistake("naive", _NaiveLog1pExp, "your forward is log(1 + eˣ) as written: in float32 eˣ is inf from x ≈ "
-                "88.7, so the value is log(1 + inf) = inf, and your backward's eˣ/(1 + eˣ) is inf/inf = NaN there. "
-                "Compute max(x, 0) + log1p(exp(−|x|)), and the gradient as torch.sigmoid(x)"),
-        Mistake("e kept on ctx", _PortEOnCtx, "the tutorial's custom gradient, ported with e = eˣ computed in "
-                "forward and kept on ctx: the gradient is finite, but the value is still log(1 + inf) = inf, and "
-                "autograd recorded nothing in forward, so e is a constant to it: a second derivative then raises "
-                "('does not require grad') or silently drops the f'' term, and the check measures it as 0 (in TF-1 "
-                "e was the graph tensor Exp(x), so the tutorial got it right there). Compute the value stably and the "
-                "backward "
-                "from the saved x with torch ops (dy · torch.sigmoid(x))"),
-        Mistake("value inf", _FaithfulPort, "the tutorial's custom gradient, ported faithfully (e rebuilt from x in "
-                "backward): the first and second derivatives are right where e is finite, but the value log(1 + eˣ) "
-                "is inf once eˣ overflows (x ≥ 89 in float32), and there the second derivative is NaN (0 · inf in "
-                "exp's backward). Compute max(x, 0) + log1p(exp(−|x|)) and dy · torch.sigmoid(x)"),
-        Mistake("exp in the backward", _StableForwardExpBackward, "the value is right, but the backward's eˣ/(1 + "
-                "eˣ) is inf/inf = NaN once eˣ overflows: use torch.sigmoid(x)"),
-        Mistake("sigmoid saved in forward", _SigmoidSaved, "the value and the gradient are right, but the second "
-                "derivative is 0: your backward is a constant to autograd. sigmoid(x) computed in forward and saved "
-                "(or computed in backward from x.detach(), or under torch.no_grad()) is a number, not a function of "
-                "x. Save x, and compute dy * torch.sigmoid(x) in backward"),
+        Mistake(name="naive", fn=_NaiveLog1pExp,
+                diagnosis="your forward is log(1 + eˣ) as written: in float32 eˣ is inf from x ≈ 88.7, so the value is "
+                          "log(1 + inf) = inf, and your backward's eˣ/(1 + eˣ) is inf/inf = NaN there. Compute max(x, "
+                          "0) + log1p(exp(−|x|)), and the gradient as torch.sigmoid(x)"),
+        Mistake(name="e kept on ctx", fn=_PortEOnCtx,
+                diagnosis="the tutorial's custom gradient, ported with e = eˣ computed in forward and kept on ctx: the "
+                          "gradient is finite, but the value is still log(1 + inf) = inf, and autograd recorded "
+                          "nothing in forward, so e is a constant to it: a second derivative then raises ('does not "
+                          "require grad') or silently drops the f'' term, and the check measures it as 0 (in TF-1 e "
+                          "was the graph tensor Exp(x), so the tutorial got it right there). Compute the value stably "
+                          "and the backward from the saved x with torch ops (dy · torch.sigmoid(x))"),
+        Mistake(name="value inf", fn=_FaithfulPort,
+                diagnosis="the tutorial's custom gradient, ported faithfully (e rebuilt from x in backward): the first "
+                          "and second derivatives are right where e is finite, but the value log(1 + eˣ) is inf once "
+                          "eˣ overflows (x ≥ 89 in float32), and there the second derivative is NaN (0 · inf in exp's "
+                          "backward). Compute max(x, 0) + log1p(exp(−|x|)) and dy · torch.sigmoid(x)"),
+        Mistake(name="exp in the backward", fn=_StableForwardExpBackward,
+                diagnosis="the value is right, but the backward's eˣ/(1 + eˣ) is inf/inf = NaN once eˣ overflows: use "
+                          "torch.sigmoid(x)"),
+        Mistake(name="sigmoid saved in forward", fn=_SigmoidSaved,
+                diagnosis="the value and the gradient are right, but the second derivative is 0: your backward is a "
+                          "constant to autograd. sigmoid(x) computed in forward and saved (or computed in backward "
+                          "from x.detach(), or under torch.no_grad()) is a number, not a function of x. Save x, and "
+                          "compute dy * torch.sigmoid(x) in backward"),
     ],
     extra=_lpe_extra,
     names={"value": "the value", "gradient": "the gradient", "second": "the second derivative"},
@@ -225,7 +231,7 @@ LOG1PEXP = Checks(
                                          "exp(±x) that is inf there (torch.where's unused branch included: it gets a "
                                          "zero gradient, and exp's backward makes 0 · inf = NaN). Return dy · "
                                          "torch.sigmoid(x)"},
-    variants=[Variant(SOFTPLUS_THRESHOLD, _SoftplusForward)])
+    variants=[Variant(what=SOFTPLUS_THRESHOLD, fn=_SoftplusForward)])
 
 
 CHECKS: dict[str, Checks] = {

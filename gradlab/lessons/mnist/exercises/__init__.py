@@ -11,10 +11,10 @@ from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
-        "sgd_step", 1,
-        "one SGD step of softmax regression with torch.autograd.grad, then W -= lr·g",
-        "def sgd_step(W, b, x, y, lr):",
-        """One gradient-descent step of softmax regression, by hand.
+        function="sgd_step", level=1,
+        what="one SGD step of softmax regression with torch.autograd.grad, then W -= lr·g",
+        signature="def sgd_step(W, b, x, y, lr):",
+        doc="""One gradient-descent step of softmax regression, by hand.
 
         z = x W + b;  cost = mean_i(−Σ_k y_ik log softmax(z)_ik)   (the mean over the batch)
         gW, gb = ∂cost/∂W, ∂cost/∂b                              with torch.autograd.grad
@@ -29,10 +29,10 @@ EXERCISES = [
         keeps=("W", "b"),
         forbidden=("torch.optim.Optimizer",)),
     Exercise(
-        "softmax_grad", 2,
-        "the gradient of softmax regression derived by hand, xᵀ(p − y)/B: no autograd at all",
-        "def softmax_grad(W, b, x, y):",
-        """∂cost/∂W and ∂cost/∂b of softmax regression, from the formulas, without autograd.
+        function="softmax_grad", level=2,
+        what="the gradient of softmax regression derived by hand, xᵀ(p − y)/B: no autograd at all",
+        signature="def softmax_grad(W, b, x, y):",
+        doc="""∂cost/∂W and ∂cost/∂b of softmax regression, from the formulas, without autograd.
 
         p = softmax(x W + b);  cost = mean_i(−Σ_k y_ik log p_ik)
         ∂cost/∂z = (p − y)/B,  ∂cost/∂W = xᵀ (p − y)/B,  ∂cost/∂b = mean_i (p − y)
@@ -43,11 +43,11 @@ EXERCISES = [
         claims={"grad": ("your hand-derived gradient ≡ autograd's (max relative |Δ| over the inputs)", 1e-5)},
         keeps=("W", "b", "x", "y"), no_autograd=True),
     Exercise(
-        "LogSoftmax", 3,
-        "log_softmax as a torch.autograd.Function: stable at logits near 100 and −1000 in float32, its backward a "
-        "vector-Jacobian product",
-        "class LogSoftmax(torch.autograd.Function):",
-        """forward(ctx, z) = log softmax(z) along the last dimension, computed so that it never overflows:
+        function="LogSoftmax", level=3,
+        what="log_softmax as a torch.autograd.Function: stable at logits near 100 and −1000 in float32, its "
+             "backward a vector-Jacobian product",
+        signature="class LogSoftmax(torch.autograd.Function):",
+        doc="""forward(ctx, z) = log softmax(z) along the last dimension, computed so that it never overflows:
                   z − logsumexp(z) = (z − m) − log Σ_j exp(z_j − m),  m = max_j z_j
         backward(ctx, dy) = dy − softmax(z) · Σ_j dy_j   (the Jacobian is I − 1·softmax(z)ᵀ), written with
                   torch operations on the saved z, so that the second derivative is right too.

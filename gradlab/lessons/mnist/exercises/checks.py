@@ -56,20 +56,25 @@ def _sgd_quantities(case: dict) -> list:
 SGD = Checks(
     harness=HARNESSES["sgd_step"], reference=_sgd_reference,
     mistakes=[
-        Mistake("uphill", _sgd_uphill, "your step goes uphill: the cost rises. Gradient descent moves against the "
-                "gradient: W − lr·g, not W + lr·g"),
-        Mistake("summed cost", _sgd_summed, "your step is B times too large: the cost is the mean over the batch "
-                "(.mean() of the per-sample costs), not their sum"),
-        Mistake("b forgotten", _sgd_b_forgotten, "b did not move: take its gradient too and return b − lr·∂cost/∂b"),
-        Mistake("softmax twice", _sgd_softmax_twice, "you applied softmax before F.cross_entropy, which applies "
-                "log_softmax itself: the cost is then the cross-entropy of softmax(softmax(z)), whose gradient is "
-                "far smaller. Give F.cross_entropy the logits z = x W + b"),
+        Mistake(name="uphill", fn=_sgd_uphill,
+                diagnosis="your step goes uphill: the cost rises. Gradient descent moves against the gradient: "
+                          "W − lr·g, not W + lr·g"),
+        Mistake(name="summed cost", fn=_sgd_summed,
+                diagnosis="your step is B times too large: the cost is the mean over the batch (.mean() of the "
+                          "per-sample costs), not their sum"),
+        Mistake(name="b forgotten", fn=_sgd_b_forgotten,
+                diagnosis="b did not move: take its gradient too and return b − lr·∂cost/∂b"),
+        Mistake(name="softmax twice", fn=_sgd_softmax_twice,
+                diagnosis="you applied softmax before F.cross_entropy, which applies log_softmax itself: the cost is "
+                          "then the cross-entropy of softmax(softmax(z)), whose gradient is far smaller. Give "
+                          "F.cross_entropy the logits z = x W + b"),
     ],
     names={"W": "W", "b": "b"},
     base=lambda case: {"W": case["W"], "b": case["b"]},
     quantities=_sgd_quantities,
-    relations=[Relation("the step of a cost whose log_softmax runs over the batch (dim=0) instead of the 10 classes "
-                        "(dim=1)", _sgd_batch_axis, "normalise over the classes: F.log_softmax(z, dim=1)")],
+    relations=[Relation(what="the step of a cost whose log_softmax runs over the batch (dim=0) instead of the 10 "
+                             "classes (dim=1)", fn=_sgd_batch_axis,
+                        hint="normalise over the classes: F.log_softmax(z, dim=1)")],
     hints={("*", "scale", "1/K"): "the cost averages over the 10 classes too (torch.mean(−y · log p) takes the "
                                   "mean of all B × 10 entries): sum over the classes, then take the mean over the "
                                   "batch",
@@ -135,18 +140,20 @@ def _grad_rows_sum_to_one(cases: list[dict], outs: list[dict], refs: list[dict])
 GRAD = Checks(
     harness=HARNESSES["softmax_grad"], reference=_grad_reference, expected=_grad_expected,
     mistakes=[
-        Mistake("∂W's /B forgotten", _grad_no_b, "∂cost/∂W is B times too large (your ∂cost/∂b, a mean over the "
-                "batch, is right): xᵀ(p − y) sums over the B samples and the cost is their mean, so ∂cost/∂W = "
-                "xᵀ(p − y)/B"),
-        Mistake("sign", _grad_uphill, "your gradient has the wrong sign: ∂cost/∂z = p − y (the prediction minus the "
-                "label), not y − p"),
-        Mistake("∂b summed", _grad_b_summed, "∂cost/∂W is right but ∂cost/∂b is B times too large: it is the mean of "
-                "(p − y) over the batch, not its sum"),
+        Mistake(name="∂W's /B forgotten", fn=_grad_no_b,
+                diagnosis="∂cost/∂W is B times too large (your ∂cost/∂b, a mean over the batch, is right): xᵀ(p − y) "
+                          "sums over the B samples and the cost is their mean, so ∂cost/∂W = xᵀ(p − y)/B"),
+        Mistake(name="sign", fn=_grad_uphill,
+                diagnosis="your gradient has the wrong sign: ∂cost/∂z = p − y (the prediction minus the label), not "
+                          "y − p"),
+        Mistake(name="∂b summed", fn=_grad_b_summed,
+                diagnosis="∂cost/∂W is right but ∂cost/∂b is B times too large: it is the mean of (p − y) over the "
+                          "batch, not its sum"),
     ],
     names={"gW": "∂cost/∂W", "gb": "∂cost/∂b"},
     quantities=lambda case: [("B", len(case["x"]), "the batch size"), CLASSES],
-    relations=[Relation("the gradient with the softmax taken over the batch (dim=0) instead of the 10 classes",
-                        _grad_batch_axis, "softmax normalises each row: torch.softmax(z, dim=1)")],
+    relations=[Relation(what="the gradient with the softmax taken over the batch (dim=0) instead of the 10 classes",
+                        fn=_grad_batch_axis, hint="softmax normalises each row: torch.softmax(z, dim=1)")],
     hints={("*", "scale", "1/B"): "you divided by B twice: (p − y)/B is already the mean's gradient",
            ("*", "scale", "B"): "the cost is a mean over the batch: divide the sum over the samples by B",
            ("*", "transpose", "*"): "∂cost/∂W = xᵀ(p − y)/B has W's shape (784, 10)",
@@ -232,17 +239,21 @@ class _WholeTensorLogSoftmax(torch.autograd.Function):
 LOG_SOFTMAX = Checks(
     harness=HARNESSES["LogSoftmax"], reference=_StableLogSoftmax, expected=_lsm_expected,
     mistakes=[
-        Mistake("naive", _NaiveLogSoftmax, "log(exp(z) / Σ exp(z)) as written: exp(z) is inf in float32 above z ≈ "
-                "88.7 (inf/inf = NaN) and 0 below z ≈ −104 (log 0 = −inf). Subtract the row's max first, or use "
-                "z − torch.logsumexp(z, dim=-1, keepdim=True)"),
-        Mistake("Σdy left out", _DyOnlyLogSoftmax, "your backward returns dy − softmax(z): the Jacobian of "
-                "log_softmax is I − 1·softmax(z)ᵀ, so the vector-Jacobian product is dy − softmax(z)·Σ_j dy_j (sum "
-                "dy over the row, keepdim=True); yours is right only when each row of dy sums to 1"),
-        Mistake("softmax saved in forward", _SavedSoftmax, "the value and the gradient are right, but softmax(z) was "
-                "saved in forward: autograd sees it as a constant, so the second derivative loses the softmax's own "
-                "derivative. Save z and compute torch.softmax(z, dim=-1) in backward"),
-        Mistake("whole tensor", _WholeTensorLogSoftmax, "you normalised over the whole tensor: log_softmax runs "
-                "along the last dimension, one row of logits at a time (dim=-1, keepdim=True)"),
+        Mistake(name="naive", fn=_NaiveLogSoftmax,
+                diagnosis="log(exp(z) / Σ exp(z)) as written: exp(z) is inf in float32 above z ≈ 88.7 (inf/inf = NaN) "
+                          "and 0 below z ≈ −104 (log 0 = −inf). Subtract the row's max first, or use "
+                          "z − torch.logsumexp(z, dim=-1, keepdim=True)"),
+        Mistake(name="Σdy left out", fn=_DyOnlyLogSoftmax,
+                diagnosis="your backward returns dy − softmax(z): the Jacobian of log_softmax is I − 1·softmax(z)ᵀ, so "
+                          "the vector-Jacobian product is dy − softmax(z)·Σ_j dy_j (sum dy over the row, "
+                          "keepdim=True); yours is right only when each row of dy sums to 1"),
+        Mistake(name="softmax saved in forward", fn=_SavedSoftmax,
+                diagnosis="the value and the gradient are right, but softmax(z) was saved in forward: autograd sees it "
+                          "as a constant, so the second derivative loses the softmax's own derivative. Save z and "
+                          "compute torch.softmax(z, dim=-1) in backward"),
+        Mistake(name="whole tensor", fn=_WholeTensorLogSoftmax,
+                diagnosis="you normalised over the whole tensor: log_softmax runs along the last dimension, one row of "
+                          "logits at a time (dim=-1, keepdim=True)"),
     ],
     names={"value": "the value", "gradient": "the gradient", "second": "the second derivative"},
     hints={("second", "zero", "*"): "your backward is a constant to autograd: compute it from the saved z with "
