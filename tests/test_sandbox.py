@@ -471,7 +471,8 @@ def test_copying_finds_no_reference(batch):
     found = batch["reports"]["copy.py"]
     assert found["frames"] == [] and found["imports"] == [] and found["files"] == [], found
     assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child", "gradlab.kit",
-                                     "gradlab.kit.harness", "gradlab.practice.wire", "gradlab.lessons",
+                                     "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.wire",
+                                     "gradlab.lessons",
                                      "gradlab.lessons.clip",
                                      "gradlab.lessons.clip.exercises", "gradlab.lessons.clip.exercises.harness"}, \
         found["modules"]
