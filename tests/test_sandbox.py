@@ -654,8 +654,8 @@ def test_sigterm_ends_a_folder_at_once_and_writes_what_was_graded(tmp_path):
     assert files["junit"].read_text().count("<testcase") >= 3
 
 
-BARE = {f"gradlab/practice/{n}.py": str(Path(gradlab.__file__).parent / "practice" / f"{n}.py")
-        for n in ("stage1", "seccomp")}  # what isolate.run needs to run a command that is not gradlab's child
+BARE = {f"gradlab/{n}.py": str(Path(gradlab.__file__).parent / f"{n}.py")
+        for n in ("practice/stage1", "kit/seccomp")}  # what isolate.run needs for a non-child command
 STARTED = 'import os\nos.write(int(os.environ["GRADLAB_OUT"][3:]), b"S")\n'  # the time limit starts now
 
 

@@ -174,6 +174,44 @@ def test_imports_run_downward():
             walk(m, [])
 
 
+# The wings, from the ground up (docs/develop/architecture.md): a module imports its own wing or a lower one.
+FLOORS = [("gradlab.errors", "gradlab.version", "gradlab.assets", "gradlab.ascii"), ("gradlab.kit",),
+          ("gradlab.lessons",), ("gradlab.report", "gradlab.presets"), ("gradlab.practice", "gradlab.runner"),
+          ("gradlab.api",), ("gradlab.cli",), ("gradlab", "gradlab.__main__")]
+
+
+def _wing(module: str) -> tuple[int, str]:
+    """(floor, wing) of MODULE: the longest wing name it falls under."""
+    found = [(len(w), floor, w) for floor, wings in enumerate(FLOORS) for w in wings
+             if module == w or (w != "gradlab" and module.startswith(w + "."))]
+    _, floor, wing = max(found)
+    return floor, wing
+
+
+def test_the_stairs_run_one_way():
+    """cli → runner, api, practice → report → lessons → kit → the ground floor: no import runs back up, a lesson
+    imports no other lesson, and only gradlab/cli/ imports click."""
+    up = []
+    for m, targets in _imports().items():
+        floor, wing = _wing(m)
+        for t in targets:
+            t_floor, t_wing = _wing(t)
+            if t_wing != wing and t_floor >= floor:
+                up.append(f"{m} -> {t}")
+            lesson, other = m.split(".")[2:3], t.split(".")[2:3]
+            if wing == t_wing == "gradlab.lessons" and lesson and other and lesson != other and "info" not in other:
+                up.append(f"{m} -> {t} (a lesson imports another)")
+    assert not up, "\n".join(sorted(up))
+    clicky = []
+    for p in (ROOT / "gradlab").rglob("*.py"):
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        if any(n == "click" or n.startswith("click.") for n in names) and p.parent.name != "cli":
+            clicky.append(str(p.relative_to(ROOT)))
+    assert not clicky, clicky
+
+
 def test_gradlab_lessons_is_the_subpackage_and_list_lessons_the_function():
     code = ("import gradlab\nassert gradlab.list_lessons()[0]['name'] == 'mnist'\n"
             "from gradlab.lessons import LESSONS\nassert gradlab.lessons is sys.modules['gradlab.lessons']\n"

@@ -173,7 +173,7 @@ def seal() -> None:
     and what it forks from now on create no socket at all (socketpair() still works). Elsewhere nothing happens:
     bwrap's sandbox has only a private loopback, and a student's own check needs no seal."""
     if os.environ.get("GRADLAB_SEAL_INET") == "1":
-        from gradlab.practice import seccomp
+        from gradlab.kit import seccomp
 
         seccomp.install(inet=True, base=False)
 

@@ -23,7 +23,7 @@ time. Three modes; detect() picks the strongest this machine allows, once per pr
 
 In both isolated modes, stage 1 (gradlab/practice/stage1.py) sets the rlimits, drops to the sandbox's uid
 (UID_BASE + slot, a slot held by an flock across gradlab processes), empties every capability set, sets
-no_new_privs and a seccomp filter (gradlab/practice/seccomp.py), then execs the child. Inputs arrive on a memfd;
+no_new_privs and a seccomp filter (gradlab/kit/seccomp.py), then execs the child. Inputs arrive on a memfd;
 outputs and printed text leave through pipes that gradlab drains and caps. Every string that comes out (errors,
 tracebacks, printed text, file names) goes through sanitize() before a terminal, JUnit or Gradescope sees it.
 

@@ -37,9 +37,9 @@ GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
 # side (gradlab.kit.shared: the rule outputs' keys, the loopback's port and interface, which gradlab.kit.distributed
 # uses too) and the seccomp filter its seal() installs. Nothing here may hold a reference, a known mistake or a model
 # answer: tests/test_sandbox.py checks every harness's imports against it.
-SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.seccomp")
+SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.kit.seccomp")
 ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.stage1",
-          "gradlab.practice.seccomp", "gradlab.practice.wire")
+          "gradlab.kit.seccomp", "gradlab.practice.wire")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
 

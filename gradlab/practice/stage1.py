@@ -1,7 +1,7 @@
 """Stage 1 of the sandbox (gradlab/practice/isolate.py): the few lines that run as root, before anything of the
 submission, in bwrap's namespaces or directly (the uid fallback). Run as `python -I -S` (nothing from site-packages
-or the environment is imported); bound into the sandbox, so it imports nothing but the standard library and its
-neighbour seccomp.py.
+or the environment is imported); bound into the sandbox, so it imports nothing but the standard library and
+gradlab/kit/seccomp.py (bound beside it).
 
 It sets the rlimits, moves itself into the sandbox's cgroup (the cgroup.procs files gradlab opened: cgroup_fds), empties
 the capability bounding set, drops to the sandbox's own uid and gid for good (setgroups, setresgid, setresuid: the
@@ -20,8 +20,9 @@ import sys
 
 
 def main() -> None:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's folder out
-    import seccomp  # stage 1's neighbour, found only once its folder is on the path
+    # -I -S: no path but the standard library's; kit/seccomp.py, bound into the sandbox, is found through its folder
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kit"))
+    import seccomp
     spec, argv = json.loads(sys.argv[1]), sys.argv[2:]
     with contextlib.suppress(OSError):
         os.setsid()  # its own session and process group (bwrap --new-session did it already)
