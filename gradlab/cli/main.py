@@ -93,6 +93,7 @@ class GradlabGroup(click.Group):
         except (Interrupted, click.Abort) as e:  # Ctrl-C, SIGTERM, SIGHUP
             signum = getattr(e, "signum", 2)
             _error(process.SIGNAL_WORDS.get(signum, "interrupted"))
+            process.forget_string_eval_interrupt()  # or a Ctrl-C that landed in a dataclass's making exits -2, not 130
             sys.exit(128 + signum)
         except (BrokenPipeError, _ReaderLeft):  # `gradlab … | head`: the reader left: not a failed claim, no message
             process.quiet_stdout()
@@ -141,6 +142,8 @@ def run_lesson(ctx: click.Context, name: str) -> int:
 
     typed = {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) == ParameterSource.COMMANDLINE}
     run, config = runner.resolve(name, typed)
+    with process.stop_signals_held():  # a Ctrl-C while torch loads would be swallowed by it: see stop_signals_held
+        import torch  # noqa: F401
     to_stdout = STDOUT in (run.json_path, run.plot_path)
     console = report.make_console(quiet=run.quiet, stderr=to_stdout)  # stdout then carries the file alone
     if run.explain:

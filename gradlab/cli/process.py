@@ -3,9 +3,12 @@ console that cannot show every character, a deleted current folder, bad thread v
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 from gradlab.ascii import is_unicode
 
@@ -30,6 +33,39 @@ def handle_stop_signals() -> None:
     """SIGTERM and SIGHUP like Ctrl-C: one line, exit 128 + the signal's number."""
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _terminate)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Run the block with Ctrl-C, SIGTERM and SIGHUP noted, not raised; raise the first one noted as it ends.
+    For `import torch`: its C start-up imports numpy and takes any error there, a KeyboardInterrupt too, for "no
+    numpy", so a Ctrl-C that lands in it was swallowed and the run went on (to the end, or to an error of the
+    half-imported numpy's). Holding it costs nothing but a reply delayed until torch has loaded."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers can only be set in the main thread; gradlab's commands run there
+        return
+    pending: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if pending:
+            signal.raise_signal(pending[0])  # to the handler just restored: KeyboardInterrupt, or Terminated
+
+
+def forget_string_eval_interrupt() -> None:
+    """Call before exiting on a KeyboardInterrupt that was caught. CPython (3.11; 3.12's code is the same) marks
+    a KeyboardInterrupt "unhandled" as it leaves code run from a string (exec/eval of a str: every dataclass's
+    __init__ is made so, and torch defines hundreds as it loads) even though a caller then catches it; under
+    `python -m gradlab` the interpreter, at its very end, then kills itself with SIGINT (returncode -2, the shell's
+    130) instead of exiting with the code sys.exit was given. Every string eval clears that mark as it starts, so
+    a trivial one clears it."""
+    eval("None")  # a constant: run only for the mark it clears
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
