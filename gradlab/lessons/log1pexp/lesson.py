@@ -32,9 +32,8 @@ write), the tutorial's custom gradient and `F.softplus`, which switches to x abo
 (torch/nn/functional.py). For x ≪ 0 the naive value and the tutorial's value and gradient come out 0: 1 + e rounds
 to 1 and log(1) = 0, where the answer is eˣ (log1p avoids that; the naive gradient, e/u, stays right).
 
-The tutorial's fix is a custom gradient (its text breaks off inside `grad`; the `tf.custom_gradient` docstring's
-example, whose lines it copies, has backward dy · (1 − 1/(1 + e)) with e = eˣ): the gradient at x = 100 is
-1 − 1/inf = 1, but the value is still log(1 + inf) = inf in float32. Two PyTorch ports of it:
+The tutorial's fix is a custom gradient (its text breaks off in `grad`; tf.custom_gradient's docstring example has
+backward dy · (1 − 1/(1 + e)), e = eˣ): at x = 100 the gradient is 1 − 1/inf = 1, the value still inf. Two ports:
 
   * PortEOnCtx computes e in `forward` and keeps it on ctx (`ctx.e = e`): the same values and first derivative,
     but autograd records nothing inside `forward` (the lesson measures that the stored e has no grad_fn), so the
