@@ -1,9 +1,11 @@
 import gzip
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -82,6 +84,18 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu)")
         for item in marked:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_a_fresh_python_has_them():
+    """Each test starts with Ctrl-C raising KeyboardInterrupt and SIGQUIT, SIGTERM, SIGHUP and SIGSYS at their
+    defaults. An earlier test's in-process code may leave one ignored, and every program a later test starts inherits
+    the ignore (a Python that starts with SIGINT ignored keeps it so): a Ctrl-C sent to it would then do nothing."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for s in (signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGSYS):
+            signal.signal(s, signal.SIG_DFL)
+    yield
 
 
 @pytest.fixture(scope="session")
