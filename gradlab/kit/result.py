@@ -32,7 +32,9 @@ class Claim:
     value: float
     bound: float
     op: str = "<="
-    kind: str = "number"  # "yes/no": value 1 is yes, 0 is no, and the report prints the words
+    # "yes/no": value 1 is yes, 0 is no, and the report prints the words; "not reached": the run stopped before this
+    # check could be made (value NaN: it fails), and the report says so instead of a number
+    kind: str = "number"
     passed: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -44,6 +46,33 @@ class Claim:
     def yes_no(cls, id: str, text: str, holds: bool) -> Claim:
         """A claim that is a yes/no question (TEXT states what should be so): measured yes or no, bound yes."""
         return cls(id, text, 1.0 if holds else 0.0, 1.0, "==", "yes/no")
+
+    @classmethod
+    def not_reached(cls, id: str, text: str, bound: float, op: str = "<=") -> Claim:
+        """A check the run stopped before (a syntax error, an exception, a time limit): it fails, and is shown as
+        not reached rather than as a wrong number."""
+        return cls(id, text, math.nan, bound, op, NOT_REACHED)
+
+    @property
+    def mark(self) -> str:
+        """✓ held, ✗ failed, – not reached (the run stopped before it)."""
+        return "✓" if self.passed else "–" if self.kind == NOT_REACHED else "✗"
+
+
+NOT_REACHED = "not reached"
+KINDS = ("number", "yes/no", NOT_REACHED)
+
+
+def verdict(claims: list[Claim]) -> str:
+    """The line under the claims: all hold, how many failed, how many the run never reached."""
+    unreached = sum(c.kind == NOT_REACHED for c in claims)
+    failed = sum(not c.passed for c in claims) - unreached
+    if not failed and not unreached:
+        return "the claim holds" if len(claims) == 1 else f"all {len(claims)} claims hold"
+    if not failed:
+        return ("the claim was not reached: the run stopped before it" if len(claims) == 1 else
+                f"{unreached} of {len(claims)} claims not reached: the run stopped before them")
+    return f"{failed} of {len(claims)} claims failed" + (f", {unreached} not reached" if unreached else "")
 
 
 @dataclass
@@ -101,14 +130,13 @@ class Result:
 
     def __str__(self) -> str:
         """The claims with ✓/✗, why it stopped and the diagnosis, as plain lines (the full tables: gradlab's report)."""
-        lines = [self.title, *(f"  {'✓' if c.passed else '✗'} {c.text}" for c in self.claims)]
+        lines = [self.title, *(f"  {c.mark} {c.text}" + (" (not reached)" if c.kind == NOT_REACHED else "")
+                               for c in self.claims)]
         if self.stopped:
             lines.append(f"stopped: {self.stopped}")
         if self.metrics.get("diagnosis"):
             lines.append(f"diagnosis: {self.metrics['diagnosis']}")
-        failed = sum(not c.passed for c in self.claims)
-        lines.append(f"{failed} of {len(self.claims)} claims failed" if failed else f"all {len(self.claims)} claims "
-                     "hold")
+        lines.append(verdict(self.claims))
         return "\n".join(lines)
 
     @property
@@ -225,7 +253,7 @@ def result_problem(data: Any) -> str | None:
         if not (isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("text"), str)
                 and _number(c.get("value")) and _number(c.get("bound")) and isinstance(c.get("passed"), bool)
                 and isinstance(c.get("op", "<="), str) and c.get("op", "<=") in OPS
-                and isinstance(c.get("kind", "number"), str) and c.get("kind", "number") in ("number", "yes/no")):
+                and isinstance(c.get("kind", "number"), str) and c.get("kind", "number") in KINDS):
             return "a claim lacks id, text, a numeric value and bound, or passed"
         claim = Claim(c["id"], c["text"], float(c["value"]), float(c["bound"]), c.get("op", "<="),
                       c.get("kind", "number"))

@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from html import escape
 
+from gradlab.kit.result import NOT_REACHED
 from gradlab.practice.course import Item
 
 STYLE = """
@@ -78,6 +79,15 @@ LINE_START = re.compile(r"(?m)^([ \t]*)([-+=#]|\d+(?=[.)]))")  # a heading, a li
 NUMBERED = re.compile(r"(?m)^([ \t]*\d+)([.)])")
 
 
+def _mark(claim: dict) -> str:
+    """✓ held, ✗ failed, – not reached (the submission stopped before the check)."""
+    return "✓" if claim["passed"] else "–" if claim.get("kind") == NOT_REACHED else "✗"
+
+
+def _unreached(claim: dict) -> str:
+    return " (not reached: the submission stopped before this check)" if claim.get("kind") == NOT_REACHED else ""
+
+
 def _md(text: str) -> str:
     """Text a student chose (a name, an exception's message, a folder's name) for Markdown, read as it is: every
     character Markdown could take for syntax there (a [link](…), an ![image](…), *emphasis*, `code`, a heading or a
@@ -113,7 +123,7 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
             lines += [f"**Stopped:** {_md(rec['stopped'])}", ""]
         if rec["diagnosis"]:
             lines += [f"**Diagnosis:** {_md(rec['diagnosis'])}", ""]
-        lines += [f"- {'✓' if c['passed'] else '✗'} {'(rule) ' if c['rule'] else ''}{c['text']}" for c in
+        lines += [f"- {_mark(c)} {'(rule) ' if c['rule'] else ''}{c['text']}{_unreached(c)}" for c in
                   rec["claims"]] + [""]
         lines += [f"Note: {_md(n)}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
         if rec["inputs"]:
@@ -146,8 +156,9 @@ def _exercise_html(item: Item, rec: dict) -> str:
     if rec["diagnosis"]:
         out.append(f'<p class="diagnosis"><b>Diagnosis:</b> {escape(rec["diagnosis"])}</p>')
     out.append("<ul class=\"claims\">" + "".join(
-        f'<li class="{"ok" if c["passed"] else "bad"}">{"✓" if c["passed"] else "✗"} '
-        f'{"<i>(rule)</i> " if c["rule"] else ""}{escape(c["text"])}</li>' for c in rec["claims"]) + "</ul>")
+        f'<li class="{"ok" if c["passed"] else "bad"}">{_mark(c)} '
+        f'{"<i>(rule)</i> " if c["rule"] else ""}{escape(c["text"] + _unreached(c))}</li>' for c in rec["claims"])
+        + "</ul>")
     out += [f"<p class=\"note\">Note: {escape(n)}</p>" for n in rec["notes"]]
     if rec["inputs"]:
         rows = "".join(f"<tr><td>{escape(r[0])}</td><td>{escape(r[1])}</td><td class=\"n\">{_num(r[2])}</td>"

@@ -121,7 +121,7 @@ def record(task: Task, result, seed: int, version: str) -> dict:
     """What is kept of TASK's Result: plain JSON that every output file is written from, and the keys that let a
     re-run reuse it."""
     got = score(result, task.item)
-    claims = [{"text": c.text, "passed": c.passed, "value": c.value, "bound": c.bound, "op": c.op,
+    claims = [{"text": c.text, "passed": c.passed, "value": c.value, "bound": c.bound, "op": c.op, "kind": c.kind,
                "rule": is_rule(c.id, task.item.exercise)} for c in result.claims]
     inputs = result.tables[0].rows if result.tables else []
     return json_safe({

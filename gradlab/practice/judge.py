@@ -4,7 +4,6 @@ when a submission's outputs are judged, so that a syntax error is reported witho
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -43,9 +42,9 @@ def _not_reached(exercise: Exercise, reference: Reference | None, got: dict, res
     an exception students often meet gets its fix."""
     result.stopped = returned(got["error"])
     result.metrics["trace"] = got.get("trace", "")
-    result.claims = [Claim(f"{exercise.name}:{kind}", f"{text} — not reached", math.nan, bound)
+    result.claims = [Claim.not_reached(f"{exercise.name}:{kind}", text, bound)
                      for kind, (text, bound) in exercise.claims.items()]
-    result.claims += [Claim(f"{exercise.name}:extra{i}", f"{text} — not reached", math.nan, bound, op)
+    result.claims += [Claim.not_reached(f"{exercise.name}:extra{i}", text, bound, op)
                       for i, (text, bound, op) in enumerate(exercise.all_rules())]
     if got.get("kind") == "raised":
         from gradlab.practice import diagnosis
@@ -158,8 +157,8 @@ def own_code(exercise: Exercise, got: dict, result: Result) -> None:
     one = len(shown) == 1  # torch's private aliases and aten ops of those (forbidden too) are not listed
     text = (f"your code {'does not use' if one else 'uses none of'} {', '.join(shown)} (the exercise "
             f"is to write what {'it does' if one else 'they do'})")
-    value = math.nan if not got.get("ok") else float(len(used))
-    result.claims.append(Claim(f"{exercise.name}:own", text + ("" if got.get("ok") else " — not reached"), value, 0))
+    result.claims.append(Claim(f"{exercise.name}:own", text, float(len(used)), 0) if got.get("ok")
+                         else Claim.not_reached(f"{exercise.name}:own", text, 0))
     if used:
         why = f"uses {', '.join(used)}, which this exercise asks you to write"
         result.metrics["own_code"] = why

@@ -17,7 +17,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from gradlab.ascii import is_unicode, printable
-from gradlab.kit.result import Claim, Result, Table
+from gradlab.kit.result import NOT_REACHED, Claim, Result, Table, verdict
 
 OP_SIGNS = {"<=": "≤", "<": "<", ">": ">", ">=": "≥", "==": "="}
 MIN_TEXT = 12  # a text column is never squeezed below this many characters (it wraps instead)
@@ -110,15 +110,18 @@ def claim_cells(c: Claim) -> tuple[str, str]:
     """(measured, bound) as printed: yes/no for a yes/no claim, else the numbers."""
     if c.kind == "yes/no":
         return ("yes" if c.value == 1 else "no"), "= yes"
+    if c.kind == NOT_REACHED:
+        return NOT_REACHED, f"{OP_SIGNS[c.op]} {fmt_number(c.bound)}"
     return fmt_number(c.value), f"{OP_SIGNS[c.op]} {fmt_number(c.bound)}"
 
 
 def render_claims(claims: list[Claim]) -> FittedTable:
     rows = []
     for c in claims:
-        mark = Text("✓", style="bold green") if c.passed else Text("✗", style="bold red")
+        mark = Text(c.mark, style={"✓": "bold green", "✗": "bold red"}.get(c.mark, "bold yellow"))
         measured, bound = claim_cells(c)
-        rows.append([mark, Text(c.text), Text(measured, no_wrap=True), Text(bound, no_wrap=True)])
+        rows.append([mark, Text(c.text), Text(measured, no_wrap=True, style="yellow" if c.kind == NOT_REACHED
+                                              else ""), Text(bound, no_wrap=True)])
     return FittedTable("claims checked at run time", ["", "claim", "measured", "bound"], rows,
                        [False, False, True, True])
 
@@ -251,12 +254,10 @@ def render(result: Result | dict[str, Any], console: Console) -> None:
         console.print(f"[bold red]stopped:[/] {escape(r['stopped'])}")
     for line in student_output(r.get("metrics") or {}):  # gradlab check: what the submission printed and warned
         console.print(line, markup=False, highlight=False, style="dim" if line.startswith("  ") else None)
-    failed = [c for c in claims if not c.passed]
-    if failed:
-        console.print(f"[bold red]{len(failed)} of {len(claims)} claims failed[/]")
+    if any(not c.passed for c in claims):
+        console.print(f"[bold red]{escape(verdict(claims))}[/]")
     elif claims and not r.get("stopped"):
-        n = len(claims)
-        console.print("[bold green]the claim holds[/]" if n == 1 else f"[bold green]all {n} claims hold[/]")
+        console.print(f"[bold green]{verdict(claims)}[/]")
 
 
 def visible(text: str) -> str:

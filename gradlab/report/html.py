@@ -61,8 +61,9 @@ def table_html(t: dict[str, Any]) -> str:
 def claims_html(claims: list[dict[str, Any]]) -> str:
     rows = []
     for c in claims:
-        mark = '<span class="pass">✓</span>' if c["passed"] else '<span class="fail">✗</span>'
-        value, bound = claim_cells(_claim_from_dict(c))
+        claim = _claim_from_dict(c)
+        mark = f'<span class="{"pass" if claim.passed else "fail"}">{claim.mark}</span>'
+        value, bound = claim_cells(claim)
         rows.append(f"<tr><td>{mark}</td><td>{html.escape(c['text'])}</td><td class='num'>{html.escape(value)}</td>"
                     f"<td class='num'>{html.escape(bound)}</td></tr>")
     return ('<table class="claims"><caption>claims checked at run time</caption>'
