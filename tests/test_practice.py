@@ -353,3 +353,19 @@ def test_ctrl_c_on_a_folder_starts_no_queued_file(tmp_path, monkeypatch):
     stopped = [r["stopped"] for r in json.loads((tmp_path / "all.json").read_text())]
     assert stopped[:2] == ["graded by a stand-in"] * 2
     assert all(s.startswith("not graded: gradlab was stopped") for s in stopped[len(started):]), stopped
+
+
+def test_the_sgd_step_starter_names_every_input_it_is_checked_on():
+    """A student whose step fails on an input the starter never mentioned cannot know why: the tutorial's own cost,
+    log(softmax(z)), is NaN at logits in the hundreds, so the starter says those inputs are there, and what to use."""
+    from gradlab.lessons.mnist.exercises.harness import _sgd_cases
+
+    said = {"batch of 100": "a batch of 100", "one sample (the batch's first)": "one sample",
+            "zero init (the tutorial's)": "zero weights (the tutorial's start)", "lr = 0": "lr = 0",
+            "large weights": "large weights", "large logits (float32, |z| in the hundreds)":
+            "logits in the hundreds (float32)", "20 steps of training from zero (float64)":
+            "20 steps of training from zero (float64)"}
+    doc = " ".join(all_exercises()["mnist.sgd_step"].doc.split())
+    assert [c["label"] for c in _sgd_cases(0)] == list(said)  # a new input must be named in the starter too
+    assert all(phrase in doc for phrase in said.values()), [p for p in said.values() if p not in doc]
+    assert "F.log_softmax" in doc and "NaN" in doc

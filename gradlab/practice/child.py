@@ -95,6 +95,7 @@ class Forbidden:
         self.used: list[str] = []
         self.active = False  # while the submission loads, and while its function runs
         self.depth = 0
+        self.replaced: list[tuple[object, str, object]] = []  # (owner, attribute, what it held): for restore()
         for name in names:
             with contextlib.suppress(Exception):  # a name this torch does not have: nothing to forbid
                 self._wrap(name)
@@ -113,18 +114,29 @@ class Forbidden:
         if isinstance(obj, type):  # a class: its __init__, as the subclass the student built
             owner, attr, original = obj, "__init__", obj.__init__
             label = ".".join(parts[:-1])
-            setattr(owner, attr, self._wrapper(original, lambda args: f"{label}.{type(args[0]).__name__}"))
+            self._set(owner, attr, self._wrapper(original, lambda args: f"{label}.{type(args[0]).__name__}"))
             return
         wrapper = self._wrapper(obj, lambda args: name)
         if type(obj).__name__ == "OpOverloadPacket":  # torch.ops.aten.X: its overloads too (X.default, X.out),
             for overload in obj.overloads():  # which functools.wraps would hand on unwatched
                 setattr(wrapper, overload, self._wrapper(getattr(obj, overload), lambda args: name))
-        setattr(owner, attr, wrapper)
+        self._set(owner, attr, wrapper)
         if type(owner).__name__ == "module":  # the same function under other names (torch.nn.utils.clip_grad...)
             for module in list(sys.modules.values()):
                 for key, value in list(getattr(module, "__dict__", {}).items()):
                     if value is obj:
-                        setattr(module, key, wrapper)
+                        self._set(module, key, wrapper)
+
+    def _set(self, owner, attr: str, value) -> None:
+        self.replaced.append((owner, attr, owner.__dict__.get(attr, getattr(owner, attr))))
+        setattr(owner, attr, value)
+
+    def restore(self) -> None:
+        """Put back everything wrapped (the child never needs to: it ends with the check; a process that goes on
+        using torch does, e.g. torch.func's decompositions need torch.ops.aten's own objects)."""
+        for owner, attr, original in reversed(self.replaced):
+            setattr(owner, attr, original)
+        self.replaced.clear()
 
     def _wrapper(self, original, label):
         @functools.wraps(original)
