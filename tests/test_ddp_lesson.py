@@ -351,7 +351,8 @@ def watched_then_interrupted() -> SimpleNamespace:
         try:
             _, err = proc.communicate(timeout=60)
         finally:
-            proc.kill()
+            if proc.poll() is None:  # it did not stop: take its workers too, or they train on for an hour
+                os.killpg(proc.pid, signal.SIGKILL)
     time.sleep(0.5)
     return SimpleNamespace(proc=proc, err=err, kids=kids, established=established, listening=listening)
 
