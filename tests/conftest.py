@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from click.testing import CliRunner
 
 from gradlab.cli import cli
@@ -26,6 +27,12 @@ REPO = Path(__file__).resolve().parent.parent
 GPU_ENV = {**os.environ}
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
 os.environ["GRADLAB_DEVICE"] = "cpu"
+
+# One torch thread in every test process, as gradlab computes (gradlab.kit.threads): a test that calls a lesson's run()
+# itself bypasses the runner that sets it, and torch's default, a thread per core, in each of pytest-xdist's processes
+# (one per core) stalls every operation at its barriers (measured: test_clip_lesson.py 57 CPU-s with two threads on
+# a busy 2-core machine, 24 with one; a ddp run in this process 22 s against 2).
+torch.set_num_threads(1)
 
 
 def once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:

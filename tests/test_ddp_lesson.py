@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -286,18 +287,22 @@ def test_a_worker_that_dies_or_hangs_fails_the_run_naming_its_rank_and_leaves_no
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the workers")
 @pytest.mark.parametrize("settle, seen, signum, code, words", [
-    (0, 1, signal.SIGINT, 130, "interrupted"), (3, 2, signal.SIGINT, 130, "interrupted"),
+    (0, 1, signal.SIGINT, 130, "interrupted"), (None, 2, signal.SIGINT, 130, "interrupted"),
     (0, 1, signal.SIGTERM, 143, "terminated (SIGTERM)"),  # while computing, SIGTERM takes Ctrl-C's path
 ], ids=["ctrl-c-while-starting", "ctrl-c-while-computing", "sigterm-while-starting"])
-def test_ctrl_c_stops_gradlab_and_its_workers(settle, seen, signum, code, words):
-    proc, kids = start_long_run(settle=settle, seen=seen)
-    os.killpg(proc.pid, signum)  # what a terminal (or `kill -TERM -PGID`) does: the whole process group
-    try:
-        _, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
+def test_ctrl_c_stops_gradlab_and_its_workers(settle, seen, signum, code, words, request):
+    if seen == 2:  # while computing: the run whose connections the loopback test watched, stopped the same way
+        run = request.getfixturevalue("watched_then_interrupted")
+        proc, err, kids = run.proc, run.err, run.kids
+    else:
+        proc, kids = start_long_run(settle=settle, seen=seen)
+        os.killpg(proc.pid, signum)  # what a terminal (or `kill -TERM -PGID`) does: the whole process group
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        time.sleep(0.5)
     assert proc.returncode == code and err.strip() == f"gradlab: error: {words}", err
-    time.sleep(0.5)
     assert not any(alive(k) for k in kids)
 
 
@@ -323,13 +328,14 @@ def tcp_sockets(pid: int) -> list[tuple[str, str, str]]:
 LOOPBACK = ("0100007F:", "0000000000000000FFFF00000100007F:", "00000000000000000000000001000000:")  # v4, v4-in-v6, ::1
 
 
-@pytest.mark.skipif(not Path("/proc/net/tcp").is_file(), reason="needs Linux /proc/net")
-def test_every_connection_stays_on_the_loopback_interface():
-    """Every established connection of gradlab and its workers is 127.0.0.1 to 127.0.0.1; the only socket open
-    beyond loopback is the rendezvous store's listener (torch's TCPStore binds every interface)."""
+@pytest.fixture(scope="module")
+def watched_then_interrupted() -> SimpleNamespace:
+    """One long run of two workers, its TCP sockets watched until both workers' gloo connections are up (a loaded
+    machine starts them slowly), then Ctrl-C sent to its process group, as a terminal does: the connections seen
+    and how the run ended. The loopback test and ctrl-c-while-computing share it (each run loads torch three times)."""
     proc, kids = start_long_run(settle=0)
-    established, listening = set(), set()
-    try:  # watch until both workers' gloo connections are up (a loaded machine starts them slowly)
+    established, listening, err = set(), set(), ""
+    try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(established) < 4:  # rank 0 ↔ store ↔ rank 1, gloo's pair
             for pid in [proc.pid, *kids]:
@@ -342,7 +348,20 @@ def test_every_connection_stays_on_the_loopback_interface():
             time.sleep(0.1)
     finally:
         os.killpg(proc.pid, signal.SIGINT)
-        proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:  # it did not stop: take its workers too, or they train on for an hour
+                os.killpg(proc.pid, signal.SIGKILL)
+    time.sleep(0.5)
+    return SimpleNamespace(proc=proc, err=err, kids=kids, established=established, listening=listening)
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").is_file(), reason="needs Linux /proc/net")
+def test_every_connection_stays_on_the_loopback_interface(watched_then_interrupted):
+    """Every established connection of gradlab and its workers is 127.0.0.1 to 127.0.0.1; the only socket open
+    beyond loopback is the rendezvous store's listener (torch's TCPStore binds every interface)."""
+    established, listening = watched_then_interrupted.established, watched_then_interrupted.listening
     assert len(established) >= 4, established
     assert all(local.startswith(LOOPBACK) and remote.startswith(LOOPBACK) for local, remote in established)
     beyond = [a for a in listening if not a.startswith(LOOPBACK)]

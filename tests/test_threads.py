@@ -22,6 +22,7 @@ def test_one_thread_unless_asked(monkeypatch):
 def test_the_run_uses_and_reports_the_chosen_threads(tmp_path, monkeypatch):
     monkeypatch.setattr(threads, "cpus", lambda: 4)  # as on a 4-CPU machine: up to 4 threads may be asked for
     before = torch.get_num_threads()
+    torch.set_num_threads(2)  # not the 1 the run must set (conftest gives every test process one)
     try:
         out = tmp_path / "r.json"
         result = invoke("log1pexp", "--x", "0", "--json", str(out))
