@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradlab import runner
+from gradlab.errors import GradlabError, OptionError
 from gradlab.errors import check as _check
 from gradlab.lessons import LESSONS, index
 
@@ -40,12 +41,15 @@ def run(lesson: str, *, progress: bool = False, **kwargs: Any):
     from gradlab.report.html import for_notebook  # rich; the Result as Jupyter draws it
 
     run_options, config = runner.resolve(_known(lesson), kwargs, python=True)  # checked as on the command line
-    if not progress:
-        return for_notebook(runner.execute(lesson, run_options, config))
-    from gradlab.report import console as report
+    try:
+        if not progress:
+            return for_notebook(runner.execute(lesson, run_options, config))
+        from gradlab.report import console as report
 
-    with report.progress_bar(report.make_console()) as bar:
-        return for_notebook(runner.execute(lesson, run_options, config, None, bar))
+        with report.progress_bar(report.make_console()) as bar:
+            return for_notebook(runner.execute(lesson, run_options, config, None, bar))
+    except OptionError as e:  # found while running (no such device, the port taken): in keywords, as resolve() words
+        raise GradlabError(f"gradlab.run({lesson!r}): {e.words(python=True)}") from None
 
 
 def _known(lesson: str) -> str:

@@ -275,3 +275,15 @@ def test_gradlab_device_sets_the_default_device(monkeypatch):
     assert_one_line_error(invoke("mnist", *FAST), "gpu")
     with pytest.raises(GradlabError, match="environment variable GRADLAB_DEVICE: 'gpu' is not one of 'auto'"):
         gradlab.run("mnist")
+
+
+def test_a_device_found_missing_while_running_is_worded_for_the_caller(monkeypatch):
+    """No CUDA is found after the options were checked (when the lesson starts): the command line hears --device,
+    gradlab.run its keyword."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert_one_line_error(invoke("log1pexp", "--device", "cuda"), "--device cuda asked for",
+                          "use --device cpu (or --device auto)")
+    with pytest.raises(GradlabError) as e:
+        gradlab.run("log1pexp", device="cuda")
+    assert str(e.value).startswith("gradlab.run('log1pexp'): device='cuda' asked for") and "--" not in str(e.value)
+    assert "use device='cpu' (or device='auto')" in str(e.value)

@@ -122,7 +122,7 @@ def test_no_shuffle_takes_batches_in_file_order(sample):
 
 def test_divergence_stops_with_epoch_and_step(sample):
     result = M.run(M.Config(lr=1e38, **SMALL), sample)
-    assert result.stopped and "epoch 1, step 2 of 20" in result.stopped and "smaller --lr" in result.stopped
+    assert result.stopped and "epoch 1, step 2 of 20" in result.stopped and "try a smaller one (lr)" in result.stopped
     assert result.exit_code == 1
     assert math.isnan(result.metrics["optimizer"]["test_accuracy"])
 

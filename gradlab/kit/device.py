@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradlab.errors import GradlabError
+from gradlab.errors import GradlabError, OptionError
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 
@@ -33,7 +33,9 @@ def resolve_device(name: str):
         return torch.device("cpu"), None  # the expected case on a laptop: the header says "device cpu"
     if name == "cuda" and not _cuda_available(torch):
         why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA GPU was found"
-        raise GradlabError(f"--device cuda asked for, but {why}; use --device cpu (or --device auto)")
+        raise OptionError("device", lambda say: f"{say('device', 'cuda')} asked for, but {why}; use "
+                                                f"{say('device', 'cpu')} (or {say('device', 'auto')})")
     if name == "mps" and not _mps_available(torch):
-        raise GradlabError("--device mps asked for, but Apple MPS is not available; use --device cpu (or auto)")
+        raise OptionError("device", lambda say: f"{say('device', 'mps')} asked for, but Apple MPS is not available; "
+                                                f"use {say('device', 'cpu')} (or {say('device', 'auto')})")
     return torch.device(name), None

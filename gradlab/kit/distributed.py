@@ -225,9 +225,9 @@ def start_workers(job: Job, progress: Callable = lambda *a: None,
 
     def port_taken(errors: dict[int, str]) -> Exception | None:  # another job took the port between check and bind
         if "EADDRINUSE" in errors.get(0, ""):
-            return GradlabError(f"--port {job.port}: 127.0.0.1:{job.port} is already in use (another gradlab ddp "
-                                f"started at the same time?); choose another --port or leave it out (a free one is "
-                                f"picked)")
+            return OptionError("port", lambda say: f"{say('port', job.port)}: 127.0.0.1:{job.port} is already in "
+                               f"use (another gradlab ddp started at the same time?); choose another {say('port')} or "
+                               "leave it out (a free one is picked)")
         return None
 
     return workers.start(functools.partial(_rank, job), job.workers, timeout_s=job.timeout_s,

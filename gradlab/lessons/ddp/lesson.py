@@ -81,7 +81,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.errors import GradlabError, check
+from gradlab.errors import OptionError, check
 from gradlab.kit import autograd_graph, distributed
 from gradlab.kit.result import Claim, Result
 from gradlab.lessons.ddp.batches import (  # noqa: F401 — the names --explain shows and the tests use, in one place
@@ -180,7 +180,8 @@ def run(config: Config, data, device: torch.device | None = None,
         ranks, launch, acc = distributed.run(job, progress=progress, meanwhile=in_this_process)
     except RuntimeError as e:  # a rendezvous that cannot start: the port was taken meanwhile, say
         text = " ".join(str(e).split())[:200]
-        raise GradlabError(f"could not start the workers: {text}; try another --port") from None
+        raise OptionError("port", lambda say: f"could not start the workers: {text}; try another {say('port')}") \
+            from None
     notes = []
     if launched is None and config.workers > (os.cpu_count() or 1):
         notes.append(f"{config.workers} workers on {os.cpu_count()} CPU cores: oversubscribed, so the speed table "

@@ -178,8 +178,8 @@ def reinforce(config: Config, progress) -> dict:
         opt.step()
         if not bool(torch.isfinite(mu).all() and torch.isfinite(rho).all()):  # blown up: stop and say where
             history["stopped"] = (f"μ or σ became non-finite at update {epoch} of {config.epochs}; training stopped. "
-                                  f"The learning rate {config.lr} may be too large (try a smaller --lr), or σ too "
-                                  f"small or too large for float32 (--sigma)")
+                                  f"The learning rate {config.lr} may be too large (try a smaller lr), or σ too "
+                                  f"small or too large for float32 (sigma)")
             break
         history["max_mu_step"] = max(history["max_mu_step"], float((mu.detach() - before).abs().max()))
         history["mu"].append(mu.detach().tolist())

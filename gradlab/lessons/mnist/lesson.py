@@ -230,7 +230,7 @@ def run(config: Config, data, device: torch.device | None = None,
         if bad is not None:
             e, s, v = bad
             stopped = (f"{name}: the cost became {v:.4g} at epoch {e}, step {s} of {steps_per_epoch}; training "
-                       f"stopped. The learning rate {config.lr} is too large: try a smaller --lr")
+                       f"stopped. The learning rate {config.lr} is too large: try a smaller one (lr)")
             break
 
     claims = compare_claims(config, params, stopped) if config.variant == "compare" else []
