@@ -4,8 +4,8 @@ known mistakes and what the diagnosis measures are checks.py; model answers are 
 
 The TF-1 sentences: the tutorial's custom gradient is TF's own docstring example (tensorflow/python/ops/
 custom_gradient.py, v1.12.0 lines 65-73: `e = tf.exp(x)` / `def grad(dy): return dy * (1 - 1 / (1 + e))`); in TF-1's
-graph mode e is the graph tensor Exp(x), and tf.gradients of its gradient gives sigmoid'(x)
-(gradlab/lessons/log1pexp/ lesson.py says how this was measured: 1.3e-16). F.softplus's threshold:
+graph mode e is the graph tensor Exp(x), and tf.gradients of its gradient gives sigmoid'(x) (read from TF-1's source,
+not run here: docs/lessons/log1pexp.md, "The tutorial, TF-1, and the sources"). F.softplus's threshold:
 torch/nn/functional.py, softplus ("reverts to the linear function when input × β > threshold", threshold=20)."""
 
 from gradlab.kit.exercise import Exercise
