@@ -234,6 +234,23 @@ def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():
     assert [r[0] for r in rows[1:]] == [*("'" + n.replace("\r", "\\r") for n in names), "bob-x"]
 
 
+def test_the_canvas_gradebook_has_the_header_and_rows_canvas_import_reads():
+    """canvas.csv as Canvas's importer (lib/gradebook_importer.rb) reads it: Student, ID, SIS Login ID, Section, then
+    the assignments (none titled `… (number)`, which would name an existing assignment's id); a Points Possible row;
+    students found by SIS Login ID (the ID left empty)."""
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad"), course.Item("sgd_step.py", "mnist.sgd_step", 5)]
+    table = {"alice": {"softmax_grad.py": record("x", "softmax_grad.py", score=7.5),
+                       "sgd_step.py": record("x", "sgd_step.py", score=5, points=5)},
+             "=cmd()": {"softmax_grad.py": record("x", "softmax_grad.py", score=0),
+                        "sgd_step.py": record("x", "sgd_step.py", score=0, points=5)}}
+    rows = list(csv.reader(feedback.canvas_csv(items, table).splitlines()))
+    header = rows[0]
+    assert header[:4] == ["Student", "ID", "SIS Login ID", "Section"]  # what row_has_student_headers? and
+    assert not any(re.search(r"\(\d+\)\s*$", h) for h in header[4:])  # update_column_count accept; no id suffix
+    assert rows[1] == ["Points Possible", "", "", "", "10", "5"]
+    assert rows[2] == ["alice", "", "alice", "", "7.5", "5"] and rows[3] == ["'=cmd()", "", "'=cmd()", "", "0", "0"]
+
+
 # -------------------------------------------------------------------- a class, graded for real
 STUDENTS = {
     "alice/softmax_grad.py": ("mnist.softmax_grad", SOFTMAX_RIGHT),

@@ -76,7 +76,8 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
               help="Instead of --course: every student hands in this one exercise (a .py file or a folder each), "
                    "worth 10 points.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True,
-              help="The folder to write grades.csv, results.json, class.html and feedback/ in (made if missing).")
+              help="The folder to write grades.csv, canvas.csv, results.json, class.html and feedback/ in (made "
+                   "if missing).")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
               help="The seed of the generated inputs (default: the last run's in DIR, else a fresh random one).")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
@@ -84,7 +85,8 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
           quiet: bool) -> int:
     """Grade every student in SUBMISSIONS (a folder: one folder per student, named after them, the course's files
     anywhere inside it; or, with --exercise, one .py file per student) in the sandbox, two at a time, and write in
-    DIR: grades.csv (a row per student, a column per exercise and the total), feedback/STUDENT.md and .html (what
+    DIR: grades.csv (a row per student, a column per exercise and the total; canvas.csv: the same for Canvas's
+    gradebook import), feedback/STUDENT.md and .html (what
     each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
     grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
     changed (all of them when the course's own exercises changed). Needs the isolated sandbox (root with bubblewrap,

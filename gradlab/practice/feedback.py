@@ -61,6 +61,23 @@ def grades_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
     return out.getvalue()
 
 
+def canvas_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
+    """The same scores in the layout Canvas's gradebook import reads (instructure/canvas-lms,
+    lib/gradebook_importer.rb): a header that starts `Student`, `ID`, `SIS Login ID`, `Section`
+    (row_has_student_headers?, update_column_count), then one column per exercise, each a new assignment titled
+    `gradlab EXERCISE` (no `(number)` at its end: Canvas reads `Title (123)` as the assignment whose id is 123); a
+    `Points Possible` row (process_pp); a row per student with the ID left empty, so that Canvas finds the student by
+    SIS Login ID, then by name (process_student): the student's folder name in both. No total: Canvas adds the
+    assignments up itself."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["Student", "ID", "SIS Login ID", "Section", *(f"gradlab {i.exercise}" for i in items)])
+    writer.writerow(["Points Possible", "", "", "", *(fmt(i.points) for i in items)])
+    for student, recs in table.items():
+        writer.writerow([_csv_safe(student), "", _csv_safe(student), "", *(fmt(recs[i.file]["score"]) for i in items)])
+    return out.getvalue()
+
+
 def _csv_safe(text: str) -> str:
     """A spreadsheet runs a cell that starts with = + - @ as a formula, after spaces too, and reads the fullwidth ＝
     as =: a student name whose first other character (NFKC-normalized) is one of them, or that starts with a space,

@@ -175,10 +175,11 @@ def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: di
             if os.path.isfile(path) and not os.path.islink(path):
                 os.unlink(path)
     write_bytes(os.path.join(out_dir, "grades.csv"), feedback.grades_csv(items, table).encode())
+    write_bytes(os.path.join(out_dir, "canvas.csv"), feedback.canvas_csv(items, table).encode())
     title = f"gradlab grade: {source}"
     write_bytes(os.path.join(out_dir, "class.html"), feedback.class_html(title, items, table, slug, made).encode())
     data = {"gradlab": __version__, "made": made, "seed": seed, "course": [asdict(i) for i in items],
             "feedback": slug, "students": table}
     write_bytes(os.path.join(out_dir, RESULTS), (json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
                                                  + "\n").encode())
-    return ["grades.csv", "class.html", RESULTS, f"feedback/ ({len(table)} students, .md and .html)"]
+    return ["grades.csv", "canvas.csv", "class.html", RESULTS, f"feedback/ ({len(table)} students, .md and .html)"]
