@@ -77,7 +77,7 @@ def source(name: str, body: str | None) -> str:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):  # --help, -h: the usage, not a folder named so
         sys.exit(__doc__)
     root = Path(sys.argv[1])
     (root / "subs").mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """The actor-critic lesson: explicit gradients ≡ backward, parameter get/set, smoke runs, bad inputs."""
 
 import json
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -130,11 +131,13 @@ def test_tfrmsprop_is_tf1s_formula_computed_by_hand(how):
 
 
 def test_tfrmsprop_first_steps_are_tf1s_not_torchs():
-    """lr 0.01, a constant gradient g: TF 2.21's tf.compat.v1.train.RMSPropOptimizer gave steps 1.05409e-05,
-    0.00105351, 0.01 and 0.0302891 for g = 0.001, 0.1, 1, 10 (run in graph mode): lr·g/√(0.9 + 0.1g²)
-    at the first step, since its mean square starts at 1. torch's RMSprop starts at 0: its first step is
+    """lr 0.01, a constant gradient g: TF-1's first RMSProp step is lr·g/√(0.9 + 0.1g² + ε), since its mean square
+    starts at 1 (tensorflow/python/training/rmsprop.py 1.15, the `ms` slot's ones initializer) and its kernel
+    computes ms ← ρ·ms + (1 − ρ)·g², mom ← μ·mom + lr·g/√(ms + ε), var ← var − mom (core/kernels/training_ops.cc,
+    ApplyRMSProp; ρ = 0.9, μ = 0, ε = 1e-10 by default). torch's RMSprop starts at 0: its first step is
     lr/√(1 − α) = 0.1 for any |g| ≫ ε."""
-    for g, tf_step in ((0.001, 1.05409e-05), (0.1, 0.00105351), (1.0, 0.01), (10.0, 0.0302891)):
+    for g in (0.001, 0.1, 1.0, 10.0):
+        tf_step = 0.01 * g / math.sqrt(0.9 + 0.1 * g * g + 1e-10)
         p = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
         q = torch.nn.Parameter(torch.zeros(1, dtype=torch.float64))
         ours, theirs = TFRMSprop([p], lr=0.01), torch.optim.RMSprop([q], lr=0.01)
