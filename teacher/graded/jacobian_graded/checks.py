@@ -3,6 +3,8 @@
 The reference is the whole batch's Jacobian, (B·m) × (B·n), by torch.autograd.functional.jacobian, cut into its
 diagonal blocks: it does not use the trick the exercise asks for, so it checks it."""
 
+import math
+
 import torch
 
 from gradlab.kit.exercise import Checks, Mistake
@@ -53,7 +55,8 @@ def _piled(f, X):
 
 
 def _extra(outs: list[dict], cases: list[dict]) -> list[float]:
-    return [max(float(o["_passes"]) / len(c["A"]) for o, c in zip(outs, cases, strict=True))]
+    """The most backward passes per output on any input (NaN, failing, where the harness counted none)."""
+    return [max(float(o.get("_passes", math.nan)) / len(c["A"]) for o, c in zip(outs, cases, strict=True))]
 
 
 CHECKS = {"batch_jacobian": Checks(

@@ -2,7 +2,8 @@
 
 The reference is mpmath's, at each input exactly as the float32 or float64 number it is: f(x) = log(−expm1(−x)),
 f'(x) = 1/expm1(x), f''(x) = −eˣ/expm1(x)², then the harness's logarithms, rounded to float64. It works with 50 + x
-significant digits: 1 − e^−x begins with about x/2.3 nines, so that at x = 300 fifty digits alone would round it to 1. No formula a student could write takes part in it."""
+significant digits: 1 − e^−x begins with about x/2.3 nines, so that at x = 300 fifty digits alone would round it to
+1. No formula a student could write takes part in it."""
 
 import mpmath
 import torch
