@@ -323,3 +323,9 @@ def test_a_small_class_is_graded_in_the_sandbox(kit, tmp_path):
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open())}
     total = next(k for k in rows["model"] if k.startswith("total"))
     assert math.isclose(float(rows["model"][total]), 40) and float(rows["starter"][total]) == 0, rows
+
+
+def test_an_own_folder_named_by_an_absolute_path_is_digested(kit):
+    """own = ["/abs/folder"] (how a teacher points a course at the kit without copying it): gradlab grade's digest of
+    the course's own files raised ValueError (relative_to the course's folder), a traceback instead of a grade."""
+    assert len(course.own_digest(str(kit))) == 16

@@ -87,8 +87,9 @@ def own_digest(path: str | None) -> str:
         folders = tomllib.load(f).get("own", [])
     digest = hashlib.sha256()
     for folder in [folders] if isinstance(folders, str) else folders:
-        for file in sorted((Path(path).resolve().parent / folder).rglob("*.py")):
-            digest.update(str(file.relative_to(Path(path).resolve().parent)).encode() + b"\0" + file.read_bytes())
+        where = Path(path).resolve().parent / folder  # an absolute folder, or one beside the course's, is as good
+        for file in sorted(where.rglob("*.py")):
+            digest.update(f"{folder}/{file.relative_to(where)}".encode() + b"\0" + file.read_bytes())
     return digest.hexdigest()[:16] if folders else ""
 
 
