@@ -1,7 +1,9 @@
 """The reference and the known mistakes of batch_jacobian, on gradlab's side only (never in the sandbox).
 
 The reference is the whole batch's Jacobian, (B·m) × (B·n), by torch.autograd.functional.jacobian, cut into its
-diagonal blocks: it does not use the trick the exercise asks for, so it checks it."""
+diagonal blocks: it does not use the trick the exercise asks for, so it checks it. An answer of another shape, (m, B, n)
+or (B, n, m), never reaches the known mistakes: the sandbox stops it, saying which shape came back and which was
+expected."""
 
 import math
 
@@ -18,7 +20,7 @@ def _expected(case: dict) -> dict:
     return {"J": full[every, :, every, :]}
 
 
-def _by_rows(f, X, stack_dim=1, fresh=True):
+def _by_rows(f, X, fresh=True):
     X = X.detach().requires_grad_(True)
     y = f(X)
     rows = []
@@ -28,7 +30,7 @@ def _by_rows(f, X, stack_dim=1, fresh=True):
         else:
             y[:, i].sum().backward(retain_graph=True)  # adds into X.grad
             rows.append(X.grad.clone())
-    return torch.stack(rows, dim=stack_dim)
+    return torch.stack(rows, dim=1)
 
 
 def _reference(f, X):
@@ -40,14 +42,6 @@ def _summed(f, X):
     y = f(X)
     g, = torch.autograd.grad(y.sum(), X)
     return g[:, None, :].expand(y.shape[0], y.shape[1], X.shape[1]).clone()
-
-
-def _wrong_axis(f, X):
-    return _by_rows(f, X, stack_dim=0)
-
-
-def _transposed(f, X):
-    return _by_rows(f, X, stack_dim=2)
 
 
 def _piled(f, X):
@@ -66,12 +60,6 @@ CHECKS = {"batch_jacobian": Checks(
                 diagnosis="every row of each Jacobian is Σ_i ∂f_bi/∂x_b: you differentiated the sum of all the "
                           "outputs at once (what tf.gradients does to a non-scalar output). Take one output i at a "
                           "time: row i = autograd.grad(f(X)[:, i].sum(), X)"),
-        Mistake(name="stacked on the wrong axis", fn=_wrong_axis,
-                diagnosis="your rows are stacked as (m, B, n), one block per output: the per-sample Jacobians are "
-                          "(B, m, n), sample first: torch.stack(rows, dim=1)"),
-        Mistake(name="transposed", fn=_transposed,
-                diagnosis="your Jacobians are transposed, (B, n, m): J[b, i, j] = ∂f_bi/∂x_bj has one row per "
-                          "output: torch.stack(rows, dim=1)"),
         Mistake(name="rows piled up", fn=_piled,
                 diagnosis="each row adds the ones before it: .backward() adds into X.grad. Use torch.autograd.grad "
                           "(it returns a fresh gradient) or zero X.grad between outputs"),
