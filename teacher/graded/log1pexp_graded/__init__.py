@@ -32,8 +32,8 @@ EXERCISES = [
 
         Shapes: x any shape, float32 or float64, every entry > 0. TF-1: @tf.custom_gradient, as the tutorial
         wrote log(1 + eˣ)'s.""",
-        claims={"float32": (f"float32: {LOGS} ≡ mpmath's (at least 50 digits) (max relative |Δ|: a relative error of "
-                            "each number)", 1e-5),
+        claims={"float32": (f"float32: {LOGS} ≡ mpmath's (at least 50 digits) (max relative |Δ| of the logarithms: "
+                            "|Δ log| is the relative error of each number)", 1e-5),
                 "float64": ("float64: the same (max relative |Δ|)", 1e-12)},
         forward="x"),
 ]
