@@ -9,7 +9,7 @@
    pip must keep that torch: no CUDA build, no nvidia-* package, no torchvision.
 3. From a folder outside the repository: a preset by name, three lessons, `gradlab notebooks`, and the one-line
    error that full MNIST needs torchvision (with a +cpu torch: the command that keeps it, from the CPU index).
-The wheel must not carry the model answers (exercises/answers.py).
+The wheel must not carry the model answers (exercises/answers.py) nor the teacher kit (teacher/graded/).
 Prints the venv's size and the time of each install; exits 1 at the first thing that is not as it should be.
 """
 
@@ -62,8 +62,11 @@ def main() -> None:
         with zipfile.ZipFile(wheel) as z:
             nb = json.loads(z.read("gradlab/_data/notebooks/01-mnist.ipynb"))
             answers = [n for n in z.namelist() if n.endswith("/exercises/answers.py")]
+            kit = [n for n in z.namelist() if n.startswith("teacher/") or "_graded/" in n]  # the graded variants
         if answers:  # a class installs this wheel: the model answers stay in the repository
             sys.exit(f"check_wheel: the wheel carries the model answers ({answers[0]}, …)")
+        if kit:
+            sys.exit(f"check_wheel: the wheel carries the teacher kit ({kit[0]}, …)")
         shutil.copy(wheel, work / wheel.name)
         start = time.perf_counter()
         run([py, "-c", "".join(nb["cells"][1]["source"])], work)

@@ -87,8 +87,9 @@ def own_digest(path: str | None) -> str:
         folders = tomllib.load(f).get("own", [])
     digest = hashlib.sha256()
     for folder in [folders] if isinstance(folders, str) else folders:
-        for file in sorted((Path(path).resolve().parent / folder).rglob("*.py")):
-            digest.update(str(file.relative_to(Path(path).resolve().parent)).encode() + b"\0" + file.read_bytes())
+        where = Path(path).resolve().parent / folder  # an absolute folder, or one beside the course's, is as good
+        for file in sorted(where.rglob("*.py")):
+            digest.update(f"{folder}/{file.relative_to(where)}".encode() + b"\0" + file.read_bytes())
     return digest.hexdigest()[:16] if folders else ""
 
 
@@ -172,6 +173,14 @@ def score(result: Result, item: Item) -> Score:
 PRINTED_AS = {"mnist.softmax_grad": "analytic_gradients", "log1pexp.softplus": "double_where",
               "log1pexp.Log1pExp": "StableLog1pExp"}
 
+# Each lesson's graded variant in the repository's teacher kit (teacher/graded/, never in the wheel): the same skill,
+# an answer that no student's gradlab holds (tests/test_graded.py, tests/test_graded_rl.py)
+GRADED_KIT = "teacher/graded/course.toml"
+GRADED_VARIANT = {"mnist": "mnist_graded.weighted_softmax_grad", "clip": "clip_graded.clip_by_norm",
+                  "jacobian": "jacobian_graded.batch_jacobian", "log1pexp": "log1pexp_graded.Log1mExp",
+                  "gaussian-policy": "gaussian_policy_graded.score", "dqn": "dqn_graded.td_loss",
+                  "actor-critic": "actor_critic_graded.critic_update", "ddp": "ddp_graded.accumulate"}
+
 
 def printed_answer(exercise_name: str) -> str | None:
     """Where a student can read EXERCISE_NAME's answer in what they have: the function of the installed lesson that
@@ -184,6 +193,9 @@ def printed_answer(exercise_name: str) -> str | None:
     held = getattr(LESSONS[exercise.lesson].load(), name, None)
     if not getattr(held, "__module__", "").startswith("gradlab."):  # none, or a library's (jacobian's torch.func.vjp)
         return None
+    variant = GRADED_VARIANT.get(exercise.lesson)
+    instead = (f"; for an exam, grade its variant {variant} instead, from gradlab's repository (the teacher kit "
+               f"{GRADED_KIT}, which no wheel carries: teacher/README.md)") if variant else ""
     return (f"the lesson {exercise.lesson} holds {name}, which answers {exercise_name} (as it is, or adapted in a few "
             "lines): `--explain` does not print it, but every student's gradlab holds its source: fine for practice, "
-            "not for an exam")
+            f"not for an exam{instead}")
