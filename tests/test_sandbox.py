@@ -1225,6 +1225,18 @@ def test_outputs_are_checked_against_the_references_shape(value, fragment):
     assert r["printed"] == "hi \\x1b[2J\n" and r["printed_bytes"] == 9 and r["isolated"]
 
 
+@pytest.mark.parametrize(("got", "want", "fragment"), [
+    ((4, 3), (3, 4), "transposed"), ((5, 1), (5,), "size 1 too many (keepdim=True"),
+    ((5,), (5, 1), "size 1 missing (keepdim=True forgotten"), ((5, 5), (5,), "(N, 1) combined with an (N,)"),
+    ((2, 6), (3, 4), "the same number of values, arranged differently"), ((3,), (4,), None), ((3, 3), (3, 3), None),
+])
+def test_a_wrong_shape_says_what_it_usually_means(got, want, fragment):
+    """The reader stops at a shape it did not expect (the values cannot be compared in another shape): the message
+    names what that shape usually comes from, so a shape-changing mistake is not just "has shape …"."""
+    hint = sandbox.shape_hint(got, want)
+    assert (fragment in hint) if fragment else hint == "", hint
+
+
 def test_right_outputs_come_back_as_plain_tensors_of_their_own():
     import torch
 

@@ -280,6 +280,27 @@ def _clean(got, want, where: str, depth: int, budget: _Budget):
 REAL = ("float16", "bfloat16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool")
 
 
+def shape_hint(got: tuple[int, ...], want: tuple[int, ...]) -> str:
+    """What a shape that is not the expected one usually means, from the two shapes alone: the values are not
+    compared (they cannot be, in another shape), so a known mistake that changes the shape is named here."""
+    if got == want:
+        return ""
+    if len(got) == len(want) == 2 and got == want[::-1]:
+        return ": the expected shape transposed (rows and columns swapped: one row per output?)"
+    drop = lambda s: tuple(n for n in s if n != 1)  # noqa: E731
+    if drop(got) == drop(want):
+        more = len(got) > len(want)
+        return (f": a dimension of size 1 {'too many' if more else 'missing'} "
+                f"({'keepdim=True, or an unsqueeze' if more else 'keepdim=True forgotten, or a squeeze'}?)")
+    if len(got) == len(want) + 1 and got[-1] == got[-2] and want and want[-1] == got[-1]:
+        return (": one dimension more, square: an (N, 1) combined with an (N,) broadcasts to (N, N) (check the "
+                "shapes you add or multiply)")
+    if math.prod(got) == math.prod(want):
+        return (": the same number of values, arranged differently (a reshape, or a stack or cat along another "
+                "dimension?)")
+    return ""
+
+
 def _tensor(got, want, where: str):
     """GOT as a plain CPU tensor of WANT's shape (WANT None: at most 4096 values), owning its memory."""
     import torch
@@ -290,7 +311,8 @@ def _tensor(got, want, where: str):
         raise Bad(f"{where} is a {got.layout} {got.dtype} tensor on {got.device}, not a real-valued CPU tensor")
     shape = tuple(got.shape)
     if want is not None and shape != tuple(want.shape):
-        raise Bad(f"{where} has shape {shape} where {tuple(want.shape)} is expected")
+        hint = shape_hint(shape, tuple(want.shape))
+        raise Bad(f"{where} has shape {shape} where {tuple(want.shape)} is expected{hint}")
     numel = math.prod(shape)
     if want is None and numel > 4096:
         raise Bad(f"{where} holds {numel} values")
