@@ -156,21 +156,44 @@ def _detect(cap: str) -> Detected:
 
 def _detect_userns(cap: str) -> Detected:
     """Not root: the userns mode where bubblewrap can make a user namespace, as the caller, with the sandbox's own
-    namespaces (a kernel or an AppArmor policy may refuse unprivileged user namespaces: the probe says)."""
+    namespaces (a kernel or an AppArmor policy may refuse unprivileged user namespaces: the probe says), and where
+    RLIMIT_NPROC set inside it counts that namespace's tasks alone (NPROC_PROBE; else a sandbox's processes could not
+    be bounded, and the teacher's own would count against it)."""
     if cap == "uid":
         return Detected("plain", "GRADLAB_SANDBOX=uid, and the uid fallback needs root")
     if not shutil.which("bwrap"):
         return Detected("plain", "not root, and no bwrap on PATH")
+    binds = [a for tree in python_trees() for a in ("--ro-bind", tree, tree)]
     try:
         r = subprocess.run(["bwrap", *_namespaces(user=True), *_system_binds(), "--proc", "/proc", "--dev", "/dev",
-                            "--size", "1048576", "--tmpfs", "/tmp", "/usr/bin/true"], capture_output=True,
-                           timeout=20, stdin=subprocess.DEVNULL)
+                            "--size", "1048576", "--tmpfs", "/tmp", *binds, sys.executable, "-I", "-S", "-c",
+                            NPROC_PROBE], capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as e:
         return Detected("plain", f"not root, and bwrap --unshare-user failed: {e}")
-    if r.returncode != 0:
-        said = " ".join(r.stderr.decode(errors="replace").split())[:200]
+    said = " ".join(r.stderr.decode(errors="replace").split())[:200]
+    if r.stdout.strip() == b"per user":
+        return Detected("plain", "not root, and this kernel counts RLIMIT_NPROC per user, not per user namespace "
+                                 "(Linux < 5.14?): a sandbox's processes cannot be bounded without a uid of its own")
+    if r.returncode != 0 or r.stdout.strip() != b"per namespace":
         return Detected("plain", f"not root, and bwrap --unshare-user failed: {said}")
     return Detected("userns", "not root")
+
+
+# In a new user namespace (its init, bwrap's, and this process: 2 tasks), RLIMIT_NPROC 3 lets one fork through when the
+# kernel counts the namespace's tasks alone, and none when it counts every process of the uid (gradlab, bwrap and the
+# init at least, outside).
+NPROC_PROBE = """import os, resource
+resource.setrlimit(resource.RLIMIT_NPROC, (3, 3))
+try:
+    pid = os.fork()
+except BlockingIOError:
+    print("per user")
+else:
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("per namespace")
+"""
 
 
 def not_isolated_message(found: Detected | None = None) -> str | None:
