@@ -213,6 +213,9 @@ def not_isolated_message(found: Detected | None = None) -> str | None:
         return (f"submissions run under a uid of their own with limits and seccomp, but no namespaces here "
                 f"({found.why}): they can see other processes and fill the disk{unbounded}; for full isolation "
                 f"{install}")
+    if os.name == "posix" and os.geteuid() != 0 and sys.platform.startswith("linux"):
+        install = ("install bubblewrap (apt-get install bubblewrap) where the kernel allows unprivileged user "
+                   "namespaces, or run gradlab as root with it")
     return f"submissions run unisolated ({found.why}); to isolate them {install}"
 
 
