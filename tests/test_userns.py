@@ -282,6 +282,20 @@ def test_the_userns_line_says_what_is_bounded_as_a_whole_and_what_per_process():
     assert "a cgroup bounds each sandbox as a whole (2 GB of memory, 2 CPUs, 96" in isolate.userns_message("v2", "")
 
 
+@pytest.mark.parametrize(("mode", "cgroup", "most"), [("userns", "", 1), ("userns", "v2", 2), ("bwrap", "", 2),
+                                                       ("uid", "v1", 2)])
+def test_without_a_cgroup_the_userns_mode_grades_one_sandbox_at_a_time(monkeypatch, mode, cgroup, most):
+    """Nothing bounds the CPU of a userns sandbox without a cgroup as a whole: a flood in one would starve the one
+    beside it, so none runs beside it; root's modes are unchanged."""
+    from gradlab.practice import pool
+
+    monkeypatch.setattr(isolate, "detect", lambda: isolate.Detected(mode, ""))
+    monkeypatch.setattr(cgroups, "available", lambda: (cgroup, "" if cgroup else "none (test)"))
+    assert pool.at_once() == most
+    if mode == "userns":  # and its note says so
+        assert ("so they run one at a time" in isolate.userns_message(cgroup, "none (test)")) == (most == 1)
+
+
 def _fake_cgroupfs(root: Path, own: str, writable: bool) -> Path:
     """A cgroup v2 tree in plain files: the root's controllers, and this process's folder OWN."""
     (root / "cgroup.controllers").write_text("cpu memory pids\n")

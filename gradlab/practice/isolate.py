@@ -229,8 +229,9 @@ def userns_message(cgroup: str, why_not: str, limits: Limits | None = None) -> s
                         f"{limits.cpus:g} CPUs, {limits.nproc} processes and threads)")
     return start + (f"no cgroup here ({why_not}): each sandbox is bounded as a whole in processes and threads "
                     f"({limits.nproc}, counted in its user namespace), files (tmpfs) and time, but in memory "
-                    f"({limits.memory >> 30} GB) and CPU time only per process; for a cgroup per sandbox run gradlab "
-                    "where your cgroup v2 folder is delegated to you, or as root with bubblewrap")
+                    f"({limits.memory >> 30} GB) and CPU time only per process, so they run one at a time; for a "
+                    "cgroup per sandbox run gradlab where your cgroup v2 folder is delegated to you, or as root with "
+                    "bubblewrap")
 
 
 def uid_mode_problem() -> str | None:
