@@ -21,10 +21,11 @@ time. Four modes; detect() picks the strongest this machine allows, once per pro
          teacher's laptop): bwrap's sandbox as above, in a user namespace of its own too, run as the caller's own uid
          (mapped to itself: no uid of its own, no capability inside). What root mode gets from a uid and a cgroup of
          its own: processes, RLIMIT_NPROC set inside the new user namespace, which counts that namespace's tasks
-         alone (Linux >= 5.14 counts it per user namespace: measured by tests/test_userns.py), and the pid namespace,
-         whose init takes every process with it; memory, CPU and processes as a whole from a cgroup where the
-         caller's cgroup v2 folder is delegated to it (cgroups.available()), else memory (RLIMIT_AS) and CPU time
-         (RLIMIT_CPU) per process only; files, the tmpfs sizes. What it can read is what bwrap binds, read-only: the
+         alone where detect() finds the kernel counts it so (NPROC_PROBE; tests/test_userns.py measures it with the
+         same uid running more processes outside), and the pid namespace, whose init takes every process with it;
+         memory, CPU and processes as a whole from a cgroup where the caller's cgroup v2 folder is delegated to it
+         (cgroups.available()), else memory (RLIMIT_AS) and CPU time (RLIMIT_CPU) per process only, and one sandbox
+         at a time (pool.at_once()); files, the tmpfs sizes. What it can read is what bwrap binds, read-only: the
          caller's other files (gradlab's references, the class) are not there.
   plain  anything else (not root without bubblewrap or user namespaces, macOS, Windows): a child process as the
          caller, with a time limit, and on POSIX a memory limit, a file size limit and its own process group. Fine for
@@ -173,7 +174,7 @@ def _detect_userns(cap: str) -> Detected:
     said = " ".join(r.stderr.decode(errors="replace").split())[:200]
     if r.stdout.strip() == b"per user":
         return Detected("plain", "not root, and this kernel counts RLIMIT_NPROC per user, not per user namespace "
-                                 "(Linux < 5.14?): a sandbox's processes cannot be bounded without a uid of its own")
+                                 ": a sandbox's processes cannot be bounded without a uid of its own")
     if r.returncode != 0 or r.stdout.strip() != b"per namespace":
         return Detected("plain", f"not root, and bwrap --unshare-user failed: {said}")
     return Detected("userns", "not root")
