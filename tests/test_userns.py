@@ -346,3 +346,25 @@ def test_not_root_cgroup_v1_is_not_used(tmp_path, monkeypatch):
         assert cgroups.available() == ("", f"{tmp_path} is not cgroup v2, and cgroup v1's folders are root's")
     finally:
         cgroups.available.cache_clear()
+
+
+def test_not_root_a_delegated_cgroup_that_holds_processes_is_said_so(tmp_path, monkeypatch):
+    """A delegated leaf (a terminal's scope: the shell and gradlab live in it) cannot enable controllers for a child
+    (the kernel answers EBUSY): the note says that, not a bare errno."""
+    import errno
+
+    base = _fake_cgroupfs(tmp_path, "/user.slice/app.slice/term.scope", writable=True)
+    monkeypatch.setattr(cgroups, "ROOT", tmp_path)
+    monkeypatch.setattr(cgroups, "_own", lambda hierarchy: "/user.slice/app.slice/term.scope")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+
+    def busy():
+        raise OSError(errno.EBUSY, os.strerror(errno.EBUSY))
+
+    monkeypatch.setattr(cgroups, "_v2_base", busy)
+    cgroups.available.cache_clear()
+    try:
+        assert cgroups.available() == ("", f"your cgroup {base} holds processes, gradlab's own at least, so no "
+                                           "controller can be enabled below it")
+    finally:
+        cgroups.available.cache_clear()

@@ -20,6 +20,7 @@ the group is then made exactly as for root. Elsewhere available() says which of 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import itertools
 import os
@@ -79,6 +80,9 @@ def available() -> tuple[str, str]:
     try:
         group = Group(memory=64 << 20, pids=8, cpus=1.0)
     except OSError as e:
+        if e.errno == errno.EBUSY and os.geteuid() != 0:  # a delegated leaf: gradlab (and its shell) live in it
+            return "", (f"your cgroup {ROOT / _own('').lstrip('/')} holds processes, gradlab's own at least, so no "
+                        "controller can be enabled below it")
         return "", f"no cgroup could be made ({e.strerror or e})"
     version = group.version
     group.remove()
