@@ -59,8 +59,9 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
 
     PATH may be a folder of submissions (the *.py files in it, each checked on its own), summed up in one table. A
     course's checks (a folder, --junit, --gradescope) take the exercise from the teacher, --exercise NAME or --course
-    FILE, never from the file's own '# gradlab-exercise:' line, and run only where submissions are isolated (as root
-    with bubblewrap, or a uid of its own); a student's own check of one file runs anywhere."""
+    FILE, never from the file's own '# gradlab-exercise:' line, and run only where submissions are isolated (bubblewrap:
+    as root, or not root in a user namespace of its own; or, as root, a uid of its own); a student's own check of one
+    file runs anywhere."""
     from gradlab.practice import commands
 
     return commands.check(path, exercise_name=exercise_name, course_path=course_path, json_path=json_path,
@@ -89,8 +90,9 @@ def grade(submissions: str, course_path: str | None, exercise_name: str | None, 
     gradebook import), feedback/STUDENT.md and .html (what
     each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
     grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
-    changed (all of them when the course's own exercises changed). Needs the isolated sandbox (root with bubblewrap,
-    or the uid fallback). Exit 0 when the class was graded."""
+    changed (all of them when the course's own exercises changed). Needs the isolated sandbox (bubblewrap: as root,
+    or not root where the kernel allows user namespaces; or, as root, the uid fallback). Exit 0 when the class was
+    graded."""
     from gradlab.practice.grade import grade_class
 
     return grade_class(submissions, course_path=course_path, exercise_name=exercise_name, out_dir=out_dir, seed=seed,

@@ -11,11 +11,16 @@ starts inside, none can leave (moving needs write access to a cgroup.procs file,
 
 available() says why not, in words, when neither can be used (no cgroupfs, not root, a v2 cgroup with processes of
 its own so that no controller can be enabled below it); the sandbox then runs without one and gradlab says so.
+
+Not root (the userns mode), only cgroup v2, and only where this process's own cgroup folder is delegated to its user
+(the folder, its cgroup.procs and cgroup.subtree_control writable: systemd does this for a unit with Delegate=yes);
+the group is then made exactly as for root. Elsewhere available() says which of these is missing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import itertools
 import os
@@ -50,14 +55,34 @@ def _v2_base() -> Path | None:
     return base
 
 
+def delegation_problem() -> str | None:
+    """Not root: why this process's cgroup v2 folder is not delegated to it, or None when it is."""
+    if not (ROOT / "cgroup.controllers").is_file():
+        return f"{ROOT} is not cgroup v2, and cgroup v1's folders are root's"
+    try:
+        base = ROOT / _own("").lstrip("/")
+    except OSError as e:
+        return str(e)
+    for path in (base, base / "cgroup.procs", base / "cgroup.subtree_control"):
+        if not os.access(path, os.W_OK):
+            return f"your cgroup {base} is not delegated to you ({path.name} is not writable)"
+    return None
+
+
 @functools.cache
 def available() -> tuple[str, str]:
-    """("v2" | "v1", "") when a group can be made here, else ("", why not): a group is made and removed to see."""
-    if os.name != "posix" or os.geteuid() != 0:
-        return "", "not root"
+    """("v2" | "v1", "") when a group can be made here, else ("", why not): a group is made and removed to see.
+    Not root: v2 in a delegated cgroup only (delegation_problem())."""
+    if os.name != "posix":
+        return "", "not POSIX"
+    if os.geteuid() != 0 and (problem := delegation_problem()):
+        return "", problem
     try:
         group = Group(memory=64 << 20, pids=8, cpus=1.0)
     except OSError as e:
+        if e.errno == errno.EBUSY and os.geteuid() != 0:  # a delegated leaf: gradlab (and its shell) live in it
+            return "", (f"your cgroup {ROOT / _own('').lstrip('/')} holds processes, gradlab's own at least, so no "
+                        "controller can be enabled below it")
         return "", f"no cgroup could be made ({e.strerror or e})"
     version = group.version
     group.remove()
@@ -73,6 +98,8 @@ class Group:
         self.dirs: list[Path] = []
         try:
             base = _v2_base()
+            if base is None and os.geteuid() != 0:
+                raise OSError(f"{ROOT} is not cgroup v2, and cgroup v1's folders are root's")
             if base is not None:
                 self.version = "v2"
                 self._make(base / name)

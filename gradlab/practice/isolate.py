@@ -3,7 +3,7 @@
 A course grades other people's code as root (Gradescope runs its autograder as root; so does a teacher's CI), so the
 submission's process must not be able to write anything gradlab reads or imports, see or signal gradlab or the
 other submissions, outlive its check, reach the network, or use more than a bounded number of processes, disk and
-time. Three modes; detect() picks the strongest this machine allows, once per process:
+time. Four modes; detect() picks the strongest this machine allows, once per process:
 
   bwrap  root, bubblewrap installed, namespaces allowed (Debian, Ubuntu, CI runners): the submission runs in new
          mount, pid, network, ipc and uts namespaces (no user namespace: run by root, one would map the sandbox's
@@ -17,18 +17,29 @@ time. Three modes; detect() picks the strongest this machine allows, once per pr
          every process of that uid is killed afterwards; the harness opens the loopback connections an exercise
          needs, then no new socket can be made (seccomp). It does NOT bound disk (what it writes in world-writable
          folders is removed afterwards) and cannot hide /proc (other processes' command lines are visible).
-  plain  anything else (a student's laptop: not root, macOS, Windows): a child process as the caller, with a time
-         limit, and on POSIX a memory limit, a file size limit and its own process group. Fine for checking one's
-         own code; gradlab refuses to write a course's files (--junit, --gradescope, a folder) from it.
+  userns not root, on Linux where `bwrap --unshare-user` works (the kernel allows unprivileged user namespaces: a
+         teacher's laptop): bwrap's sandbox as above, in a user namespace of its own too, run as the caller's own uid
+         (mapped to itself: no uid of its own, no capability inside). What root mode gets from a uid and a cgroup of
+         its own: processes, RLIMIT_NPROC set inside the new user namespace, which counts that namespace's tasks
+         alone where detect() finds the kernel counts it so (NPROC_PROBE; tests/test_userns.py measures it with the
+         same uid running more processes outside), and the pid namespace, whose init takes every process with it;
+         memory, CPU and processes as a whole from a cgroup where the caller's cgroup v2 folder is delegated to it
+         (cgroups.available()), else memory (RLIMIT_AS) and CPU time (RLIMIT_CPU) per process only, and one sandbox
+         at a time (pool.at_once()); files, the tmpfs sizes. What it can read is what bwrap binds, read-only: the
+         caller's other files (gradlab's references, the class) are not there.
+  plain  anything else (not root without bubblewrap or user namespaces, macOS, Windows): a child process as the
+         caller, with a time limit, and on POSIX a memory limit, a file size limit and its own process group. Fine for
+         checking one's own code; gradlab refuses to write a course's files (--junit, --gradescope, a folder) from it.
 
-In both isolated modes, stage 1 (gradlab/practice/stage1.py) sets the rlimits, drops to the sandbox's uid
-(UID_BASE + slot, a slot held by an flock across gradlab processes), empties every capability set, sets
-no_new_privs and a seccomp filter (gradlab/kit/seccomp.py), then execs the child. Inputs arrive on a memfd;
+In the isolated modes, stage 1 (gradlab/practice/stage1.py) sets the rlimits, drops to the sandbox's uid (UID_BASE +
+slot, a slot held by an flock across gradlab processes; userns: keeps the caller's), empties every capability set,
+sets no_new_privs and a seccomp filter (gradlab/kit/seccomp.py), then execs the child. Inputs arrive on a memfd;
 outputs and printed text leave through pipes that gradlab drains and caps. Every string that comes out (errors,
 tracebacks, printed text, file names) goes through sanitize() before a terminal, JUnit or Gradescope sees it.
 
-GRADLAB_SANDBOX=plain|uid|bwrap caps the mode (tests use it to check what happens without isolation); it never gives
-more isolation than the machine allows.
+GRADLAB_SANDBOX=plain|userns|uid|bwrap caps the mode (tests use it to check what happens without isolation): plain
+none; uid (root) no namespaces; userns (not root) the user-namespace mode, and as root nothing (plain); bwrap any. It
+never gives more isolation than the machine allows.
 """
 
 from __future__ import annotations
@@ -53,7 +64,7 @@ from pathlib import Path
 
 from gradlab.practice import cgroups
 
-MODES = ("plain", "uid", "bwrap")  # weakest to strongest
+MODES = ("plain", "userns", "uid", "bwrap")  # what GRADLAB_SANDBOX may name (userns: not root only)
 UID_BASE = int(os.environ.get("GRADLAB_SANDBOX_UID_BASE", "1600000"))  # sandbox uids: UID_BASE + slot
 SLOTS = 32  # concurrent sandboxes on one machine (across gradlab processes)
 LOCK_DIR = Path(os.environ.get("GRADLAB_SANDBOX_LOCKS", "/run/gradlab-sandbox"))
@@ -99,7 +110,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Detected:
-    mode: str  # plain | uid | bwrap
+    mode: str  # plain | userns | uid | bwrap
     why: str  # why not a stronger one ("" for bwrap)
 
     @property
@@ -108,9 +119,9 @@ class Detected:
 
 
 def detect() -> Detected:
-    """The strongest mode this machine allows (cached per process and per GRADLAB_SANDBOX): bwrap when the sandbox's
-    own bwrap options run `true` (about 5 ms), else uid when gradlab is root and a sandbox uid can run this Python but
-    not read gradlab's package, else plain."""
+    """The strongest mode this machine allows (cached per process and per GRADLAB_SANDBOX): as root, bwrap when the
+    sandbox's own bwrap options run `true` (about 5 ms), else uid when a sandbox uid can run this Python but not read
+    gradlab's package; not root, userns when the same options with --unshare-user run `true`; else plain."""
     return _detect(os.environ.get("GRADLAB_SANDBOX", "auto"))
 
 
@@ -123,7 +134,9 @@ def _detect(cap: str) -> Detected:
     if not sys.platform.startswith("linux"):
         return Detected("plain", f"not Linux ({sys.platform})")
     if os.geteuid() != 0:
-        return Detected("plain", "not root")
+        return _detect_userns(cap)
+    if cap == "userns":
+        return Detected("plain", "GRADLAB_SANDBOX=userns, and gradlab runs as root (userns is for other users)")
     problem = _lock_dir_problem()
     if problem:
         return Detected("plain", problem)
@@ -142,6 +155,48 @@ def _detect(cap: str) -> Detected:
     return Detected("plain", f"{why}; {problem}") if problem else Detected("uid", why)
 
 
+def _detect_userns(cap: str) -> Detected:
+    """Not root: the userns mode where bubblewrap can make a user namespace, as the caller, with the sandbox's own
+    namespaces (a kernel or an AppArmor policy may refuse unprivileged user namespaces: the probe says), and where
+    RLIMIT_NPROC set inside it counts that namespace's tasks alone (NPROC_PROBE; else a sandbox's processes could not
+    be bounded, and the teacher's own would count against it)."""
+    if cap == "uid":
+        return Detected("plain", "GRADLAB_SANDBOX=uid, and the uid fallback needs root")
+    if not shutil.which("bwrap"):
+        return Detected("plain", "not root, and no bwrap on PATH")
+    binds = [a for tree in python_trees() for a in ("--ro-bind", tree, tree)]
+    try:
+        r = subprocess.run(["bwrap", *_namespaces(user=True), *_system_binds(), "--proc", "/proc", "--dev", "/dev",
+                            "--size", "1048576", "--tmpfs", "/tmp", *binds, sys.executable, "-I", "-S", "-c",
+                            NPROC_PROBE], capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return Detected("plain", f"not root, and bwrap --unshare-user failed: {e}")
+    said = " ".join(r.stderr.decode(errors="replace").split())[:200]
+    if r.stdout.strip() == b"per user":
+        return Detected("plain", "not root, and this kernel counts RLIMIT_NPROC per user, not per user namespace "
+                                 ": a sandbox's processes cannot be bounded without a uid of its own")
+    if r.returncode != 0 or r.stdout.strip() != b"per namespace":
+        return Detected("plain", f"not root, and bwrap --unshare-user failed: {said}")
+    return Detected("userns", "not root")
+
+
+# In a new user namespace (its init, bwrap's, and this process: 2 tasks), RLIMIT_NPROC 3 lets one fork through when the
+# kernel counts the namespace's tasks alone, and none when it counts every process of the uid (gradlab, bwrap and the
+# init at least, outside).
+NPROC_PROBE = """import os, resource
+resource.setrlimit(resource.RLIMIT_NPROC, (3, 3))
+try:
+    pid = os.fork()
+except BlockingIOError:
+    print("per user")
+else:
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("per namespace")
+"""
+
+
 def not_isolated_message(found: Detected | None = None) -> str | None:
     """One line on what the mode leaves open and how to get full isolation; None in bwrap mode with a cgroup per
     sandbox."""
@@ -151,13 +206,33 @@ def not_isolated_message(found: Detected | None = None) -> str | None:
                                                          "together are bounded in neither memory nor CPU")
     if found.mode == "bwrap":
         return f"submissions run in bubblewrap{unbounded}" if unbounded else None
+    if found.mode == "userns":
+        return userns_message(cgroup, why_not)
     install = ("run gradlab as root with bubblewrap installed (apt-get install bubblewrap) where namespaces are "
                "allowed (Docker: --cap-add SYS_ADMIN --security-opt seccomp=unconfined)")
     if found.mode == "uid":
         return (f"submissions run under a uid of their own with limits and seccomp, but no namespaces here "
                 f"({found.why}): they can see other processes and fill the disk{unbounded}; for full isolation "
                 f"{install}")
+    if os.name == "posix" and os.geteuid() != 0 and sys.platform.startswith("linux"):
+        install = ("install bubblewrap (apt-get install bubblewrap) where the kernel allows unprivileged user "
+                   "namespaces, or run gradlab as root with it")
     return f"submissions run unisolated ({found.why}); to isolate them {install}"
+
+
+def userns_message(cgroup: str, why_not: str, limits: Limits | None = None) -> str:
+    """The userns mode in one line: what holds for a sandbox as a whole, and what per process only."""
+    limits = limits or Limits()
+    start = ("submissions run in bubblewrap in a user namespace of their own, as you (not root): they see only what is "
+             "bound in, read-only, and their own processes, and have no network; ")
+    if cgroup:
+        return start + (f"a cgroup bounds each sandbox as a whole ({limits.group_memory >> 30} GB of memory, "
+                        f"{limits.cpus:g} CPUs, {limits.nproc} processes and threads)")
+    return start + (f"no cgroup here ({why_not}): each sandbox is bounded as a whole in processes and threads "
+                    f"({limits.nproc}, counted in its user namespace), files (tmpfs) and time, but in memory "
+                    f"({limits.memory >> 30} GB) and CPU time only per process, so they run one at a time; for a "
+                    "cgroup per sandbox run gradlab where your cgroup v2 folder is delegated to you, or as root with "
+                    "bubblewrap")
 
 
 def uid_mode_problem() -> str | None:
@@ -378,11 +453,12 @@ def clean_as_uid(uid: int, roots: tuple[str, ...] = SHARED_TMP, timeout_s: float
 
 # -------------------------------------------------------------------------------------------------- the bwrap argv
 
-def _namespaces() -> list[str]:
+def _namespaces(user: bool = False) -> list[str]:
     # not --unshare-all: run by root it implies --unshare-user-try, and a user namespace maps the sandbox's uid to
-    # root outside; without one, the sandbox's processes are an ordinary, unprivileged uid of the host
-    return ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session"]
+    # root outside; without one, the sandbox's processes are an ordinary, unprivileged uid of the host. USER (userns
+    # mode, not root): a user namespace too, the caller's uid mapped to itself
+    return [*(["--unshare-user"] if user else []), "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
 
 
 def _system_binds() -> list[str]:
@@ -441,15 +517,17 @@ def _etc_files(uid: int) -> dict[str, bytes]:
             "/etc/nsswitch.conf": b"passwd: files\ngroup: files\nhosts: files\n"}  # no DNS: no resolv.conf at all
 
 
-def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[int], env: dict[str, str]) -> list[str]:
+def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[int], env: dict[str, str],
+                  user: bool = False) -> list[str]:
     """bwrap's options (passed through --args, so the sandbox's /proc/1/cmdline shows none of them). Data files
-    become memfds appended to FDS."""
+    become memfds appended to FDS. USER: the userns mode (not root: a user namespace, UID the caller's own, no
+    capability at all; stage 1 changes no uid)."""
     def data(content: bytes) -> str:
         fds.append(_memfd(content, "gradlab-data"))
         return str(fds[-1])
 
-    a = [*_namespaces(), "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
-         "--cap-add", "CAP_SETPCAP", "--hostname", "sandbox"]  # the capabilities stage 1 needs, then drops
+    caps = [] if user else ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+    a = [*_namespaces(user), "--cap-drop", "ALL", *caps, "--hostname", "sandbox"]  # what stage 1 needs, then drops
     a += _system_binds()
     for path, content in _etc_files(uid).items():
         a += ["--perms", "0444", "--ro-bind-data", data(content), path]
@@ -494,7 +572,9 @@ def init_stubs(package: dict[str, str]) -> list[str]:
     return sorted(f"{d}/__init__.py" for d in dirs if f"{d}/__init__.py" not in package)
 
 
-def _stage1(uid: int, limits: Limits, keep_fds: list[int], pkg: str, cgroup_fds: list[int]) -> list[str]:
+def _stage1(uid: int | None, limits: Limits, keep_fds: list[int], pkg: str, cgroup_fds: list[int]) -> list[str]:
+    """Stage 1's command line; UID None (userns): it keeps the caller's uid, and RLIMIT_NPROC, set inside the new
+    user namespace, counts that namespace's tasks alone."""
     spec = {"uid": uid, "gid": uid, "keep_fds": keep_fds, "cgroup_fds": cgroup_fds, "rlimits": {
         "CORE": 0, "AS": limits.memory, "FSIZE": limits.fsize, "NOFILE": limits.nofile, "NPROC": limits.nproc,
         # CPU seconds per process: an orphan that outlives a gradlab killed mid-check (uid mode) stops burning
@@ -559,7 +639,7 @@ def run(command: list[str], *, package: dict[str, str], inputs: bytes, limits: L
     if _STOPPING.is_set():
         raise RuntimeError("gradlab is stopping: no new sandbox is started")
     started = time.monotonic()
-    slot = Slot(mode) if mode != "plain" else None
+    slot = Slot(mode) if mode in ("uid", "bwrap") else None  # userns: the caller's uid, no slot
     uid = slot.uid if slot else None
     fds: list[int] = []  # what the process inherits, closed here once it started
     state: dict = {"stopped": None, "proc": None, "group": None, "work": None, "cleaned": False}
@@ -646,7 +726,8 @@ class _Launch:
 
 def _launch(mode: str, command: list[str], *, uid: int | None, limits: Limits, package: dict[str, str],
             inputs: bytes, env: dict[str, str], out_w: int | None, fds: list[int], group_fds: list[int]) -> _Launch:
-    """How COMMAND starts in MODE; the fds it must inherit are added to FDS."""
+    """How COMMAND starts in MODE; the fds it must inherit are added to FDS. UID: the sandbox's (None: userns, the
+    caller's own)."""
     base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
                 "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1",
                 "PYTHONIOENCODING": "utf-8:backslashreplace", **env}
@@ -655,8 +736,9 @@ def _launch(mode: str, command: list[str], *, uid: int | None, limits: Limits, p
     in_fd = _memfd(inputs, "gradlab-inputs")
     fds.append(in_fd)
     base_env |= {"GRADLAB_IN": f"fd:{in_fd}", "GRADLAB_OUT": f"fd:{out_w}", "GLOO_SOCKET_IFNAME": "lo"}
-    if mode == "bwrap":
-        options = bwrap_options(uid, limits, package, fds, {**base_env, "HOME": BOX, "TMPDIR": "/tmp"})
+    if mode in ("bwrap", "userns"):
+        options = bwrap_options(uid if uid is not None else os.getuid(), limits, package, fds,
+                                {**base_env, "HOME": BOX, "TMPDIR": "/tmp"}, user=mode == "userns")
         args_fd = _memfd(b"".join(s.encode() + b"\0" for s in options), "bwrap-args")
         fds.append(args_fd)
         launch = _Launch(cmd=["bwrap", "--args", str(args_fd), "--",
@@ -792,9 +874,9 @@ def _kill(proc: subprocess.Popen, mode: str) -> None:
     if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
-        if mode == "bwrap":  # the namespace's init first: the kernel kills all of the namespace with it, and the outer
-            for pid in _children(proc.pid):  # bwrap reaps it (killing the outer one first leaves the init to the
-                os.kill(pid, signal.SIGKILL)  # host's init to reap)
+        if mode in ("bwrap", "userns"):  # the namespace's init first: the kernel kills all of the namespace with it,
+            for pid in _children(proc.pid):  # and the outer bwrap reaps it (killing the outer one first leaves the
+                os.kill(pid, signal.SIGKILL)  # init to the host's init to reap)
             proc.wait(1)
         elif mode == "plain" and os.name == "posix":
             os.killpg(proc.pid, signal.SIGKILL)

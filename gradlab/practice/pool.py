@@ -1,5 +1,6 @@
-"""Grading many submissions: two at a time, each in its own sandbox, stopped at once by Ctrl-C or SIGTERM. `gradlab
-check FOLDER` and `gradlab grade` both grade through grade_all().
+"""Grading many submissions: two at a time (one in the userns mode without a cgroup: at_once()), each in its own
+sandbox, stopped at once by Ctrl-C or SIGTERM. `gradlab check FOLDER` and `gradlab grade` both grade through
+grade_all().
 
 Only the calling (main) thread starts a check, and it waits in short slices, so a stop signal is seen within one
 slice, wherever it landed, and before another check starts: after Ctrl-C no queued submission starts. The running
@@ -45,7 +46,7 @@ class _Done:
 
 def grade_all(submissions: list[Submission], seed: int,
               each: Callable[[int, Result, float], None] | None = None) -> Graded:
-    """Every submission's Result (check.result_of: one file's trouble never stops the others), AT_ONCE at a time;
+    """Every submission's Result (check.result_of: one file's trouble never stops the others), at_once() at a time;
     EACH(index, result, seconds), in this thread, as each ends. Ctrl-C or SIGTERM (a KeyboardInterrupt here, or one
     a check raised) stops it at once: no other check starts, the running ones are killed, and what was graded comes
     back with the signal's number."""
@@ -63,13 +64,19 @@ def grade_all(submissions: list[Submission], seed: int,
         return Graded(results, getattr(e, "signum", 2))
 
 
+def at_once() -> int:
+    """AT_ONCE, or 1 in the userns mode without a cgroup (isolate.userns_message): nothing there bounds a sandbox's CPU
+    as a whole, so a CPU flood in one would starve the right answer beside it."""
+    return 1 if isolate.detect().mode == "userns" and not isolate.cgroups.available()[0] else AT_ONCE
+
+
 def _grade(submissions: list[Submission], seed: int, each, results: list[Result | None],
            ended: queue.SimpleQueue) -> None:
-    """The loop of grade_all(): start checks while fewer than AT_ONCE run, and take each one's end, filling RESULTS;
+    """The loop of grade_all(): start checks while fewer than at_once() run, and take each one's end, filling RESULTS;
     it wakes every WAKE_S to see a signal (one delivered to another thread is seen only when this one runs)."""
-    waiting, running = deque(range(len(submissions))), 0
+    waiting, running, most = deque(range(len(submissions))), 0, at_once()
     while waiting or running:
-        while waiting and running < AT_ONCE:
+        while waiting and running < most:
             index = waiting.popleft()
             threading.Thread(target=_work, args=(index, submissions[index], seed, ended), daemon=True).start()
             running += 1

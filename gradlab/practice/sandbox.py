@@ -1,11 +1,11 @@
 """The submission's process, seen from gradlab: which of gradlab's files it gets, how it is started, and what comes
 back, checked before anything of gradlab's uses it.
 
-The process runs gradlab/practice/child.py through gradlab/practice/isolate.py (bubblewrap, a uid of its own, or a
-plain child process: isolate.detect()). It gets only the child, the exercise's harness module and what the harness
-imports of gradlab (gradlab.kit.harness and the seccomp filter it installs: SHARED), found by reading its imports;
-never the references, the known mistakes or the model answers. It is started at once, so that it imports torch while
-gradlab computes the references.
+The process runs gradlab/practice/child.py through gradlab/practice/isolate.py (bubblewrap, as root or in a user
+namespace of its own; a uid of its own; or a plain child process: isolate.detect()). It gets only the child, the
+exercise's harness module and what the harness imports of gradlab (gradlab.kit.harness and the seccomp filter it
+installs: SHARED), found by reading its imports; never the references, the known mistakes or the model answers. It
+is started at once, so that it imports torch while gradlab computes the references.
 
 Everything that comes back is untrusted: plain data (gradlab/practice/wire.py: JSON and raw tensor bytes, read in time
 linear in their size, within a size cap; never a pickle, which can be made to hold gradlab for hours); then its
