@@ -474,7 +474,7 @@ def test_an_own_exercise_gets_a_starter(own_course, tmp_path):
     (lambda c: (c / "linreg" / "__init__.py").write_text("EXERCISES = []\n"), "declares no EXERCISES"),
     (lambda c: (c / "linreg" / "checks.py").write_text((c / "linreg" / "checks.py").read_text().replace(
         '    """Autograd\'s gradient', '    undefined_name\n    """Autograd\'s gradient')),
-     "linreg.mse_grad's inputs or reference failed"),
+     "the course's own exercise linreg.mse_grad is broken"),
 ])
 def test_a_bad_own_folder_is_one_line(own_course, change, fragment):
     change(own_course)

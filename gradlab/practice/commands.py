@@ -15,7 +15,7 @@ from rich.text import Text
 
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.result import Result, Table
-from gradlab.practice import all_exercises, course, grading, isolate, listing, pool, submission
+from gradlab.practice import all_exercises, course, grading, isolate, listing, own, pool, submission
 from gradlab.practice.check import installed_torch, stopped_result
 from gradlab.practice.starter import starter
 from gradlab.report import console as report
@@ -81,6 +81,9 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
     if course_check and not quiet:
         console.print(f"inputs drawn with seed {seed} (gradlab check … --seed {seed} draws them again)",
                       markup=False, highlight=False)
+    for note in own.ready([i.exercise for i in items or []], seed, f"--course {course_path}"):  # a teacher's own
+        if not quiet:
+            console.print(f"gradlab: note: {note}", markup=False, highlight=False)
     graded = pool.grade_all(todo, seed)
     why = "not graded: gradlab was stopped before this file's check ended"
     results = [r if r is not None else stopped_result(s.exercise, s.shown, why, seed)
