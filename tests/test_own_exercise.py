@@ -123,3 +123,21 @@ def test_inputs_that_differ_between_two_seeds_are_said(course):
     [note] = own.ready(["linreg.mse_grad"], 3, "c")
     assert "linreg.mse_grad's inputs differ between seed 0 and seed 3 (only on seed 0: 'large X' (grad)" in note
     assert own.ready(["mnist.sgd_step"], 3, "c") == []  # gradlab's own exercises are not the teacher's
+
+
+def test_a_course_folder_unreadable_to_other_users_still_runs_its_harness(course, tmp_path):
+    """The docs ask for `chmod -R o-rwx` on the course folder (and gradlab's package): the harness bound into the
+    sandbox is still readable there by the submission's uid (bubblewrap binds its bytes, 0444), so a right answer
+    passes instead of failing on a PermissionError in every student's check."""
+    import os
+    import subprocess
+
+    from conftest import require_sandbox
+
+    require_sandbox("bwrap")
+    for path in [course, *course.rglob("*")]:
+        os.chmod(path, 0o750 if path.is_dir() else 0o640)
+    proc = subprocess.run([sys.executable, "-m", "gradlab", "check", str(tmp_path / "mse_grad.py"), "--course",
+                           str(course / "course.toml"), "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
