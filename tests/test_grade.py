@@ -190,6 +190,16 @@ def test_the_class_page_ranks_mistakes_and_escapes_what_students_chose():
     assert re.fullmatch(r"script_alert_1_script-[0-9a-f]{8}", slug[evil]) and slug["alice"] == "alice"
 
 
+def test_apostrophes_are_not_quotes_when_the_class_page_masks_a_diagnosis():
+    """One mistake is one row whatever its numbers and quoted inputs: an apostrophe (the student's, don't, the
+    students') is text, not a quote that masks everything up to the next one."""
+    said = ("the student's ∂cost/∂w is {} × the expected on input '{}' (don't sum: the students' usual slip), "
+            "'{}' too")
+    texts = [said.format(2.5, "a batch of 64", "one sample"), said.format(3.25, "a wide X (N < D)", "x's copy")]
+    assert {feedback.mistake_of({"passed": False, "stopped": None, "diagnosis": d}) for d in texts} == {
+        "the student's ∂cost/∂w is … × the expected on input '…' (don't sum: the students' usual slip), '…' too"}
+
+
 @pytest.mark.parametrize("order", [1, -1])
 def test_no_name_takes_another_students_feedback_file(order):
     """!alice (a folder listed before alice) was given feedback/alice.md, and alice alice-2.md."""
