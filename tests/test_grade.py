@@ -351,7 +351,7 @@ GLOO = {"clip.clip_across_ranks", "ddp.sync_gradients", "ddp.average_gradients"}
 @pytest.mark.parametrize("name", [n for n in all_exercises() if n not in GLOO])
 def test_every_answer_explain_prints_is_flagged(name):
     """What `gradlab LESSON --explain` prints, used as it is: a function that passes an exercise's check must be
-    flagged by printed_answer (gradlab grade then tells the teacher), or a graded exercise's answer ships unsaid."""
+    flagged by lesson_answer_note (gradlab grade then tells the teacher), or a graded exercise's answer ships unsaid."""
     import inspect
 
     from gradlab.lessons import LESSONS
@@ -377,7 +377,7 @@ def test_every_answer_explain_prints_is_flagged(name):
                 continue
             if judge(exercise, Reference(checks, cases, refs), {"ok": True, "outputs": outputs}).exit_code == 0:
                 passing.append(shown)
-    assert not passing or course.printed_answer(name), (name, passing)
+    assert not passing or course.lesson_answer_note(name), (name, passing)
 
 
 def test_model_answers_are_left_out_of_the_wheel():

@@ -41,7 +41,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
 
     if not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup: as check says it
         say(f"gradlab: note: {note}")
-    for note in filter(None, (course.printed_answer(name) for name in dict.fromkeys(i.exercise for i in items))):
+    for note in filter(None, map(course.lesson_answer_note, dict.fromkeys(i.exercise for i in items))):
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
