@@ -141,3 +141,18 @@ def test_a_course_folder_unreadable_to_other_users_still_runs_its_harness(course
                            str(course / "course.toml"), "--json", str(tmp_path / "r.json")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout[-2000:], proc.stderr[-2000:])
+
+
+def test_gradlab_exercises_lists_a_courses_own_exercises_beside_gradlabs(course, tmp_path):
+    import json
+
+    plain = json.loads(invoke("exercises", "--json", "-").stdout)
+    out = invoke("exercises", "--course", str(course / "course.toml"), "--json", "-")
+    assert out.exit_code == 0, out.output
+    listed = json.loads(out.stdout)
+    assert listed[:len(plain)] == plain and [e["name"] for e in listed[len(plain):]] == ["linreg.mse_grad"]
+    assert listed[-1]["what"].startswith("the gradient of linear regression's mean squared error")
+    assert "linreg.mse_grad" not in {e["name"] for e in plain}
+    table = invoke("exercises", "--course", str(course / "course.toml"), terminal_width=200)
+    assert "linreg.mse_grad" in table.stdout
+    assert_one_line_error(invoke("exercises", "--course", str(tmp_path / "none.toml")), "none.toml")

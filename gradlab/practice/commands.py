@@ -23,8 +23,11 @@ from gradlab.report.files import STDOUT, check_writable, write_bytes
 from gradlab.version import __version__
 
 
-def list_exercises(json_path: str | None) -> int:
-    """`gradlab exercises`: the table of every exercise, or the list as JSON in JSON_PATH (- for standard output)."""
+def list_exercises(json_path: str | None, *, course_path: str | None = None) -> int:
+    """`gradlab exercises`: the table of every exercise, or the list as JSON in JSON_PATH (- for standard output);
+    with COURSE_PATH, the course's own exercises too (course.read adds them)."""
+    if course_path is not None:
+        course.read(course_path)
     items = listing()
     if json_path:
         check_writable(json_path, "--json")
