@@ -156,3 +156,27 @@ def test_gradlab_exercises_lists_a_courses_own_exercises_beside_gradlabs(course,
     table = invoke("exercises", "--course", str(course / "course.toml"), terminal_width=200)
     assert "linreg.mse_grad" in table.stdout
     assert_one_line_error(invoke("exercises", "--course", str(tmp_path / "none.toml")), "none.toml")
+
+
+@pytest.mark.parametrize("seed", [0, 7, 123456])
+def test_the_examples_fixed_edge_case_fails_a_nan_answer_on_every_seed(course, seed):
+    """The example's perfect fit is there whatever the seed: an answer that divides by the residuals' norm is right
+    on every drawn input and NaN there, and fails on every seed (as the reference page says)."""
+    from gradlab.practice import checks_of
+    from gradlab.practice import course as courses
+    from gradlab.practice.judge import Reference, judge
+
+    def normalised(w, b, X, y):
+        r = X @ w + b - y
+        size = r.norm()
+        r = r / size * size  # the direction times the length: r again, except where the length is 0
+        return 2 * X.T @ r / len(y), 2 * r.mean()
+
+    courses.read(str(course / "course.toml"))
+    exercise = all_exercises()["linreg.mse_grad"]
+    checks = checks_of(exercise)
+    cases = checks.cases(seed)
+    result = judge(exercise, Reference(checks, cases, [checks.run(None, c) for c in cases]),
+                   {"ok": True, "outputs": [checks.call(normalised, c) for c in cases]}, seed)
+    failed = [row[0] for row in result.tables[0].rows if row[3] == "✗"]
+    assert failed == ["a perfect fit (every residual 0)"] and result.exit_code == 1
