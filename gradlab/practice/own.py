@@ -146,7 +146,7 @@ def self_test(name: str, seed: int, where: str) -> None:
     if isinstance(error, GradlabError):
         raise GradlabError(f"{where}: {error}") from None
     if error is not None:
-        raise _broken(where, name, doing["what"], _at(error, folder), _why(error), _fix(error)) from None
+        raise _broken(where, name, doing["what"], _at(error, folder), _why(error), _fix(error, doing["what"])) from None
 
 
 def _test(exercise: Exercise, seed: int, doing: dict) -> None:
@@ -310,12 +310,16 @@ def _why(e: BaseException) -> str:
     return " ".join(f"{type(e).__name__}: {text}".split())[:300]
 
 
-def _fix(e: BaseException) -> str:
-    """What to change for E: the vocabulary's fields are keywords; otherwise fix the line named."""
+def _fix(e: BaseException, doing: str = "") -> str:
+    """What to change for E (raised while DOING): the vocabulary's fields are keywords; a reference or a known
+    mistake that returns what the harness cannot read (the harness's Returned) is to return what a right answer
+    does; otherwise fix the line named."""
     found = POSITIONAL.match(str(e)) if isinstance(e, TypeError) else None
     if found:
         return (f"{found[1]}(...) takes keywords only: write each field by its name, e.g. Exercise(function=..., "
                 "level=..., what=..., signature=..., doc=...)")
+    if type(e).__name__ == "Returned" and doing.startswith(("the reference", "the known mistake")):
+        return f"{doing.split(' on input')[0]} must return what a right answer returns (as harness.py's call reads it)"
     return "fix it there"
 
 
