@@ -113,7 +113,8 @@ def _seed_note(name: str, seed: int) -> list[str]:
     new = ", ".join(f"{label!r} ({kind})" for label, kind in sorted(cases[seed] - cases[0]))
     return [f"{name}'s inputs differ between seed 0 and seed {seed} (only on seed 0: {gone or 'none'}; only on seed "
             f"{seed}: {new or 'none'}): an edge case drawn from the seed is not checked on every seed; give the edge "
-            "cases that must always be checked fixed values in harness.py (see the docs, reference/own-exercise)"]
+            "cases that must always be checked fixed values in harness.py (the docs' page 'A teacher's own exercise: "
+            "the API', 'Edge cases on every seed')"]
 
 
 def self_test(name: str, seed: int, where: str) -> None:
