@@ -19,6 +19,14 @@ without the code), after a line that says where it comes from:
 The docstring says what the reader of the code needs; the tutorial's story and the sources are the page's own
 prose, around the block.
 
+A fields block holds a dataclass's fields (a teacher's own exercise is written with them) as a table read from its
+source: name, type, default, and the comment that declares what the field means:
+
+    <!-- fields: gradlab.kit.exercise.Exercise -->
+    | field | type | default | meaning |
+    ...
+    <!-- /fields -->
+
 Nothing in those blocks is typed by hand. `python scripts/readme.py --check` lists the blocks and exits 1 when a
 command does not parse (unknown lesson or option), without running anything; `--only TEXT` re-runs only the run
 blocks whose command contains TEXT and keeps the others as they are (doc blocks are always rewritten: they cost
@@ -27,12 +35,16 @@ nothing).
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import io
 import os
 import re
 import shlex
 import subprocess
 import sys
 import time
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +52,7 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n)```\n(?P<out>.*?)```\n(<!-- /run -->)", re.S)
 DOC = re.compile(r"(<!-- doc: (?P<lesson>[\w-]+) -->\n)(?P<out>.*?)(<!-- /doc -->)", re.S)
+FIELDS = re.compile(r"(<!-- fields: (?P<cls>[\w.]+) -->\n)(?P<out>.*?)(<!-- /fields -->)", re.S)
 WIDTH = "110"
 
 
@@ -54,6 +67,48 @@ def blocks(text: str) -> list[re.Match]:
 
 def doc_blocks(text: str) -> list[re.Match]:
     return list(DOC.finditer(text))
+
+
+def field_blocks(text: str) -> list[re.Match]:
+    return list(FIELDS.finditer(text))
+
+
+def fields_table(path: str) -> str:
+    """The fields of the dataclass PATH (module.Class) as a Markdown table, read from its source without importing
+    it: name, type, default ("required" when none) and meaning (the comment on the field's line, else the comment
+    lines right above it). A field without one stops `make docs`: what a field means is said where it is declared."""
+    module, _, name = path.rpartition(".")
+    source = Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8")
+    cls = next(n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name == name)
+    comments = {tok.start[0]: (tok.string.lstrip("#").strip(), tok.line.lstrip().startswith("#"))
+                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
+    rows = ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for node in cls.body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        meaning = [comments[n][0] for n in range(node.lineno, node.end_lineno + 1) if n in comments]
+        above, n = [], node.lineno - 1
+        while not meaning and n in comments and comments[n][1]:
+            above.insert(0, comments[n][0])
+            n -= 1
+        meaning = " ".join(meaning or above)
+        if not meaning:
+            raise SystemExit(f"readme: {path}.{node.target.id} has no comment saying what it means")
+        rows.append(f"| `{node.target.id}` | `{ast.get_source_segment(source, node.annotation)}` | "
+                    f"{_default(source, node.value)} | {meaning.replace('|', chr(92) + '|')} |")
+    return "\n".join(rows) + "\n"
+
+
+def _default(source: str, value: ast.expr | None) -> str:
+    if value is None:
+        return "required"
+    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "field":
+        for k in value.keywords:
+            if k.arg == "default_factory":
+                return {"dict": "`{}`", "list": "`[]`"}.get(getattr(k.value, "id", ""), f"`{k.value.id}()`")
+            if k.arg == "default":
+                value = k.value
+    return f"`{ast.get_source_segment(source, value)}`"
 
 
 def all_blocks() -> list[tuple[Path, re.Match]]:
@@ -105,6 +160,7 @@ def rewrite(page: Path, only: str | None) -> int:
     out.append(text[last:])
     text = "".join(out)
     text = DOC.sub(lambda m: m.group(1) + lesson_doc(m["lesson"]) + m.group(4), text)
+    text = FIELDS.sub(lambda m: m.group(1) + fields_table(m["cls"]) + m.group(4), text)
     page.write_text(text, encoding="utf-8")
     return n
 

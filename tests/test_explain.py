@@ -110,7 +110,7 @@ def test_explain_shows_no_model_answer(lesson):
     printed = doc + "\n" + "\n".join(s.code for s in snippets)
     assert not shown_answers(printed), f"gradlab {lesson} --explain full prints these answers: {shown_answers(printed)}"
     # an exercise's function by its name, or a lesson function known to answer one under another name
-    exercised = {course.PRINTED_AS.get(n, e.function) for n, e in all_exercises().items() if e.lesson == lesson}
+    exercised = {course.ANSWERED_BY.get(n, e.function) for n, e in all_exercises().items() if e.lesson == lesson}
     assert not exercised & {s.name for s in snippets}, "EXPLAIN names a function that answers an exercise"
 
 

@@ -190,6 +190,16 @@ def test_the_class_page_ranks_mistakes_and_escapes_what_students_chose():
     assert re.fullmatch(r"script_alert_1_script-[0-9a-f]{8}", slug[evil]) and slug["alice"] == "alice"
 
 
+def test_apostrophes_are_not_quotes_when_the_class_page_masks_a_diagnosis():
+    """One mistake is one row whatever its numbers and quoted inputs: an apostrophe (the student's, don't, the
+    students') is text, not a quote that masks everything up to the next one."""
+    said = ("the student's ∂cost/∂w is {} × the expected on input '{}' (don't sum: the students' usual slip), "
+            "'{}' too")
+    texts = [said.format(2.5, "a batch of 64", "one sample"), said.format(3.25, "a wide X (N < D)", "x's copy")]
+    assert {feedback.mistake_of({"passed": False, "stopped": None, "diagnosis": d}) for d in texts} == {
+        "the student's ∂cost/∂w is … × the expected on input '…' (don't sum: the students' usual slip), '…' too"}
+
+
 @pytest.mark.parametrize("order", [1, -1])
 def test_no_name_takes_another_students_feedback_file(order):
     """!alice (a folder listed before alice) was given feedback/alice.md, and alice alice-2.md."""
@@ -358,7 +368,7 @@ GLOO = {"clip.clip_across_ranks", "ddp.sync_gradients", "ddp.average_gradients"}
 @pytest.mark.parametrize("name", [n for n in all_exercises() if n not in GLOO])
 def test_every_answer_explain_prints_is_flagged(name):
     """What `gradlab LESSON --explain` prints, used as it is: a function that passes an exercise's check must be
-    flagged by printed_answer (gradlab grade then tells the teacher), or a graded exercise's answer ships unsaid."""
+    flagged by lesson_answer_note (gradlab grade then tells the teacher), or a graded exercise's answer ships unsaid."""
     import inspect
 
     from gradlab.lessons import LESSONS
@@ -384,7 +394,7 @@ def test_every_answer_explain_prints_is_flagged(name):
                 continue
             if judge(exercise, Reference(checks, cases, refs), {"ok": True, "outputs": outputs}).exit_code == 0:
                 passing.append(shown)
-    assert not passing or course.printed_answer(name), (name, passing)
+    assert not passing or course.lesson_answer_note(name), (name, passing)
 
 
 def test_model_answers_are_left_out_of_the_wheel():
@@ -491,7 +501,7 @@ def test_an_own_exercise_gets_a_starter(own_course, tmp_path):
     (lambda c: (c / "linreg" / "__init__.py").write_text("EXERCISES = []\n"), "declares no EXERCISES"),
     (lambda c: (c / "linreg" / "checks.py").write_text((c / "linreg" / "checks.py").read_text().replace(
         '    """Autograd\'s gradient', '    undefined_name\n    """Autograd\'s gradient')),
-     "linreg.mse_grad's inputs or reference failed"),
+     "the course's own exercise linreg.mse_grad is broken"),
 ])
 def test_a_bad_own_folder_is_one_line(own_course, change, fragment):
     change(own_course)

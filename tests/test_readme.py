@@ -53,6 +53,39 @@ def test_every_lesson_page_holds_its_docstring_as_make_docs_pastes_it():
         assert m["out"] == readme.lesson_doc(m["lesson"]), f"{page.relative_to(REPO)} drifted: run `make docs`"
 
 
+def test_the_own_exercise_reference_holds_every_field_as_the_dataclasses_declare_it():
+    """One source: the fields a teacher's own exercise is written with (name, type, default, meaning) are the
+    dataclasses' own, pasted by `make docs`; a field whose declaration says nothing of what it means stops it."""
+    fields = [(page, m) for page, text in PAGES.items() for m in readme.field_blocks(text)]
+    page = REPO / "docs" / "reference" / "own-exercise.md"
+    assert {m["cls"].rpartition(".")[2] for p, m in fields if p == page} >= {"Exercise", "Harness", "Checks", "Mistake"}
+    for where, m in fields:
+        assert m["out"] == readme.fields_table(m["cls"]), f"{where.relative_to(REPO)} drifted: run `make docs`"
+    import dataclasses
+
+    from gradlab.kit.exercise import Checks, Exercise, Mistake
+    from gradlab.kit.harness import Harness
+
+    for cls in (Exercise, Harness, Checks, Mistake):  # every field has its row
+        table = readme.fields_table(f"{cls.__module__}.{cls.__name__}")
+        assert [f.name for f in dataclasses.fields(cls)] == re.findall(r"^\| `(\w+)` \|", table, re.M)
+
+
+def test_a_field_without_a_meaning_stops_make_docs(tmp_path, monkeypatch):
+    (tmp_path / "undocumented.py").write_text("from dataclasses import dataclass\n\n\n@dataclass\nclass A:\n"
+                                              "    said: int = 1  # what it is\n    unsaid: str = ''\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit, match=r"undocumented\.A\.unsaid has no comment"):
+        readme.fields_table("undocumented.A")
+
+
+def test_the_edge_case_the_own_exercise_reference_shows_is_the_examples():
+    """The page's code is the worked example's, line for line (the example is what the tests run)."""
+    page = (REPO / "docs" / "reference" / "own-exercise.md").read_text(encoding="utf-8")
+    shown = re.search(r"```python\n(.*?)```", page, re.S)[1]
+    assert shown in (REPO / "examples" / "own-exercise" / "linreg" / "harness.py").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("block", BLOCKS, ids=IDS)
 def test_every_readme_command_parses(block):
     name, *args = readme.command_args(block["cmd"])

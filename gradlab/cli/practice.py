@@ -10,11 +10,13 @@ import click
 @click.command(short_help="The exercises: the gradient code a student writes, checked by `gradlab check`.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="Write the list as JSON objects (name, lesson, function, level, what) to this file (- for stdout).")
-def exercises(json_path: str | None) -> int:
+@click.option("--course", "course_path", type=click.Path(dir_okay=False), default=None,
+              help="A course file: its own exercises (its `own` folders) are listed too, after gradlab's.")
+def exercises(json_path: str | None, course_path: str | None) -> int:
     """Every exercise: its lesson, its name, what to write, its level. `gradlab exercise NAME` writes a starter."""
     from gradlab.practice import commands
 
-    return commands.list_exercises(json_path)
+    return commands.list_exercises(json_path, course_path=course_path)
 
 
 @click.command(short_help="Write an exercise's starter file (signature, math, shapes, the check command).")

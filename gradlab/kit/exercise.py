@@ -32,7 +32,7 @@ class Exercise:
     function: str  # what the student writes (a function, or an autograd.Function class)
     level: int  # 1 warm-up, 2 the lesson's point, 3 harder
     what: str  # one line: what to write
-    signature: str
+    signature: str  # the def (or class) line the starter writes, e.g. "def mse_grad(w, b, X, y):"
     doc: str  # the math, the shapes, the TF-1 line it replaces
     claims: dict[str, tuple[str, float]] = field(default_factory=dict)  # case kind -> (the claim, its bound)
     rules: tuple[tuple[str, float, str], ...] = ()  # further claims, measured by Checks.extra: (text, bound, op)
@@ -43,9 +43,9 @@ class Exercise:
     # class such as torch.optim.Optimizer: any of its subclasses) is a failed check of its own; the starter says so
     forbidden: tuple[str, ...] = ()
     lesson: str = ""  # filled in by gradlab.practice from the folder the exercise is declared in
-    # a teacher's own exercise (gradlab.practice.own): the package its folder is imported as, and the folder
+    # filled in for a teacher's own exercise (gradlab.practice.own): the package its folder is imported as
     package: str = ""
-    folder: str = ""
+    folder: str = ""  # filled in for a teacher's own exercise: its folder
 
     @property
     def name(self) -> str:
@@ -71,10 +71,10 @@ class Mistake:
     given, computes its outputs on a case in closed form instead of calling FN through the harness (for exercises
     whose harness starts worker processes)."""
 
-    name: str
-    fn: Callable | None
-    diagnosis: str | Callable[[dict, dict], str]
-    outputs: Callable[[dict], dict] | None = None
+    name: str  # what the mistake is, in a few words: the diagnosis starts with it ("the 2 forgotten: …")
+    fn: Callable | None  # the wrong answer, with the student's signature, called through the harness on every input
+    diagnosis: str | Callable[[dict, dict], str]  # the fix: a sentence, or (student's outputs, reference's) -> one
+    outputs: Callable[[dict], dict] | None = None  # case -> its outputs in closed form, instead of calling fn
 
     def tell(self, student: dict, reference: dict) -> str:
         return self.diagnosis if isinstance(self.diagnosis, str) else self.diagnosis(student, reference)
@@ -86,10 +86,10 @@ class Relation:
     softmax taken over the batch (dim=0) instead of the classes"), computed by FN (the student's signature) or in
     closed form by OUTPUTS; HINT is the fix."""
 
-    what: str
-    fn: Callable | None = None
-    hint: str = ""
-    outputs: Callable[[dict], dict] | None = None
+    what: str  # what a wrong output equals, said after "=" in the diagnosis
+    fn: Callable | None = None  # computes it, with the student's signature (through the harness)
+    hint: str = ""  # the fix, said after the relation
+    outputs: Callable[[dict], dict] | None = None  # case -> its outputs in closed form, instead of calling fn
 
 
 @dataclass(kw_only=True)
@@ -97,9 +97,9 @@ class Variant:
     """A correct answer that differs from the reference by more than rounding, and why: a practitioner's building
     block (F.softplus's threshold, clip_grad_norm_'s + 1e-6). Within the bound it passes, and the note says so."""
 
-    what: str
-    fn: Callable | None = None
-    outputs: Callable[[dict], dict] | None = None
+    what: str  # the note shown when an answer matches it: what it is and why it differs
+    fn: Callable | None = None  # the variant, with the student's signature (through the harness)
+    outputs: Callable[[dict], dict] | None = None  # case -> its outputs in closed form, instead of calling fn
 
 
 @dataclass(kw_only=True)
@@ -121,20 +121,25 @@ class Checks:
                   follow from it
     """
 
-    harness: Harness
-    reference: Callable | None
-    mistakes: list[Mistake]
+    harness: Harness  # harness.py's HARNESSES entry: the inputs, and how a function is called on each
+    reference: Callable | None  # the right answer, with the student's signature, called through the harness
+    mistakes: list[Mistake]  # the known wrong answers, matched on every input and named with their fix
+    # (outputs on every input, the inputs) -> one measured value per Exercise.rules entry, in order
     extra: Callable[[list[dict], list[dict]], list[float]] = field(default=lambda outs, cases: [])
     expected: Callable[[dict], dict] | None = None  # the reference's outputs in closed form (instead of the harness)
-    names: dict[str, str] = field(default_factory=dict)
-    base: Callable[[dict], dict] | None = None
+    names: dict[str, str] = field(default_factory=dict)  # output key -> the words for it in a diagnosis ("∂cost/∂W")
+    base: Callable[[dict], dict] | None = None  # case -> {key: tensor}: relations measured on yours − base (W_new − W)
+    # case -> [(symbol, value, meaning)]: a wrong scale that equals one is named ("B", 100, "the batch size")
     quantities: Callable[[dict], list[tuple[str, Any, str]]] = field(default=lambda case: [])
-    relations: list[Relation] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)  # what a wrong output may equal (another axis, one part…)
+    # (output key, relation, detail) -> the fix, for a relation measured on an output ("*" for any)
     hints: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    errors: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (text in PyTorch's error, the fix) for an exception
+    # (inputs, outputs, reference's outputs) -> a sentence or None: further measurements of the exercise's own
     experiments: list[Callable[[list[dict], list[dict], list[dict]], str | None]] = field(default_factory=list)
+    # (case, key) -> (coordinates, name) or None: where in an output a difference is (x = 0, x ≥ 89)
     spot: Callable[[dict, str], tuple[Any, str] | None] = field(default=lambda case, key: None)
-    variants: list[Variant] = field(default_factory=list)
+    variants: list[Variant] = field(default_factory=list)  # correct answers that differ by more than rounding
     steps: list[tuple[str, ...]] = field(default_factory=list)  # outputs in time order: an update's, then the next's
     rule_hints: list[str] = field(default_factory=list)  # the fix for each of the exercise's own rules, in order
 

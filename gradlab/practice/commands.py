@@ -15,7 +15,7 @@ from rich.text import Text
 
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.result import Result, Table
-from gradlab.practice import all_exercises, course, grading, isolate, listing, pool, submission
+from gradlab.practice import all_exercises, course, grading, isolate, listing, own, pool, submission
 from gradlab.practice.check import installed_torch, stopped_result
 from gradlab.practice.starter import starter
 from gradlab.report import console as report
@@ -23,8 +23,11 @@ from gradlab.report.files import STDOUT, check_writable, write_bytes
 from gradlab.version import __version__
 
 
-def list_exercises(json_path: str | None) -> int:
-    """`gradlab exercises`: the table of every exercise, or the list as JSON in JSON_PATH (- for standard output)."""
+def list_exercises(json_path: str | None, *, course_path: str | None = None) -> int:
+    """`gradlab exercises`: the table of every exercise, or the list as JSON in JSON_PATH (- for standard output);
+    with COURSE_PATH, the course's own exercises too (course.read adds them)."""
+    if course_path is not None:
+        course.read(course_path)
     items = listing()
     if json_path:
         check_writable(json_path, "--json")
@@ -81,6 +84,9 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
     if course_check and not quiet:
         console.print(f"inputs drawn with seed {seed} (gradlab check … --seed {seed} draws them again)",
                       markup=False, highlight=False)
+    for note in own.ready([i.exercise for i in items or []], seed, f"--course {course_path}"):  # a teacher's own
+        if not quiet:
+            console.print(f"gradlab: note: {note}", markup=False, highlight=False)
     graded = pool.grade_all(todo, seed)
     why = "not graded: gradlab was stopped before this file's check ended"
     results = [r if r is not None else stopped_result(s.exercise, s.shown, why, seed)

@@ -170,8 +170,8 @@ def score(result: Result, item: Item) -> Score:
 
 
 # Lesson functions that answer an exercise under another name (`--explain` prints none of them: tests/test_explain.py)
-PRINTED_AS = {"mnist.softmax_grad": "analytic_gradients", "log1pexp.softplus": "double_where",
-              "log1pexp.Log1pExp": "StableLog1pExp"}
+ANSWERED_BY = {"mnist.softmax_grad": "analytic_gradients", "log1pexp.softplus": "double_where",
+               "log1pexp.Log1pExp": "StableLog1pExp"}
 
 # Each lesson's graded variant in the repository's teacher kit (teacher/graded/, never in the wheel): the same skill,
 # an answer that no student's gradlab holds (tests/test_graded.py, tests/test_graded_rl.py)
@@ -182,14 +182,14 @@ GRADED_VARIANT = {"mnist": "mnist_graded.weighted_softmax_grad", "clip": "clip_g
                   "actor-critic": "actor_critic_graded.critic_update", "ddp": "ddp_graded.accumulate"}
 
 
-def printed_answer(exercise_name: str) -> str | None:
-    """Where a student can read EXERCISE_NAME's answer in what they have: the function of the installed lesson that
-    answers it (`--explain` does not print it, but its source is in every student's gradlab), said in one sentence;
-    None when the lesson holds none. Imports the lesson (torch)."""
+def lesson_answer_note(exercise_name: str) -> str | None:
+    """The note `gradlab grade` gives the teacher when a student can read EXERCISE_NAME's answer in what they have:
+    the function of the installed lesson that answers it (`--explain` does not print it, but its source is in every
+    student's gradlab), said in one sentence; None when the lesson holds none. Imports the lesson (torch)."""
     exercise = all_exercises()[exercise_name]
     if exercise.package:  # a teacher's own: no lesson holds it
         return None
-    name = PRINTED_AS.get(exercise_name, exercise.function)
+    name = ANSWERED_BY.get(exercise_name, exercise.function)
     held = getattr(LESSONS[exercise.lesson].load(), name, None)
     if not getattr(held, "__module__", "").startswith("gradlab."):  # none, or a library's (jacobian's torch.func.vjp)
         return None

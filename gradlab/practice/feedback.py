@@ -194,6 +194,9 @@ def _num(v) -> str:
 
 # -------------------------------------------------------------------- the class
 NUMBER = re.compile(r"-?\d+\.\d+(?:e[+-]?\d+)?|-?\d+e[+-]?\d+|\b\d{3,}\b")
+# a quoted input ('a batch of 64'): a quote that opens and closes between words, so that an apostrophe (the
+# student's, don't, the students') is not taken for one; inside, an apostrophe between two letters is text
+QUOTED = re.compile(r"(?<!\w)'(?:[^'\n]|(?<=\w)'(?=\w))*'(?!\w)")
 
 
 def mistake_of(rec: dict) -> str | None:
@@ -204,7 +207,7 @@ def mistake_of(rec: dict) -> str | None:
     text = rec["stopped"] or rec["diagnosis"] or "a check failed"
     text = text.split("; the first difference")[0]
     text = re.sub(r"line \d+", "line …", text)
-    text = re.sub(r"'[^']*'", "'…'", NUMBER.sub("…", text))
+    text = QUOTED.sub("'…'", NUMBER.sub("…", text))
     return text if len(text) <= 240 else text[:239] + "…"
 
 

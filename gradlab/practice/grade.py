@@ -11,7 +11,7 @@ import secrets
 from dataclasses import asdict
 
 from gradlab.errors import GradlabError, Interrupted
-from gradlab.practice import all_exercises, course, feedback, gradebook, isolate
+from gradlab.practice import all_exercises, course, feedback, gradebook, isolate, own
 from gradlab.practice.check import installed_torch
 from gradlab.report import console as report
 from gradlab.report.files import write_bytes
@@ -34,7 +34,6 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     if found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
         _refuse_readable(submissions, course_path, out_dir)
     todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir)
-    _prepare(out_dir, private=found.mode == "uid")
     console = report.make_console(quiet=quiet)
 
     def say(text: str) -> None:
@@ -42,12 +41,15 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
 
     if not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup: as check says it
         say(f"gradlab: note: {note}")
-    for note in filter(None, (course.printed_answer(name) for name in dict.fromkeys(i.exercise for i in items))):
+    for note in filter(None, map(course.lesson_answer_note, dict.fromkeys(i.exercise for i in items))):
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
-    own = course.own_digest(course_path)
-    stamp = __version__ + (f"+own.{own}" if own else "")  # what a re-run compares, beside each file's bytes
+    for note in own.ready([i.exercise for i in items], seed, f"--course {course_path}"):  # before any student's file
+        say(f"gradlab: note: {note}")
+    _prepare(out_dir, private=found.mode == "uid")
+    digest = course.own_digest(course_path)
+    stamp = __version__ + (f"+own.{digest}" if digest else "")  # what a re-run compares, beside each file's bytes
     table = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))
     made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")

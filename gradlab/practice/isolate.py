@@ -552,7 +552,10 @@ def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[i
     a += [*parents(PKG), "--perms", "0755", "--size", str(1 << 20), "--tmpfs", PKG]
     made.add(PKG)
     for rel, src in sorted(package.items()):  # one file at a time: nothing else of gradlab's is in the sandbox
-        a += [*parents(f"{PKG}/{rel}"), "--ro-bind", src, f"{PKG}/{rel}"]
+        # its bytes, readable by the sandbox's uid (as the uid fallback's copies are): gradlab's package and a
+        # course's folder are kept unreadable to other users (chmod -R o-rwx), which a bind of the file would keep
+        a += [*parents(f"{PKG}/{rel}"), "--perms", "0444", "--ro-bind-data", data(Path(src).read_bytes()),
+              f"{PKG}/{rel}"]
     for stub in init_stubs(package):
         a += [*parents(f"{PKG}/{stub}"), "--perms", "0444", "--ro-bind-data", data(b""), f"{PKG}/{stub}"]
     a += ["--remount-ro", PKG]

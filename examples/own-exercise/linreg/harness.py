@@ -18,6 +18,12 @@ def _cases(seed: int) -> list[dict]:
         out.append({"label": label, "kind": "grad", "w": torch.randn(d, generator=g, dtype=dtype),
                     "b": torch.randn((), generator=g, dtype=dtype), "X": X,
                     "y": torch.randn(n, generator=g, dtype=dtype)})
+    # the edge cases, the same on every seed: the seed draws values, never which cases there are (a course draws a
+    # fresh seed, and an edge case drawn from it would not be there every time)
+    X = torch.tensor([[1.0, 2.0, -1.0], [0.5, -3.0, 2.0]])
+    w, b = torch.tensor([0.5, -1.0, 2.0]), torch.tensor(0.25)
+    out.append({"label": "a perfect fit (every residual 0)", "kind": "grad", "w": w, "b": b, "X": X,
+                "y": X @ w + b})  # the gradient is exactly 0: dividing by the residuals' norm gives NaN
     return out
 
 
