@@ -564,3 +564,14 @@ def test_the_error_texts_diagnoses_look_for_are_this_torchs():
         with pytest.raises((RuntimeError, IndexError)) as raised:
             RAISES[pattern]()
         assert pattern in str(raised.value), (pattern, str(raised.value))
+
+
+def test_one_constant_factor_on_every_input_is_called_one_factor():
+    """The same 1.5 × on every input is one factor, not "a different multiple on each input (1.5 to 1.5 ×)"."""
+    def softmax_grad(W, b, x, y):
+        d = (torch.softmax(x @ W + b, dim=1) - y) / x.shape[0]
+        return 1.5 * (x.T @ d), 1.5 * d.sum(0)
+
+    text = said(judged("mnist.softmax_grad", softmax_grad))
+    assert "∂cost/∂W = 1.5 × the expected on all 7 inputs it differs on: a constant factor" in text, text
+    assert "different multiple" not in text and "1.5 to 1.5" not in text, text

@@ -440,6 +440,9 @@ def _ratio_words(checks: Checks, key: str, ratios: list[tuple[float, int]], case
     if len(ratios) == 1:
         return f"{checks.word(key)} = {num(ratios[0][0])} × the expected on '{cases[ratios[0][1]]['label']}'"
     lo, hi = min(c for c, _ in ratios), max(c for c, _ in ratios)
+    if num(lo) == num(hi):  # one factor everywhere, which no input quantity (B, N, …) equals
+        return (f"{checks.word(key)} = {num(lo)} × the expected on all {len(ratios)} inputs it differs on: a constant "
+                "factor that no size of the input explains (a number typed in, or a factor the formula does not have?)")
     return (f"{checks.word(key)} is a different multiple of the expected on each input ({num(lo)} to {num(hi)} × on "
             f"{len(ratios)} inputs): no one factor explains it")
 
