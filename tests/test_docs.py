@@ -60,6 +60,21 @@ def test_the_site_builds_strictly_with_every_page_in_its_navigation(site):
         assert (site / f"{name}.html").is_file(), name
 
 
+def test_every_link_to_a_heading_finds_it(site):
+    """A link with #anchor lands on an id the target page has (mkdocs's own anchor check passed a link to
+    #quick-and-the-preset while the page's heading, `--quick` and the preset, has the id -quick-and-the-preset)."""
+    ids = {p: set(re.findall(r'\bid="([^"]+)"', p.read_text(encoding="utf-8"))) for p in site.rglob("*.html")}
+    broken = []
+    for page in ids:
+        if page.name == "404.html":
+            continue
+        for target, anchor in re.findall(r'href="([^"#:]*\.html)?#([^"]+)"', page.read_text(encoding="utf-8")):
+            where = (page.parent / target).resolve() if target else page
+            if where in ids and anchor not in ids[where]:
+                broken.append(f"{page.relative_to(site)} → {target}#{anchor}")
+    assert not broken, broken
+
+
 def test_no_page_fetches_anything_from_the_network(site):
     """Offline-clean: no web fonts, no script or stylesheet from a CDN; what a page loads is in the site."""
     for page in site.rglob("*.html"):
