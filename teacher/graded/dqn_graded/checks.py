@@ -64,6 +64,11 @@ def _last_on_ties_y(online, target, r, s2, done, gamma):
     return r + gamma * (1 - done) * target(s2).gather(1, a2.unsqueeze(1)).squeeze(1)
 
 
+def _columns_y(online, target, r, s2, done, gamma):
+    a2 = online(s2).argmax(dim=1)
+    return r + gamma * (1 - done) * target(s2)[:, a2]  # whole columns: an (N, N) matrix, broadcast against r
+
+
 def _no_stop(online, target, s, a, r, s2, done, gamma):
     y = _double_y(online, target, r, s2, done, gamma)  # in the graph: its gradient reaches target's parameters
     return F.smooth_l1_loss(_q(online, s, a), y)
@@ -111,6 +116,11 @@ CHECKS = {"td_loss": Checks(
                 diagnosis="where online values both actions the same, your a2 is the second action; the contract "
                           "takes the first (torch.argmax's rule: online(s2).argmax(dim=1)), and a comparison "
                           "q[:, 1] >= q[:, 0] gives the second"),
+        Mistake(name="target(s2)[:, a2]", fn=_with_y(_columns_y),
+                diagnosis="target(s2)[:, a2] takes whole columns, an (N, N) matrix (row i, column j: target(s2_i, "
+                          "a2_j)), so y is (N, N) and the loss is taken over N × N pairs: pick one entry per row, "
+                          "target(s2).gather(1, a2.unsqueeze(1)).squeeze(1) or target(s2)[torch.arange(N), "
+                          "a2]"),
         Mistake(name="no stop-gradient", fn=_no_stop,
                 diagnosis="gradient reaches the target network through y: y must be a number to move towards. "
                           "Compute it under torch.no_grad(), or write y = y.detach()"),
