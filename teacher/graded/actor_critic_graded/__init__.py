@@ -8,7 +8,7 @@ in harness.py, checked against gradlab.kit.optim.TFRMSprop(centered=True) by tes
 Sources: the n-step return with a bootstrap and terminations, time-major, as rlpyt computes it
 (astooke/rlpyt, rlpyt/algos/utils.py, discount_return: `return_[-1] = reward[-1] + discount * bootstrap_value *
 not_done[-1]`, then `return_[t] = reward[t] + return_[t + 1] * discount * not_done[t]` backwards); the n-step
-returns of A3C/A2C critics (Mnih et al. 2016, "Asynchronous Methods for Deep Reinforcement Learning", ICML). TF-1's
+returns of A3C's critic (Mnih et al. 2016, "Asynchronous Methods for Deep Reinforcement Learning", ICML). TF-1's
 centered RMSProp: tensorflow/core/kernels/training_ops.cc (ApplyCenteredRMSProp: ms, mg, mom), its slots' starting
 values in tensorflow/python/training/rmsprop.py (1.15: ms ones, mg and momentum zeros), as gradlab/kit/optim.py
 quotes them.

@@ -91,7 +91,7 @@ def _extra(outs: list[dict], cases: list[dict]) -> list[float]:
 
 
 DQN_MAX = ("your target is DQN's, r + γ(1 − done) max_a' target(s2)[a']: the target network picks the action it then "
-           "values, the overestimation Double DQN removes (van Hasselt et al. 2016). Let the online network pick, "
+           "values, the overestimation Double DQN reduces (van Hasselt et al. 2016). Let the online network pick, "
            "a2 = online(s2).argmax(dim=1), and the target network value that action: target(s2).gather(1, "
            "a2.unsqueeze(1)).squeeze(1)")
 

@@ -1,10 +1,10 @@
 """How dqn_graded.td_loss is called, and on which inputs: the only file of the exercise that runs beside the student's
 code, so it imports torch and gradlab.kit.harness only (the reference is in checks.py).
 
-The inputs come in families that vary one thing, and three cases are built so that Double DQN's target cannot be
-met by DQN's: online ranks the actions opposite to target at every s2 (its last layer's rows swapped), online ties
-the two actions at every s2 (its last layer's rows equal: the first action is taken), online = target (just
-synced: there the two targets agree)."""
+The inputs come in families that vary one thing, and three cases are placed on every seed: online ranks the actions
+opposite to target at every s2 (its last layer's rows swapped: DQN's target differs from Double DQN's on every
+transition that is not terminal), online ties the two actions at every s2 (its last layer's rows equal: the first
+action is taken), online = target (just synced: there the two targets agree)."""
 
 from __future__ import annotations
 
