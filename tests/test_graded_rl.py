@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from conftest import check_file
 
-from gradlab.practice import all_exercises, answer, checks_of, own
+from gradlab.kit.harness import Returned
+from gradlab.practice import all_exercises, answer, checks_of, course, own
 from gradlab.practice.judge import Reference, judge
 from gradlab.practice.starter import starter
 
@@ -66,9 +67,31 @@ def test_the_model_answer_passes(name, seed):
 
 @pytest.mark.parametrize(("name", "mistake"), mistakes())
 def test_every_known_mistake_fails_with_its_own_diagnosis(name, mistake):
+    """And scores nothing under a course's default scoring ("claims"): a graded exercise's wrong answer does not keep
+    half the points for a property that holds beside it (none of these exercises has one: Exercise.rules)."""
     m = next(m for m in checks_of(all_exercises()[name]).mistakes if m.name == mistake)
     r = judged(name, m.fn)
     assert r.exit_code == 1 and r.metrics["diagnosis"].startswith(f"{mistake}: "), r.metrics.get("diagnosis")
+    assert course.score(r, course.Item(file="f.py", exercise=name)).score == 0
+
+
+def test_accumulating_with_one_forward_over_the_whole_batch_is_refused():
+    """The whole batch through the model at once gives the right gradient, and is not accumulation: the harness says
+    so on the first input whose parts are smaller than the batch (the one-part input allows it)."""
+    checks = checks_of(all_exercises()["ddp_graded.accumulate"])
+
+    def whole(model, x, y, sizes):
+        model.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        return [p.grad for p in model.parameters()]
+
+    for case in checks.cases(0):
+        if len(case["sizes"]) == 1:
+            checks.call(whole, case)
+        else:
+            with pytest.raises(Returned, match=f"ran on 40 samples at once, more than the largest part "
+                                               f"\\({max(case['sizes'])}\\)"):
+                checks.call(whole, case)
 
 
 # ------------------------------------------------------------------ nothing a student has passes

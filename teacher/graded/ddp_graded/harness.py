@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.kit.harness import Harness, loaded, tensor_list
+from gradlab.kit.harness import Harness, Returned, loaded, tensor_list
 
 PAD = -100  # F.cross_entropy's ignore_index
 SHAPES = ((16, 20), (16,), (5, 16), (5,))
@@ -56,8 +56,11 @@ def _call(fn: Callable, case: dict) -> dict:
     model.register_forward_pre_hook(lambda module, args: seen.append(len(args[0])) if args else None)
     grads = tensor_list(fn(model, case["x"].clone(), case["y"].clone(), list(case["sizes"])),
                         "what accumulate returned", 4)
-    return {"grads": [t.detach().clone().double() for t in grads],
-            "_largest": torch.tensor(max(seen, default=0) / max(case["sizes"]))}
+    largest = max(case["sizes"])
+    if max(seen, default=0) > largest:  # the contract: one part at a time (the whole batch does not fit in memory)
+        raise Returned(f"the model ran on {max(seen)} samples at once, more than the largest part ({largest}): "
+                       "accumulation runs it on each part x.split(sizes) on its own")
+    return {"grads": [t.detach().clone().double() for t in grads]}
 
 
 HARNESSES = {"accumulate": Harness(cases=_cases, call=_call)}

@@ -33,7 +33,8 @@ EXERCISES = [
         the actions in opposite orders, where online values both actions the same at every s2, where online =
         target (just synced), with no transition terminal and with every one terminal, for one transition and for
         a batch.""",
-        claims={"td": ("your loss and its gradients ≡ autograd through the stop-gradient Double DQN loss, float64 "
-                       "(max relative |Δ|)", 1e-9)},
-        rules=(("no gradient reaches the target network (largest norm of its gradient)", 0.0, "<="),)),
+        # the gradient to target's parameters is compared too (autograd's is 0): a leak fails the claim itself,
+        # rather than a rule of its own that course scoring would count as half the points (gradlab.practice.course)
+        claims={"td": ("your loss, its gradient to online's parameters and to target's (0) ≡ autograd through the "
+                       "stop-gradient Double DQN loss, float64 (max relative |Δ|)", 1e-9)}),
 ]

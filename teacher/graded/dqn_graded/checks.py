@@ -7,7 +7,6 @@ import torch
 import torch.nn.functional as F
 
 from gradlab.kit.exercise import Checks, Mistake, Relation
-from gradlab.kit.training import global_norm
 
 from .harness import HARNESSES
 
@@ -86,10 +85,6 @@ def _mse(online, target, s, a, r, s2, done, gamma):
     return F.mse_loss(_q(online, s, a), y)
 
 
-def _extra(outs: list[dict], cases: list[dict]) -> list[float]:
-    return [max(float(global_norm(o["target"])) for o in outs)]
-
-
 DQN_MAX = ("your target is DQN's, r + γ(1 − done) max_a' target(s2)[a']: the target network picks the action it then "
            "values, the overestimation Double DQN reduces (van Hasselt et al. 2016). Let the online network pick, "
            "a2 = online(s2).argmax(dim=1), and the target network value that action: target(s2).gather(1, "
@@ -128,8 +123,6 @@ CHECKS = {"td_loss": Checks(
                 diagnosis="your prediction is max_a' online(s)[a'], the best action's value, not Q(s, a) of the "
                           "action a the transition took: online(s).gather(1, a.unsqueeze(1)).squeeze(1)"),
     ],
-    extra=_extra,
-    rule_hints=["compute y under torch.no_grad() (or y.detach()): no gradient may reach the target network"],
     names={"loss": "your loss", "online": "the gradient to online's parameters",
            "target": "the gradient to target's parameters"},
     quantities=lambda case: [("N", len(case["r"]), "the number of transitions")],
