@@ -273,3 +273,14 @@ def test_the_answer_passes_in_the_real_check(tmp_path, name):
                     + answer_source(all_exercises()[name]))
     r = check_file(path, name)
     assert r.exit_code == 0, [(c.text, c.value) for c in r.claims]
+
+
+def test_a_teachers_harness_is_not_shown_as_the_students_code(tmp_path):
+    """A refusal raised by a teacher's own harness (gradlab_own_*/harness.py in the sandbox) is said without the
+    harness's line, which is not the student's: the student reads only what their code did."""
+    path = tmp_path / "ddp_accumulate.py"
+    path.write_text("import torch.nn.functional as F\n\n\ndef accumulate(model, x, y, sizes):\n    model.zero_grad()\n"
+                    "    F.cross_entropy(model(x), y).backward()\n    return [p.grad for p in model.parameters()]\n")
+    r = check_file(path, "ddp_graded.accumulate")
+    assert r.exit_code == 1 and "ran on 40 samples at once" in r.stopped, r.stopped
+    assert "(line" not in r.stopped and "raise Returned" not in r.metrics.get("trace", ""), (r.stopped, r.metrics)
