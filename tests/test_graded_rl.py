@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import check_file
+from test_practice import perturb
 
 from gradlab.kit.harness import Returned
 from gradlab.practice import all_exercises, answer, checks_of, course, own
@@ -73,6 +74,17 @@ def test_every_known_mistake_fails_with_its_own_diagnosis(name, mistake):
     r = judged(name, m.fn)
     assert r.exit_code == 1 and r.metrics["diagnosis"].startswith(f"{mistake}: "), r.metrics.get("diagnosis")
     assert course.score(r, course.Item(file="f.py", exercise=name)).score == 0
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_a_small_perturbation_of_the_reference_fails_and_shows_where(name):
+    """The reference's own outputs, each number moved by one part in a thousand: the checks can fail."""
+    checks = checks_of(all_exercises()[name])
+    cases = checks.cases(0)
+    refs = [checks.run(None, c) for c in cases]
+    r = judge(all_exercises()[name], Reference(checks, cases, refs),
+              {"ok": True, "outputs": [perturb(o) for o in refs]})
+    assert r.exit_code == 1 and "first difference" in r.metrics["diagnosis"], r.metrics.get("diagnosis")
 
 
 def test_accumulating_with_one_forward_over_the_whole_batch_is_refused():
