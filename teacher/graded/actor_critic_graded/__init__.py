@@ -32,11 +32,12 @@ EXERCISES = [
         grads = torch.autograd.grad(loss, critic.parameters());  p.grad = g for each;  optimizer.step()
 
         Shapes: critic maps states (…, 4) to values (…, 1), float64; s (T, N, 4); r, done (T, N); s_last (N, 4);
-        gamma a float. optimizer is TF-1's centered RMSProp (tf.train.RMSPropOptimizer(centered=True,
-        momentum=0.9)): hand it the gradients through .grad, as any torch optimizer. Return nothing: the critic's
-        parameters are updated in place. The check calls your function three times in a row (three segments) and
-        compares the gradient step() is given and the parameters after each update; it runs, among others, a
-        segment with a termination in its middle, one whose last step terminates, one step (T = 1) and γ = 0.""",
+        gamma a float. optimizer is TF-1's centered RMSProp (tf.train.RMSPropOptimizer(0.01, momentum=0.9,
+        centered=True)): hand it the gradients through .grad, as any torch optimizer. Return nothing: the
+        critic's parameters are updated in place. The check calls your function three times in a row (three
+        segments) and compares the gradient step() is given and the parameters after each update; it runs, among
+        others, a segment with a termination in its middle, one whose last step terminates, one step (T = 1) and
+        γ = 0.""",
         claims={"critic": ("3 updates with your function ≡ with autograd's gradient of the n-step loss, float64 (max "
                            "relative |Δ| of the gradients given to step() and of the parameters)", 1e-9)}),
 ]
