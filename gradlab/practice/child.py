@@ -58,9 +58,10 @@ def _library(filename: str) -> bool:
 
 
 def _gradlab(filename: str) -> bool:
-    """Whether a frame's file is one of gradlab's package here (the child, the harness), not a file that merely lies
-    beside it (a checkout's examples/ or tests/)."""
-    return filename.startswith(os.path.join(PKG_ROOT, "gradlab") + os.sep)
+    """Whether a frame's file is one of gradlab's package here (the child, the harness) or a teacher's own exercise's
+    harness (its package gradlab_own_*, gradlab.practice.own), not a file that merely lies beside it (a checkout's
+    examples/ or tests/): neither is the student's code, in a traceback or as the caller of a forbidden function."""
+    return filename.startswith((os.path.join(PKG_ROOT, "gradlab") + os.sep, os.path.join(PKG_ROOT, "gradlab_own_")))
 
 
 def _ours(filename: str) -> bool:
