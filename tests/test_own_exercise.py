@@ -181,3 +181,16 @@ def test_the_examples_fixed_edge_case_fails_a_nan_answer_on_every_seed(course, s
                    {"ok": True, "outputs": [checks.call(normalised, c) for c in cases]}, seed)
     failed = [row[0] for row in result.tables[0].rows if row[3] == "✗"]
     assert failed == ["a perfect fit (every residual 0)"] and result.exit_code == 1
+
+
+def test_a_course_starter_is_named_and_checked_as_the_course_file_names_it(tmp_path, monkeypatch):
+    """`gradlab exercise NAME --course` writes the file the course expects (ddp_accumulate.py, not accumulate.py),
+    and the starter's command names it."""
+    from conftest import REPO, invoke
+
+    monkeypatch.chdir(tmp_path)
+    course = REPO / "teacher" / "graded" / "course.toml"
+    result = invoke("exercise", "ddp_graded.accumulate", "--course", str(course))
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "ddp_accumulate.py").read_text()
+    assert "gradlab check ddp_accumulate.py --course course.toml" in text and not (tmp_path / "accumulate.py").exists()

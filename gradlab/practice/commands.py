@@ -44,18 +44,18 @@ def list_exercises(json_path: str | None, *, course_path: str | None = None) -> 
 def write_starter(name: str, *, out_path: str | None, force: bool, course_path: str | None) -> str:
     """`gradlab exercise NAME`: exercise NAME's starter file written (to OUT_PATH, default FUNCTION.py; a course's
     own exercises are known with COURSE_PATH); the line that says what to do next."""
-    if course_path is not None:
-        course.read(course_path)  # adds the course's own exercises
+    items = course.read(course_path) if course_path is not None else []  # adds the course's own exercises
     if name not in all_exercises():
         close = difflib.get_close_matches(name, all_exercises(), 1)
         raise GradlabError(f"unknown exercise {name!r}" + (f"; did you mean {close[0]}?" if close else "")
                            + " (gradlab exercises lists them)")
     exercise = all_exercises()[name]
-    out = out_path or f"{exercise.function}.py"
+    named = [os.path.basename(i.file) for i in items if i.exercise == name]  # the file the course expects
+    out = out_path or (named[0] if named else f"{exercise.function}.py")
     if os.path.lexists(out) and not force:
         raise GradlabError(f"{out} already exists; add --force to replace it, or --out another file")
     check_writable(out, "--out")
-    write_bytes(out, starter(exercise).encode())
+    write_bytes(out, starter(exercise, named[0] if named else os.path.basename(out)).encode())
     then = f"run `gradlab check {out}`" if not exercise.package else "hand it in (the checks are your teacher's)"
     return f"wrote {out}: write {exercise.function}(), then {then}"
 

@@ -9,9 +9,10 @@ from gradlab.kit.exercise import Exercise
 HEADER = "import math\n\nimport torch\nimport torch.nn.functional as F\n\n"  # above a model answer, as a file
 
 
-def starter(exercise: Exercise) -> str:
+def starter(exercise: Exercise, file: str | None = None) -> str:
     """The starter file: the signature, the math, the shapes, the TF-1 line, a body that raises NotImplementedError,
-    and the command that checks it."""
+    and the command that checks it (FILE: the name the course gives the file, default FUNCTION.py)."""
+    file = file or f"{exercise.function}.py"
     doc = "\n".join(("    " + line.strip()) if line.strip() else "" for line in exercise.doc.splitlines())
     if exercise.signature.startswith("class "):  # a torch.autograd.Function: its forward and its backward
         body = "".join(f'\n    @staticmethod\n    def {name}(ctx, {arg}):\n        raise NotImplementedError('
@@ -24,9 +25,9 @@ def starter(exercise: Exercise) -> str:
         f"Write it yourself: this exercise is to write what {', '.join(exercise.forbidden)} "
         f"{'does' if len(exercise.forbidden) == 1 else 'do'} for you, so calling "
         f"{'it' if len(exercise.forbidden) == 1 else 'one of them'} fails a check of its own.", 110) + "\n\n"
-    how = (f"then check it:\n\n    gradlab check {exercise.function}.py\n" if not exercise.package else
-           f"then hand it in: your teacher checks it with the course's own checks,\n\n    gradlab check "
-           f"{exercise.function}.py --course course.toml\n")
+    how = (f"then check it:\n\n    gradlab check {file}\n" if not exercise.package else
+           f"then hand it in as {file}: your teacher checks it with the course's own checks,\n\n    gradlab check "
+           f"{file} --course course.toml\n")
     return (f'"""{head}\n\n{rule}'
             f"Write the body of {exercise.function} below, {how}"
             f'"""\n\n# gradlab-exercise: {exercise.name}\n'
