@@ -71,6 +71,24 @@ def test_points_mean_what_a_teacher_means(body, scoring, expected):
     assert course.score(result, item).score == expected
 
 
+def test_an_answer_no_comparison_holds_for_earns_nothing_from_its_properties():
+    """A clipping that always rescales to clip_norm keeps "the norm is at most c" and "the direction is kept", but is
+    wrong wherever the norm was already under c: 0 points, not 2 of 3 shares; the right answer keeps all 10."""
+    always = ("import torch\ndef clip_by_global_norm(grads, clip_norm):\n"
+              "    norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads))\n"
+              "    return [g * (clip_norm / norm).to(g.dtype) for g in grads]\n")
+    right = ("import torch\ndef clip_by_global_norm(grads, clip_norm):\n"
+             "    norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads))\n"
+             "    return [g * (clip_norm / torch.clamp(norm, min=clip_norm)).to(g.dtype) for g in grads]\n")
+    item = course.Item("clip.py", "clip.clip_by_global_norm", points=10)
+    wrong = judged("clip.clip_by_global_norm", always)
+    properties = [c for c in wrong.claims if c.id.rsplit(":", 1)[-1] in ("extra0", "extra1")]
+    assert properties and all(c.passed for c in properties)  # what the always-rescaling answer does have
+    got = course.score(wrong, item)
+    assert got.score == 0 and "its properties earn nothing alone" in got.how, got
+    assert course.score(judged("clip.clip_by_global_norm", right), item).score == 10
+
+
 def test_a_course_file_sets_points_and_scoring(tmp_path):
     (tmp_path / "course.toml").write_text(COURSE)
     items = course.read(str(tmp_path / "course.toml"))

@@ -12,7 +12,8 @@
 A Result's claims are of two kinds (gradlab.practice.judge): those about the answer (its comparison with the
 reference on each kind of input, and the exercise's own properties of it, such as "the clipped norm is at most c")
 and the rules every exercise of that shape has (its inputs left as it found them, no autograd graph, no call to the
-library function it asks students to write). score() turns them into points.
+library function it asks students to write). score() turns them into points; an answer that no comparison with the
+reference holds for earns nothing from its properties alone.
 """
 
 from __future__ import annotations
@@ -162,8 +163,15 @@ def score(result: Result, item: Item) -> Score:
     answer = [c for c in claims if not is_rule(c.id, item.exercise)]
     broken = [c for c in claims if is_rule(c.id, item.exercise) and not c.passed]
     share = sum(c.passed for c in answer) / len(answer) if answer else float(result.stopped is None)
+    compared = [c for c in answer if not c.id.rsplit(":", 1)[-1].startswith("extra")]  # with the reference
+    if compared and not any(c.passed for c in compared):
+        # wrong on every kind of input: the exercise's own properties alone ("the clipped norm is at most c", "no
+        # gradient reaches the target network") are what many wrong answers have too, so they earn nothing alone
+        share = 0.0
     value = max(0.0, item.points * share - item.deduct * item.points * len(broken))
     how = f"{sum(c.passed for c in answer)} of {len(answer)} claims about the answer"
+    if compared and share == 0 and any(c.passed for c in answer):
+        how += " (none of its comparisons with the reference holds, so its properties earn nothing alone)"
     if broken and share > 0:
         how += f", {len(broken)} broken rule{'s' if len(broken) > 1 else ''} (−{item.deduct:g} of the points each)"
     return Score(round(value, 2), item.points, how)
