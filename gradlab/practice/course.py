@@ -179,7 +179,7 @@ def score(result: Result, item: Item) -> Score:
 
 # Lesson functions that answer an exercise under another name (`--explain` prints none of them: tests/test_explain.py)
 ANSWERED_BY = {"mnist.softmax_grad": "analytic_gradients", "log1pexp.softplus": "double_where",
-               "log1pexp.Log1pExp": "StableLog1pExp"}
+               "log1pexp.Log1pExp": "StableLog1pExp", "jacobian.hvp": "hessian_loop"}  # hvp: hessian_loop(f, x) @ v
 
 # Each lesson's graded variant in the repository's teacher kit (teacher/graded/, never in the wheel): the same skill,
 # an answer that no student's gradlab holds (tests/test_graded.py, tests/test_graded_rl.py)
