@@ -295,7 +295,7 @@ def test_grades_note_on_an_answered_exercise_names_its_variant():
                           ("jacobian.jacobian_loop", "jacobian_graded.batch_jacobian"),
                           ("log1pexp.Log1pExp", "log1pexp_graded.Log1mExp"),
                           ("dqn.td_loss", "dqn_graded.td_loss")):
-        note = course.printed_answer(base)
+        note = course.lesson_answer_note(base)
         assert f"grade its variant {variant} instead" in note and course.GRADED_KIT in note, note
 
 
