@@ -27,7 +27,7 @@ rewritten (tests/test_notebooks.py checks that they are what this script writes)
 Nothing in those blocks is typed by hand. `python scripts/readme.py --check` lists the blocks and exits 1 when a
 command does not parse (unknown lesson or option), without running anything; `--only TEXT` re-runs only the run
 blocks whose command contains TEXT and keeps the others as they are (doc blocks are always rewritten: they cost
-nothing), and so are the notebooks' prose cells.
+nothing), and so are the notebooks' prose cells; `--prose` rewrites only those, running no command.
 """
 
 from __future__ import annotations
@@ -146,11 +146,14 @@ def rewrite_notebook(lesson: str, path: Path) -> bool:
     return changed
 
 
-def rewrite(page: Path, only: str | None) -> int:
+PROSE = object()  # --prose: no run block re-run
+
+
+def rewrite(page: Path, only: str | object | None) -> int:
     text = page.read_text(encoding="utf-8")
     out, last, n = [], 0, 0
     for m in blocks(text):
-        if only is not None and only not in m["cmd"]:
+        if only is not None and (only == PROSE or only not in m["cmd"]):
             continue
         start = time.perf_counter()
         printed = run(m["cmd"])
@@ -175,6 +178,8 @@ def main() -> None:
             print(f"ok: {page.relative_to(ROOT)}: {m['cmd']}")
         return
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None
+    if "--prose" in sys.argv[1:]:
+        only = PROSE
     for page in pages():
         n = rewrite(page, only)
         print(f"rewrote {n} run blocks in {page.relative_to(ROOT)}")
