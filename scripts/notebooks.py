@@ -92,7 +92,10 @@ CHECKS = {
             "claims['sigma-shrinks'].value)\n"
             "assert not claims['reinforce-reaches-optimum'].passed, 'μ should end far from a*'\n"
             "assert wild.metrics['exact_final_distance'] < 0.1, ('Adam on the exact gradient should get there', "
-            "wild.metrics['exact_final_distance'])"),
+            "wild.metrics['exact_final_distance'])\n"
+            "sigma, mu = max(wild.metrics['final_sigma']), min(abs(m) for m in wild.metrics['final_mu'])\n"
+            "assert 5 * sigma < 2**-25 * mu, ('an action μ + σε, |ε| < 5, should round to μ in float32', sigma, mu)\n"
+            "assert learning.rows[-1][1] == learning.rows[-2][1], ('μ should stop moving', learning.rows[-2:])"),
     },
     "dqn": {
         "run": "assert r.exit_code == 0, [c.id for c in r.claims if not c.passed] or r.stopped",
