@@ -229,8 +229,9 @@ def test_the_notebook_runner_fails_on_a_wrong_answer_or_a_false_outcome(broken, 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(path, tmp_path):
-    """Each on its own kernel (pytest-xdist runs them beside the other tests), quick budgets; a failed claim is a
-    failed assert."""
+    """Each on its own kernel (pytest-xdist runs them beside the other tests), quick budgets, the model answers in;
+    a failed claim, a false "What happened" or a failing answer is a failed assert in a cell scripts/notebooks.py
+    inserts."""
     if not os.environ.get("GRADLAB_REQUIRE_JUPYTER"):
         pytest.importorskip("nbclient")
         pytest.importorskip("ipykernel")
@@ -241,6 +242,8 @@ def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(path, tmp_path):
     executed = json.loads((tmp_path / path.name).read_text(encoding="utf-8"))
     outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
     assert not [o for o in outputs if o["output_type"] == "error"]
+    inserted = ["".join(c["source"]) for c in executed["cells"] if "gradlab-injected" in c["metadata"].get("tags", [])]
+    assert any(s.endswith("QUICK = True") for s in inserted) and any("assert r.exit_code == 0" in s for s in inserted)
     assert any("text/html" in o.get("data", {}) for o in outputs), "the Result displayed itself"
     # the student's own plot, drawn after a Result was shown, appears (showing a Result changes no backend)
     own = next(i for i, c in enumerate(executed["cells"]) if "## Your own plot" in "".join(c["source"]))
