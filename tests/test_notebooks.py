@@ -160,6 +160,18 @@ def test_a_notebooks_explanation_is_its_lessons_docstring(path):
     assert "$" not in "".join(readme.notebook_prose(lesson).values())  # no LaTeX: the terminal and the site show it too
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_notebooks_your_turn_is_what_your_turn_py_writes(path):
+    import nbformat
+
+    lesson = path.stem.split("-", 1)[1]
+    cells = nbformat.read(path, as_version=4).cells
+    start = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Your turn"))
+    written = script("your_turn").your_turn(lesson)
+    assert [(c.cell_type, c.source, dict(c.metadata)) for c in cells[start:]] == \
+        [(c.cell_type, c.source, dict(c.metadata)) for c in written], f"run `python scripts/your_turn.py` ({path.name})"
+
+
 def test_the_notebook_runner_inserts_a_check_after_every_marked_cell():
     """What the suite proves, cell by cell: the lesson's claims after its run, each break-it outcome after its run,
     each model answer after its check; QUICK = True after the parameters cell. A check without its cell (or a cell
