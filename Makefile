@@ -81,7 +81,8 @@ bench: install
 	$(BIN)/python bench/bench_seeds.py --lessons ddp --jobs 1 --extra "--workers 3 --uneven --micro-batches 3"
 
 # The docs site: re-run every command README.md and the pages of docs/ show (<!-- run: ... --> blocks) and paste what
-# they print, paste each lesson's docstring into its page (<!-- doc: ... -->), draw every lesson's backward graph into
+# they print, paste each lesson's docstring into its page (<!-- doc: ... -->) and its learner part into its
+# notebook (the cells marked gradlab-prose), draw every lesson's backward graph into
 # docs/graphs/, then build the site, strictly, into site/ (mkdocs-material, the extra `docs`): site/index.html opens
 # from disk, offline (`gradlab docs --open`). `make docs-site` only builds it (seconds).
 docs: install

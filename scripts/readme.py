@@ -27,10 +27,15 @@ source: name, type, default, and the comment that declares what the field means:
     ...
     <!-- /fields -->
 
+The same docstring opens each lesson's notebook (notebooks/NN-<lesson>.ipynb): the cell whose metadata has
+"gradlab-prose": "title" gets the lesson's command and the docstring's title line, the one marked "math" the rest
+of its learner part (before its `---` line), the text `gradlab LESSON --explain` prints. Only those cells are
+rewritten (tests/test_notebooks.py checks that they are what this script writes); the rest of a notebook is its own.
+
 Nothing in those blocks is typed by hand. `python scripts/readme.py --check` lists the blocks and exits 1 when a
 command does not parse (unknown lesson or option), without running anything; `--only TEXT` re-runs only the run
 blocks whose command contains TEXT and keeps the others as they are (doc blocks are always rewritten: they cost
-nothing).
+nothing), and so are the notebooks' prose cells; `--prose` rewrites only those, running no command.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
+NOTEBOOKS = ROOT / "notebooks"
 BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n)```\n(?P<out>.*?)```\n(<!-- /run -->)", re.S)
 DOC = re.compile(r"(<!-- doc: (?P<lesson>[\w-]+) -->\n)(?P<out>.*?)(<!-- /doc -->)", re.S)
 FIELDS = re.compile(r"(<!-- fields: (?P<cls>[\w.]+) -->\n)(?P<out>.*?)(<!-- /fields -->)", re.S)
@@ -146,11 +152,63 @@ def lesson_doc(lesson: str) -> str:
     return f"{where}\n\n{docstring_markdown(info.load()).rstrip()}\n"
 
 
-def rewrite(page: Path, only: str | None) -> int:
+HOW_TO_RUN = ("Run the cells in order. Every number below is measured when you run it; every claim is checked at "
+              "run time. `gradlab {lesson} --explain` prints the explanation below with the lines of code that "
+              "compute it.")
+
+
+def notebook_prose(lesson: str) -> dict[str, str]:
+    """The text of the notebook's generated cells, by their "gradlab-prose" marker: the lesson's docstring's learner
+    part, as `--explain` prints it (Markdown whose formulas are code blocks: Unicode, no LaTeX, so it reads the same
+    in Jupyter, on the site and in the terminal)."""
+    from gradlab.lessons import LESSONS
+    from gradlab.report.explain import learner_markdown
+
+    title, body = learner_markdown(LESSONS[lesson].load())
+    return {"title": f"# `gradlab {lesson}`\n\n**{title}**\n\n{HOW_TO_RUN.format(lesson=lesson)}",
+            "math": f"## The idea and the math\n\n{body.rstrip()}"}
+
+
+def notebooks() -> list[tuple[str, Path]]:
+    """(lesson, notebook) for every notebook in notebooks/: NN-<lesson>.ipynb."""
+    return [(path.stem.split("-", 1)[1], path) for path in sorted(NOTEBOOKS.glob("*.ipynb"))]
+
+
+def notebook_cells(lesson: str, nb) -> dict[str, object]:
+    """NB's generated cells by their marker; exits naming what is missing when a marker is not there once."""
+    marked = [c for c in nb.cells if "gradlab-prose" in c.metadata]
+    cells = {c.metadata["gradlab-prose"]: c for c in marked}
+    if sorted(cells) != sorted(notebook_prose(lesson)) or len(marked) != len(cells):
+        found = sorted(c.metadata["gradlab-prose"] for c in marked)
+        raise SystemExit(f'readme: the {lesson} notebook must have one markdown cell marked "gradlab-prose": "title" '
+                         f'and one marked "math" (in the cell\'s metadata); it has {found}')
+    return cells
+
+
+def rewrite_notebook(lesson: str, path: Path) -> bool:
+    """Write the lesson's docstring into its notebook's generated cells; True when something changed."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for part, text in notebook_prose(lesson).items():
+        cell = notebook_cells(lesson, nb)[part]
+        changed |= cell.source != text
+        cell.source = text
+    if changed:
+        nbformat.validate(nb)
+        nbformat.write(nb, path)
+    return changed
+
+
+PROSE = object()  # --prose: no run block re-run
+
+
+def rewrite(page: Path, only: str | object | None) -> int:
     text = page.read_text(encoding="utf-8")
     out, last, n = [], 0, 0
     for m in blocks(text):
-        if only is not None and only not in m["cmd"]:
+        if only is not None and (only == PROSE or only not in m["cmd"]):
             continue
         start = time.perf_counter()
         printed = run(m["cmd"])
@@ -176,9 +234,13 @@ def main() -> None:
             print(f"ok: {page.relative_to(ROOT)}: {m['cmd']}")
         return
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None
+    if "--prose" in sys.argv[1:]:
+        only = PROSE
     for page in pages():
         n = rewrite(page, only)
         print(f"rewrote {n} run blocks in {page.relative_to(ROOT)}")
+    for lesson, path in notebooks():
+        print(f"{'rewrote' if rewrite_notebook(lesson, path) else 'kept'} the prose cells of {path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@
 For each lesson's notebook, everything from the "## Your turn" heading on is replaced by: the heading and its
 paragraph, one imports cell, and per exercise (in the order `gradlab exercises` lists them) a heading with its level
 and one line, its starter cell (metadata "gradlab-exercise": NAME, which scripts/notebooks.py --answers fills with
-the model answer) and a check cell whose Result keeps its own name (check_FUNCTION), so that re-running an earlier
-cell of the lesson still finds the lesson's `r`. Cells before the heading are left as they are.
+the model answer, asserting after its check that it passes) and a check cell whose Result keeps its own name
+(check_FUNCTION), so that re-running an earlier cell of the lesson still finds the lesson's `r`. Cells before the
+heading are left as they are.
 """
 
 from __future__ import annotations
@@ -36,11 +37,7 @@ def starter_cell(exercise) -> str:
 
 def check_cell(exercise) -> str:
     name = f"check_{exercise.function}"
-    return (f'{name} = gradlab.check({exercise.function}, "{exercise.name}")\n'
-            'if os.environ.get("GRADLAB_NOTEBOOK_ANSWERS") == "1":  # the test suite fills in the model answer\n'
-            f"    problem = {name}.stopped or {name}.metrics.get(\"diagnosis\")\n"
-            f"    assert {name}.exit_code == 0, problem\n"
-            f"{name}")
+    return f'{name} = gradlab.check({exercise.function}, "{exercise.name}")\n{name}'
 
 
 def your_turn(lesson: str) -> list:

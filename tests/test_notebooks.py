@@ -1,7 +1,9 @@
 """The Python API (gradlab.run, gradlab.list_lessons) and the notebooks in notebooks/, run on a real Jupyter kernel."""
 
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -13,6 +15,14 @@ from gradlab.errors import GradlabError
 from gradlab.lessons import LESSONS
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
+
+
+def script(name: str):
+    """scripts/NAME.py, imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_import_gradlab_does_not_import_torch():
@@ -96,7 +106,8 @@ def test_notebooks_are_stored_without_outputs_and_run_on_colab(path):
     assert all(not c["outputs"] and c["execution_count"] is None for c in code), "clear the outputs before committing"
     sources = ["".join(c["source"]) for c in code]
     assert 'find_spec("gradlab") is None' in sources[0] and "pip" in sources[0]  # Colab installs it first
-    assert "GRADLAB_NOTEBOOK_QUICK" in sources[1]
+    # the parameters cell (papermill's tag): a student's switch, which scripts/notebooks.py --quick sets after it
+    assert code[1]["metadata"].get("tags") == ["parameters"] and "\nQUICK = False" in sources[1]
     assert any("gradlab.run(" in s for s in sources) and sum("## Now break it" in "".join(c["source"])
                                                              for c in nb["cells"]) == 1
     # ends with "Your turn": every exercise of its lesson, a starter cell and its gradlab.check
@@ -119,9 +130,120 @@ def test_one_notebook_per_lesson_in_teaching_order():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_notebook_shows_students_no_test_wiring_and_no_answer_before_they_run(path):
+    """No cell reads the suite's environment or speaks of the test suite, and no code cell asserts: the claims and
+    what each "What happened" says are asserted by scripts/notebooks.py, in cells it inserts (issue #34)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    assert not [t for t in text if "GRADLAB_NOTEBOOK" in t or "test suite" in t or "os.environ" in t]
+    asserting = [t for c, t in zip(cells, text, strict=True)
+                 if c["cell_type"] == "code" and re.search(r"^\s*assert\b", t, re.M)]
+    assert not asserting, asserting
+    # every "What happened" follows the run it tells about, and that run's cell is checked (scripts/notebooks.py)
+    for i, t in enumerate(text):
+        if t.startswith("<details><summary><b>What happened</b>"):
+            assert cells[i - 1]["cell_type"] == "code" and "gradlab-check" in cells[i - 1]["metadata"], t[:80]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_notebooks_explanation_is_its_lessons_docstring(path):
+    """The title and math cells are what scripts/readme.py (`make docs`) writes from the lesson's docstring, the
+    text `--explain` prints and the lesson's page includes (issue #36): one source."""
+    import nbformat
+
+    readme = script("readme")
+    lesson = path.stem.split("-", 1)[1]
+    cells = readme.notebook_cells(lesson, nbformat.read(path, as_version=4))
+    for part, text in readme.notebook_prose(lesson).items():
+        assert cells[part].cell_type == "markdown"
+        assert cells[part].source == text, f"{path.name}'s {part} cell is stale: run `python scripts/readme.py --prose`"
+    assert "$" not in "".join(readme.notebook_prose(lesson).values())  # no LaTeX: the terminal and the site show it too
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_notebooks_your_turn_is_what_your_turn_py_writes(path):
+    import nbformat
+
+    lesson = path.stem.split("-", 1)[1]
+    cells = nbformat.read(path, as_version=4).cells
+    start = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.startswith("## Your turn"))
+    written = script("your_turn").your_turn(lesson)
+    assert [(c.cell_type, c.source, dict(c.metadata)) for c in cells[start:]] == \
+        [(c.cell_type, c.source, dict(c.metadata)) for c in written], f"run `python scripts/your_turn.py` ({path.name})"
+
+
+def test_the_notebook_runner_inserts_a_check_after_every_marked_cell():
+    """What the suite proves, cell by cell: the lesson's claims after its run, each break-it outcome after its run,
+    each model answer after its check; QUICK = True after the parameters cell. A check without its cell (or a cell
+    without its check) is refused, so none is lost silently."""
+    import nbformat
+
+    runner = script("notebooks")
+    from gradlab.practice import all_exercises
+
+    for path in NOTEBOOKS:
+        lesson = path.stem.split("-", 1)[1]
+        plain = nbformat.read(path, as_version=4)
+        nb = runner.prepare(nbformat.read(path, as_version=4), lesson, quick=True, answers=True)
+        inserted = [(nb.cells[i - 1], c.source) for i, c in enumerate(nb.cells)
+                    if runner.INJECTED in c.metadata.get("tags", [])]
+        marked = [c for c in plain.cells if "gradlab-check" in c.metadata]
+        exercises = [c.metadata["gradlab-exercise"] for c in plain.cells if "gradlab-exercise" in c.metadata]
+        assert len(inserted) == len(marked) + len(exercises) + 1, path.name
+        assert "run" in [c.metadata["gradlab-check"] for c in marked], f"{path.name}: its main run's claims unchecked"
+        quick = [s.splitlines()[-1] for before, s in inserted if "parameters" in before.metadata.get("tags", [])]
+        assert quick == ["QUICK = True"], path.name
+        answered = [before.source.split(" = ")[0] for before, s in inserted if "exit_code == 0, check_" in s]
+        assert answered == [f"check_{all_exercises()[n].function}" for n in exercises], path.name
+    plain = nbformat.read(NOTEBOOKS[0], as_version=4)
+    plain.cells = [c for c in plain.cells if c.metadata.get("gradlab-check") != "lr-50"]
+    with pytest.raises(ValueError, match="lr-50"):
+        runner.prepare(plain, "mnist", quick=False, answers=False)
+
+
+@pytest.mark.parametrize("broken", ["answer", "outcome"])
+def test_the_notebook_runner_fails_on_a_wrong_answer_or_a_false_outcome(broken, monkeypatch):
+    """The inserted assertions do fail: a wrong model answer, or a "What happened" the run contradicts, stops the
+    notebook with the cell's error (scripts/notebooks.py exits 1 on it)."""
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    import gradlab.practice
+
+    runner = script("notebooks")
+    cells = [nbformat.v4.new_code_cell("import gradlab\n\nQUICK = False")]
+    cells[0].metadata["tags"] = ["parameters"]
+    if broken == "answer":  # the model answer of clip.global_norm, with the square root forgotten
+        wrong = gradlab.practice.answer_source(gradlab.practice.all_exercises()["clip.global_norm"])
+        wrong = wrong.replace("math.sqrt(", "(").replace("torch.sqrt(", "(").replace(".sqrt()", "")
+        assert wrong != gradlab.practice.answer_source(gradlab.practice.all_exercises()["clip.global_norm"])
+        monkeypatch.setattr(gradlab.practice, "answer_source", lambda exercise: f"import torch\n\n{wrong}")
+        monkeypatch.setattr(runner, "CHECKS", {})  # this notebook has no marked run
+        starter = nbformat.v4.new_code_cell("def global_norm(grads): ...")
+        starter.metadata["gradlab-exercise"] = "clip.global_norm"
+        check = 'check_global_norm = gradlab.check(global_norm, "clip.global_norm")\ncheck_global_norm'
+        cells += [starter, nbformat.v4.new_code_cell(check)]
+    else:  # the real CHECKS of ddp's "A cap nobody reaches", after a run whose cap bites
+        monkeypatch.setattr(runner, "CHECKS", {"ddp": {"loose-clip": runner.CHECKS["ddp"]["loose-clip"]}})
+        run = nbformat.v4.new_code_cell(
+            "class Claim:\n    text, value, passed = 'clip, then all-reduce ≠ all-reduce, then clip', 0.3, True\n\n"
+            "claim = Claim()")
+        run.metadata["gradlab-check"] = "loose-clip"
+        cells.append(run)
+    nb = runner.prepare(nbformat.v4.new_notebook(cells=cells), "ddp" if broken == "outcome" else "clip",
+                        quick=True, answers=True)
+    with pytest.raises(CellExecutionError, match="AssertionError"):
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(path, tmp_path):
-    """Each on its own kernel (pytest-xdist runs them beside the other tests), quick budgets; a failed claim is a
-    failed assert."""
+    """Each on its own kernel (pytest-xdist runs them beside the other tests), quick budgets, the model answers in;
+    a failed claim, a false "What happened" or a failing answer is a failed assert in a cell scripts/notebooks.py
+    inserts."""
     if not os.environ.get("GRADLAB_REQUIRE_JUPYTER"):
         pytest.importorskip("nbclient")
         pytest.importorskip("ipykernel")
@@ -132,6 +254,8 @@ def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(path, tmp_path):
     executed = json.loads((tmp_path / path.name).read_text(encoding="utf-8"))
     outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
     assert not [o for o in outputs if o["output_type"] == "error"]
+    inserted = ["".join(c["source"]) for c in executed["cells"] if "gradlab-injected" in c["metadata"].get("tags", [])]
+    assert any(s.endswith("QUICK = True") for s in inserted) and any("assert r.exit_code == 0" in s for s in inserted)
     assert any("text/html" in o.get("data", {}) for o in outputs), "the Result displayed itself"
     # the student's own plot, drawn after a Result was shown, appears (showing a Result changes no backend)
     own = next(i for i, c in enumerate(executed["cells"]) if "## Your own plot" in "".join(c["source"]))

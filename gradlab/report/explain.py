@@ -6,7 +6,8 @@ the math): `gradlab LESSON --explain` prints it with the code of the names in th
 EXPLAIN[:1]), names the rest of EXPLAIN, and fits a screen (60 lines at 100 columns, tests/test_explain.py).
 `--explain full` prints the whole docstring (what the reader of the code needs too) and the code of every name in
 EXPLAIN. The lesson's page on the docs site shows the whole docstring as "How it works" (scripts/readme.py pastes
-it there, `make docs`), beside the tutorial's story and the sources, which only the page tells.
+it there, `make docs`), beside the tutorial's story and the sources, which only the page tells; the lesson's notebook
+opens with the learner part (scripts/readme.py writes it into the cells marked "gradlab-prose").
 
 EXPLAIN never names a function whose body an exercise asks a student to write (tests/test_explain.py): what shows
 that idea is the formula in the docstring and the lines that call it."""
@@ -59,6 +60,13 @@ def learner_part(doc: str) -> str:
 def short_names(module) -> tuple[str, ...]:
     """The names whose code `--explain` prints: the lines that compute the idea (the rest are named)."""
     return getattr(module, "EXPLAIN_SHORT", module.EXPLAIN[:1])
+
+
+def learner_markdown(module) -> tuple[str, str]:
+    """(the docstring's title line, the rest of its learner part as Markdown): what `--explain` prints, for the
+    lesson's notebook (scripts/readme.py writes it into the notebook's title and math cells, `make docs`)."""
+    title, _, body = learner_part(inspect.getdoc(module) or "").partition("\n")
+    return title, _as_markdown(body.strip("\n")).rstrip() + "\n"
 
 
 def docstring_markdown(module) -> str:
