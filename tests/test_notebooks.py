@@ -57,9 +57,12 @@ def test_a_check_alone_shows_itself_in_jupyter(tmp_path):
     (tmp_path / "answer.py").write_text("import torch\n" + source, encoding="utf-8")
     code = ("import gradlab, answer\n"
             "r = gradlab.check(answer.clip_by_global_norm, 'clip.clip_by_global_norm')\n"
-            "print(r.exit_code, r._repr_html_()[:28])")
+            "print(r.exit_code, r._repr_html_()[:28])\n"
+            "print(r.threads, r.device, bool(r.torch), r.metrics['points'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
-    assert out.stdout.strip() == '0 <div class="gradlab"><style>', out.stderr
+    shown, ran = out.stdout.strip().splitlines()
+    assert shown == '0 <div class="gradlab"><style>', out.stderr
+    assert ran.startswith("1 cpu True {'score': "), ran  # its header says what it ran on, as gradlab check's does
 
 
 @pytest.mark.parametrize("kwargs, message", [

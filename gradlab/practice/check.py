@@ -15,7 +15,7 @@ from pathlib import Path
 from gradlab.kit import threads
 from gradlab.kit.exercise import Exercise
 from gradlab.kit.result import Result
-from gradlab.practice import all_exercises, checks_of, sandbox
+from gradlab.practice import all_exercises, checks_of, grading, sandbox
 from gradlab.practice.isolate import one_line
 from gradlab.practice.judge import Reference, judge
 from gradlab.practice.submission import Submission, preflight
@@ -111,3 +111,16 @@ def installed_torch() -> str:
     text = Path(spec.submodule_search_locations[0], "version.py").read_text() if spec else ""
     found = re.search(r"^__version__ = '([^']+)'", text, re.M)
     return found[1] if found else "unknown"
+
+
+def stamp(result: Result) -> Result:
+    """What a check ran on, and its points (a check per claim), for every front end (gradlab check, gradlab.check):
+    the installed torch (read without importing it), gradlab's version, the CPU and the one thread the submission
+    runs on."""
+    from gradlab.version import __version__
+
+    result.torch, result.version, result.device = installed_torch(), __version__, "cpu"
+    result.threads, result.threads_why = 1, "the submission runs on one thread"
+    checks = grading.points(result)
+    result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
+    return result

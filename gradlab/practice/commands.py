@@ -16,11 +16,10 @@ from rich.text import Text
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.result import Result, Table
 from gradlab.practice import all_exercises, course, grading, isolate, listing, own, pool, submission
-from gradlab.practice.check import installed_torch, stopped_result
+from gradlab.practice.check import stamp, stopped_result
 from gradlab.practice.starter import starter
 from gradlab.report import console as report
 from gradlab.report.files import STDOUT, check_writable, write_bytes
-from gradlab.version import __version__
 
 
 def list_exercises(json_path: str | None, *, course_path: str | None = None) -> int:
@@ -91,7 +90,8 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
     why = "not graded: gradlab was stopped before this file's check ended"
     results = [r if r is not None else stopped_result(s.exercise, s.shown, why, seed)
                for s, r in zip(todo, graded.results, strict=True)]
-    _stamp(results)
+    for result in results:
+        stamp(result)
     if folder:
         table = _class_table(path, results)
         console.print(report.render_table(table))
@@ -158,17 +158,6 @@ def _one_submission(path: str, files: set[str]) -> None:
         raise GradlabError(f"{path} holds folders ({', '.join(sorted(folders)[:2])}, …) and none of the course's "
                            f"files: a folder per student is a class; grade it with `gradlab grade {path} --course "
                            "FILE --out DIR`")
-
-
-def _stamp(results: list[Result]) -> None:
-    """What each Result ran on, and its points (a check per claim). torch is not imported before the checks: each
-    starts its submission's process first, so that both import torch at once (and a syntax error needs none)."""
-    torch_version = installed_torch()
-    for result in results:
-        result.torch, result.version, result.device = torch_version, __version__, "cpu"
-        result.threads, result.threads_why = 1, "the submission runs on one thread"
-        checks = grading.points(result)
-        result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
 
 
 def _show(result: Result, console, found: isolate.Detected) -> None:
