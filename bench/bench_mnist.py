@@ -6,6 +6,7 @@ shuffle=True), the same model and SGD step, with torch's default threads. Ours k
 and slices batches, with gradlab's thread policy (one thread, gradlab/kit/threads.py), and for comparison with one
 thread per CPU. Targets (issue "In students' hands"): autograd variants ≥ 12× the naive loop, analytic ≥ 15×, and
 beside two busy programs no more than 2× slower than quiet. Printed, not asserted: timings depend on the machine.
+Written to bench/results/mnist.json (bench/record.py) with the machine and its load, which the docs render.
 
 Data: full MNIST when present in data/MNIST/raw, else Fashion-MNIST (data/FashionMNIST/raw or Debian's
 `apt-get install dataset-fashion-mnist`), else the bundled 10,000-image sample.
@@ -16,10 +17,11 @@ from __future__ import annotations
 import os
 import time
 
+import record
 import torch
 import torch.nn.functional as F
 import torchvision
-from bench_threads import busy
+from bench_threads import SPIN, busy
 from rich.console import Console
 from rich.table import Table
 
@@ -68,6 +70,7 @@ def ours(data, n: int, n_threads: int) -> dict[str, float]:
 
 def main() -> None:
     console = Console(highlight=False, width=150)
+    header, start = record.machine(), time.perf_counter()
     data, cls, root = pick_data()
     n = min(TRAIN, len(data.y_train))
     cpus = os.cpu_count() or 1
@@ -78,7 +81,7 @@ def main() -> None:
     naive = naive_samples_per_s(cls, root, n)
     runs = {}
     for label, k in ((f"{policy} (gradlab)", policy), (f"{cpus} (torch's default)", cpus)):
-        runs[label] = {"quiet": ours(data, n, k)}
+        runs[label] = {"threads": k, "quiet": ours(data, n, k)}
         with busy(2):
             runs[label]["busy"] = ours(data, n, k)
     threads.apply(default_threads)
@@ -94,6 +97,14 @@ def main() -> None:
                           f"≥ {TARGETS[v]}× {'✓' if ratio >= TARGETS[v] else '✗'}", f"{r['busy'][v]:,.0f}",
                           f"{slow:.2f}×", "✓" if slow <= 2 else "✗")
     console.print(table)
+    console.print("wrote", record.write("mnist", {
+        **header, "load_average_after": record.load(), "command": record.command(),
+        "wall_s": round(time.perf_counter() - start, 1), "data": data.name, "train_images": n, "epochs": 10,
+        "batch": 100, "busy_programs": 2, "busy_program": " ".join(SPIN[1:]), "policy_why": why,
+        "naive_samples_per_s": round(naive, 1), "targets": TARGETS, "slowdown_target": 2,
+        "runs": [{"label": label, "threads": r["threads"],
+                  **{kind: {v: round(r[kind][v], 1) for v in M.VARIANTS} for kind in ("quiet", "busy")}}
+                 for label, r in runs.items()]}))
 
 
 if __name__ == "__main__":
