@@ -78,7 +78,8 @@ def write(bench: str, data: dict[str, Any]) -> Path:
     fd, tmp = tempfile.mkstemp(dir=RESULTS, prefix=f".{bench}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+            json.dump(data, f, indent=1, ensure_ascii=False, allow_nan=False)  # written as it is encoded
+            f.write("\n")
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

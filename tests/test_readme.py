@@ -183,7 +183,7 @@ def test_make_bench_runs_the_parts_the_total_adds_up():
 def test_a_bench_writes_its_json_atomically(tmp_path, monkeypatch):
     monkeypatch.setattr(record, "RESULTS", tmp_path)
     record.write("seeds", {"sweeps": {"a": 1}})
-    with pytest.raises(ValueError):  # NaN is not JSON: the write fails half-way
-        record.write("seeds", {"sweeps": {"a": float("nan")}})
+    with pytest.raises(ValueError):  # NaN is not JSON: the write fails half-way, "b" already written
+        record.write("seeds", {"sweeps": {"b": 2, "a": float("nan")}})
     assert json.loads((tmp_path / "seeds.json").read_text()) == {"sweeps": {"a": 1}}
     assert [p.name for p in tmp_path.iterdir()] == ["seeds.json"]
