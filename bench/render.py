@@ -269,9 +269,10 @@ def sandbox(d: dict) -> str:
 
 
 def total(results: Path = RESULTS) -> str:
-    """`make bench`'s parts with the wall time each took when last run, and their sum; parts never run are named."""
+    """`make bench`'s parts with the wall time each took when last run, and their sum. A part last run with other
+    arguments than the Makefile's (one exercise, the small data) is named apart and not added; so is one never run."""
     lines = ["| part of `make bench` | wall time | measured | load average |", "| --- | --- | --- | --- |"]
-    spent, missing = 0.0, []
+    spent, missing, other = 0.0, [], []
     for name, key in MAKE_BENCH:
         path = results / f"{name}.json"
         d = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
@@ -280,12 +281,18 @@ def total(results: Path = RESULTS) -> str:
         if not d:
             missing.append(f"`bench/{SCRIPT[name]}`" + (f" ({key})" if key else ""))
             continue
+        if key is None and d["command"] != f"python bench/{SCRIPT[name]}":
+            other.append(f"`{d['command']}` ({duration(d['wall_s'])}, {d['measured']})")
+            continue
         what = f"`{sweep_command(d)}`" if key else f"`{d['command']}`"
         spent += d["wall_s"]
         lines.append(f"| {what} | {duration(d['wall_s'])} | {d['measured']} | {load_text(d)} |")
     lines += ["", f"In all **{duration(spent)}** for the parts above, each as last measured (bench/results/*.json), "
-              "under the load shown"
-              + (f"; not measured yet: {', '.join(missing)}." if missing else ".")]
+              "under the load shown."]
+    if other:
+        lines.append(f"Last run only with other arguments than `make bench`'s, so not added: {'; '.join(other)}.")
+    if missing:
+        lines.append(f"Not measured yet: {', '.join(missing)}.")
     return "\n".join(lines) + "\n"
 
 

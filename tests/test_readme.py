@@ -159,7 +159,11 @@ def test_the_total_of_make_bench_adds_its_parts_and_names_those_never_run(tmp_pa
     (tmp_path / "seeds.json").write_text(json.dumps({"sweeps": {"dqn": sweep([(0, True, 500.0)])}}))
     text = readme.bench_text("total", results=tmp_path)
     assert "| `python bench/bench_seeds.py --lessons dqn --seeds 0-0 --jobs 1` | 5 min |" in text
-    assert "In all **5 min**" in text and "not measured yet: `bench/bench_mnist.py`" in text
+    assert "In all **5 min**" in text and "Not measured yet: `bench/bench_mnist.py`" in text
+    (tmp_path / "check.json").write_text(json.dumps({"command": "python bench/bench_check.py clip", "wall_s": 60.0,
+                                                     "measured": "2026-01-01 00:00 UTC"}))
+    text = readme.bench_text("total", results=tmp_path)  # one exercise's checks are not `make bench`'s part
+    assert "In all **5 min**" in text and "not added: `python bench/bench_check.py clip` (60 s" in text
 
 
 def test_make_bench_runs_the_parts_the_total_adds_up():
