@@ -52,15 +52,15 @@ def machine(d: dict) -> str:
     return f"{d['cpu']}, {d['cpus']} cores, {d['gpu'] or 'no GPU'}, torch {d['torch']}"
 
 
-def load_text(d: dict) -> str:
+def load_text(d: dict, label: str = "load average ") -> str:
     after = f", {d['load_average_after'][0]:g} after" if "load_average_after" in d else ""
-    return f"load average {d['load_average_before'][0]:g} before{after}"
+    return f"{label}{d['load_average_before'][0]:g} before{after}"
 
 
 def measured(d: dict, command: str | None = None) -> str:
     """'Measured DATE by COMMAND on MACHINE, at nice N, load average L before, M after' for one bench run."""
     return (f"Measured {d['measured']} by `{command or d['command']}` on {machine(d)}, at nice {d['nice']}, "
-            f"{load_text(d)} (1-minute; {d['cpus']} cores)")
+            f"{load_text(d)} (1-minute)")
 
 
 def value(v) -> float:
@@ -167,7 +167,7 @@ def seeds_all(data: dict) -> str:
         lo, hi = s["seeds"]
         cells = [f"`{run_command(s)}`", f"**{n} of {of}** (seeds {lo}–{hi})",
                  f"{duration(s['wall_s'])}, {at_a_time(s)}", f"{s['median_run_s']:g} s", s["measured"],
-                 load_text(s), *([] if one else [machine(s)])]
+                 load_text(s, ""), *([] if one else [machine(s)])]
         lines.append("| " + " | ".join(cells) + " |")
     where = f"on {machines.pop()}" if one else "on the machines in the last column"
     nices = {s["nice"] for s in sweeps.values()}
@@ -286,7 +286,7 @@ def total(results: Path = RESULTS) -> str:
             continue
         what = f"`{sweep_command(d)}`" if key else f"`{d['command']}`"
         spent += d["wall_s"]
-        lines.append(f"| {what} | {duration(d['wall_s'])} | {d['measured']} | {load_text(d)} |")
+        lines.append(f"| {what} | {duration(d['wall_s'])} | {d['measured']} | {load_text(d, '')} |")
     lines += ["", f"In all **{duration(spent)}** for the parts above, each as last measured (bench/results/*.json), "
               "under the load shown."]
     if other:
