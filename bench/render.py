@@ -129,7 +129,7 @@ def seeds_one(data: dict, key: str) -> str:
     s = sweeps[key]
     rows = s["rows"]
     has_best = any(r["best_step"] for r in rows)
-    has_eq = any(closest_equality(r) for r in rows)
+    has_eq = any((eq := closest_equality(r)) and value(eq["value"]) for r in rows)  # not when every one is 0
     heads = {h["id"] for r in rows if (h := headline(r))}
     head_name = "its learning claim" if all(h.endswith("learns") for h in heads) else "its tightest ≥ claim"
     lines = [f"`{run_command(s)}` for each seed S: {sweep_summary(s)}. {measured(s, sweep_command(s))}; "
