@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import time
 
 import record
@@ -129,7 +130,7 @@ def main() -> None:
     console.print("wrote", record.write("mnist", {
         **header, "load_average_after": record.load(), "command": record.command(),
         "wall_s": round(time.perf_counter() - start, 1), "data": data.name, "train_images": n, "epochs": 10,
-        "batch": 100, "busy_programs": 2, "busy_program": " ".join(SPIN[1:]), "policy_why": why,
+        "batch": 100, "busy_programs": 2, "busy_program": shlex.join(SPIN[1:]), "policy_why": why,
         "naive_samples_per_s": round(naive, 1), "targets": TARGETS, "slowdown_target": 2,
         "runs": [{"label": label, "threads": r["threads"],
                   **{kind: {v: round(r[kind][v], 1) for v in M.VARIANTS} for kind in ("quiet", "busy")}}

@@ -187,8 +187,9 @@ def mnist(d: dict) -> str:
     naive = d["naive_samples_per_s"]
     lines = [f"On {d['data']} ({d['train_images']:,} training images, {d['epochs']} epochs of batch {d['batch']}); the "
              f"naive DataLoader loop, quiet, in the same run: **{naive:,.0f} samples/s**. {measured(d)}; "
-             f"{duration(d['wall_s'])} in all. \"Busy\": beside {d['busy_programs']} programs that each spin a CPU "
-             f"(`python {d['busy_program']}`).", ""]
+             f"{duration(d['wall_s'])} in all. \"Quiet\": with no busy program of the bench's own (the machine's "
+             f"load is the load average above); \"busy\": beside {d['busy_programs']} Python loops that each spin a "
+             "CPU.", ""]
     head = ["loop", "threads", "quiet samples/s", "× naive", "target", f"+{d['busy_programs']} busy samples/s",
             "busy slowdown", f"≤ {d['slowdown_target']:g}×"]
     lines += ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
@@ -212,7 +213,7 @@ def threads(d: dict) -> str:
     cpus = d["cpus"]
     lines = [f"Wall seconds of each lesson's default run, in a fresh process (start-up included), with gradlab's one "
              f"thread and with torch's default of one per CPU (`--threads {cpus}`), quiet and beside busy programs "
-             f"that each spin a CPU (`python {d['busy_program']}`). {measured(d)}; {duration(d['wall_s'])} in all.",
+             f"(Python loops that each spin a CPU). {measured(d)}; {duration(d['wall_s'])} in all.",
              ""]
     head = ["lesson", "quiet", "+1 busy", "+2 busy", "+2 busy / quiet", f"`--threads {cpus}`: quiet", "+2 busy",
             "+2 busy / quiet", "quiet vs `--threads " + str(cpus) + "`"]
