@@ -17,6 +17,8 @@ bounds on a busy machine, the claims' verdicts do not depend on it (runs repeat 
 
 from __future__ import annotations
 
+import datetime
+import itertools
 import json
 import shlex
 from collections.abc import Callable
@@ -154,7 +156,9 @@ def seeds_one(data: dict, key: str) -> str:
 
 
 def seeds_all(data: dict) -> str:
-    sweeps = data.get("sweeps", {})
+    made = [key for name, key in MAKE_BENCH if name == "seeds"]  # `make bench`'s sweeps in its order, then others
+    sweeps = dict(sorted(data.get("sweeps", {}).items(), key=lambda kv: (kv[0] not in made,
+                                                                          made.index(kv[0]) if kv[0] in made else 0)))
     if not sweeps:
         raise Missing("bench/results/seeds.json holds no sweep: run `python bench/bench_seeds.py`")
     machines = {machine(s) for s in sweeps.values()}
@@ -273,7 +277,7 @@ def total(results: Path = RESULTS) -> str:
     """`make bench`'s parts with the wall time each took when last run, and their sum. A part last run with other
     arguments than the Makefile's (one exercise, the small data) is named apart and not added; so is one never run."""
     lines = ["| part of `make bench` | wall time | measured | load average |", "| --- | --- | --- | --- |"]
-    spent, missing, other = 0.0, [], []
+    spent, missing, other, spans = 0.0, [], [], []
     for name, key in MAKE_BENCH:
         path = results / f"{name}.json"
         d = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
@@ -287,13 +291,18 @@ def total(results: Path = RESULTS) -> str:
             continue
         what = f"`{sweep_command(d)}`" if key else f"`{d['command']}`"
         spent += d["wall_s"]
+        start = datetime.datetime.strptime(d["measured"], "%Y-%m-%d %H:%M UTC").timestamp()
+        spans.append((start, start + d["wall_s"]))
         lines.append(f"| {what} | {duration(d['wall_s'])} | {d['measured']} | {load_text(d, '')} |")
+    spans.sort()
+    overlap = any(b[0] < a[1] - 60 for a, b in itertools.pairwise(spans))  # `measured` is to the minute
     lines += ["", f"In all **{duration(spent)}** for the parts above, each as last measured (bench/results/*.json), "
-              "under the load shown."]
+              "under the load shown" + ("; some of them ran at the same time (their start and wall time overlap), "
+                                        "each slower for it." if overlap else ".")]
     if other:
-        lines.append(f"Last run only with other arguments than `make bench`'s, so not added: {'; '.join(other)}.")
+        lines += ["", f"Last run only with other arguments than `make bench`'s, so not added: {'; '.join(other)}."]
     if missing:
-        lines.append(f"Not measured yet: {', '.join(missing)}.")
+        lines += ["", f"Not measured yet: {', '.join(missing)}."]
     return "\n".join(lines) + "\n"
 
 

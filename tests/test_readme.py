@@ -164,6 +164,11 @@ def test_the_total_of_make_bench_adds_its_parts_and_names_those_never_run(tmp_pa
                                                      "measured": "2026-01-01 00:00 UTC"}))
     text = readme.bench_text("total", results=tmp_path)  # one exercise's checks are not `make bench`'s part
     assert "In all **5 min**" in text and "not added: `python bench/bench_check.py clip` (60 s" in text
+    assert "at the same time" not in text
+    ddp = {**sweep([(0, True, 500.0)]), "lesson": "ddp", "measured": "2026-01-01 00:02 UTC"}  # within dqn's 5 min
+    (tmp_path / "seeds.json").write_text(json.dumps({"sweeps": {"dqn": sweep([(0, True, 500.0)]), "ddp": ddp}}))
+    text = readme.bench_text("total", results=tmp_path)
+    assert "In all **10 min**" in text and "some of them ran at the same time" in text
 
 
 def test_make_bench_runs_the_parts_the_total_adds_up():
