@@ -67,10 +67,12 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
-# Speed and dependability figures, printed (never asserted): MNIST loops vs a naive loop, CPU vs CUDA (where there is
-# a GPU), every lesson quiet vs
-# beside busy programs, and the claims of the RL lessons and of ddp over 20 seeds. It takes a long while (each script
-# prints its own times); run it on a quiet machine.
+# Speed and dependability figures, measured (never asserted): MNIST loops vs a naive loop, CPU vs CUDA (where there is
+# a GPU), the seconds of each `gradlab check`, every lesson quiet vs beside busy programs, and the claims of the RL
+# lessons and of ddp over 20 seeds. Each script prints its table and writes it, with the machine, its load and its own
+# wall time, to bench/results/<bench>.json; `make docs` pastes them into the pages. It takes a long while
+# (docs/develop/measurements.md adds up how long each part took when last run). Run it on a quiet machine and commit
+# bench/results/.
 bench: install
 	$(BIN)/python bench/bench_mnist.py
 	$(BIN)/python bench/bench_gpu.py
@@ -82,7 +84,8 @@ bench: install
 
 # The docs site: re-run every command README.md and the pages of docs/ show (<!-- run: ... --> blocks) and paste what
 # they print, paste each lesson's docstring into its page (<!-- doc: ... -->) and its learner part into its
-# notebook (the cells marked gradlab-prose), draw every lesson's backward graph into
+# notebook (the cells marked gradlab-prose), each bench's figures from bench/results/*.json (<!-- bench: ... -->,
+# `make bench` writes them), draw every lesson's backward graph into
 # docs/graphs/, then build the site, strictly, into site/ (mkdocs-material, the extra `docs`): site/index.html opens
 # from disk, offline (`gradlab docs --open`). `make docs-site` only builds it (seconds).
 docs: install

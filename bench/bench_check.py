@@ -3,7 +3,7 @@ model answer (every check runs; no diagnosis is needed), on the untouched starte
 known mistake (the diagnosis runs its experiments) and on a syntax error (the pre-flight stops it before any
 process starts). Target (issue #29): at most 3 s on 2 cores. The CPU seconds (gradlab's process and the
 submission's together) are printed beside the wall time: on a busy machine the wall time grows, the CPU time much
-less. Printed, not asserted.
+less. Printed, not asserted, and written to bench/results/check.json (bench/record.py), which the docs render.
 
     python bench/bench_check.py [NAME ...]
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import record
 from rich.console import Console
 from rich.table import Table
 
@@ -58,6 +60,8 @@ def main() -> None:
     if not names:
         sys.exit(f"bench_check: no exercise's name contains {' or '.join(sys.argv[1:])}; usage: python "
                  f"bench/bench_check.py [PART OF A NAME ...], e.g. critic_update (`gradlab exercises` lists them)")
+    header, start = record.machine(), time.perf_counter()
+    rows = []
     table = Table(title=f"gradlab check: seconds per exercise, wall (CPU of both processes), fresh process, on "
                         f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}", title_justify="left")
     for col in ("exercise", "model answer", "starter", "a wrong answer", "syntax error", f"≤ {TARGET_S:g} s"):
@@ -68,16 +72,23 @@ def main() -> None:
             files = {"answer": f"{HEADER}# gradlab-exercise: {name}\n{answer_source(ex)}", "starter": starter(ex),
                      "wrong": wrong_source(name),
                      "syntax": f"# gradlab-exercise: {name}\ndef {ex.function}(:\n    pass\n"}
-            cells, worst = [], 0.0
+            cells, worst, row = [], 0.0, {"exercise": name}
             for kind, text in files.items():
                 path = Path(tmp, f"{ex.function}_{kind}.py")
                 path.write_text(text, encoding="utf-8")
                 wall, cpu, code = timed(path)
                 worst = max(worst, wall)
-                cells.append(f"{wall:.1f} ({cpu:.1f}){'' if code == (0 if kind == 'answer' else 1) else ' !'}")
+                expected = 0 if kind == "answer" else 1
+                cells.append(f"{wall:.1f} ({cpu:.1f}){'' if code == expected else ' !'}")
+                row[kind] = {"command": shlex.join(["gradlab", "check", path.name, "--quiet"]),
+                             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "rc": code, "expected_rc": expected}
+            rows.append(row)
             table.add_row(name, *cells, "✓" if worst <= TARGET_S else "✗")
     Console(highlight=False, width=130).print(table)
     print("a ! marks an unexpected exit code (0 for the model answer, 1 for the others)")
+    print("wrote", record.write("check", {**header, "load_average_after": record.load(), "command": record.command(),
+                                          "wall_s": round(time.perf_counter() - start, 1), "target_s": TARGET_S,
+                                          "rows": rows}))
 
 
 if __name__ == "__main__":

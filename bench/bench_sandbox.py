@@ -2,7 +2,8 @@
 gradlab.practice.isolate.run in each mode this machine allows (plain always; bwrap as root with bubblewrap; uid with
 GRADLAB_SANDBOX=uid where the fallback is possible), then a whole `gradlab check` of one model answer in each. Every
 variant once per round, N rounds (a noisy neighbour hits them all alike); the minimum is the figure to trust on a
-shared machine. Printed, never asserted.
+shared machine. Printed, never asserted, and written to bench/results/sandbox.json (bench/record.py), which the docs
+render.
 
     python bench/bench_sandbox.py [N]
 """
@@ -15,6 +16,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import record
 
 from gradlab.practice import all_exercises, answer_source, cgroups, isolate, sandbox
 from gradlab.practice.check import run_check
@@ -37,6 +40,7 @@ def timed(variants: dict, rounds: int) -> dict:
 
 
 def main() -> None:
+    header, start = record.machine(), time.perf_counter()
     found = isolate.detect()
     modes = ["plain"] + ([found.mode] if found.isolated else [])
     package = sandbox.sandbox_files("gradlab.lessons.clip.exercises.harness")
@@ -54,8 +58,10 @@ def main() -> None:
             ["bwrap", *isolate._namespaces(), *isolate._system_binds(), "--proc", "/proc", "--dev", "/dev", "--size",
              "1048576", "--tmpfs", "/tmp", "/usr/bin/true"], check=True)
     print(f"machine: {found.mode} ({found.why or 'full isolation'}); {N} rounds; ms (min, median)")
+    rows = []
     for k, (lo, med) in timed(variants, N).items():
         print(f"  {k:55} {lo:8.1f} {med:8.1f}")
+        rows.append({"what": k, "rounds": N, "min_ms": round(lo, 1), "median_ms": round(med, 1)})
     exercise = all_exercises()["clip.clip_by_global_norm"]
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "clip.py")
@@ -73,6 +79,10 @@ def main() -> None:
             checks[f"gradlab check (clip's model answer), {mode}"] = check
         for k, (lo, med) in timed(checks, max(3, N // 3)).items():
             print(f"  {k:55} {lo:8.1f} {med:8.1f}")
+            rows.append({"what": k, "rounds": max(3, N // 3), "min_ms": round(lo, 1), "median_ms": round(med, 1)})
+    print("wrote", record.write("sandbox", {**header, "load_average_after": record.load(), "command": record.command(),
+                                            "wall_s": round(time.perf_counter() - start, 1), "mode": found.mode,
+                                            "why": found.why, "rows": rows}))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Regenerate the generated blocks of README.md and of every page of the docs site, docs/**/*.md (`make docs`).
 
-Two kinds of block. A run block holds what a command prints (the command is the one a reader would type):
+Three kinds of block. A run block holds what a command prints (the command is the one a reader would type):
 
     <!-- run: gradlab log1pexp --dtype float32 -->
     ```
@@ -17,7 +17,12 @@ without the code), after a line that says where it comes from:
     <!-- /doc -->
 
 The docstring says what the reader of the code needs; the tutorial's story and the sources are the page's own
-prose, around the block.
+prose, around the block. A bench block holds what a bench measured, rendered from its JSON in bench/results/ (the
+file `make bench` writes; bench/render.py lists the blocks it knows):
+
+    <!-- bench: seeds dqn -->
+    ...the seed sweep of dqn as bench/results/seeds.json holds it, the machine and its load included...
+    <!-- /bench -->
 
 A fields block holds a dataclass's fields (a teacher's own exercise is written with them) as a table read from its
 source: name, type, default, and the comment that declares what the field means:
@@ -33,9 +38,10 @@ of its learner part (before its `---` line), the text `gradlab LESSON --explain`
 rewritten (tests/test_notebooks.py checks that they are what this script writes); the rest of a notebook is its own.
 
 Nothing in those blocks is typed by hand. `python scripts/readme.py --check` lists the blocks and exits 1 when a
-command does not parse (unknown lesson or option), without running anything; `--only TEXT` re-runs only the run
-blocks whose command contains TEXT and keeps the others as they are (doc blocks are always rewritten: they cost
-nothing), and so are the notebooks' prose cells; `--prose` rewrites only those, running no command.
+command does not parse (unknown lesson or option) or a bench block has no JSON to render, without running anything;
+`--only TEXT` re-runs only the run blocks whose command contains TEXT and keeps the others as they are; `--prose` and
+`--bench` run no command at all. Doc, fields and bench blocks and the notebooks' prose cells are always rewritten:
+they cost nothing (a bench block only reads its JSON).
 """
 
 from __future__ import annotations
@@ -59,7 +65,11 @@ NOTEBOOKS = ROOT / "notebooks"
 BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n)```\n(?P<out>.*?)```\n(<!-- /run -->)", re.S)
 DOC = re.compile(r"(<!-- doc: (?P<lesson>[\w-]+) -->\n)(?P<out>.*?)(<!-- /doc -->)", re.S)
 FIELDS = re.compile(r"(<!-- fields: (?P<cls>[\w.]+) -->\n)(?P<out>.*?)(<!-- /fields -->)", re.S)
+BENCH = re.compile(r"(<!-- bench: (?P<spec>[^>]+?) -->\n)(?P<out>.*?)(<!-- /bench -->)", re.S)
 WIDTH = "110"
+_spec = importlib.util.spec_from_file_location("bench_render", ROOT / "bench" / "render.py")
+bench_render = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_render)
 
 
 def pages() -> list[Path]:
@@ -115,6 +125,20 @@ def _default(source: str, value: ast.expr | None) -> str:
             if k.arg == "default":
                 value = k.value
     return f"`{ast.get_source_segment(source, value)}`"
+
+
+def bench_blocks(text: str) -> list[re.Match]:
+    return list(BENCH.finditer(text))
+
+
+def bench_text(spec: str, page: Path | None = None, results: Path = bench_render.RESULTS) -> str:
+    """What a `<!-- bench: SPEC -->` block holds: the Markdown bench/render.py makes of the bench's JSON, between
+    blank lines; one line saying what to run when the JSON is missing."""
+    try:
+        return f"\n{bench_render.render(spec, results).rstrip()}\n\n"
+    except (bench_render.Missing, ValueError) as e:
+        where = f"{page.relative_to(ROOT)}: " if page else ""
+        raise SystemExit(f"readme: {where}<!-- bench: {spec} -->: {e}") from None
 
 
 def all_blocks() -> list[tuple[Path, re.Match]]:
@@ -204,11 +228,11 @@ def rewrite_notebook(lesson: str, path: Path) -> bool:
 PROSE = object()  # --prose: no run block re-run
 
 
-def rewrite(page: Path, only: str | object | None) -> int:
+def rewrite(page: Path, only: str | object | None, runs: bool = True) -> int:
     text = page.read_text(encoding="utf-8")
     out, last, n = [], 0, 0
     for m in blocks(text):
-        if only is not None and (only == PROSE or only not in m["cmd"]):
+        if not runs or (only is not None and (only == PROSE or only not in m["cmd"])):
             continue
         start = time.perf_counter()
         printed = run(m["cmd"])
@@ -219,6 +243,7 @@ def rewrite(page: Path, only: str | object | None) -> int:
     text = "".join(out)
     text = DOC.sub(lambda m: m.group(1) + lesson_doc(m["lesson"]) + m.group(4), text)
     text = FIELDS.sub(lambda m: m.group(1) + fields_table(m["cls"]) + m.group(4), text)
+    text = BENCH.sub(lambda m: m.group(1) + bench_text(m["spec"], page) + m.group(4), text)
     page.write_text(text, encoding="utf-8")
     return n
 
@@ -232,13 +257,19 @@ def main() -> None:
             if name != "--help" and "--help" not in args:
                 cli.commands[name].make_context(name, args)  # raises on an unknown lesson, option or value
             print(f"ok: {page.relative_to(ROOT)}: {m['cmd']}")
+        for page in pages():
+            for m in bench_blocks(page.read_text(encoding="utf-8")):
+                bench_text(m["spec"], page)  # exits with what to run when its JSON is missing
+                print(f"ok: {page.relative_to(ROOT)}: bench {m['spec']}")
         return
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv[1:-1] else None
     if "--prose" in sys.argv[1:]:
         only = PROSE
+    runs = "--bench" not in sys.argv[1:]
     for page in pages():
-        n = rewrite(page, only)
-        print(f"rewrote {n} run blocks in {page.relative_to(ROOT)}")
+        n = rewrite(page, only, runs)
+        print(f"rewrote {n} run blocks and {len(bench_blocks(page.read_text(encoding='utf-8')))} bench blocks in "
+              f"{page.relative_to(ROOT)}")
     for lesson, path in notebooks():
         print(f"{'rewrote' if rewrite_notebook(lesson, path) else 'kept'} the prose cells of {path.relative_to(ROOT)}")
 

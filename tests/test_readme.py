@@ -9,8 +9,11 @@ block must hold the lesson's docstring exactly as `make docs` pastes it.
 """
 
 import importlib.util
+import json
 import re
+import shlex
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -121,3 +124,108 @@ def test_masking_keeps_words_and_drops_numbers_and_borders():
     assert words("│ ✓ │ max |ΔW| 4.47e-08 │ ≤ 1e-06 │ 1,858 │ 0.5") == Counter(
         {"✓": 1, "max": 1, "|ΔW|": 1, "#": 4, "≤": 1})
     assert words("gradlab 0.1.0 · torch 2.14.1+cu130 · device cpu\nnote: --device auto: none\nok") == Counter(["ok"])
+
+
+# The benches' figures: every `<!-- bench: SPEC -->` block holds what bench/render.py makes of bench/results/*.json.
+BENCHES = [(page, m) for page, text in PAGES.items() for m in readme.bench_blocks(text)]
+record_spec = importlib.util.spec_from_file_location("bench_record", REPO / "bench" / "record.py")
+record = importlib.util.module_from_spec(record_spec)
+record_spec.loader.exec_module(record)
+
+
+@pytest.mark.parametrize("page, block", BENCHES, ids=[f"{p.relative_to(REPO)}: {m['spec']}" for p, m in BENCHES])
+def test_every_bench_block_is_what_its_json_renders(page, block):
+    assert block["out"] == readme.bench_text(block["spec"], page), (
+        f"{page.relative_to(REPO)}: <!-- bench: {block['spec']} --> drifted from bench/results: run "
+        "`python scripts/readme.py --bench`")
+
+
+def test_the_measured_figures_are_on_their_pages():
+    """The seed sweeps on the pages of their lessons and in Dependable in class, the speed ratios and the cost of a
+    check under Measurements, the total time of `make bench` where it is explained."""
+    shown = {(page.relative_to(REPO).as_posix(), m["spec"]) for page, m in BENCHES}
+    for want in [("docs/lessons/dqn.md", "seeds dqn"), ("docs/lessons/actor-critic.md", "seeds actor-critic"),
+                 ("docs/lessons/ddp.md", "seeds ddp"),
+                 ("docs/lessons/ddp.md", "seeds ddp --workers 3 --uneven --micro-batches 3"),
+                 ("docs/teach/dependable.md", "seeds"), ("docs/develop/measurements.md", "total")]:
+        assert want in shown, f"{want[0]} has no <!-- bench: {want[1]} --> block"
+
+
+def test_a_bench_block_without_its_json_says_what_to_run(tmp_path, monkeypatch):
+    with pytest.raises(SystemExit, match=r"bench/results/seeds\.json does not exist: run `python "
+                                         r"bench/bench_seeds\.py`"):
+        readme.bench_text("seeds dqn", results=tmp_path)
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    record.write("seeds", {"sweeps": {}})
+    with pytest.raises(SystemExit, match=r"seeds\.json has no sweep 'dqn'"):
+        readme.bench_text("seeds dqn", results=tmp_path)
+    with pytest.raises(SystemExit, match="no such bench"):
+        readme.bench_text("speed", results=tmp_path)
+
+
+def sweep(rows: list[tuple[int, bool, float]]) -> dict:
+    """A seeds.json sweep of dqn with ROWS (seed, passed, the learns claim's value), as bench_seeds.py writes it."""
+    return {"measured": "2026-01-01 00:00 UTC", "cpu": "CPU X", "cpus": 2, "gpu": None, "torch": "2.0", "nice": 10,
+            "load_average_before": [1.5, 1, 1], "load_average_after": [2.5, 1, 1], "lesson": "dqn", "extra": [],
+            "seeds": [rows[0][0], rows[-1][0]], "jobs": 1, "passed": 99, "runs": 99, "wall_s": 300.0,
+            "median_run_s": 20.0, "max_run_s": 30.0,
+            "rows": [{"seed": s, "command": f"gradlab dqn --seed {s}", "rc": 0 if ok else 1, "passed": ok,
+                      "wall_s": 20.0, "best_step": 3000, "stopped": None, "error": None,
+                      "claims": [{"id": "stop-grad-learns", "value": v, "bound": 195, "op": ">=", "passed": ok},
+                                 {"id": "anatomy", "value": 1e-7, "bound": 1e-6, "op": "<=", "passed": True}]}
+                     for s, ok, v in rows]}
+
+
+def test_a_sweep_renders_the_pass_count_its_rows_hold_and_where_it_was_measured(tmp_path):
+    data = sweep([(0, True, 500.0), (1, False, 120.5), (2, True, 200.0)])
+    (tmp_path / "seeds.json").write_text(json.dumps({"sweeps": {"dqn": data}}))
+    text = readme.bench_text("seeds dqn", results=tmp_path)
+    assert "every claim held on **2 of 3 seeds** (seeds 0–2)" in text  # counted from the rows, not "passed": 99
+    assert "CPU X, 2 cores, no GPU, torch 2.0, at nice 10, load average 1.5 before, 2.5 after" in text
+    assert "| 1 | 120 (≥ 195) ✗ | 3,000 | 1e-07 (≤ 1e-06, anatomy) | stop-grad-learns | 20.0 |" in text
+    assert text.count("\n| ") == 2 + 3  # the header, its rule, a row per seed
+    summary = readme.bench_text("seeds", results=tmp_path)
+    assert "`gradlab dqn --seed S` | **2 of 3** (seeds 0–2) | 5 min, one run at a time |" in summary
+
+
+def test_the_total_of_make_bench_adds_its_parts_and_names_those_never_run(tmp_path):
+    (tmp_path / "seeds.json").write_text(json.dumps({"sweeps": {"dqn": sweep([(0, True, 500.0)])}}))
+    text = readme.bench_text("total", results=tmp_path)
+    assert "| `python bench/bench_seeds.py --lessons dqn --seeds 0-0 --jobs 1` | 5 min |" in text
+    assert "In all **5 min**" in text and "Not measured yet: `bench/bench_mnist.py`" in text
+    (tmp_path / "check.json").write_text(json.dumps({"command": "python bench/bench_check.py clip", "wall_s": 60.0,
+                                                     "measured": "2026-01-01 00:00 UTC"}))
+    text = readme.bench_text("total", results=tmp_path)  # one exercise's checks are not `make bench`'s part
+    assert "In all **5 min**" in text and "not added: `python bench/bench_check.py clip` (60 s" in text
+    assert "at the same time" not in text
+    ddp = {**sweep([(0, True, 500.0)]), "lesson": "ddp", "measured": "2026-01-01 00:02 UTC"}  # within dqn's 5 min
+    (tmp_path / "seeds.json").write_text(json.dumps({"sweeps": {"dqn": sweep([(0, True, 500.0)]), "ddp": ddp}}))
+    text = readme.bench_text("total", results=tmp_path)
+    assert "In all **10 min**" in text and "some of them ran at the same time" in text
+
+
+def test_make_bench_runs_the_parts_the_total_adds_up():
+    """bench/render.py's MAKE_BENCH is what the Makefile's `bench` target runs: each script, each sweep's key."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    target = re.search(r"^bench:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
+    parts = []
+    for line in target.splitlines():
+        args = shlex.split(line.strip())[1:]  # after $(BIN)/python
+        name = Path(args[0]).stem.removeprefix("bench_")
+        if name != "seeds":
+            parts.append((name, None))
+            continue
+        opts = dict(zip(args[1::2], args[2::2], strict=False))
+        extra = opts.get("--extra", "")
+        lessons = opts.get("--lessons", "dqn,actor-critic").split(",")
+        parts += [("seeds", f"{lesson} {extra}".strip()) for lesson in lessons]
+    assert parts == readme.bench_render.MAKE_BENCH
+
+
+def test_a_bench_writes_its_json_atomically(tmp_path, monkeypatch):
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    record.write("seeds", {"sweeps": {"a": 1}})
+    with pytest.raises(ValueError):  # NaN is not JSON: the write fails half-way, "b" already written
+        record.write("seeds", {"sweeps": {"b": 2, "a": float("nan")}})
+    assert json.loads((tmp_path / "seeds.json").read_text()) == {"sweeps": {"a": 1}}
+    assert [p.name for p in tmp_path.iterdir()] == ["seeds.json"]
