@@ -657,3 +657,22 @@ def test_a_file_is_reported_even_when_the_references_cannot_be_made(monkeypatch)
     monkeypatch.setattr(C, "references", broken)
     result = C.stopped_result(all_exercises()["mnist.sgd_step"], "sgd_step.py", "gradlab could not check this file")
     assert result.exit_code == 1 and "gradlab could not check this file" in result.stopped
+
+
+def test_a_checkpoint_saves_the_files_graded_so_far(monkeypatch):
+    """Every CHECKPOINT graded files results.json is saved with what was graded (it was saved empty: the records
+    the checkpoint read were never filled, so a crash left a gradebook with no student in it)."""
+    from gradlab.practice import grade as grade_module
+    from gradlab.practice import gradebook
+
+    recs = [record(f"s{i}", "softmax_grad.py", score=i) for i in range(6)]
+
+    def fake_grade_all(todo, seed, stamp, old, progress):
+        for i, rec in enumerate(recs):
+            progress(i + 1, len(recs), rec, 0.1)
+        return {(r["student"], r["file"]): r for r in recs}, None
+
+    monkeypatch.setattr(gradebook, "grade_all", fake_grade_all)
+    saved = []
+    grade_module._gradebook([], {}, 0, "v", lambda line: None, saved.append)
+    assert [sorted(s for s, _ in snapshot) for snapshot in saved] == [["s0", "s1", "s2", "s3"]]

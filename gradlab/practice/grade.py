@@ -70,16 +70,16 @@ def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say
     say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
         + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
 
+    # what a checkpoint saves: the last run's records that still hold, then each file as it is graded
+    done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
+            if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp)}
+
     def progress(count: int, of: int, rec: dict, seconds: float) -> None:
         say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {feedback.fmt(rec['score'])} of "
             f"{feedback.fmt(rec['points'])} ({seconds:.1f} s)")
+        done[(rec["student"], rec["file"])] = rec
         if count % CHECKPOINT == 0 and count < of:
-            save(records_so_far())
-
-    done: dict[tuple[str, str], dict] = {}
-
-    def records_so_far() -> dict[tuple[str, str], dict]:
-        return done
+            save(dict(done))
 
     records, signum = gradebook.grade_all(todo, seed, stamp, old, progress)
     if signum is not None:
