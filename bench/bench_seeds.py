@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -102,11 +103,11 @@ def sweep(lesson: str, seeds: list[int], extra: list[str], jobs: int, console: C
     console.print(table)
     walls = sorted(r["wall"] for r in results)
     console.print(f"[bold]{lesson}: every claim held on {passed} of {len(results)} seeds[/]; "
-                  f"{total:.0f} s for the sweep ({jobs} at a time), per run median {walls[len(walls) // 2]:.1f} s, "
+                  f"{total:.0f} s for the sweep ({jobs} at a time), per run median {statistics.median(walls):.1f} s, "
                   f"max {walls[-1]:.1f} s")
     out = {**header, "load_average_after": record.load(), "lesson": lesson, "extra": extra,
            "seeds": [seeds[0], seeds[-1]], "jobs": jobs, "passed": passed, "runs": len(results),
-           "wall_s": round(total, 1), "median_run_s": round(walls[len(walls) // 2], 1),
+           "wall_s": round(total, 1), "median_run_s": round(statistics.median(walls), 1),
            "max_run_s": round(walls[-1], 1),
            "claim_texts": {c["id"]: c["text"] for r in results for c in r["claims"]},
            "rows": [recorded(r) for r in results]}

@@ -18,7 +18,7 @@ INFO = LessonInfo(
     backward (bitwise), TFRMSprop ≡ TF-1's formula by hand, torch's RMSprop steps further on the same gradients,
     a critic copied through a flat parameter vector or a state_dict gives identical outputs, and the actor learns.
     """,
-    # 60,000 steps at twice the default learning rates: with TF-1's RMSProp at 2e-3, 60,000 steps learned on 16 of 20
-    # seeds; at 4e-3 on 20 of 20 (bench/bench_seeds.py --lessons actor-critic --extra=--quick)
+    # 60,000 steps at twice the default learning rates, chosen by a seed sweep that was not kept
+    # (bench/bench_seeds.py --lessons actor-critic --extra=--quick re-runs it)
     quick={"total_steps": 60_000, "critic_lr": 4e-3, "actor_lr": 4e-3},
 )
