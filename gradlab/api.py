@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradlab import runner
-from gradlab.errors import GradlabError, OptionError
+from gradlab.errors import OptionError
 from gradlab.errors import check as _check
 from gradlab.lessons import LESSONS, index
 
@@ -49,7 +49,7 @@ def run(lesson: str, *, progress: bool = False, **kwargs: Any):
         with report.progress_bar(report.make_console()) as bar:
             return for_notebook(runner.execute(lesson, run_options, config, None, bar))
     except OptionError as e:  # found while running (no such device, the port taken): in keywords, as resolve() words
-        raise GradlabError(f"gradlab.run({lesson!r}): {e.words(python=True)}") from None
+        raise e.in_python(f"gradlab.run({lesson!r})") from None
 
 
 def _known(lesson: str) -> str:

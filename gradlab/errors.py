@@ -33,6 +33,10 @@ class OptionError(GradlabError):
             return text
         return f"{text}; {'e.g.' if python else 'try'} {say(self.name, self.example)}"
 
+    def in_python(self, call: str) -> GradlabError:
+        """The error as CALL (e.g. "gradlab.run('mnist')") raises it: option names as keywords."""
+        return GradlabError(f"{call}: {self.words(python=True)}")
+
 
 _NO_VALUE = object()
 

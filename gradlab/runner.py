@@ -63,7 +63,7 @@ def resolve(name: str, given: dict[str, Any] | None = None, *, python: bool = Fa
     except OptionError as e:  # worded for the command line (and a --config file); gradlab.run says lr=, not --lr
         if not python:
             raise
-        raise GradlabError(f"gradlab.run({name!r}): {e.words(python=True)}") from None
+        raise e.in_python(f"gradlab.run({name!r})") from None
 
 
 def budget_values(info: LessonInfo, budget: str) -> dict[str, Any]:

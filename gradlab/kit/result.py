@@ -55,12 +55,21 @@ class Claim:
 
     @property
     def mark(self) -> str:
-        """✓ held, ✗ failed, – not reached (the run stopped before it)."""
-        return "✓" if self.passed else "–" if self.kind == NOT_REACHED else "✗"
+        return mark(self.passed, self.kind)
+
+    @property
+    def line(self) -> str:
+        """The claim as one plain line: its mark and text, and "(not reached)" where the run stopped before it."""
+        return f"{self.mark} {self.text}" + (" (not reached)" if self.kind == NOT_REACHED else "")
 
 
 NOT_REACHED = "not reached"
 KINDS = ("number", "yes/no", NOT_REACHED)
+
+
+def mark(passed: bool, kind: str) -> str:
+    """✓ held, ✗ failed, – not reached (the run stopped before it)."""
+    return "✓" if passed else "–" if kind == NOT_REACHED else "✗"
 
 
 def verdict(claims: list[Claim]) -> str:
@@ -130,8 +139,7 @@ class Result:
 
     def __str__(self) -> str:
         """The claims with ✓/✗, why it stopped and the diagnosis, as plain lines (the full tables: gradlab's report)."""
-        lines = [self.title, *(f"  {c.mark} {c.text}" + (" (not reached)" if c.kind == NOT_REACHED else "")
-                               for c in self.claims)]
+        lines = [self.title, *(f"  {c.line}" for c in self.claims)]
         if self.stopped:
             lines.append(f"stopped: {self.stopped}")
         if self.metrics.get("diagnosis"):

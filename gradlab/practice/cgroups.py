@@ -42,11 +42,21 @@ def _own(hierarchy: str) -> str:
     raise OSError(f"no {hierarchy or 'cgroup v2'} line in /proc/self/cgroup")
 
 
+def _not_v2() -> str:
+    """Why a user other than root has no cgroup of its own here."""
+    return f"{ROOT} is not cgroup v2, and cgroup v1's folders are root's"
+
+
+def _own_v2() -> Path:
+    """This process's own cgroup v2 folder."""
+    return ROOT / _own("").lstrip("/")
+
+
 def _v2_base() -> Path | None:
     """Where a v2 group can be made (this process's cgroup, with memory, pids and cpu delegated), or None."""
     if not (ROOT / "cgroup.controllers").is_file():
         return None
-    base = ROOT / _own("").lstrip("/")
+    base = _own_v2()
     wanted = {"memory", "pids", "cpu"}
     if not wanted <= set((base / "cgroup.controllers").read_text().split()):
         raise OSError(f"cgroup v2 at {base} lacks {' '.join(sorted(wanted))} controllers")
@@ -58,9 +68,9 @@ def _v2_base() -> Path | None:
 def delegation_problem() -> str | None:
     """Not root: why this process's cgroup v2 folder is not delegated to it, or None when it is."""
     if not (ROOT / "cgroup.controllers").is_file():
-        return f"{ROOT} is not cgroup v2, and cgroup v1's folders are root's"
+        return _not_v2()
     try:
-        base = ROOT / _own("").lstrip("/")
+        base = _own_v2()
     except OSError as e:
         return str(e)
     for path in (base, base / "cgroup.procs", base / "cgroup.subtree_control"):
@@ -81,7 +91,7 @@ def available() -> tuple[str, str]:
         group = Group(memory=64 << 20, pids=8, cpus=1.0)
     except OSError as e:
         if e.errno == errno.EBUSY and os.geteuid() != 0:  # a delegated leaf: gradlab (and its shell) live in it
-            return "", (f"your cgroup {ROOT / _own('').lstrip('/')} holds processes, gradlab's own at least, so no "
+            return "", (f"your cgroup {_own_v2()} holds processes, gradlab's own at least, so no "
                         "controller can be enabled below it")
         return "", f"no cgroup could be made ({e.strerror or e})"
     version = group.version
@@ -99,7 +109,7 @@ class Group:
         try:
             base = _v2_base()
             if base is None and os.geteuid() != 0:
-                raise OSError(f"{ROOT} is not cgroup v2, and cgroup v1's folders are root's")
+                raise OSError(_not_v2())
             if base is not None:
                 self.version = "v2"
                 self._make(base / name)

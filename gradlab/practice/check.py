@@ -19,6 +19,7 @@ from gradlab.practice import all_exercises, checks_of, grading, sandbox
 from gradlab.practice.isolate import one_line
 from gradlab.practice.judge import Reference, judge
 from gradlab.practice.submission import Submission, preflight
+from gradlab.version import __version__
 
 JUDGE_S = 60.0  # gradlab's own judging of one submission (references, diagnosis) may take this long at most
 
@@ -102,6 +103,7 @@ def _judged(exercise: Exercise, reference: Reference, got: dict, seed: int, show
     return stopped_result(exercise, shown, why, seed)
 
 
+@functools.cache
 def installed_torch() -> str:
     """torch.__version__, without importing torch when nothing has (a check stopped by its pre-flight): read from
     torch/version.py, which is what torch.__version__ is."""
@@ -117,8 +119,6 @@ def stamp(result: Result) -> Result:
     """What a check ran on, and its points (a check per claim), for every front end (gradlab check, gradlab.check):
     the installed torch (read without importing it), gradlab's version, the CPU and the one thread the submission
     runs on."""
-    from gradlab.version import __version__
-
     result.torch, result.version, result.device = installed_torch(), __version__, "cpu"
     result.threads, result.threads_why = 1, "the submission runs on one thread"
     checks = grading.points(result)

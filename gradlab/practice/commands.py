@@ -49,12 +49,12 @@ def write_starter(name: str, *, out_path: str | None, force: bool, course_path: 
         raise GradlabError(f"unknown exercise {name!r}" + (f"; did you mean {close[0]}?" if close else "")
                            + " (gradlab exercises lists them)")
     exercise = all_exercises()[name]
-    named = [os.path.basename(i.file) for i in items if i.exercise == name]  # the file the course expects
-    out = out_path or (named[0] if named else f"{exercise.function}.py")
+    expected = next((os.path.basename(i.file) for i in items if i.exercise == name), None)  # the course's file name
+    out = out_path or expected or f"{exercise.function}.py"
     if os.path.lexists(out) and not force:
         raise GradlabError(f"{out} already exists; add --force to replace it, or --out another file")
     check_writable(out, "--out")
-    write_bytes(out, starter(exercise, named[0] if named else os.path.basename(out)).encode())
+    write_bytes(out, starter(exercise, expected or os.path.basename(out)).encode())
     then = f"run `gradlab check {out}`" if not exercise.package else "hand it in (the checks are your teacher's)"
     return f"wrote {out}: write {exercise.function}(), then {then}"
 

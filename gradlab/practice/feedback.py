@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from html import escape
 
-from gradlab.kit.result import NOT_REACHED
+from gradlab.kit.result import NOT_REACHED, mark
 from gradlab.practice.course import Item
 
 STYLE = """
@@ -97,8 +97,7 @@ NUMBERED = re.compile(r"(?m)^([ \t]*\d+)([.)])")
 
 
 def _mark(claim: dict) -> str:
-    """✓ held, ✗ failed, – not reached (the submission stopped before the check)."""
-    return "✓" if claim["passed"] else "–" if claim.get("kind") == NOT_REACHED else "✗"
+    return mark(claim["passed"], claim.get("kind", "number"))  # a record made before claims kept their kind: ✓ or ✗
 
 
 def _unreached(claim: dict) -> str:

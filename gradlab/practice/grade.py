@@ -66,13 +66,12 @@ def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say
     done so far SAVE()d every few files, and when Ctrl-C or SIGTERM stops the grading (the next run grades the rest).
     STAMP: gradlab's version, and the digest of the course's own exercises when it has any: a record made under
     another is graded again."""
-    kept = sum(gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp) for t in todo)
-    say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
-        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
-
     # what a checkpoint saves: the last run's records that still hold, then each file as it is graded
     done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
             if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp)}
+    kept = len(done)
+    say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
+        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
 
     def progress(count: int, of: int, rec: dict, seconds: float) -> None:
         say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {feedback.fmt(rec['score'])} of "

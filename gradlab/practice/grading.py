@@ -11,7 +11,7 @@ import json
 import re
 from xml.sax.saxutils import escape, quoteattr
 
-from gradlab.kit.result import NOT_REACHED, Result
+from gradlab.kit.result import Result
 from gradlab.practice.isolate import sanitize
 
 # What XML 1.0 cannot hold at all, even escaped: sanitize() already shows them as escapes; this is the last guard
@@ -40,8 +40,7 @@ def gradescope(results: list[Result], scores: list) -> str:
     tests = []
     for r, s in zip(results, scores, strict=True):
         why = r.stopped or r.metrics.get("diagnosis", "")
-        lines = [f"{s.how}", *(f"{c.mark} {c.text}" + (" (not reached)" if c.kind == NOT_REACHED else "")
-                               for c in r.claims)]
+        lines = [f"{s.how}", *(c.line for c in r.claims)]
         lines += [f"{'stopped' if r.stopped else 'diagnosis'}: {why}"] if why else []
         tests.append({"name": sanitize(f"{r.metrics['exercise']} ({r.config.get('file', '')})"), "score": s.score,
                       "max_score": s.points, "output": sanitize("\n".join(lines))})

@@ -173,7 +173,7 @@ def _detect_userns(cap: str) -> Detected:
         return Detected("plain", f"not root, and bwrap --unshare-user failed: {e}")
     said = " ".join(r.stderr.decode(errors="replace").split())[:200]
     if r.stdout.strip() == b"per user":
-        return Detected("plain", "not root, and this kernel counts RLIMIT_NPROC per user, not per user namespace "
+        return Detected("plain", "not root, and this kernel counts RLIMIT_NPROC per user, not per user namespace"
                                  ": a sandbox's processes cannot be bounded without a uid of its own")
     if r.returncode != 0 or r.stdout.strip() != b"per namespace":
         return Detected("plain", f"not root, and bwrap --unshare-user failed: {said}")
