@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import secrets
+import sys
 from dataclasses import asdict
 
 from gradlab.errors import GradlabError, Interrupted
@@ -55,7 +56,23 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
             f"{installed_torch()}), inputs drawn with seed {seed}")
     written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
     say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}")
-    return 0
+    return _environment_note(table)
+
+
+def _environment_note(table: dict[str, dict[str, dict]]) -> int:
+    """One line on stderr when checks ended because of the machine (record["environment"]: gradlab could not check
+    the file, its sandbox killed from outside or not started in time): their records are not grades, the next run
+    grades them again. Exit code 1 then (the gradebook holds 0 for them), else 0."""
+    trouble = [f"{rec['student']}/{rec['file']}" for recs in table.values() for rec in recs.values()
+               if rec.get("environment")]
+    if not trouble:
+        return 0
+    first = next(rec["environment"] for recs in table.values() for rec in recs.values() if rec.get("environment"))
+    print(f"gradlab: {len(trouble)} file{'' if len(trouble) == 1 else 's'} could not be graded because of this machine, "
+          f"not the students' code ({', '.join(trouble[:3])}{', …' if len(trouble) > 3 else ''}: {first}); they "
+          "score 0 in this gradebook, are marked \"environment\" in results.json, and the next run of the same command "
+          "grades them again", file=sys.stderr)
+    return 1
 
 
 CHECKPOINT = 4  # results.json is saved after every this many graded files: an interrupted run resumes from there

@@ -131,13 +131,13 @@ def record(task: Task, result, seed: int, version: str) -> dict:
         "diagnosis": result.metrics.get("diagnosis"), "notes": list(result.notes), "claims": claims,
         "inputs": [[str(r[0]), str(r[1]), r[2], str(r[3])] for r in inputs],
         "printed": result.metrics.get("printed", ""), "trace": result.metrics.get("trace", ""),
-        "sandbox": result.metrics.get("sandbox", "")})
+        "sandbox": result.metrics.get("sandbox", ""), "environment": result.metrics.get("environment", "")})
 
 
 def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
     """Whether OLD (the record of TASK's student and file from the last run) still holds: the same bytes, course
-    item, seed and gradlab."""
-    return (isinstance(old, dict) and old.get("digest") == task.digest
+    item, seed and gradlab, and a check that ended on its own (not one the machine ended: record["environment"])."""
+    return (isinstance(old, dict) and not old.get("environment") and old.get("digest") == task.digest
             and old.get("key") == task.item.key(seed, version) and old.get("student") == task.student)
 
 

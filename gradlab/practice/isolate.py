@@ -95,7 +95,8 @@ class Limits:
 class Outcome:
     mode: str
     returncode: int | None
-    stopped: str | None = None  # why gradlab stopped it: "timeout", "printed too much", "output too large"
+    stopped: str | None = None  # why gradlab stopped it: "timeout", "startup" (the child never started the
+    # submission's code within STARTUP_S: a busy machine), "printed too much", "output too large"
     printed: bytes = b""  # the last Limits.printed_kept bytes of stdout + stderr
     printed_bytes: int = 0
     output: bytes | None = None
@@ -817,8 +818,8 @@ def _watch(proc: subprocess.Popen, out: _Reader | None, limits: Limits, started:
         else:
             deadline, step = started_at + limits.timeout_s, math.inf
         left = deadline - time.monotonic()
-        if left <= 0:
-            state["stopped"] = state["stopped"] or "timeout"
+        if left <= 0:  # before the child's first byte: the machine was too slow to start it, not the student's code
+            state["stopped"] = state["stopped"] or ("timeout" if started_at is not None else "startup")
             return
         if _wait(proc, min(left, step)):
             return
