@@ -1,6 +1,6 @@
 """Grading many submissions: as many at a time as the CPUs and memory gradlab is given allow (capacity.plan(): one
-under a 1-CPU quota, one in the userns mode without a cgroup), each in its own sandbox, stopped at once by Ctrl-C or SIGTERM. `gradlab check FOLDER` and `gradlab grade` both grade through
-grade_all().
+under a 1-CPU quota, one in the userns mode without a cgroup), each in its own sandbox, stopped at once by Ctrl-C or
+SIGTERM. `gradlab check FOLDER` and `gradlab grade` both grade through grade_all().
 
 Only the calling (main) thread starts a check, and it waits in short slices, so a stop signal is seen within one
 slice, wherever it landed, and before another check starts: after Ctrl-C no queued submission starts. The running
