@@ -70,8 +70,8 @@ def _environment_note(table: dict[str, dict[str, dict]]) -> int:
     first = next(rec["environment"] for recs in table.values() for rec in recs.values() if rec.get("environment"))
     print(f"gradlab: {len(trouble)} file{'' if len(trouble) == 1 else 's'} could not be graded because of this "
           f"machine, not the students' code ({', '.join(trouble[:3])}{', …' if len(trouble) > 3 else ''}: {first}); "
-          "they score 0 in this gradebook, are marked \"environment\" in results.json, and the next run of the same command "
-          "grades them again", file=sys.stderr)
+          "they score 0 in this gradebook, are marked \"environment\" in results.json, and the next run of the same "
+          "command grades them again", file=sys.stderr)
     return 1
 
 
