@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from gradlab.errors import GradlabError
 from gradlab.kit.result import json_safe
-from gradlab.practice import all_exercises, pool
+from gradlab.practice import all_exercises, lms, pool
 from gradlab.practice.course import Item, is_rule, score
 from gradlab.practice.isolate import sanitize
 from gradlab.practice.submission import Submission, of_course
@@ -39,19 +39,26 @@ class Task:
     submission: Submission = field(repr=False, compare=False)
     digest: str
     found: str
+    note: str = ""  # what the feedback says of the file's name: "found softmax_grad-1.py and graded it as ..."
 
 
-def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, str]:
-    """{student: their folder or file} in SUBMISSIONS (ROOT). BY_FILE (--exercise): a top-level .py file is a
-    student too. Hidden entries are skipped, and SKIP (the output folder, were it inside ROOT)."""
+def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, list[str]]:
+    """{student: their folders and files} in SUBMISSIONS (ROOT): a folder is a student; a file or folder an LMS named
+    (gradlab.practice.lms: Canvas's flat files, Moodle's files and folders) is its student's, by the id in its name.
+    BY_FILE (--exercise): any other top-level .py file is a student too. Hidden entries are skipped, and SKIP (the
+    output folder, were it inside ROOT)."""
     try:
         names = sorted(os.listdir(root))
     except OSError as e:
         raise GradlabError(f"cannot list {root}: {e.strerror}; give the folder of submissions") from None
-    found = {}
+    found: dict[str, list[str]] = {}
+    owners: dict[str, lms.Owner] = {}
     for name in names:
         path = os.path.join(root, name)
         if name.startswith(".") or os.path.islink(path) or (skip and os.path.realpath(path) == os.path.realpath(skip)):
+            continue
+        if (owner := lms.owner(os.fsdecode(name), os.path.isdir(path))) is not None:
+            owners[path] = owner
             continue
         if os.path.isdir(path):
             student = shown(name)
@@ -59,11 +66,15 @@ def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dic
             student = shown(name[:-3])
         else:
             continue
-        found[student if student not in found else shown(name)] = path  # alice/ and alice.py: two students
+        found[student if student not in found else shown(name)] = [path]  # alice/ and alice.py: two students
+    plain = set(found)
+    for path, student in lms.students(owners).items():  # a folder of the same name is another student
+        student = shown(student if student not in plain else f"{student} ({owners[path].id})")
+        found.setdefault(student, []).append(path)
     if not found:
         shape = "a .py file or a folder per student" if by_file else "a folder per student (SUBMISSIONS/alice/" \
             f"{items[0].file}); for one file per student, give --exercise NAME"
-        raise GradlabError(f"{root} holds no submissions: it needs {shape}")
+        raise GradlabError(f"{root} holds no submissions: it needs {shape} (or a Canvas or Moodle download)")
     return found
 
 
@@ -72,43 +83,73 @@ def shown(name: str) -> str:
     return sanitize(os.fsdecode(name)).replace("\n", "\\n").replace("\t", "\\t")
 
 
-def find(folder: str, file: str) -> list[str]:
-    """The paths named FILE inside FOLDER (at most MAX_DEPTH deep, links not followed), the shallowest first."""
+def files_in(folder: str) -> list[str]:
+    """Every file inside FOLDER (at most MAX_DEPTH deep, hidden folders and SKIPPED skipped, links not followed)."""
     hits = []
     for here, dirs, files in os.walk(folder):
         depth = here[len(folder):].count(os.sep)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED) if depth < MAX_DEPTH else []
-        hits += [os.path.join(here, f) for f in files if f == file]
-    return sorted(hits, key=lambda p: (p.count(os.sep), p))
+        hits += [os.path.join(here, f) for f in files]
+    return hits
+
+
+def find(folder: str, file: str) -> list[str]:
+    """The paths named FILE inside FOLDER (at most MAX_DEPTH deep, links not followed), the shallowest first."""
+    return sorted((p for p in files_in(folder) if os.path.basename(p) == file), key=lambda p: (p.count(os.sep), p))
 
 
 def tasks(root: str, items: list[Item], by_file: bool, skip: str = "") -> list[Task]:
     """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files.
     SKIP: the output folder, not a student."""
     out = []
-    for student, path in students(root, items, by_file, skip).items():
+    for student, paths in students(root, items, by_file, skip).items():
         for item in items:
-            out.append(_task(root, student, path, item))
+            out.append(_task(root, student, paths, item, by_file))
     return out
 
 
-def _task(root: str, student: str, path: str, item: Item) -> Task:
+def _candidates(paths: list[str]) -> list[tuple[str, str]]:
+    """(the name the student gave it, its path) for every file of a student: inside their folders, and their files
+    an LMS renamed (lms.owner)."""
+    out = []
+    for path in paths:
+        if os.path.isdir(path):
+            out += [(os.path.basename(p), p) for p in files_in(path)]
+        else:
+            out.append((lms.shown_file(path, lms.owner(os.fsdecode(os.path.basename(path)), False)), path))
+    return out
+
+
+def _task(root: str, student: str, paths: list[str], item: Item, by_file: bool = False) -> Task:
     exercise = all_exercises()[item.exercise]
     label = f"{student}/{item.file}"  # the name the check knows it by
-    if os.path.isdir(path):
-        hits = find(path, item.file)
-        same = [h for h in hits if hits and h.count(os.sep) == hits[0].count(os.sep)]
+    note = ""
+    if len(paths) == 1 and os.path.isfile(paths[0]) and lms.owner(os.path.basename(paths[0]), False) is None:
+        path = paths[0]  # --exercise: the student's one file, whatever its name
+    else:
+        files = _candidates(paths)
+        hits = [p for n, p in files if n == item.file] or [p for n, p in files if lms.same_file(n, item.file)]
+        python = [(n, p) for n, p in files if n.endswith(".py")]
+        if not hits and by_file and len(python) == 1:  # --exercise: one file each, whatever its name
+            hits = [python[0][1]]
+        hits.sort(key=lambda p: (p.count(os.sep), p))
+        same = [h for h in hits if h.count(os.sep) == hits[0].count(os.sep)]
         if not hits:
-            return _missing(student, item, label, f"{item.file} is missing from this submission", "")
+            close = lms.close_to([n for n, _ in files], item.file)
+            hint = f" (found {sanitize(close)}, a close name: rename it {item.file})" if close else ""
+            return _missing(student, item, label, f"{item.file} is missing from this submission{hint}", "")
         if len(same) > 1:
-            copies = ", ".join(sanitize(os.path.relpath(h, path)) for h in same[:3])
+            copies = ", ".join(sanitize(os.path.relpath(h, root)) for h in same[:3])
             return _missing(student, item, label, f"{item.file} is there more than once ({copies}): keep one", "")
         path = hits[0]
+        given = dict((p, n) for n, p in files)[path]
+        if given != item.file:
+            note = f"found {sanitize(given)} and graded it as {item.file}"
     found = sanitize(os.path.relpath(path, root))
     submission = of_course(path, exercise, shown=label, called=found)
     if submission.source is None:
         return _missing(student, item, label, submission.stop, found)
-    return Task(student, item, submission, hashlib.sha256(submission.source).hexdigest(), found)
+    return Task(student, item, submission, hashlib.sha256(submission.source).hexdigest(), found, note)
 
 
 def _missing(student: str, item: Item, label: str, why: str, found: str) -> Task:
@@ -128,7 +169,8 @@ def record(task: Task, result, seed: int, version: str) -> dict:
         "student": task.student, "file": task.item.file, "exercise": task.item.exercise, "found": task.found,
         "digest": task.digest, "key": task.item.key(seed, version), "score": got.score, "points": got.points,
         "how": got.how, "passed": result.exit_code == 0, "stopped": result.stopped,
-        "diagnosis": result.metrics.get("diagnosis"), "notes": list(result.notes), "claims": claims,
+        "diagnosis": result.metrics.get("diagnosis"), "notes": [task.note] * bool(task.note) + list(result.notes),
+        "claims": claims,
         "inputs": [[str(r[0]), str(r[1]), r[2], str(r[3])] for r in inputs],
         "printed": result.metrics.get("printed", ""), "trace": result.metrics.get("trace", ""),
         "sandbox": result.metrics.get("sandbox", ""), "environment": result.metrics.get("environment", "")})
