@@ -17,6 +17,7 @@ from conftest import invoke
 from test_practice import SGD_RIGHT, solution
 
 from gradlab.practice import capacity, cgroups, check, isolate, sandbox
+from gradlab.version import __version__
 
 GB = 1 << 30
 
@@ -164,3 +165,89 @@ def test_a_right_answer_gets_full_marks_under_a_one_cpu_quota(tmp_path):
         folder.rmdir()
     assert r.returncode == 0 and "all 4 claims hold" in r.stdout, (version, r.stdout[-2000:], r.stderr[-2000:])
     assert "plan 1 1.0" in r.stdout
+
+
+# -------------------------------------------------------------------- a class over several machines
+def test_two_shards_merged_write_exactly_what_one_run_writes(tmp_path, monkeypatch):
+    """--shard 1/2 and 2/2 (the same --seed) then --merge: grades.csv, canvas.csv, class.html, every feedback file and
+    results.json as one run over the whole class wrote them (but the time in the "graded ..." line). The sandbox is a
+    stand-in that judges each file in this process (what is tested is the split and the merge)."""
+    from test_grade import SOFTMAX_IN_PLACE, SOFTMAX_NO_B, SOFTMAX_RIGHT, judged
+
+    from gradlab.practice import shards
+
+    bodies = {"right": SOFTMAX_RIGHT, "no_b": SOFTMAX_NO_B, "in_place": SOFTMAX_IN_PLACE}
+    results = {}
+
+    def fake(submission, seed):
+        if submission.stop is not None:
+            return check.stopped_result(submission.exercise, submission.shown, submission.stop, seed)
+        kind = submission.source.decode().split("\n")[0][2:]
+        if kind not in results:
+            results[kind] = judged("mnist.softmax_grad", solution("mnist.softmax_grad", bodies[kind]))
+        result = results[kind]
+        result.config = {"file": submission.shown}
+        return result
+
+    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())
+    monkeypatch.setattr(check, "result_of", fake)
+    subs = tmp_path / "subs"
+    names = ["ann", "Bob", "cy", "dee", "Eve Ng", "fay", "gus", "hal"]
+    for i, name in enumerate(names):
+        (subs / name).mkdir(parents=True)
+        (subs / name / "softmax_grad.py").write_text(f"# {list(bodies)[i % 3]}\n")
+    (subs / "ivy").mkdir()  # nothing handed in
+    (tmp_path / "course.toml").write_text('[exercises]\n"softmax_grad.py" = "mnist.softmax_grad"\n')
+    common = (str(subs), "--course", str(tmp_path / "course.toml"), "--seed", "7")
+    assert invoke("grade", *common, "--out", str(tmp_path / "one")).exit_code == 0
+    for k in (1, 2):
+        part = invoke("grade", *common, "--shard", f"{k}/2", "--out", str(tmp_path / f"part{k}"))
+        assert part.exit_code == 0, part.output
+    sizes = [len(json.loads((tmp_path / f"part{k}" / "results.json").read_text())["students"]) for k in (1, 2)]
+    assert sum(sizes) == 9 and min(sizes) > 0
+    merged = invoke("grade", "--merge", str(tmp_path / "part2"), str(tmp_path / "part1"), "--out",
+                    str(tmp_path / "merged"))
+    assert merged.exit_code == 0, merged.output
+    one = {p.relative_to(tmp_path / "one"): p for p in (tmp_path / "one").rglob("*") if p.is_file()}
+    got = {p.relative_to(tmp_path / "merged"): p for p in (tmp_path / "merged").rglob("*") if p.is_file()}
+    assert sorted(one) == sorted(got) and len(one) == 4 + 2 * 9
+
+    def same(path: Path) -> str:
+        return re_made.sub("graded TIME", path.read_text())
+
+    import re
+    re_made = re.compile(r"graded \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+    for rel in one:
+        assert same(one[rel]) == same(got[rel]), rel
+    assert all(shards.Shard(1, 2).holds(s) != shards.Shard(2, 2).holds(s) for s in names)
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--shard", "3/2"], "give K/N"),
+    (["--shard", "1/2"], "--shard 1/2 needs --seed N"),
+    (["--merge"], "--merge needs the --out folders"),
+])
+def test_bad_shard_or_merge_is_one_line(tmp_path, monkeypatch, args, fragment):
+    from conftest import assert_one_line_error
+
+    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    (tmp_path / "subs" / "ann").mkdir(parents=True)
+    where = [] if "--merge" in args else [str(tmp_path / "subs"), "--exercise", "mnist.sgd_step"]
+    out = invoke("grade", *where, *args, "--out", str(tmp_path / "out"))
+    assert_one_line_error(out, fragment)
+    assert not (tmp_path / "out").exists()
+
+
+def test_merge_refuses_parts_that_are_not_one_class(tmp_path):
+    from conftest import assert_one_line_error
+
+    for k, seed in ((1, 7), (2, 8)):
+        (tmp_path / f"p{k}").mkdir()
+        (tmp_path / f"p{k}" / "results.json").write_text(json.dumps(
+            {"gradlab": __version__, "seed": seed, "course": [], "students": {}, "order": {}, "made": "", "source": "c",
+             "shard": f"{k}/2"}))
+    out = invoke("grade", "--merge", str(tmp_path / "p1"), str(tmp_path / "p2"), "--out", str(tmp_path / "out"))
+    assert_one_line_error(out, "another seed")
+    out = invoke("grade", "--merge", str(tmp_path / "p1"), "--out", str(tmp_path / "out"))
+    assert_one_line_error(out, "give each of 1/2 ... 2/2 once")
