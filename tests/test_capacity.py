@@ -251,3 +251,26 @@ def test_merge_refuses_parts_that_are_not_one_class(tmp_path):
     assert_one_line_error(out, "another seed")
     out = invoke("grade", "--merge", str(tmp_path / "p1"), "--out", str(tmp_path / "out"))
     assert_one_line_error(out, "give each of 1/2 ... 2/2 once")
+
+
+def test_the_many_machines_examples_shard_the_same_class_and_merge_it():
+    """examples/many-machines: the Slurm array, the GitHub Actions matrix and the Kubernetes Indexed Job give every part
+    the same --seed and K/N from 1 to N, and merge with --merge (read, not run: no cluster here)."""
+    import yaml
+
+    base = Path(__file__).resolve().parent.parent / "examples" / "many-machines"
+    slurm = (base / "grade.sbatch").read_text()
+    assert "#SBATCH --array=1-8" in slurm and '--shard "$K/$N"' in slurm and "--merge parts/part-*" in slurm
+    assert subprocess.run(["bash", "-n", str(base / "grade.sbatch")]).returncode == 0
+    flow = yaml.safe_load((base / ".github" / "workflows" / "grade.yml").read_text())
+    ks = flow["jobs"]["part"]["strategy"]["matrix"]["k"]
+    assert ks == list(range(1, len(ks) + 1)) and flow["env"]["PARTS"] == str(len(ks))
+    steps = " ".join(s.get("run", "") for s in flow["jobs"]["part"]["steps"])
+    assert '--seed "$SEED"' in steps and '--shard "${{ matrix.k }}/$PARTS"' in steps
+    assert "--merge parts/part-*" in " ".join(s.get("run", "") for s in flow["jobs"]["merge"]["steps"])
+    job = yaml.safe_load((base / "kubernetes-job.yaml").read_text())
+    assert job["spec"]["completionMode"] == "Indexed"
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert f'--shard "$K/{job["spec"]["completions"]}"' in command and "JOB_COMPLETION_INDEX + 1" in command
+    merge = yaml.safe_load((base / "kubernetes-merge.yaml").read_text())
+    assert "--merge /class/parts/part-*" in merge["spec"]["template"]["spec"]["containers"][0]["command"][-1]
