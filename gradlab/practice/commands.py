@@ -1,8 +1,8 @@
 """What `gradlab exercises`, `exercise` and `check` do; their click commands and options are gradlab.cli.practice.
 
-`gradlab check PATH` reads each file once into a Submission (gradlab.practice.submission), grades them two at a time
-(gradlab.practice.pool: each in a sandbox of its own) and reports the Results: a file's checks, or a folder's
-table, and the course files (--json, --junit, --gradescope)."""
+`gradlab check PATH` reads each file once into a Submission (gradlab.practice.submission), grades them as many at a
+time as fit (gradlab.practice.pool: each in a sandbox of its own) and reports the Results: a file's checks, or a
+folder's table, and the course files (--json, --junit, --gradescope)."""
 
 from __future__ import annotations
 

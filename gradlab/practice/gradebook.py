@@ -1,10 +1,13 @@
-"""`gradlab grade`: a class's submissions found, graded in the sandbox (two at a time, as `gradlab check` grades a
-folder), scored by the course's points, and kept as records (plain JSON) from which every output file is written.
+"""`gradlab grade`: a class's submissions found, graded in the sandbox (as many at a time as fit, as `gradlab check`
+grades a folder), scored by the course's points, and kept as records (plain JSON) from which every output file is
+written.
 
-A student is a folder of SUBMISSIONS (its name is the student's), or with --exercise a .py file at its top (its name
-without .py). A course file is looked for inside the student's folder at any depth (an LMS download, a GitHub
-Classroom clone: alice/src/sgd_step.py), the shallowest copy wins; links are never followed. A record stores the
-SHA-256 of the file it graded and the key of its course item and seed: a re-run grades only what changed.
+A student is a folder of SUBMISSIONS (its name is the student's), the files and folders a Canvas or Moodle download
+names after one student id (gradlab.practice.lms), or with --exercise a .py file at its top (its name without .py). A
+course file is looked for inside the student's folders at any depth (a GitHub Classroom clone:
+alice/src/sgd_step.py), the shallowest copy wins, a name an LMS or a browser changed (softmax_grad-1.py) when the
+exact one is not there; links are never followed. A record stores the SHA-256 of the file it graded and the key of
+its course item and seed: a re-run grades only what changed, and what the machine kept from being graded.
 """
 
 from __future__ import annotations
@@ -185,10 +188,10 @@ def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
 
 def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, str], dict],
               progress: Callable[[int, int, dict, float], None]) -> tuple[dict[tuple[str, str], dict], int | None]:
-    """{(student, file): record} for every task: OLD's records where they still hold, the others graded two at a
-    time, each in its own sandbox (gradlab.practice.pool); PROGRESS(done, of, record, seconds) after each graded one.
-    Also the number of the signal (Ctrl-C, SIGTERM) that stopped the grading, None when it ended: the records are
-    then those graded before it."""
+    """{(student, file): record} for every task: OLD's records where they still hold, the others graded as many at a
+    time as fit, each in its own sandbox (gradlab.practice.pool); PROGRESS(done, of, record, seconds) after each
+    graded one. Also the number of the signal (Ctrl-C, SIGTERM) that stopped the grading, None when it ended: the
+    records are then those graded before it."""
     records = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
                if reusable(old.get((t.student, t.item.file)), t, seed, version)}
     fresh = [t for t in todo if (t.student, t.item.file) not in records]
