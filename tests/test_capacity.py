@@ -63,7 +63,7 @@ def test_a_container_without_a_cgroup_namespace_reads_its_own_folder_at_the_root
 
 
 @pytest.mark.parametrize(("cpus", "memory", "pids", "at_once", "why"), [
-    (1.0, 64 * GB, None, 1, "1 CPUs"),  # docker run --cpus=1: one at a time
+    (1.0, 64 * GB, None, 1, "1 CPU"),  # docker run --cpus=1: one at a time
     (0.5, 64 * GB, None, 1, "0.5 CPUs"),
     (2, 64 * GB, None, 2, "2 CPUs"),
     (64, 256 * GB, None, isolate.SLOTS, f"{isolate.SLOTS} sandbox slots"),

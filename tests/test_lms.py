@@ -117,5 +117,7 @@ def test_a_canvas_download_is_graded_with_the_resubmitted_file(tmp_path):
     assert rows == {"smithjohn": "10", "leeann": "10"}
     assert "found softmax_grad-1.py and graded it as softmax_grad.py" in (tmp_path / "out" / "feedback" /
                                                                          "smithjohn.md").read_text()
+    ids = {r["Student"]: r["ID"] for r in csv.DictReader((tmp_path / "out" / "canvas.csv").open())}
+    assert ids == {"Points Possible": "", "smithjohn": "12345", "leeann": "222"}  # Canvas matches the ID first
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert data["students"]["smithjohn"]["softmax_grad.py"]["found"] == "smithjohn_12345_67890_softmax_grad-1.py"

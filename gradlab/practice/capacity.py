@@ -36,7 +36,7 @@ def plan_for(budget: cgroups.Budget, one_at_a_time: bool = False) -> Plan:
     """The Plan that fits BUDGET; ONE_AT_A_TIME (the userns mode without a cgroup, pool.at_once): one check at a time,
     whatever the budget."""
     limits, spare = isolate.Limits(), budget.memory - GRADLAB_MEMORY
-    bounds = {f"{budget.cpus:g} CPUs": math.floor(budget.cpus),
+    bounds = {f"{budget.cpus:g} CPU{'' if budget.cpus == 1 else 's'}": math.floor(budget.cpus),
               f"{budget.memory >> 20} MB of memory": spare // CHECK_MEMORY,
               f"{isolate.SLOTS} sandbox slots": isolate.SLOTS}
     if budget.pids is not None:

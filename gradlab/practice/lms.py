@@ -87,3 +87,14 @@ def close_to(names: list[str], expected: str) -> str | None:
 def shown_file(path: str, owner_of: Owner | None) -> str:
     """The name a student gave the file at PATH: Canvas's and Moodle's prefixes removed."""
     return owner_of.file if owner_of is not None and owner_of.file else os.path.basename(path)
+
+
+def canvas_id(records: dict[str, dict]) -> str:
+    """The Canvas user id of a student whose files came from a Canvas download (the id in a graded file's name, from
+    RECORDS' "found"), for canvas.csv's ID column; "" otherwise (or under anonymous grading)."""
+    for rec in records.values():
+        first = str(rec.get("found") or "").split("/")[0]
+        found = owner(first, False) if first else None
+        if found is not None and found.lms == "canvas" and found.id.isdigit():
+            return found.id
+    return ""
