@@ -127,6 +127,21 @@ def test_a_check_the_machine_ended_is_graded_again_and_the_teacher_told(tmp_path
     assert again.exit_code == 0 and calls == ["bob/sgd_step.py"] and "could not be graded" not in again.stderr
 
 
+def test_zeros_an_older_gradlab_kept_from_the_machine_are_graded_again(tmp_path):
+    """results.json written before records said "environment" (the issue's container: every check "gradlab could not
+    check this file") is not kept by the next run."""
+    from gradlab.practice import course, gradebook
+
+    (tmp_path / "ann.py").write_text("# ann\n")
+    [task] = gradebook.tasks(str(tmp_path), [course.Item("sgd_step.py", "mnist.sgd_step")], by_file=True)
+    old = {"student": "ann", "digest": task.digest, "key": task.item.key(1, "v"), "stopped": None}
+    assert gradebook.reusable(old, task, 1, "v")
+    for stopped in ("gradlab could not check this file: OSError: [Errno 22] Invalid argument",
+                    "gradlab's judging of your outputs took longer than 60 s and was stopped"):
+        assert not gradebook.reusable(old | {"stopped": stopped}, task, 1, "v")
+    assert not gradebook.reusable(old | {"environment": "killed"}, task, 1, "v")
+
+
 def _cpu_quota_parent(tmp_path: Path) -> tuple[Path, str]:
     """A cgroup with a 1-CPU quota that a test's process can join: cgroup v1's cpu hierarchy, or cgroup v2 where the
     root delegates cpu; skipped where neither can be made (not root, no cgroupfs)."""

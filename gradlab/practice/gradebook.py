@@ -182,8 +182,17 @@ def record(task: Task, result, seed: int, version: str) -> dict:
 def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
     """Whether OLD (the record of TASK's student and file from the last run) still holds: the same bytes, course
     item, seed and gradlab, and a check that ended on its own (not one the machine ended: record["environment"])."""
-    return (isinstance(old, dict) and not old.get("environment") and old.get("digest") == task.digest
+    return (isinstance(old, dict) and not old.get("environment") and not _machines(old)
+            and old.get("digest") == task.digest
             and old.get("key") == task.item.key(seed, version) and old.get("student") == task.student)
+
+
+# how a record written before records said "environment" shows that the machine ended its check (its stopped line)
+MACHINES = ("gradlab could not check this file", "gradlab could not judge your outputs", "gradlab's judging of your")
+
+
+def _machines(old: dict) -> bool:
+    return str(old.get("stopped") or "").startswith(MACHINES)
 
 
 def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, str], dict],
