@@ -13,7 +13,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from gradlab.errors import GradlabError, Interrupted
-from gradlab.practice import all_exercises, course, feedback, gradebook, isolate, own
+from gradlab.practice import all_exercises, capacity, course, feedback, gradebook, isolate, own
 from gradlab.practice.check import installed_torch
 from gradlab.report import console as report
 from gradlab.report.files import write_bytes
@@ -102,8 +102,10 @@ def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say
     done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
             if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp)}
     kept = len(done)
+    plan = capacity.plan()  # what gradlab is given: how many at a time, and what bounded it
     say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
-        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
+        + (f" ({kept} unchanged since the last run, kept)" if kept else "")
+        + f", {plan.at_once} at a time ({plan.why})")
 
     def progress(count: int, of: int, rec: dict, seconds: float) -> None:
         say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {feedback.fmt(rec['score'])} of "
