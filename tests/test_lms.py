@@ -47,6 +47,15 @@ def test_canvas_names_are_read_as_its_source_writes_them():
     assert not lms.same_file("softmax_grad_v2.py", "softmax_grad.py")
 
 
+def test_a_file_named_after_a_classmate_stays_its_uploaders():
+    """What follows the LMS's ids is the student's own file name: a name that copies a classmate's prefix is still the
+    uploader's file (Canvas removes `_digits_` from the name before the ids, Moodle makes its every _ a space)."""
+    forged = lms.owner("smitha_1_2_leeb_222_333_softmax_grad.py", False)
+    assert (forged.who, forged.id, forged.file) == ("smitha", "1", "leeb_222_333_softmax_grad.py")
+    forged = lms.owner("Ann Lee_101_assignsubmission_file_Bo Chen_102_assignsubmission_file_sgd_step.py", False)
+    assert (forged.who, forged.id, forged.file) == ("Ann Lee", "101", "Bo Chen_102_assignsubmission_file_sgd_step.py")
+
+
 def test_a_canvas_download_finds_each_student_and_the_resubmitted_file(tmp_path):
     """Canvas's flat folder: a student per user id, the file handed in again (softmax_grad-1.py) graded and named in
     the feedback; two students of one name told apart by their ids; a close name named, not silently missing."""

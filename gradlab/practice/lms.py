@@ -31,8 +31,10 @@ from dataclasses import dataclass
 
 CANVAS = re.compile(r"(?:(?P<who>\w+?)_)??(?P<late>LATE_)?(?P<id>anon_[A-Za-z0-9]+|\d+)_(?P<file_id>\d+)_(?P<file>.+)",
                     re.IGNORECASE)
-MOODLE_FILE = re.compile(r"(?P<who>.+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)")
-MOODLE_FOLDER = re.compile(r"(?P<who>.+)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?")
+MOODLE_FILE = re.compile(r"(?P<who>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)")
+MOODLE_FOLDER = re.compile(r"(?P<who>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?")
+# The first match wins (lazy names): what follows the ids is the student's own file name, which may copy another's
+# prefix; the name before them cannot hold one (Canvas removes `_digits_` from it, Moodle makes every _ a space).
 # Canvas's -N (or -UUID) before the extension, a browser's " (N)": what they add to the name the student gave
 ADDED = re.compile(r"(?:-\d{1,3}|-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}| \(\d{1,3}\))(?=\.[A-Za-z0-9]+$)")
 CLOSE = 0.8  # difflib's ratio above which a file's name is named as the one maybe meant
