@@ -9,7 +9,6 @@ A check counts CHECK_MEMORY and gradlab itself GRADLAB_MEMORY (measured on 2026-
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -50,9 +49,8 @@ def plan_for(budget: cgroups.Budget, one_at_a_time: bool = False) -> Plan:
     return Plan(at_once=at_once, cpus=min(limits.cpus, budget.cpus), group_memory=memory, nproc=nproc, why=why)
 
 
-@functools.cache
 def plan() -> Plan:
-    """This process's Plan (read once)."""
+    """This process's Plan (the budget is read once: cgroups.budget)."""
     one = isolate.detect().mode == "userns" and not cgroups.available()[0]
     return plan_for(cgroups.budget(), one)
 

@@ -48,10 +48,11 @@ def _own(hierarchy: str) -> str:
     raise OSError(f"no {hierarchy or 'cgroup v2'} line in /proc/self/cgroup")
 
 
-def _own_folder(hierarchy: str, root: Path = ROOT) -> Path:
+def _own_folder(hierarchy: str, root: Path | None = None) -> Path:
     """This process's folder in HIERARCHY ("" for v2) under ROOT. In a container without a cgroup namespace,
     /proc/self/cgroup names the host's path (/docker/ID) while the container's own cgroup is mounted at the hierarchy's
     root: the path is then shortened from the left until it exists."""
+    root = ROOT if root is None else root
     base = root / hierarchy if hierarchy else root
     parts = Path(_own(hierarchy).lstrip("/")).parts
     for start in range(len(parts) + 1):
@@ -289,8 +290,9 @@ def _available_memory() -> int:
 
 
 @functools.cache
-def budget(root: Path = ROOT) -> Budget:
-    """What gradlab may use here (Budget), read once per process."""
+def budget(root: Path | None = None) -> Budget:
+    """What gradlab may use here (Budget), read once per process; ROOT: where cgroupfs is (default ROOT)."""
+    root = ROOT if root is None else root
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     try:
         quota, memory, pids, said = _limits(root) if os.name == "posix" and root.is_dir() else (None, None, None, [])
