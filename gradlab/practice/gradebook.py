@@ -96,11 +96,6 @@ def files_in(folder: str) -> list[str]:
     return hits
 
 
-def find(folder: str, file: str) -> list[str]:
-    """The paths named FILE inside FOLDER (at most MAX_DEPTH deep, links not followed), the shallowest first."""
-    return sorted((p for p in files_in(folder) if os.path.basename(p) == file), key=lambda p: (p.count(os.sep), p))
-
-
 def tasks(root: str, items: list[Item], by_file: bool, skip: str = "") -> list[Task]:
     """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files.
     SKIP: the output folder, not a student."""
