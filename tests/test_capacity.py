@@ -289,3 +289,11 @@ def test_the_many_machines_examples_shard_the_same_class_and_merge_it():
     assert f'--shard "$K/{job["spec"]["completions"]}"' in command and "JOB_COMPLETION_INDEX + 1" in command
     merge = yaml.safe_load((base / "kubernetes-merge.yaml").read_text())
     assert "--merge /class/parts/part-*" in merge["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+
+
+def test_the_userns_line_gives_the_sandbox_the_quota_allows(monkeypatch):
+    """Not root with a delegated cgroup under a 1-CPU quota: the note says 1 CPU, as the sandbox gets (it said 2)."""
+    monkeypatch.setattr(isolate, "detect", lambda: isolate.Detected("userns", "not root"))
+    monkeypatch.setattr(cgroups, "available", lambda: ("v2", ""))
+    monkeypatch.setattr(cgroups, "budget", lambda: cgroups.Budget(cpus=1.0, quota=1.0, memory=64 * GB, pids=None))
+    assert "(2 GB of memory, 1 CPU, 96 processes and threads)" in isolate.not_isolated_message(None, capacity.limits())

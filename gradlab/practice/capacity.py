@@ -55,7 +55,9 @@ def plan() -> Plan:
     return plan_for(cgroups.budget(), one)
 
 
-def limits(timeout_s: float) -> isolate.Limits:
-    """A sandbox's Limits under plan(): the CPUs, memory and tasks of its cgroup (and RLIMIT_NPROC) fitted."""
-    p = plan()
-    return replace(isolate.Limits(timeout_s=timeout_s), cpus=p.cpus, group_memory=p.group_memory, nproc=p.nproc)
+def limits(timeout_s: float | None = None) -> isolate.Limits:
+    """A sandbox's Limits under plan(): the CPUs, memory and tasks of its cgroup (and RLIMIT_NPROC) fitted; TIMEOUT_S
+    its time limit (default Limits')."""
+    p, base = plan(), isolate.Limits()
+    return replace(base, timeout_s=timeout_s or base.timeout_s, cpus=p.cpus, group_memory=p.group_memory,
+                   nproc=p.nproc)

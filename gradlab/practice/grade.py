@@ -48,7 +48,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    if not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup: as check says it
+    if not quiet and (note := isolate.not_isolated_message(found, capacity.limits())):  # as check says it
         say(f"gradlab: note: {note}")
     for note in filter(None, map(course.lesson_answer_note, dict.fromkeys(i.exercise for i in items))):
         say(f"gradlab: note: {note}")

@@ -198,9 +198,9 @@ else:
 """
 
 
-def not_isolated_message(found: Detected | None = None) -> str | None:
+def not_isolated_message(found: Detected | None = None, limits: Limits | None = None) -> str | None:
     """One line on what the mode leaves open and how to get full isolation; None in bwrap mode with a cgroup per
-    sandbox."""
+    sandbox. LIMITS: a sandbox's (gradlab.practice.capacity.limits()), for the figures the userns line gives."""
     found = found or detect()
     cgroup, why_not = cgroups.available() if found.isolated else ("", "")
     unbounded = "" if cgroup or not found.isolated else (f"; no cgroup here ({why_not}): a sandbox's processes "
@@ -208,7 +208,7 @@ def not_isolated_message(found: Detected | None = None) -> str | None:
     if found.mode == "bwrap":
         return f"submissions run in bubblewrap{unbounded}" if unbounded else None
     if found.mode == "userns":
-        return userns_message(cgroup, why_not)
+        return userns_message(cgroup, why_not, limits)
     install = ("run gradlab as root with bubblewrap installed (apt-get install bubblewrap) where namespaces are "
                "allowed (Docker: --cap-add SYS_ADMIN --security-opt seccomp=unconfined)")
     if found.mode == "uid":
@@ -228,7 +228,7 @@ def userns_message(cgroup: str, why_not: str, limits: Limits | None = None) -> s
              "bound in, read-only, and their own processes, and have no network; ")
     if cgroup:
         return start + (f"a cgroup bounds each sandbox as a whole ({limits.group_memory >> 30} GB of memory, "
-                        f"{limits.cpus:g} CPUs, {limits.nproc} processes and threads)")
+                        f"{limits.cpus:g} CPU{'' if limits.cpus == 1 else 's'}, {limits.nproc} processes and threads)")
     return start + (f"no cgroup here ({why_not}): each sandbox is bounded as a whole in processes and threads "
                     f"({limits.nproc}, counted in its user namespace), files (tmpfs) and time, but in memory "
                     f"({limits.memory >> 30} GB) and CPU time only per process, so they run one at a time; for a "
