@@ -259,7 +259,8 @@ def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():
     names = [" =cmd()", "\t=cmd()", "\r=cmd()", "\u200b=cmd()", "\uff1dcmd()", "\uff0bcmd()", "\u3000@cmd()", " alice"]
     recs = table["=cmd()"]
     rows = list(csv.reader(io.StringIO(feedback.grades_csv(items, dict.fromkeys([*names, "bob-x"], recs)), newline="")))
-    assert [r[0] for r in rows[1:]] == [*("'" + n.replace("\r", "\\r") for n in names), "bob-x"]
+    assert [r[0] for r in rows[1:]] == [*("'" + n.replace("\r", "\\r").replace("\t", "\t'") for n in names),
+                                        "bob-x"]  # after a tab too: a sheet split on tabs reads a cell there
 
 
 def test_the_canvas_gradebook_has_the_header_and_rows_canvas_import_reads():
@@ -278,6 +279,28 @@ def test_the_canvas_gradebook_has_the_header_and_rows_canvas_import_reads():
     assert rows[1] == ["Points Possible", "", "", "", "10", "5"]
     assert rows[2] == ["alice", "", "alice", "", "7.5", "5"] and rows[3] == ["'=cmd()", "", "'=cmd()", "", "0", "0"]
 
+
+
+FORGED = ["zed Points Possible", "Points  possible", "x;=1+1", "x,=1+1", "Smith, -2+3", "a;\u3000@cmd()",
+          'q;"=1+1', "a|=1", "x\t+1"]
+
+
+def test_no_name_forges_a_points_row_or_a_formula_under_either_separator():
+    """canvas.csv and grades.csv for students who chose their folder's name: Canvas's importer takes any first cell
+    holding `Points Possible` for the points row (check_for_non_student_row in lib/gradebook_importer.rb: the
+    assignment got a second one), and a spreadsheet splitting on ; (German, French) or , read `x;=1+1`'s part after
+    the separator as a formula (the guard looked at a cell's first character only)."""
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    table = {n: {"softmax_grad.py": record(n, "softmax_grad.py", score=5)} for n in ["alice", *FORGED]}
+    canvas = feedback.canvas_csv(items, table)
+    assert sum("Points Possible" in r[0] for r in csv.reader(io.StringIO(canvas, newline=""))) == 1
+    for text in (canvas, feedback.grades_csv(items, table)):
+        for sep in ",;":  # as a spreadsheet reads it (quotes honoured), and split on the separator alone
+            cells = [c for row in csv.reader(io.StringIO(text, newline=""), delimiter=sep) for c in row]
+            cells += [c for line in text.splitlines() for c in line.split(sep)]
+            assert not any(feedback._formula(c) for c in cells if not c.lstrip(' "').startswith("'")), sep
+    rows = {r[0]: r for r in csv.reader(io.StringIO(canvas, newline=""))}
+    assert "zed Points_Possible" in rows and "x;'=1+1" in rows and rows["alice"][2] == "alice"
 
 # -------------------------------------------------------------------- a class, graded for real
 STUDENTS = {

@@ -74,18 +74,43 @@ def canvas_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
     writer.writerow(["Student", "ID", "SIS Login ID", "Section", *(f"gradlab {i.exercise}" for i in items)])
     writer.writerow(["Points Possible", "", "", "", *(fmt(i.points) for i in items)])
     for student, recs in table.items():
-        writer.writerow([_csv_safe(student), "", _csv_safe(student), "", *(fmt(recs[i.file]["score"]) for i in items)])
+        writer.writerow([_canvas_name(student), "", _canvas_name(student), "",
+                         *(fmt(recs[i.file]["score"]) for i in items)])
     return out.getvalue()
 
 
+SEPARATOR = re.compile(r"([,;\t|])")  # what a spreadsheet may split a line on (its locale's list separator: ; in
+# German or French, , in English), whether or not it honours the quotes csv puts around a cell holding one
+POINTS_POSSIBLE = re.compile(r"(?i)points(\s+)possible")
+
+
 def _csv_safe(text: str) -> str:
-    """A spreadsheet runs a cell that starts with = + - @ as a formula, after spaces too, and reads the fullwidth ＝
-    as =: a student name whose first other character (NFKC-normalized) is one of them, or that starts with a space,
-    tab or line break, is quoted with '."""
-    norm = unicodedata.normalize("NFKC", text)
-    first = next((ch for ch in norm if not (ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs"))), "")
-    quoted = "'" + text if first in ("=", "+", "-", "@") or text[:1] in (" ", "\t", "\r", "\n") else text
-    return quoted.replace("\r", "\\r").replace("\n", "\\n")  # one row a student (csv quotes no lone \r here)
+    """A student's name as a spreadsheet cell that runs nothing, however the sheet is split (OWASP's CSV injection
+    advice): a spreadsheet runs a cell that starts with = + - @ as a formula, after spaces too, and reads the fullwidth
+    ＝ as =. A name whose first other character (NFKC-normalized) is one of them, or that starts with a space, tab or
+    line break, is quoted with '; so is every part of it after a , ; tab or | (a sheet that splits `x;=1+1` on ; gets
+    a cell `=1+1`). One line: a line break is shown as \\n."""
+    parts = SEPARATOR.split(text)  # text, separator, text, ...
+    for k in range(0, len(parts), 2):
+        if _formula(parts[k]) or (k == 0 and text[:1] in (" ", "\t", "\r", "\n")):
+            parts[k] = "'" + parts[k]
+    return "".join(parts).replace("\r", "\\r").replace("\n", "\\n")  # one row a student (csv quotes no lone \r)
+
+
+def _formula(cell: str) -> bool:
+    """Whether a spreadsheet would read CELL as a formula: its first character that is not a space, an invisible one
+    or a quote mark (NFKC-normalized: ＝ is =) is = + - or @."""
+    norm = unicodedata.normalize("NFKC", cell)
+    first = next((ch for ch in norm if not (ch.isspace() or ch == '"' or unicodedata.category(ch) in ("Cc", "Cf",
+                                                                                                   "Zs"))), "")
+    return first in ("=", "+", "-", "@")
+
+
+def _canvas_name(text: str) -> str:
+    """_csv_safe(TEXT) for canvas.csv, where Canvas's importer takes any row whose first cell holds `Points Possible`
+    for the points row (check_for_non_student_row): a name holding those words has them joined by _ (zed
+    Points_Possible), so that its row stays a student's (one Canvas then finds by no name: the teacher matches it)."""
+    return POINTS_POSSIBLE.sub(lambda m: m.group(0).replace(m.group(1), "_"), _csv_safe(text))
 
 
 # -------------------------------------------------------------------- a student's feedback
