@@ -302,6 +302,25 @@ def test_no_name_forges_a_points_row_or_a_formula_under_either_separator():
     rows = {r[0]: r for r in csv.reader(io.StringIO(canvas, newline=""))}
     assert "zed Points_Possible" in rows and "x;'=1+1" in rows and rows["alice"][2] == "alice"
 
+
+def test_names_that_look_alike_are_each_graded_and_shown_apart(tmp_path):
+    """alice and Cyrillic аlice, NFC and NFD josé: graded as two students and shown identically in grades.csv and
+    class.html; now each is graded, its letters outside ASCII shown as \\u escapes, and the teacher told."""
+    import unicodedata
+
+    names = ["alice", "\u0430lice", "jos\u00e9", unicodedata.normalize("NFD", "jos\u00e9"), "bob", "\u738b\u4f1f"]
+    for name in names:
+        (tmp_path / name).mkdir()
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    notes: list[str] = []
+    found = gradebook.students(str(tmp_path), items, by_file=False, notes=notes)
+    assert sorted(found) == sorted(["alice", "\\u0430lice", "jos\\u00e9", "jose\\u0301", "bob", "\u738b\u4f1f"])
+    assert len(notes) == 1 and notes[0].startswith("4 students' names look alike"), notes
+    table = {s: {"softmax_grad.py": record(s, "softmax_grad.py", score=5)} for s in found}
+    shown = [r[0] for r in csv.reader(io.StringIO(feedback.grades_csv(items, table), newline=""))][1:]
+    page = feedback.class_html("t", items, table, gradebook.slugs(list(table)), "made")
+    assert len(set(shown)) == 6 and all(s in page for s in shown)
+
 # -------------------------------------------------------------------- a class, graded for real
 STUDENTS = {
     "alice/softmax_grad.py": ("mnist.softmax_grad", SOFTMAX_RIGHT),

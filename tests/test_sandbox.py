@@ -972,14 +972,14 @@ def test_two_files_that_look_alike_are_neither_graded(tmp_path):
     require_sandbox()
     folder = tmp_path / "class"
     folder.mkdir()
-    for name in ("alice.py", "ALICE.py", "\uff41lice.py"):  # a fullwidth a
+    for name in ("alice.py", "ALICE.py", "\uff41lice.py", "\u0430lice.py"):  # a fullwidth a, a Cyrillic а
         (folder / name).write_text(HEAD)
     out = invoke("check", str(folder), "--exercise", CLIP, "--json", str(tmp_path / "all.json"))
     by_file = {d["config"]["file"]: d for d in json.loads((tmp_path / "all.json").read_text())}
-    assert out.exit_code == 1 and len(by_file) == 3, out.output
+    assert out.exit_code == 1 and len(by_file) == 4, out.output
     for name, entry in by_file.items():
         assert entry["points"]["score"] == 0 and "its name looks like" in entry["stopped"], (name, entry["stopped"])
-    assert "ALICE.py and \uff41lice.py" in by_file["alice.py"]["stopped"]
+    assert "ALICE.py and \u0430lice.py and \uff41lice.py" in by_file["alice.py"]["stopped"]
 
 
 def test_sanitize_leaves_text_and_escapes_controls():

@@ -33,11 +33,15 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
                            "nothing was written")
     if found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
         _refuse_readable(submissions, course_path, out_dir)
-    todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir)
+    notes: list[str] = []
+    todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir, notes=notes)
     console = report.make_console(quiet=quiet)
 
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    for note in notes:
+        say(f"gradlab: note: {note}")
 
     if not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup: as check says it
         say(f"gradlab: note: {note}")

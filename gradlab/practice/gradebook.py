@@ -19,7 +19,7 @@ from gradlab.errors import GradlabError
 from gradlab.kit.result import json_safe
 from gradlab.practice import all_exercises, pool
 from gradlab.practice.course import Item, is_rule, score
-from gradlab.practice.isolate import sanitize
+from gradlab.practice.isolate import alike, escaped, sanitize
 from gradlab.practice.submission import Submission, of_course
 
 MAX_DEPTH = 6  # how deep inside a student's folder a course file is looked for
@@ -41,9 +41,12 @@ class Task:
     found: str
 
 
-def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, str]:
+def students(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None
+             ) -> dict[str, str]:
     """{student: their folder or file} in SUBMISSIONS (ROOT). BY_FILE (--exercise): a top-level .py file is a
-    student too. Hidden entries are skipped, and SKIP (the output folder, were it inside ROOT)."""
+    student too. Hidden entries are skipped, and SKIP (the output folder, were it inside ROOT). Names that look alike
+    (isolate.alike) are each graded, with every character outside ASCII shown as its \\u escape in every file written
+    (аlice as \\u0430lice), so that no row reads as another's."""
     try:
         names = sorted(os.listdir(root))
     except OSError as e:
@@ -60,6 +63,12 @@ def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dic
         else:
             continue
         found[student if student not in found else shown(name)] = path  # alice/ and alice.py: two students
+    twins = alike(list(found))  # аlice (a Cyrillic а) beside alice, NFC josé beside NFD josé: shown apart
+    found = {escaped(s) if s in twins else s: path for s, path in found.items()}
+    if twins and notes is not None:
+        notes.append(f"{len(twins)} students' names look alike ({', '.join(escaped(s) for s in list(twins)[:6])}"
+                     f"{', …' if len(twins) > 6 else ''}): each is graded, its letters outside ASCII shown as \\u "
+                     "escapes in every file written; rename the folders to tell them apart by name")
     if not found:
         shape = "a .py file or a folder per student" if by_file else "a folder per student (SUBMISSIONS/alice/" \
             f"{items[0].file}); for one file per student, give --exercise NAME"
@@ -82,11 +91,11 @@ def find(folder: str, file: str) -> list[str]:
     return sorted(hits, key=lambda p: (p.count(os.sep), p))
 
 
-def tasks(root: str, items: list[Item], by_file: bool, skip: str = "") -> list[Task]:
+def tasks(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None) -> list[Task]:
     """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files.
-    SKIP: the output folder, not a student."""
+    SKIP: the output folder, not a student. NOTES: a line for the teacher is added there (names that look alike)."""
     out = []
-    for student, path in students(root, items, by_file, skip).items():
+    for student, path in students(root, items, by_file, skip, notes).items():
         for item in items:
             out.append(_task(root, student, path, item))
     return out

@@ -979,9 +979,38 @@ def sanitize(text: str, most: int | None = None, *, backslash: bool = True) -> s
 
 
 def looks_alike(name: str) -> str:
-    """What NAME shows as, give or take case and compatibility forms (ｆｕｌｌｗｉｄｔｈ, ﬁ, é as e + ◌́): two
-    files with the same looks_alike() are told apart by no one reading a table of grades."""
-    return unicodedata.normalize("NFKC", name).casefold()
+    """What NAME shows as, give or take case, accents and compatibility forms (ｆｕｌｌｗｉｄｔｈ, ﬁ, é as é or as
+    e + ◌́): its NFKD form without combining marks, case-folded."""
+    return "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c)).casefold()
+
+
+def alike(names: list[str]) -> dict[str, list[str]]:
+    """{name: the other NAMES it looks like}, for those that look like another: the same looks_alike(), or the same
+    but where one has a letter outside ASCII and the other an ASCII one (Cyrillic а for a, Greek ο for o: Unicode's
+    look-alikes are thousands; any non-ASCII letter in place of an ASCII one is taken for one). Two names no one
+    reading a table of grades tells apart are among them."""
+    def same(x: str, y: str) -> bool:
+        return all(a == b or a.isascii() != b.isascii() for a, b in zip(x, y, strict=True))  # one length
+
+    keys = {n: looks_alike(n) for n in names}
+    by_length: dict[int, list[str]] = {}
+    for n in names:
+        by_length.setdefault(len(keys[n]), []).append(n)
+    out: dict[str, list[str]] = {}
+    for group in by_length.values():
+        for i, n in enumerate(group):
+            for m in group[i + 1:]:
+                if same(keys[n], keys[m]):
+                    out.setdefault(n, []).append(m)
+                    out.setdefault(m, []).append(n)
+    return out
+
+
+def escaped(name: str) -> str:
+    """NAME (sanitize()d: a backslash of its own is two already) with every character outside ASCII as its \\u
+    escape (аlice: \\u0430lice): two names alike() pairs, shown so that they read apart."""
+    return "".join(c if c.isascii() else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+                   for c in name)
 
 
 def one_line(text: str, most: int = 300) -> str:
