@@ -46,8 +46,9 @@ points = 10
 '''
 
 
-def judged(name: str, source: str):
-    """The Result of SOURCE's function for exercise NAME, judged as if it had run in the sandbox."""
+def judged(name: str, source: str, used: tuple[str, ...] = ()):
+    """The Result of SOURCE's function for exercise NAME, judged as if it had run in the sandbox (which noted the
+    calls of the exercise's forbidden functions USED)."""
     scope: dict = {}
     exec(compile(source, "<answer>", "exec"), scope)
     exercise = all_exercises()[name]
@@ -55,7 +56,7 @@ def judged(name: str, source: str):
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
     return judge(exercise, Reference(checks, cases, refs),
-                 {"ok": True, "outputs": [checks.call(scope[exercise.function], c) for c in cases]})
+                 {"ok": True, "outputs": [checks.call(scope[exercise.function], c) for c in cases], "used": list(used)})
 
 
 # -------------------------------------------------------------------- points
@@ -89,17 +90,43 @@ def test_an_answer_no_comparison_holds_for_earns_nothing_from_its_properties():
     assert course.score(judged("clip.clip_by_global_norm", right), item).score == 10
 
 
+LIBRARY_CLIP = ("import torch\ndef clip_by_global_norm(grads, clip_norm):\n"
+                "    out = [g.detach().clone().requires_grad_(False) for g in grads]\n"
+                "    params = [torch.nn.Parameter(torch.zeros_like(g)) for g in out]\n"
+                "    for p, g in zip(params, out):\n        p.grad = g\n"
+                "    torch.nn.utils.clip_grad_norm_(params, clip_norm)\n    return [p.grad for p in params]\n")
+
+
+@pytest.mark.parametrize(("scoring", "forbidden", "expected"), [
+    ("claims", None, 0), ("per-check", None, 0), ("all-or-nothing", None, 0), ("claims", 0.25, 7.5),
+    ("claims", 0, 10)])
+def test_calling_the_function_the_exercise_asks_for_scores_nothing(scoring, forbidden, expected):
+    """clip.clip_by_global_norm answered by torch.nn.utils.clip_grad_norm_ (the function it asks students to write)
+    scored 7.5 of 10 under the default scoring: a lesser rule's quarter. Now 0 by default; `forbidden` sets the share
+    it takes (0.25: what deduct took before), and deduct keeps its meaning for the lesser rules (7.5 above)."""
+    result = judged("clip.clip_by_global_norm", LIBRARY_CLIP, used=("torch.nn.utils.clip_grad_norm_",))
+    assert any(c.id.endswith(":own") and not c.passed for c in result.claims)
+    item = course.Item("clip.py", "clip.clip_by_global_norm", scoring=scoring,
+                       **({} if forbidden is None else {"forbidden": forbidden}))
+    got = course.score(result, item)
+    assert got.score == expected, got
+    if expected == 0 and scoring != "all-or-nothing":
+        assert "calls the library function the exercise asks you to write" in got.how, got
+
 def test_a_course_file_sets_points_and_scoring(tmp_path):
     (tmp_path / "course.toml").write_text(COURSE)
     items = course.read(str(tmp_path / "course.toml"))
     assert [(i.file, i.exercise, i.points, i.scoring) for i in items] == [
         ("softmax_grad.py", "mnist.softmax_grad", 10, "claims"), ("sgd_step.py", "mnist.sgd_step", 4, "all-or-nothing")]
+    (tmp_path / "course.toml").write_text(COURSE.replace("points = 10", "points = 10\nforbidden = 0.5"))
+    assert [i.forbidden for i in course.read(str(tmp_path / "course.toml"))] == [0.5, 0.5]
 
 
 @pytest.mark.parametrize(("text", "fragment"), [
     ('[exercises]\n"a.py" = { exercise = "mnist.sgd_step", points = -1 }\n', "points = -1 must be a number above 0"),
     ('[exercises]\n"a.py" = { exercise = "mnist.sgd_step", scoring = "most" }\n', "scoring = 'most' must be one of"),
     ('[grading]\ndeduct = 2\n[exercises]\n"a.py" = "mnist.sgd_step"\n', "deduct = 2 must be a share"),
+    ('[grading]\nforbidden = -1\n[exercises]\n"a.py" = "mnist.sgd_step"\n', "forbidden = -1 must be a share"),
     ('[exercises]\n"a.py" = { exercise = "mnist.sgd_step", weight = 1 }\n', "unknown key 'weight'"),
     ('[exercises]\n"a.py" = "mnist.nope"\n', "unknown exercise 'mnist.nope'"),
     ('[points]\n"a.py" = 3\n[exercises]\n"a.py" = "mnist.sgd_step"\n', "unknown key 'points'"),

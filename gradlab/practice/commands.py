@@ -198,7 +198,8 @@ def _write(results: list[Result], items: list[course.Item] | None, console, *, f
 
 def _scored(result: Result, items: list[course.Item] | None) -> course.Score:
     """RESULT's points as its course item says (by its file's name), or as an exercise's default: 10 points that
-    the claims about the answer carry, each broken rule deducting a quarter."""
+    the claims about the answer carry, each broken lesser rule deducting a quarter, none left after a call of the
+    library function the exercise asks for."""
     exercise = result.metrics["exercise"]
     item = next((i for i in items or [] if i.file == os.path.basename(str(result.config.get("file", "")))), None)
     return course.score(result, item or course.Item(f"{exercise.rpartition('.')[2]}.py", exercise))

@@ -3,7 +3,8 @@
     [grading]                 # optional: the defaults of every exercise below
     points = 10               # an exercise's points
     scoring = "claims"        # "claims", "all-or-nothing" or "per-check" (see score())
-    deduct = 0.25             # "claims": the share of the points each broken rule takes away
+    deduct = 0.25             # "claims": the share of the points each broken lesser rule takes away
+    forbidden = 1             # the share a call of the library function the exercise asks for takes away
 
     [exercises]
     "sgd_step.py" = "mnist.sgd_step"
@@ -25,12 +26,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gradlab.errors import GradlabError
-from gradlab.kit.result import Result
+from gradlab.kit.result import NOT_REACHED, Result
 from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, own
 
 SCORINGS = ("claims", "all-or-nothing", "per-check")
-DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25}
+DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25, "forbidden": 1.0}
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class Item:
     exercise: str
     points: float = 10.0
     scoring: str = "claims"
-    deduct: float = 0.25  # "claims": the share of POINTS each broken rule takes away
+    deduct: float = 0.25  # "claims": the share of POINTS each broken lesser rule takes away
+    forbidden: float = 1.0  # "claims", "per-check": the share a call of the function the exercise asks for takes away
 
     def key(self, seed: int, version: str) -> str:
         """What a stored grade of this item depends on besides the file: a change of it grades the file again."""
@@ -120,19 +122,22 @@ def _item(path: str, name: str, entry, defaults: dict) -> Item:
 def _settings(given, defaults: dict, where: str) -> dict:
     """DEFAULTS overridden by GIVEN (a TOML table), each value checked."""
     if not isinstance(given, dict):
-        raise GradlabError(f"{where} must be a table of points, scoring and deduct")
+        raise GradlabError(f"{where} must be a table of points, scoring, deduct and forbidden")
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
-        raise GradlabError(f"{where}: unknown key {unknown[0]!r}; the keys are exercise, points, scoring and deduct")
+        raise GradlabError(f"{where}: unknown key {unknown[0]!r}; the keys are exercise, points, scoring, deduct and "
+                           "forbidden")
     out = dict(defaults) | given
-    points, scoring, deduct = out["points"], out["scoring"], out["deduct"]
+    points, scoring, deduct, forbidden = out["points"], out["scoring"], out["deduct"], out["forbidden"]
     if isinstance(points, bool) or not isinstance(points, int | float) or not 0 < points <= 1e6:
         raise GradlabError(f"{where}: points = {points!r} must be a number above 0")
     if scoring not in SCORINGS:
         raise GradlabError(f"{where}: scoring = {scoring!r} must be one of {', '.join(map(repr, SCORINGS))}")
     if isinstance(deduct, bool) or not isinstance(deduct, int | float) or not 0 <= deduct <= 1:
         raise GradlabError(f"{where}: deduct = {deduct!r} must be a share of the points, from 0 to 1")
-    return {"points": float(points), "scoring": scoring, "deduct": float(deduct)}
+    if isinstance(forbidden, bool) or not isinstance(forbidden, int | float) or not 0 <= forbidden <= 1:
+        raise GradlabError(f"{where}: forbidden = {forbidden!r} must be a share of the points, from 0 to 1")
+    return {"points": float(points), "scoring": scoring, "deduct": float(deduct), "forbidden": float(forbidden)}
 
 
 def is_rule(claim_id: str, exercise_name: str) -> bool:
@@ -150,18 +155,34 @@ def is_rule(claim_id: str, exercise_name: str) -> bool:
 
 def score(result: Result, item: Item) -> Score:
     """ITEM's points for RESULT. "claims": the claims about the answer share the points equally, and each broken
-    rule takes away DEDUCT of them (never below 0); "all-or-nothing": every point when every check passes, else
-    none; "per-check": every check an equal share (what `gradlab check --json` counts, one point each)."""
+    lesser rule (inputs changed in place, an autograd graph left) takes away DEDUCT of them; "all-or-nothing": every
+    point when every check passes, else none; "per-check": every check an equal share (what `gradlab check --json`
+    counts, one point each). Under "claims" and "per-check" a call of the library function the exercise asks students
+    to write (or of an alias: Exercise.forbidden) then takes away FORBIDDEN of the points (1 by default: none are
+    left). Never below 0."""
     claims = result.claims
     passed_all = result.stopped is None and all(c.passed for c in claims)
+    called = any(c.id.rsplit(":", 1)[-1] == "own" and c.kind != NOT_REACHED and not c.passed for c in claims)
     if item.scoring == "all-or-nothing" or not claims:
         return Score(item.points if passed_all else 0.0, item.points,
                      "every check passes" if passed_all else "not every check passes")
     if item.scoring == "per-check":
         got = sum(c.passed for c in claims)
-        return Score(round(item.points * got / len(claims), 2), item.points, f"{got} of {len(claims)} checks pass")
+        value, how = item.points * got / len(claims), f"{got} of {len(claims)} checks pass"
+    else:
+        value, how = _claims(result, item)
+    if called and item.forbidden:
+        value = max(0.0, value - item.forbidden * item.points)
+        how += ", calls the library function the exercise asks you to write " + (
+            "(no points for it)" if item.forbidden >= 1 else f"(−{item.forbidden:g} of the points)")
+    return Score(round(value, 2), item.points, how)
+
+
+def _claims(result: Result, item: Item) -> tuple[float, str]:
+    """The "claims" scoring before a forbidden call: the points and how, in words."""
+    claims = result.claims
     answer = [c for c in claims if not is_rule(c.id, item.exercise)]
-    broken = [c for c in claims if is_rule(c.id, item.exercise) and not c.passed]
+    broken = [c for c in claims if is_rule(c.id, item.exercise) and not c.passed and not c.id.endswith(":own")]
     share = sum(c.passed for c in answer) / len(answer) if answer else float(result.stopped is None)
     compared = [c for c in answer if not c.id.rsplit(":", 1)[-1].startswith("extra")]  # with the reference
     if compared and not any(c.passed for c in compared):
@@ -174,7 +195,7 @@ def score(result: Result, item: Item) -> Score:
         how += " (none of its comparisons with the reference holds, so its properties earn nothing alone)"
     if broken and share > 0:
         how += f", {len(broken)} broken rule{'s' if len(broken) > 1 else ''} (−{item.deduct:g} of the points each)"
-    return Score(round(value, 2), item.points, how)
+    return value, how
 
 
 # Lesson functions that answer an exercise under another name (`--explain` prints none of them: tests/test_explain.py)
