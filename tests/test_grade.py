@@ -662,11 +662,18 @@ def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
         (tmp_path / f"s{i}.py").write_text(f"# {i}\n")
     args = ("grade", str(tmp_path), "--exercise", "mnist.sgd_step", "--out", str(tmp_path / "out"))
     monkeypatch.setattr(check, "result_of", lambda s, seed: fake(s, seed, stop_at=7))
-    assert invoke(*args).exit_code == 130
+    first = invoke(*args)
+    assert first.exit_code == 130
     assert len(calls) <= 7 + 1  # the files not started when it stopped are not graded (the other worker's one is)
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     kept = sum(len(v) for v in saved["students"].values())
     assert saved["partial"] and 4 <= kept < 10
+    # the outputs are the partial set, said in one line and on the class page (before: none, or the last run's
+    # grades.csv and class.html beside a partial results.json, with no warning)
+    rows = list(csv.reader(io.StringIO((tmp_path / "out" / "grades.csv").read_text(), newline="")))
+    assert len(rows) == 1 + kept and "PARTIAL: " in (tmp_path / "out" / "class.html").read_text()
+    said = [line for line in first.output.splitlines() if "partial set" in line]
+    assert len(said) == 1 and f"{kept} of 10 students graded in full" in said[0], first.output
     calls.clear()
     monkeypatch.setattr(isolate, "_STOPPING", threading.Event())
     monkeypatch.setattr(check, "result_of", fake)
@@ -676,6 +683,65 @@ def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
     final = json.loads((tmp_path / "out" / "results.json").read_text())
     assert "partial" not in final and len(final["students"]) == 10 and final["seed"] == saved["seed"]
 
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """gradlab grade with its sandbox replaced by a stand-in whose every file scores 10 of 10 (what is tested is the
+    bookkeeping): the names of the files it was asked to check."""
+    import threading
+    from types import SimpleNamespace
+
+    from gradlab.practice import check, isolate
+
+    calls = []
+
+    def fake(submission, seed):
+        calls.append(submission.shown)
+        return check.stopped_result(submission.exercise, submission.shown, "stand-in", seed)
+
+    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())
+    monkeypatch.setattr(check, "result_of", fake)
+    monkeypatch.setattr(gradebook, "score", lambda result, item: course.Score(10.0, 10.0, "stand-in"))
+    return calls
+
+
+def test_overrides_and_late_penalties_survive_a_re_run_and_one_student_is_regraded(tmp_path, stand_in):
+    """overrides.csv and submitted.csv beside course.toml, applied on every run and shown in every file written (a
+    re-run rewrote grades.csv from the checks alone: a teacher's change did not survive); --student regrades one."""
+    for name in ("alice", "bob", "carol"):
+        (tmp_path / "subs" / name).mkdir(parents=True)
+        (tmp_path / "subs" / name / "sgd_step.py").write_text(f"# {name}\n")
+    (tmp_path / "course.toml").write_text('[grading]\ndue = 2026-12-01T23:59:00+01:00\nlate_per_day = 0.1\n'
+                                          'late_cap = 0.5\n[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n')
+    (tmp_path / "overrides.csv").write_text("student,exercise,points,penalty,reason\n"
+                                            "alice,mnist.sgd_step,8,,regrade request: <b>\n"
+                                            "carol,sgd_step.py,,1,a late-night typo\n")
+    (tmp_path / "submitted.csv").write_text("student,time\nbob,2026-12-03T08:00:00+01:00\n"
+                                            "alice,2026-12-01T10:00:00+01:00\n")
+    args = ("grade", str(tmp_path / "subs"), "--course", str(tmp_path / "course.toml"), "--out", str(tmp_path / "out"))
+    out = tmp_path / "out"
+    for _ in range(2):  # the second run keeps every record: the adjustments are made again from what it gave
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        rows = {r[0]: r for r in csv.reader(io.StringIO((out / "grades.csv").read_text(), newline=""))}
+        assert rows["student"][-1] == "adjusted"
+        assert rows["alice"][1:3] == ["8", "8"] and "overridden by the teacher: 8 points (regrade" in rows["alice"][3]
+        assert rows["bob"][1:3] == ["8", "8"] and "2 days after 2026-12-01T23:59:00+01:00: −2 points" in rows["bob"][3]
+        assert rows["carol"][1] == "9" and rows["carol"][3].endswith("−1 points (a late-night typo)")
+        canvas = {r[0]: r for r in csv.reader(io.StringIO((out / "canvas.csv").read_text(), newline=""))}
+        assert canvas["alice"][4] == "8" and "overridden" in canvas["alice"][3]
+        page = (out / "class.html").read_text()
+        assert page.count("✎") == 3 and "Adjusted after the check" in page and "<b>" not in page
+        md = (out / "feedback" / "bob.md").read_text()
+        assert "**Adjusted** (the check gave 10): late: handed in 2026-12-03T08:00:00+01:00" in md
+        assert "Adjusted</b> (the check gave 10)" in (out / "feedback" / "alice.html").read_text()
+    assert len(stand_in) == 3  # graded once: the re-run kept every record
+    result = invoke(*args, "--student", "bob")
+    assert result.exit_code == 0 and stand_in[3:] == ["bob/sgd_step.py"], (result.output, stand_in)
+    assert invoke(*args, "--student", "dave").exit_code == 2
+    (tmp_path / "overrides.csv").write_text("student,exercise,points,penalty,reason\nalice,mnist.sgd_step,8,1,x\n")
+    assert_one_line_error(invoke(*args), "overrides.csv line 2: give points (the score) or penalty")
 
 def test_a_changed_own_exercise_grades_the_class_again(tmp_path):
     """What a re-run compares holds a digest of the course's own exercise folders: a teacher who fixes a harness or a

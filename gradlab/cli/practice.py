@@ -83,19 +83,24 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
                    "if missing).")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
               help="The seed of the generated inputs (default: the last run's in DIR, else a fresh random one).")
+@click.option("--student", default=None,
+              help="Grade this student's files again (their folder's name, as grades.csv shows it) and keep every "
+                   "other student's from the last run in DIR.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
 def grade(submissions: str, course_path: str | None, exercise_name: str | None, out_dir: str, seed: int | None,
-          quiet: bool) -> int:
+          student: str | None, quiet: bool) -> int:
     """Grade every student in SUBMISSIONS (a folder: one folder per student, named after them, the course's files
     anywhere inside it; or, with --exercise, one .py file per student) in the sandbox, two at a time, and write in
     DIR: grades.csv (a row per student, a column per exercise and the total; canvas.csv: the same for Canvas's
     gradebook import), feedback/STUDENT.md and .html (what
     each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
     grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
-    changed (all of them when the course's own exercises changed). Needs the isolated sandbox (bubblewrap: as root,
+    changed (all of them when the course's own exercises changed). overrides.csv and submitted.csv beside the course
+    file: a teacher's overrides and the students' submission times (late penalties: course.toml's due), applied on
+    every run. Needs the isolated sandbox (bubblewrap: as root,
     or not root where the kernel allows user namespaces; or, as root, the uid fallback). Exit 0 when the class was
     graded."""
     from gradlab.practice.grade import grade_class
 
     return grade_class(submissions, course_path=course_path, exercise_name=exercise_name, out_dir=out_dir, seed=seed,
-                       quiet=quiet)
+                       quiet=quiet, student=student)

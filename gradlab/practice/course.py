@@ -5,6 +5,12 @@
     scoring = "claims"        # "claims", "all-or-nothing" or "per-check" (see score())
     deduct = 0.25             # "claims": the share of the points each broken lesser rule takes away
     forbidden = 1             # the share a call of the library function the exercise asks for takes away
+    due = 2026-12-01T23:59:00+01:00   # optional: when it is due (with its time zone)
+    late_per_day = 0.1        # the share of the points each started day late takes away
+    late_cap = 0.5            # at most this share in all
+
+A teacher's overrides (overrides.csv) and the students' submission times (submitted.csv) sit beside the course file:
+gradlab.practice.adjust.
 
     [exercises]
     "sgd_step.py" = "mnist.sgd_step"
@@ -19,6 +25,8 @@ reference holds for earns nothing from its properties alone.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import hashlib
 import json
 import tomllib
@@ -31,7 +39,9 @@ from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, own
 
 SCORINGS = ("claims", "all-or-nothing", "per-check")
-DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25, "forbidden": 1.0}
+DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25, "forbidden": 1.0, "due": "", "late_per_day": 0.0,
+            "late_cap": 1.0}
+LATE = ("due", "late_per_day", "late_cap")  # applied to a graded record (adjust.py): no part of what grades it
 
 
 @dataclass(frozen=True)
@@ -44,10 +54,14 @@ class Item:
     scoring: str = "claims"
     deduct: float = 0.25  # "claims": the share of POINTS each broken lesser rule takes away
     forbidden: float = 1.0  # "claims", "per-check": the share a call of the function the exercise asks for takes away
+    due: str = ""  # when it is due (ISO 8601, with its offset), "" for never late
+    late_per_day: float = 0.0  # the share of POINTS each started day late takes away
+    late_cap: float = 1.0  # the most a late submission loses, as a share of POINTS
 
     def key(self, seed: int, version: str) -> str:
         """What a stored grade of this item depends on besides the file: a change of it grades the file again."""
-        return hashlib.sha256(json.dumps([asdict(self), seed, version]).encode()).hexdigest()[:16]
+        graded = {k: v for k, v in asdict(self).items() if k not in LATE}  # a new due date grades nothing again
+        return hashlib.sha256(json.dumps([graded, seed, version]).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -122,11 +136,12 @@ def _item(path: str, name: str, entry, defaults: dict) -> Item:
 def _settings(given, defaults: dict, where: str) -> dict:
     """DEFAULTS overridden by GIVEN (a TOML table), each value checked."""
     if not isinstance(given, dict):
-        raise GradlabError(f"{where} must be a table of points, scoring, deduct and forbidden")
+        raise GradlabError(f"{where} must be a table of points, scoring, deduct, forbidden, due, late_per_day and "
+                           "late_cap")
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
-        raise GradlabError(f"{where}: unknown key {unknown[0]!r}; the keys are exercise, points, scoring, deduct and "
-                           "forbidden")
+        raise GradlabError(f"{where}: unknown key {unknown[0]!r}; the keys are exercise, points, scoring, deduct, "
+                           "forbidden, due, late_per_day and late_cap")
     out = dict(defaults) | given
     points, scoring, deduct, forbidden = out["points"], out["scoring"], out["deduct"], out["forbidden"]
     if isinstance(points, bool) or not isinstance(points, int | float) or not 0 < points <= 1e6:
@@ -137,7 +152,25 @@ def _settings(given, defaults: dict, where: str) -> dict:
         raise GradlabError(f"{where}: deduct = {deduct!r} must be a share of the points, from 0 to 1")
     if isinstance(forbidden, bool) or not isinstance(forbidden, int | float) or not 0 <= forbidden <= 1:
         raise GradlabError(f"{where}: forbidden = {forbidden!r} must be a share of the points, from 0 to 1")
-    return {"points": float(points), "scoring": scoring, "deduct": float(deduct), "forbidden": float(forbidden)}
+    for key in ("late_per_day", "late_cap"):
+        if isinstance(out[key], bool) or not isinstance(out[key], int | float) or not 0 <= out[key] <= 1:
+            raise GradlabError(f"{where}: {key} = {out[key]!r} must be a share of the points, from 0 to 1")
+    return {"points": float(points), "scoring": scoring, "deduct": float(deduct), "forbidden": float(forbidden),
+            "due": _due(out["due"], where), "late_per_day": float(out["late_per_day"]),
+            "late_cap": float(out["late_cap"])}
+
+
+def _due(value, where: str) -> str:
+    """A due date as ISO 8601 with its offset ("" for none): a TOML date-time with its time zone."""
+    if value == "":
+        return ""
+    if isinstance(value, str):  # [grading]'s, already read (or a quoted one)
+        with contextlib.suppress(ValueError):
+            value = datetime.datetime.fromisoformat(value)
+    if not isinstance(value, datetime.datetime) or value.utcoffset() is None:
+        raise GradlabError(f"{where}: due = {value!r} must be a date and time with its time zone, e.g. due = "
+                           "2026-12-01T23:59:00+01:00")
+    return value.isoformat()
 
 
 def is_rule(claim_id: str, exercise_name: str) -> bool:

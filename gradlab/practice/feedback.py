@@ -50,15 +50,28 @@ def fmt(x: float) -> str:
 
 # -------------------------------------------------------------------- the gradebook
 def grades_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
-    """A row per student, a column per exercise (its score) and the total: TABLE is {student: {file: record}}."""
+    """A row per student, a column per exercise (its score) and the total: TABLE is {student: {file: record}}. When a
+    score was adjusted (late, or the teacher's override: gradlab.practice.adjust), a last column `adjusted` says how."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    noted = any(adjusted(r) for recs in table.values() for r in recs.values())
     writer.writerow(["student", *(f"{i.exercise} ({fmt(i.points)})" for i in items),
-                     f"total ({fmt(sum(i.points for i in items))})"])
+                     f"total ({fmt(sum(i.points for i in items))})", *(["adjusted"] if noted else [])])
     for student, recs in table.items():
         scores = [recs[i.file]["score"] for i in items]
-        writer.writerow([_csv_safe(student), *map(fmt, scores), fmt(sum(scores))])
+        writer.writerow([_csv_safe(student), *map(fmt, scores), fmt(sum(scores)),
+                         *([_csv_safe(adjustments(items, recs))] if noted else [])])
     return out.getvalue()
+
+
+def adjusted(rec: dict) -> list[str]:
+    """What changed a record's score after its check (late, the teacher's override), a line each."""
+    return list(rec.get("adjusted") or [])
+
+
+def adjustments(items: list[Item], recs: dict[str, dict]) -> str:
+    """A student's adjustments on one line: `exercise: what; …`."""
+    return "; ".join(f"{i.exercise}: {line}" for i in items for line in adjusted(recs[i.file]))
 
 
 def canvas_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
@@ -68,13 +81,15 @@ def canvas_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
     `gradlab EXERCISE` (no `(number)` at its end: Canvas reads `Title (123)` as the assignment whose id is 123); a
     `Points Possible` row (process_pp); a row per student with the ID left empty, so that Canvas finds the student by
     SIS Login ID, then by name (process_student): the student's folder name in both. No total: Canvas adds the
-    assignments up itself."""
+    assignments up itself. The Section column, which the importer drops unread (drop_student_information_columns),
+    says what was adjusted (late, the teacher's override)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["Student", "ID", "SIS Login ID", "Section", *(f"gradlab {i.exercise}" for i in items)])
     writer.writerow(["Points Possible", "", "", "", *(fmt(i.points) for i in items)])
     for student, recs in table.items():
-        writer.writerow([_canvas_name(student), "", _canvas_name(student), "",
+        writer.writerow([_canvas_name(student), "", _canvas_name(student),
+                         _canvas_name(adjustments(items, recs)),
                          *(fmt(recs[i.file]["score"]) for i in items)])
     return out.getvalue()
 
@@ -160,6 +175,8 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
         lines += [f"## {item.exercise} ({item.file}): {fmt(rec['score'])} of {fmt(rec['points'])}", "",
                   f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{_code(rec['found'])}`."
                                                                   if rec["found"] else ""), ""]
+        lines += [f"**Adjusted** (the check gave {fmt(rec['graded'])}): {_md(line)}" for line in adjusted(rec)]
+        lines += [""] if adjusted(rec) else []
         if rec["stopped"]:
             lines += [f"**Stopped:** {_md(rec['stopped'])}", ""]
         if rec["diagnosis"]:
@@ -192,6 +209,8 @@ def _exercise_html(item: Item, rec: dict) -> str:
            f'<h2>{escape(item.exercise)} ({escape(item.file)}): <span class="{cell_class(rec)}">'
            f'{fmt(rec["score"])} of {fmt(rec["points"])}</span></h2>',
            f"<p>Scored by {escape(item.scoring)}: {escape(rec['how'])}.{found}</p>"]
+    out += [f'<p class="adjusted"><b>Adjusted</b> (the check gave {fmt(rec["graded"])}): {escape(line)}</p>'
+            for line in adjusted(rec)]
     if rec["stopped"]:
         out.append(f'<p class="stopped"><b>Stopped:</b> {escape(rec["stopped"])}</p>')
     if rec["diagnosis"]:
@@ -267,7 +286,8 @@ def class_html(title: str, items: list[Item], table: dict[str, dict[str, dict]],
     body = [f"<h1>{escape(title)}</h1>", f'<p class="muted">{escape(made)}</p>',
             f"<p>{n} student{'s' if n != 1 else ''}, {len(items)} exercise{'s' if len(items) != 1 else ''}.</p>",
             "<h2>Exercises</h2>", _exercise_table(stats, n), "<h2>What the class got wrong</h2>",
-            _mistake_table(stats, slug), "<h2>Students</h2>", _grid(items, table, slug)]
+            _mistake_table(stats, slug), "<h2>Students</h2>", _grid(items, table, slug),
+            _adjusted_table(items, table, slug)]
     return _page(title, "\n".join(body))
 
 
@@ -303,12 +323,29 @@ def _mistake_table(stats: list[Spread], slug: dict[str, str]) -> str:
             + rows + "</table>")
 
 
+def _mark_adjusted(rec: dict) -> str:
+    """✎ beside a score that was adjusted after its check, with what changed it on hover."""
+    lines = adjusted(rec)
+    return (f' <span class="adj" title="{escape("; ".join(lines))} (the check gave {fmt(rec["graded"])})">✎</span>'
+            if lines else "")
+
+
+def _adjusted_table(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str]) -> str:
+    rows = "".join(f'<tr><td><a href="feedback/{slug[s]}.html#{anchor(i.file)}">{escape(s)}</a></td>'
+                   f'<td>{escape(i.exercise)}</td><td class="n">{fmt(recs[i.file]["graded"])}</td>'
+                   f'<td class="n">{fmt(recs[i.file]["score"])}</td><td>{escape("; ".join(adjusted(recs[i.file])))}'
+                   "</td></tr>" for s, recs in table.items() for i in items if adjusted(recs[i.file]))
+    return ('<h2>Adjusted after the check</h2><table class="adjusted"><tr><th>student</th><th>exercise</th>'
+            f"<th>the check gave</th><th>score</th><th>why</th></tr>{rows}</table>" if rows else "")
+
+
 def _grid(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str]) -> str:
     head = "".join(f"<th>{escape(i.file)}</th>" for i in items)
     rows = []
     for student, recs in table.items():
         cells = "".join(f'<td class="n {cell_class(recs[i.file])}"><a href="feedback/{slug[student]}.html#'
-                        f'{anchor(i.file)}">{fmt(recs[i.file]["score"])}</a></td>' for i in items)
+                        f'{anchor(i.file)}">{fmt(recs[i.file]["score"])}</a>{_mark_adjusted(recs[i.file])}</td>'
+                        for i in items)
         total = sum(recs[i.file]["score"] for i in items)
         rows.append(f'<tr><td><a href="feedback/{slug[student]}.html">{escape(student)}</a></td>{cells}'
                     f'<td class="n">{fmt(total)}</td></tr>')

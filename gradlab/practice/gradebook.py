@@ -91,11 +91,16 @@ def find(folder: str, file: str) -> list[str]:
     return sorted(hits, key=lambda p: (p.count(os.sep), p))
 
 
-def tasks(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None) -> list[Task]:
+def tasks(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None,
+          folders: dict[str, str] | None = None) -> list[Task]:
     """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files.
-    SKIP: the output folder, not a student. NOTES: a line for the teacher is added there (names that look alike)."""
+    SKIP: the output folder, not a student. NOTES: a line for the teacher is added there (names that look alike).
+    FOLDERS: filled with {student: their folder or file}."""
     out = []
-    for student, path in students(root, items, by_file, skip, notes).items():
+    found = students(root, items, by_file, skip, notes)
+    if folders is not None:
+        folders.update(found)
+    for student, path in found.items():
         for item in items:
             out.append(_task(root, student, path, item))
     return out
@@ -150,14 +155,23 @@ def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
             and old.get("key") == task.item.key(seed, version) and old.get("student") == task.student)
 
 
+def kept(old: dict | None, task: Task, seed: int, version: str, only: str | None = None) -> bool:
+    """Whether OLD is kept for TASK instead of grading it: it still holds (reusable), or, with ONLY (--student), it is
+    another student's record."""
+    if only is not None:
+        return task.student != only and isinstance(old, dict) and old.get("student") == task.student
+    return reusable(old, task, seed, version)
+
+
 def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, str], dict],
-              progress: Callable[[int, int, dict, float], None]) -> tuple[dict[tuple[str, str], dict], int | None]:
+              progress: Callable[[int, int, dict, float], None], only: str | None = None
+              ) -> tuple[dict[tuple[str, str], dict], int | None]:
     """{(student, file): record} for every task: OLD's records where they still hold, the others graded two at a
     time, each in its own sandbox (gradlab.practice.pool); PROGRESS(done, of, record, seconds) after each graded one.
     Also the number of the signal (Ctrl-C, SIGTERM) that stopped the grading, None when it ended: the records are
     then those graded before it."""
     records = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
-               if reusable(old.get((t.student, t.item.file)), t, seed, version)}
+               if kept(old.get((t.student, t.item.file)), t, seed, version, only)}
     fresh = [t for t in todo if (t.student, t.item.file) not in records]
     count = 0
 
