@@ -225,15 +225,49 @@ def test_the_class_page_ranks_mistakes_and_escapes_what_students_chose():
     slug = gradebook.slugs(list(table))
     page = feedback.class_html("t", items, table, slug, "made")
     assert "<script>" not in page and "http" not in page
-    mistakes = re.findall(r'<tr><td class="n">(\d+)</td><td>mnist.softmax_grad</td><td>([^<]*)</td>', page)
-    assert mistakes == [("2", "∂W&#x27;s /B forgotten: yours …, expected …"), ("1", "syntax error at line …")]
+    mistakes = re.findall(r'<tr><td class="n">(\d+)</td><td>mnist.softmax_grad</td><td class="diagnosis">([^<]*)'
+                          r'<span class="muted"> \((.*?)\)</span>', page)
+    # one group per mistake, shown with a real diagnosis, numbers and all (masking showed "yours …, expected …")
+    assert mistakes == [("2", "∂W&#x27;s /B forgotten: yours 0.125, expected 0.0125",
+                         "&lt;script&gt;alert(1)&lt;/script&gt; and 1 more"), ("1", "syntax error at line 3", "carol")]
     assert "1 of 4 (25 %)" in page
     text = feedback.feedback_html(evil, items, table[evil])
     assert "<script>" not in text and "&lt;script&gt;" in text
     md = feedback.feedback_md(evil, items, table[evil])
-    assert md.startswith("# Feedback for &lt;script&gt;") and "```\n<script>alert(1)</script>\n```" in md
+    assert md.startswith("# Feedback for \\<script\\>") and "```\n<script>alert(1)</script>\n```" in md
+    assert "&lt;" not in md  # a raw &lt; read as such in the .md file
     assert re.fullmatch(r"script_alert_1_script-[0-9a-f]{8}", slug[evil]) and slug["alice"] == "alice"
 
+
+def test_a_long_diagnosis_is_cut_between_words_with_the_rest_on_expand():
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    long = "the shapes (10, 784) where (784, 10) was expected: " + "a word " * 60 + "the end"
+    table = {"ann": {"softmax_grad.py": record("ann", "softmax_grad.py", score=0, diagnosis=long)}}
+    page = feedback.class_html("t", items, table, gradebook.slugs(list(table)), "made")
+    summary, full = re.search(r"<details><summary>(.*?)</summary>(.*?)</details>", page).groups()
+    assert summary.startswith("the shapes (10, 784) where (784, 10) was expected") and " …<span" in summary
+    assert full == long and not summary.split(" …")[0].endswith(" wor")
+
+def test_feedback_shows_the_students_own_lines_and_starters_keep_the_texts_indentation():
+    """The feedback showed none of the student's code: it shows the function they wrote, the line an error names
+    marked; the starter's docstring kept no indentation of the exercise text (a formula's continuation line)."""
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    source = solution("mnist.softmax_grad", SOFTMAX_NO_B)
+    line = source.splitlines().index("    return x.T @ (p - y) , (p - y).mean(dim=0)") + 1
+    rec = record("ann", "softmax_grad.py", score=0, source=source, stopped=f"ValueError: x (line {line}: return)")
+    md = feedback.feedback_md("ann", items, {"softmax_grad.py": rec})
+    assert f"→ {line} │     return x.T @ (p - y) , (p - y).mean(dim=0)" in md and "def softmax_grad(W, b, x, y):" in md
+    assert feedback.DIFFERENCE in feedback.feedback_html("ann", items, {"softmax_grad.py": rec | {
+        "inputs": [["a batch", "the gradient", 0.5, "✗"]]}}) and "max relative" not in md
+    text = starter(all_exercises()["mnist.LogSoftmax"])
+    assert "\n              z − logsumexp(z) = (z − m)" in text  # 4 for the docstring, 10 of the text's own
+
+
+def test_the_exercises_table_is_a_row_a_line_in_a_pipe():
+    """`gradlab exercises | less` wrapped every "what to write" at rich's 80 columns."""
+    out = invoke("exercises").output
+    for exercise in all_exercises().values():
+        assert any(exercise.name in row and exercise.what in row for row in out.splitlines()), exercise.name
 
 def test_apostrophes_are_not_quotes_when_the_class_page_masks_a_diagnosis():
     """One mistake is one row whatever its numbers and quoted inputs: an apostrophe (the student's, don't, the
@@ -414,7 +448,7 @@ def test_the_class_page_in_a_real_browser(graded, tmp_path):
     flags = HEADLESS
     dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p1'}", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120).stdout
-    ranked = re.findall(r'<tr><td class="n">(\d+)</td><td>([^<]+)</td><td>([^<]*)</td>', dom)
+    ranked = re.findall(r'<tr><td class="n">(\d+)</td><td>([^<]+)</td><td class="diagnosis">(.*?)</td>', dom)
     counts = [int(r[0]) for r in ranked]
     assert counts == sorted(counts, reverse=True) and sum(counts) == 2 * 5 - 2, ranked  # every file but alice's two
     assert [r[:2] for r in ranked if "/B forgotten" in r[2]] == [("2", "mnist.softmax_grad")], ranked
@@ -425,10 +459,16 @@ def test_the_class_page_in_a_real_browser(graded, tmp_path):
         target = (graded / "out" / href).read_text()
         assert not fragment or f'id="{fragment}"' in target, (href, fragment)
     assert "1 of 5 (20 %)" in dom  # softmax_grad: alice alone passes
-    shot = tmp_path / "class.png"
-    subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1280,1000",
-                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
-    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000
+    for name, target in (("class", page), ("feedback", graded / "out" / "feedback" / "bob.html")):
+        shot = tmp_path / f"{name}.png"  # a teacher's page and a student's: laid out and drawn by a real browser
+        subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / ('s' + name)}", "--window-size=1280,1000",
+                        f"--screenshot={shot}", target.as_uri()], capture_output=True, timeout=120, check=True)
+        assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000, name
+    dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p3'}", "--dump-dom",
+                          (graded / "out" / "feedback" / "bob.html").as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    yours = re.search(r'<pre class="yours">(.*?)</pre>', dom, re.S)  # bob's softmax_grad: the lines it is about
+    assert yours and "def softmax_grad(W, b, x, y):" in yours.group(1) and "p - y" in yours.group(1), dom[-3000:]
 
 
 def test_a_re_run_grades_only_what_changed(graded, tmp_path):
@@ -783,7 +823,7 @@ def test_a_checkpoint_saves_the_files_graded_so_far(monkeypatch):
 
     recs = [record(f"s{i}", "softmax_grad.py", score=i) for i in range(6)]
 
-    def fake_grade_all(todo, seed, stamp, old, progress):
+    def fake_grade_all(todo, seed, stamp, old, progress, only=None):
         for i, rec in enumerate(recs):
             progress(i + 1, len(recs), rec, 0.1)
         return {(r["student"], r["file"]): r for r in recs}, None

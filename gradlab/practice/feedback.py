@@ -5,6 +5,7 @@ their folder's name) is escaped."""
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import re
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from gradlab.kit.result import NOT_REACHED, mark
+from gradlab.practice import all_exercises
 from gradlab.practice.course import Item
 
 STYLE = """
@@ -131,7 +133,8 @@ def _canvas_name(text: str) -> str:
 # -------------------------------------------------------------------- a student's feedback
 # what Markdown (GFM) could read as syntax in a student's text (< > & are HTML-escaped): link and image brackets,
 # emphasis, code, a table's |, strikethrough, an e-mail's @, an _ that is not inside a word, a bare https:// or www.
-MARKDOWN = re.compile(r"[\\`*\[\]|~@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z]):(?=//)|(?<=[wW]{3})\.")
+MARKDOWN = re.compile(r"[\\`*\[\]|~@<>&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z]):(?=//)|(?<=[wW]{3})\.")
+DIFFERENCE = "how far from the expected (largest relative difference)"  # what the check measures, in plain words
 LINE_START = re.compile(r"(?m)^([ \t]*)([-+=#]|\d+(?=[.)]))")  # a heading, a list, a setext underline
 NUMBERED = re.compile(r"(?m)^([ \t]*\d+)([.)])")
 
@@ -148,11 +151,11 @@ def _md(text: str) -> str:
     """Text a student chose (a name, an exception's message, a folder's name) for Markdown, read as it is: every
     character Markdown could take for syntax there (a [link](…), an ![image](…), *emphasis*, `code`, a heading or a
     list at a line's start, a table's |, a bare https:// or www. link) backslash-escaped, no HTML a viewer would run,
-    and words (sgd_step.py, 0.125) left as they are."""
+    and words (sgd_step.py, 0.125) left as they are. < > & are backslash-escaped too (no HTML; the file reads
+    `\\<`, not `&lt;`)."""
     text = MARKDOWN.sub(lambda m: "\\" + m.group(0), text)
-    text = NUMBERED.sub(r"\1\\\2", LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not
+    return NUMBERED.sub(r"\1\\\2", LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not
                                                                           m.group(2).isdigit() else m.group(2)), text))
-    return escape(text, quote=False)
 
 
 def _code(text: str) -> str:
@@ -181,11 +184,14 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
             lines += [f"**Stopped:** {_md(rec['stopped'])}", ""]
         if rec["diagnosis"]:
             lines += [f"**Diagnosis:** {_md(rec['diagnosis'])}", ""]
+        if shown := your_lines(item, rec):
+            lines += [f"Your code, {shown.where}:", "", "```", *(x.replace("```", "ˋˋˋ") for x in shown.lines), "```",
+                      ""]
         lines += [f"- {_mark(c)} {'(rule) ' if c['rule'] else ''}{c['text']}{_unreached(c)}" for c in
                   rec["claims"]] + [""]
         lines += [f"Note: {_md(n)}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
         if rec["inputs"]:
-            lines += ["| input | checks | max relative \\|Δ\\| | |", "| --- | --- | ---: | --- |"]
+            lines += [f"| input | checks | {DIFFERENCE} | |", "| --- | --- | ---: | --- |"]
             lines += [f"| {_cell(r[0])} | {_cell(r[1])} | {_num(r[2])} | {r[3]} |" for r in rec["inputs"]] + [""]
         for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
             if text:
@@ -215,6 +221,9 @@ def _exercise_html(item: Item, rec: dict) -> str:
         out.append(f'<p class="stopped"><b>Stopped:</b> {escape(rec["stopped"])}</p>')
     if rec["diagnosis"]:
         out.append(f'<p class="diagnosis"><b>Diagnosis:</b> {escape(rec["diagnosis"])}</p>')
+    if shown := your_lines(item, rec):
+        out.append(f'<p>Your code, {escape(shown.where)}:</p><pre class="yours">{escape(chr(10).join(shown.lines))}'
+                   "</pre>")
     out.append("<ul class=\"claims\">" + "".join(
         f'<li class="{"ok" if c["passed"] else "bad"}">{_mark(c)} '
         f'{"<i>(rule)</i> " if c["rule"] else ""}{escape(c["text"] + _unreached(c))}</li>' for c in rec["claims"])
@@ -223,12 +232,61 @@ def _exercise_html(item: Item, rec: dict) -> str:
     if rec["inputs"]:
         rows = "".join(f"<tr><td>{escape(r[0])}</td><td>{escape(r[1])}</td><td class=\"n\">{_num(r[2])}</td>"
                        f"<td>{escape(r[3])}</td></tr>" for r in rec["inputs"])
-        out.append("<table><tr><th>input</th><th>checks</th><th>max relative |Δ|</th><th></th></tr>"
+        out.append(f"<table><tr><th>input</th><th>checks</th><th>{DIFFERENCE}</th><th></th></tr>"
                    f"{rows}</table>")
     for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
         if text:
             out.append(f"<p>{title}:</p><pre>{escape(text)}</pre>")
     return "\n".join(out) + "\n</section>"
+
+
+@dataclass(frozen=True)
+class Lines:
+    """The lines of a student's file that a feedback shows: WHERE (in words), LINES (numbered, → on those named)."""
+
+    where: str
+    lines: list[str]
+
+
+MOST_LINES = 40
+
+
+def your_lines(item: Item, rec: dict) -> Lines | None:
+    """The lines of the student's own code a failed record's diagnosis is about: the exercise's function (or class)
+    as they wrote it, the line an error names marked →; or a few lines around that line when the function is not
+    found. None when it passed or no source was kept (a record made before it was)."""
+    source = rec.get("source") or ""
+    if rec["passed"] or not source:
+        return None
+    text = source.splitlines()
+    named = {int(n) for n in re.findall(r"\bline (\d+)", " ".join(filter(None, [rec["stopped"], rec["diagnosis"],
+                                                                                  rec.get("trace")])))}
+    first, last, where = _span(source, item), None, ""
+    if first is not None:
+        first, last = first
+        where = f"lines {first}–{last} ({'the' if not named else 'the line the error names marked →, in the'} " \
+                f"function you wrote)"
+    elif named:
+        n = min(named)
+        first, last, where = max(1, n - 3), min(len(text), n + 3), f"around line {n} (marked →), which the error names"
+    else:
+        return None
+    last = min(last, first + MOST_LINES - 1, len(text))
+    width = len(str(last))
+    return Lines(where, [f"{'→' if i in named else ' '} {i:>{width}} │ {text[i - 1]}" for i in range(first, last + 1)])
+
+
+def _span(source: str, item: Item) -> tuple[int, int] | None:
+    """(first, last) line of the exercise's function or class in SOURCE (parsed, never run), or None."""
+    name = all_exercises()[item.exercise].function if item.exercise in all_exercises() else ""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
+            return node.lineno, node.end_lineno or node.lineno
+    return None
 
 
 def _num(v) -> str:
@@ -243,15 +301,22 @@ QUOTED = re.compile(r"(?<!\w)'(?:[^'\n]|(?<=\w)'(?=\w))*'(?!\w)")
 
 
 def mistake_of(rec: dict) -> str | None:
-    """What a record's student got wrong, in words shared by every student who made that mistake: the diagnosis (or
-    why it stopped) up to its first measured detail, with numbers and quoted inputs masked. None when it passed."""
+    """What a record's student got wrong, in words shared by every student who made that mistake (the key its group
+    is found by, never shown: an example is): the diagnosis (or why it stopped) up to its first measured detail,
+    with numbers and quoted inputs masked. None when it passed."""
     if rec["passed"]:
         return None
-    text = rec["stopped"] or rec["diagnosis"] or "a check failed"
-    text = text.split("; the first difference")[0]
+    text = said(rec).split("; the first difference")[0]
     text = re.sub(r"line \d+", "line …", text)
-    text = QUOTED.sub("'…'", NUMBER.sub("…", text))
-    return text if len(text) <= 240 else text[:239] + "…"
+    return QUOTED.sub("'…'", NUMBER.sub("…", text))
+
+
+def said(rec: dict) -> str:
+    """What a failed record's feedback says it got wrong, in full: why it stopped, or the diagnosis."""
+    return rec["stopped"] or rec["diagnosis"] or "a check failed"
+
+
+SHORT = 200  # a diagnosis on the class page: this many characters, cut between words, the rest on expand
 
 
 @dataclass
@@ -261,7 +326,8 @@ class Spread:
     item: Item
     scores: list[float] = field(default_factory=list)
     passed: int = 0
-    mistakes: dict[str, list[str]] = field(default_factory=dict)
+    mistakes: dict[str, list[str]] = field(default_factory=dict)  # its key (mistake_of) -> the students
+    example: dict[str, str] = field(default_factory=dict)  # its key -> the first student's diagnosis, in full
 
 
 def spreads(items: list[Item], table: dict[str, dict[str, dict]]) -> list[Spread]:
@@ -274,6 +340,7 @@ def spreads(items: list[Item], table: dict[str, dict[str, dict]]) -> list[Spread
             kind = mistake_of(rec)
             if kind:
                 s.mistakes.setdefault(kind, []).append(student)
+                s.example.setdefault(kind, said(rec))
     return out
 
 
@@ -311,16 +378,28 @@ def _exercise_table(stats: list[Spread], n: int) -> str:
 
 
 def _mistake_table(stats: list[Spread], slug: dict[str, str]) -> str:
-    ranked = sorted(((len(who), s.item, kind, who) for s in stats for kind, who in s.mistakes.items()),
+    """The mistakes ranked by how many students made them: one real diagnosis per group (its first student's, numbers
+    and all), the rest of a long one on expand, the count beside it and every student linked."""
+    ranked = sorted(((len(who), s.item, kind, who, s.example[kind]) for s in stats for kind, who in s.mistakes.items()),
                     key=lambda r: (-r[0], r[1].file, r[2]))
     if not ranked:
         return "<p>Every student passed every exercise.</p>"
     rows = "".join(
-        f'<tr><td class="n">{count}</td><td>{escape(item.exercise)}</td><td>{escape(kind)}</td><td>'
-        + ", ".join(f'<a href="feedback/{slug[w]}.html#{anchor(item.file)}">{escape(w)}</a>' for w in who)
-        + "</td></tr>" for count, item, kind, who in ranked)
-    return ('<table class="mistakes"><tr><th>students</th><th>exercise</th><th>diagnosis</th><th>who</th></tr>'
-            + rows + "</table>")
+        f'<tr><td class="n">{count}</td><td>{escape(item.exercise)}</td><td class="diagnosis">{_example(text, who)}'
+        "</td><td>" + ", ".join(f'<a href="feedback/{slug[w]}.html#{anchor(item.file)}">{escape(w)}</a>' for w in who)
+        + "</td></tr>" for count, item, kind, who, text in ranked)
+    return ('<table class="mistakes"><tr><th>students</th><th>exercise</th><th>diagnosis (the first student\'s, word '
+            "for word; a long one in full on expand)</th><th>who</th></tr>" + rows + "</table>")
+
+
+def _example(text: str, who: list[str]) -> str:
+    """One student's diagnosis: whole when short, else its first words and the rest on expand (a <details>)."""
+    by = f'<span class="muted"> ({escape(who[0])}{" and " + str(len(who) - 1) + " more" if len(who) > 1 else ""})' \
+         "</span>"
+    if len(text) <= SHORT:
+        return escape(text) + by
+    cut = text[:SHORT].rsplit(" ", 1)[0]
+    return f"<details><summary>{escape(cut)} …{by}</summary>{escape(text)}</details>"
 
 
 def _mark_adjusted(rec: dict) -> str:

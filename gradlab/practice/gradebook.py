@@ -145,7 +145,15 @@ def record(task: Task, result, seed: int, version: str) -> dict:
         "diagnosis": result.metrics.get("diagnosis"), "notes": list(result.notes), "claims": claims,
         "inputs": [[str(r[0]), str(r[1]), r[2], str(r[3])] for r in inputs],
         "printed": result.metrics.get("printed", ""), "trace": result.metrics.get("trace", ""),
-        "sandbox": result.metrics.get("sandbox", "")})
+        "sandbox": result.metrics.get("sandbox", ""), "source": _source(task)})
+
+
+SOURCE_CHARS = 20_000  # of a student's file kept in its record: the feedback shows the lines a diagnosis is about
+
+
+def _source(task: Task) -> str:
+    source = task.submission.source
+    return source[:SOURCE_CHARS].decode("utf-8", "replace") if isinstance(source, bytes) else ""
 
 
 def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
