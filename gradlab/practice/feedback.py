@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from html import escape
 
 from gradlab.kit.result import NOT_REACHED, mark
-from gradlab.practice import all_exercises
+from gradlab.practice import all_exercises, similar
 from gradlab.practice.course import Item
+from gradlab.practice.starter import starter
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;color:#222}
@@ -354,7 +355,7 @@ def class_html(title: str, items: list[Item], table: dict[str, dict[str, dict]],
             f"<p>{n} student{'s' if n != 1 else ''}, {len(items)} exercise{'s' if len(items) != 1 else ''}.</p>",
             "<h2>Exercises</h2>", _exercise_table(stats, n), "<h2>What the class got wrong</h2>",
             _mistake_table(stats, slug), "<h2>Students</h2>", _grid(items, table, slug),
-            _adjusted_table(items, table, slug)]
+            _adjusted_table(items, table, slug), _similar(items, table, slug)]
     return _page(title, "\n".join(body))
 
 
@@ -400,6 +401,27 @@ def _example(text: str, who: list[str]) -> str:
         return escape(text) + by
     cut = text[:SHORT].rsplit(" ", 1)[0]
     return f"<details><summary>{escape(cut)} …{by}</summary>{escape(text)}</details>"
+
+
+def _similar(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str]) -> str:
+    """The pairs of near-identical files per exercise (gradlab.practice.similar), side by side: a hint, never a
+    grade."""
+    found = []
+    for item in items:
+        sources = {s: recs[item.file].get("source") or "" for s, recs in table.items()}
+        found += similar.pairs(item.file, sources, starter(all_exercises()[item.exercise], item.file))
+    if not found:
+        return ""
+    rows = []
+    for p in found:
+        sides = "".join(f'<td><a href="feedback/{slug[s]}.html#{anchor(p.file)}">{escape(s)}</a><pre>'
+                        f'{escape(table[s][p.file].get("source") or "")}</pre></td>' for s in (p.one, p.other))
+        rows.append(f"<details><summary>{escape(p.one)} and {escape(p.other)}: {escape(p.file)}, "
+                    f"{100 * p.share:.0f} % of their code in common</summary><table class=\"pair\"><tr>{sides}</tr>"
+                    "</table></details>")
+    return ("<h2>Similar submissions</h2><p>A hint, never a grade: the pairs of files of one exercise that are "
+            "near-identical once names, comments, docstrings and layout are set aside (and what the starter and a "
+            "quarter of the class share); read them side by side before concluding anything.</p>" + "".join(rows))
 
 
 def _mark_adjusted(rec: dict) -> str:
