@@ -89,9 +89,12 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
 @click.option("--merge", is_flag=True,
               help="SUBMISSIONS are the --out folders of every --shard part of one class: write in DIR exactly what "
                    "one run over the whole class would.")
+@click.option("--student", default=None,
+              help="Grade this student's files again (their folder's name, as grades.csv shows it) and keep every "
+                   "other student's from the last run in DIR.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
 def grade(submissions: tuple[str, ...], course_path: str | None, exercise_name: str | None, out_dir: str,
-          seed: int | None, shard: str | None, merge: bool, quiet: bool) -> int:
+          seed: int | None, shard: str | None, merge: bool, student: str | None, quiet: bool) -> int:
     """Grade every student in SUBMISSIONS (a folder: one folder per student, named after them, the course's files
     anywhere inside it; a Canvas or Moodle download as it comes; or, with --exercise, one .py file per student) in the
     sandbox, as many at a time as the CPUs and memory gradlab is given allow, and write in
@@ -100,7 +103,8 @@ def grade(submissions: tuple[str, ...], course_path: str | None, exercise_name: 
     each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
     grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
     changed (all of them when the course's own exercises changed), and every file the machine kept from being graded.
-    Needs the isolated sandbox (bubblewrap: as root,
+    overrides.csv and submitted.csv beside the course file: a teacher's overrides and the students' submission times
+    (late penalties: course.toml's due), applied on every run. Needs the isolated sandbox (bubblewrap: as root,
     or not root where the kernel allows user namespaces; or, as root, the uid fallback). Exit 0 when the class was
     graded, 1 when some files could not be graded because of the machine."""
     from gradlab.errors import GradlabError
@@ -108,11 +112,12 @@ def grade(submissions: tuple[str, ...], course_path: str | None, exercise_name: 
     from gradlab.practice.grade import grade_class
 
     if merge:
-        if shard or course_path or exercise_name or seed is not None:
+        if shard or course_path or exercise_name or seed is not None or student is not None:
             raise GradlabError("--merge takes the parts' folders and --out only: the course and seed are in the parts")
         return shards.merge(list(submissions), out_dir, quiet)
     if len(submissions) != 1:
         raise GradlabError("give one folder of submissions (several folders only with --merge: the --out folders of "
                            "a class's --shard parts)")
     return grade_class(submissions[0], course_path=course_path, exercise_name=exercise_name, out_dir=out_dir,
-                       seed=seed, quiet=quiet, shard=shards.parse(shard) if shard is not None else None)
+                       seed=seed, quiet=quiet, shard=shards.parse(shard) if shard is not None else None,
+                       student=student)

@@ -34,9 +34,13 @@ def list_exercises(json_path: str | None, *, course_path: str | None = None) -> 
         return 0
     rows = [[Text(i["lesson"], no_wrap=True), Text(i["name"], no_wrap=True), Text(i["what"]),
              Text(str(i["level"]), no_wrap=True)] for i in items]
-    report.make_console().print(report.FittedTable(
+    table = report.FittedTable(
         "gradlab exercises — write one with `gradlab exercise NAME`, check it with `gradlab check FILE`",
-        ["lesson", "exercise", "what to write", "level"], rows, [False, False, False, True]))
+        ["lesson", "exercise", "what to write", "level"], rows, [False, False, False, True])
+    console = report.make_console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:  # a pipe or a file: rich's 80 columns wrapped
+        console.width = sum(table.widths()[0]) + 3 * len(rows[0]) + 1  # every "what to write": a row a line
+    console.print(table)
     return 0
 
 
@@ -198,7 +202,8 @@ def _write(results: list[Result], items: list[course.Item] | None, console, *, f
 
 def _scored(result: Result, items: list[course.Item] | None) -> course.Score:
     """RESULT's points as its course item says (by its file's name), or as an exercise's default: 10 points that
-    the claims about the answer carry, each broken rule deducting a quarter."""
+    the claims about the answer carry, each broken lesser rule deducting a quarter, none left after a call of the
+    library function the exercise asks for."""
     exercise = result.metrics["exercise"]
     item = next((i for i in items or [] if i.file == os.path.basename(str(result.config.get("file", "")))), None)
     return course.score(result, item or course.Item(f"{exercise.rpartition('.')[2]}.py", exercise))

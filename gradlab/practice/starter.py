@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 
 from gradlab.kit.exercise import Exercise
@@ -13,7 +14,8 @@ def starter(exercise: Exercise, file: str | None = None) -> str:
     """The starter file: the signature, the math, the shapes, the TF-1 line, a body that raises NotImplementedError,
     and the command that checks it (FILE: the name the course gives the file, default FUNCTION.py)."""
     file = file or f"{exercise.function}.py"
-    doc = "\n".join(("    " + line.strip()) if line.strip() else "" for line in exercise.doc.splitlines())
+    doc = textwrap.indent(inspect.cleandoc(exercise.doc), "    ")  # the text's own indentation kept (its formulas'
+    # continuation lines, a list's items): it was stripped from every line
     if exercise.signature.startswith("class "):  # a torch.autograd.Function: its forward and its backward
         body = "".join(f'\n    @staticmethod\n    def {name}(ctx, {arg}):\n        raise NotImplementedError('
                        f'"write {exercise.function}.{name}")\n'
