@@ -427,7 +427,8 @@ def run(config: Config, device: torch.device | None = None,
     metrics["faithful_f2_float32"] = {"subnormals kept": kept, "flushed to zero": flushed}
     tables.append(f2_float32_table(kept, flushed))
     if flushed is None:
-        notes.append("this CPU cannot flush subnormals to zero (torch.set_flush_denormal): TF-1's CPU case not measured")
+        notes.append("this CPU cannot flush subnormals to zero (torch.set_flush_denormal): TF-1's CPU case is not "
+                     "measured")
     progress("second derivatives", 1, 1)
     return Result(lesson="log1pexp", title="custom gradients: log(1 + exp(x)) without NaN",
                   seed=config.seed, metrics=metrics, claims=claims(dtypes, metrics, port_100), tables=tables,
@@ -515,7 +516,8 @@ def claims(dtypes: list[str], metrics: dict, port_100: tuple[float, float]) -> l
               "out 2f'², silently missing the 2f·f'' term (max |Δ| from 2f'²)", metrics["port_second_minus_2f1sq"],
               1e-12),
         Claim("faithful-port-second-right", "faithful port (e recomputed from the saved x in backward, equivalent "
-              "to TF-1's graph tensor e): f'' ≡ sigmoid'(x) in float64 on x = −5…5 (max |Δ|)", _number(faithful["f'': grad twice of Σ f"]),
+              "to TF-1's graph tensor e): f'' ≡ sigmoid'(x) in float64 on x = −5…5 (max |Δ|)",
+              _number(faithful["f'': grad twice of Σ f"]),
               1e-12),
         *f2_float32_claims(metrics["faithful_f2_float32"]),
         Claim.yes_no("once-differentiable-raises", "@once_differentiable: .backward() through the gradient raises "
