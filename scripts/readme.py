@@ -270,7 +270,7 @@ def main() -> None:
               file=sys.stderr)
         raise SystemExit(2)
     if "--check" in sys.argv[1:]:
-        from gradlab.cli import cli
+        from gradlab.cli.main import cli
 
         for page, m in all_blocks():
             name, *args = command_args(m["cmd"])
