@@ -516,7 +516,7 @@ def claims(dtypes: list[str], metrics: dict, port_100: tuple[float, float]) -> l
               "out 2f'², silently missing the 2f·f'' term (max |Δ| from 2f'²)", metrics["port_second_minus_2f1sq"],
               1e-12),
         Claim("faithful-port-second-right", "faithful port (e recomputed from the saved x in backward, equivalent "
-              "to TF-1's graph tensor e): f'' ≡ sigmoid'(x) in float64 on x = −5…5 (max |Δ|)",
+              "to TF-1's graph tensor e): f'' ≡ sigmoid'(x) in float64, x in [−5, 5] (max |Δ|)",
               _number(faithful["f'': grad twice of Σ f"]),
               1e-12),
         *f2_float32_claims(metrics["faithful_f2_float32"]),
