@@ -40,7 +40,8 @@ tests/test_rl.py checks it), so here they agree. How the variants *learn* is sho
 them on the same seed, one run each, and no claim ranks them.
 
 The agent reads top to bottom: Q-network, replay buffer, ε-greedy with a linear schedule, a target network synced
-every N steps, Huber loss, Adam (rl-baselines3-zoo's settings). No RL framework.
+every N steps, Huber loss, Adam (its learning rate annealed to 0: settings.py says where the defaults differ from
+rl-baselines3-zoo's). No RL framework.
 """
 
 from __future__ import annotations

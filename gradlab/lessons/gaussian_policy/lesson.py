@@ -95,7 +95,7 @@ def normal_log_prob(mu, sigma, a):
 
 def score_through_sample(mu, sigma, a):
     """The mistake that makes the score look impossible to get from autograd: differentiate ln π(a) with the action
-    a = μ + σε still attached to μ and σ (TF-1's reparameterized sample without tf.stop_gradient; torch's rsample()).
+    a = μ + σε still attached to μ and σ (TF-1's reparameterized sample used as it is; torch's rsample()).
     Then ln π = −ε²/2 − ln σ − ½ ln 2π, and autograd returns (0, −1/σ): right for that function, not the score."""
     eps = (a - mu) / sigma  # the ε that drew a
     mu, sigma = mu.clone().requires_grad_(True), sigma.clone().requires_grad_(True)
