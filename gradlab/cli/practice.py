@@ -109,12 +109,12 @@ def grade(submissions: tuple[str, ...], course_path: str | None, exercise_name: 
     graded, 1 when some files could not be graded because of the machine."""
     from gradlab.errors import GradlabError
     from gradlab.practice import shards
-    from gradlab.practice.grade import grade_class
+    from gradlab.practice.grade import grade_class, merge_parts
 
     if merge:
         if shard or course_path or exercise_name or seed is not None or student is not None:
             raise GradlabError("--merge takes the parts' folders and --out only: the course and seed are in the parts")
-        return shards.merge(list(submissions), out_dir, quiet)
+        return merge_parts(list(submissions), out_dir, quiet)
     if len(submissions) != 1:
         raise GradlabError("give one folder of submissions (several folders only with --merge: the --out folders of "
                            "a class's --shard parts)")

@@ -10,23 +10,19 @@ import os
 import secrets
 import sys
 from dataclasses import asdict
-from typing import TYPE_CHECKING
 
 from gradlab.errors import GradlabError, Interrupted
-from gradlab.practice import adjust, all_exercises, capacity, course, feedback, gradebook, isolate, own
+from gradlab.practice import adjust, all_exercises, capacity, course, feedback, gradebook, isolate, own, shards
 from gradlab.practice.check import installed_torch
 from gradlab.report import console as report
 from gradlab.report.files import write_bytes
 from gradlab.version import __version__
 
-if TYPE_CHECKING:
-    from gradlab.practice.shards import Shard
-
-RESULTS = "results.json"
+RESULTS = shards.RESULTS
 
 
 def grade_class(submissions: str, *, course_path: str | None, exercise_name: str | None, out_dir: str,
-                seed: int | None, quiet: bool, shard: Shard | None = None, student: str | None = None) -> int:
+                seed: int | None, quiet: bool, shard: shards.Shard | None = None, student: str | None = None) -> int:
     """`gradlab grade`: every student in SUBMISSIONS graded (with SHARD, its part of them: gradlab.practice.shards),
     and grades.csv, the feedback, class.html and results.json written in OUT_DIR. STUDENT: that student's files
     graded again, every other student's kept from the last run (graded when it has none). Exit code 0 when the class
@@ -97,6 +93,18 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}"
         + (f" (part {shard} of the class: {len(table)} of {len(order)} students)" if shard else ""))
     return _environment_note(table)
+
+
+def merge_parts(parts: list[str], out_dir: str, quiet: bool) -> int:
+    """`gradlab grade --merge PART... --out OUT`: the parts of one class (gradlab.practice.shards) written into OUT
+    as one run over the whole class would have written them."""
+    whole = shards.merged(parts)
+    _prepare(out_dir)
+    _, _, old_slugs = _previous(out_dir, lambda line: None)
+    written = _write(out_dir, whole.items, whole.table, whole.seed, whole.made, old_slugs, whole.source)
+    if not quiet:
+        print(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)} (from {whole.parts} parts)")
+    return _environment_note(whole.table)
 
 
 def _environment_note(table: dict[str, dict[str, dict]]) -> int:
