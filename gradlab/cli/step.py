@@ -1,5 +1,6 @@
-"""`gradlab step LESSON`: the command, its flags and how it asks on a terminal; the walk itself is
-gradlab.report.step, imported (with torch and rich) when the command runs."""
+"""`gradlab step LESSON` and `gradlab graph LESSON`: the commands, their flags and how step asks on a terminal; the
+walk itself is gradlab.report.step and the drawing gradlab.report.graph, imported (with torch and rich) when a
+command runs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import click
 
 from gradlab.lessons import LESSONS
+from gradlab.report.files import STDOUT, check_graph_suffix, check_writable
 
 
 @click.command("step", short_help="Walk a lesson's backward pass node by node; stops where a NaN or inf is born.")
@@ -28,3 +30,23 @@ def step(lesson: str, predict: bool, seed: int) -> int:
 def _ask(text: str) -> str:
     """The line typed after TEXT on the terminal (Enter alone: "")."""
     return click.prompt(text, default="", show_default=False, prompt_suffix="")
+
+
+@click.command("graph", short_help="Draw a lesson's backward pass, measured, without running the lesson (seconds).")
+@click.argument("lesson", type=click.Choice(list(LESSONS)))
+@click.option("--out", "out", default=STDOUT, show_default=True, metavar="FILE",
+              help="Where: FILE.html (a page you click through: each node's chain rule), FILE.svg, or - (a tree on "
+                   "the terminal).")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Random seed.")
+def graph(lesson: str, out: str, seed: int) -> int:
+    """Draw LESSON's backward graph on its small inputs, as `gradlab LESSON --graph FILE` does after a run, but
+    without the run: every node's gradient measured by autograd's hooks, the lesson's point marked (the cut, the
+    clipping, the all-reduce, where a NaN is born)."""
+    check_graph_suffix(out, "--out")
+    check_writable(out, "--out")
+    from gradlab.report import console as report  # torch and rich: when the command runs
+    from gradlab.report.graph import write_lesson_graph
+
+    info = LESSONS[lesson]
+    write_lesson_graph(out, info.load(), info.config(seed=seed), report.make_console(quiet=False, stderr=False))
+    return 0
