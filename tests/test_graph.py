@@ -10,6 +10,7 @@ import torch
 from conftest import HEADLESS, assert_one_line_error, headless_browser, invoke
 
 import gradlab
+from gradlab.kit import autograd_graph
 from gradlab.lessons import LESSONS
 from gradlab.report import graph as drawing
 
@@ -106,11 +107,23 @@ def test_gaussian_policy_graphs_give_the_lesson_scores(graphs):
     assert torch.allclose(attached.named_grads()["sigma"], -1 / sigma)
 
 
-def test_ddp_ranks_add_up_to_the_full_batch(graphs):
-    gs = graphs["ddp"]
-    assert len(gs) == LESSONS["ddp"].config().workers
-    differs = float(re.search(r"differs by (\S+) \(max rel\)", gs[-1].note).group(1))
+def test_ddp_ranks_are_joined_by_the_all_reduce_into_the_full_batch(graphs):
+    """One graph: every rank's graph, and under their leaves the all-reduce node, which receives every rank's
+    gradient of every parameter and holds their sum, the full batch's gradient."""
+    (g,) = graphs["ddp"]
+    workers = LESSONS["ddp"].config().workers
+    (reduce,) = [n for n in g.nodes if n.outside]
+    leaves = [n for n in g.nodes if n.leaf]
+    assert reduce.name == "all_reduce(SUM)" and {n.part for n in leaves} == {f"rank {r}" for r in range(workers)}
+    assert sorted(g.nodes[e.src].id for e in g.incoming(reduce)) == sorted(n.id for n in leaves)
+    from gradlab.lessons.ddp.batches import new_model
+
+    names = [name for name, _ in new_model(LESSONS["ddp"].config(), torch.device("cpu")).named_parameters()]
+    summed = torch.cat([sum(g.leaf_grads[n.id] for n in leaves if n.label == name).reshape(-1) for name in names])
+    assert torch.equal(reduce.grad_in, summed)
+    differs = float(re.search(r"differs by (\S+) \(max rel\)", "\n".join(reduce.facts)).group(1))
     assert differs < 1e-6
+    assert "all_reduce(SUM)" in drawing.svg([g])
 
 
 def test_jacobian_graph_sends_the_row_sum_of_the_jacobian(graphs):
@@ -121,15 +134,46 @@ def test_jacobian_graph_sends_the_row_sum_of_the_jacobian(graphs):
     config = LESSONS["jacobian"].config()
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64)
     y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
-    (g,) = graphs["jacobian"]
-    assert g.seed == "ones"
-    assert torch.allclose(g.named_grads()["X"], jacobian_loop(lambda X_: policy(X_, y), X).sum(0), atol=1e-12)
+    summed, row, hessian = graphs["jacobian"]
+    J = jacobian_loop(lambda X_: policy(X_, y), X)
+    assert summed.seed == "ones" and row.seed == "1"
+    assert torch.allclose(summed.named_grads()["X"], J.sum(0), atol=1e-12)
+    assert torch.allclose(row.named_grads()["X"], J[0], atol=1e-12)  # one backward: one row
 
 
-def test_clip_note_is_the_global_norm_of_the_leaves(graphs):
+def test_jacobian_hessian_graph_is_a_grad_of_a_grad(graphs):
+    from gradlab.lessons.jacobian.lesson import hessian_loop, policy
+    from gradlab.lessons.jacobian.settings import parse_matrix, parse_vector
+
+    config = LESSONS["jacobian"].config()
+    X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64)
+    y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
+    H = hessian_loop(lambda X_: policy(X_, y)[config.output], X)
+    g = graphs["jacobian"][2]
+    assert any(re.fullmatch(r"\w+Backward\w*Backward\d", n.name) for n in g.nodes)  # the first backward's own nodes, differentiated
+    assert torch.allclose(g.named_grads()["X"], H.reshape(X.numel(), *X.shape)[0], atol=1e-12)
+
+
+def test_clip_draws_the_clipping_as_a_node_under_the_leaves(graphs):
+    """clip_by_global_norm receives every leaf's gradient, says their global norm and the scale; each leaf says its
+    clipped gradient; the SVG has the node."""
     (g,) = graphs["clip"]
+    config = LESSONS["clip"].config()
     norm = float(torch.sqrt(sum(t.double().pow(2).sum() for t in g.leaf_grads.values())))
-    assert f"global norm of the leaves' gradients {norm:.6g}" in g.note
+    scale = config.clip_norm / max(norm, config.clip_norm)
+    (clip,) = [n for n in g.nodes if n.outside]
+    assert clip.name == "clip_by_global_norm" and len(g.incoming(clip)) == len(g.leaf_grads)
+    assert f"global norm √(Σ‖∇‖²) = {norm:.6g}" in clip.facts[0] and f"= {scale:.6g}" in clip.facts[1]
+    assert scale < 1  # the default clips: clipped and unclipped differ
+    for i, grad in g.leaf_grads.items():
+        assert f"clipped ∇ {autograd_graph.summary(grad * scale)}" in g.nodes[i].facts[0]
+    assert ">clip_by_global_norm<" in drawing.svg([g]) and g.note.startswith("look at:")
+
+
+def test_every_graph_says_what_to_look_at(graphs):
+    for name, gs in graphs.items():
+        for g in gs:
+            assert g.note.startswith("look at: "), (name, g.title)
 
 
 def test_the_docs_pictures_are_the_lessons_graphs(graphs):
@@ -239,7 +283,11 @@ def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
     dom = subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
                           "--dump-dom", page.as_uri() + "#fold=target"], capture_output=True, text=True,
                          timeout=120).stdout
-    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)" style="display: none;"', dom)
+    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)"[^>]*style="display: none;"', dom)
     targets = [n for n in g.nodes if n.group == "target"]
     assert sorted(k for k, _ in hidden) == sorted(["node"] * len(targets) + ["edge"] * len(targets))
     assert {group for _, group in hidden} == {"target"} and 'class="folded"' in dom
+    # in their place one box, the arrows into the group redrawn to it (a red one: gradient reaches the target)
+    fold = re.search(r'<g class="fold" data-fold="target" style="">(.*?)<rect', dom).group(1)
+    assert fold.count('class="edge"') == len({e.src for e in g.edges if g.nodes[e.dst].group == "target"})
+    assert "#c5221f" in fold
