@@ -4,6 +4,7 @@ opens offline in a real browser, and bad paths are one line and exit 2."""
 import os
 import re
 import subprocess
+import time
 
 import pytest
 import torch
@@ -291,3 +292,92 @@ def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
     fold = re.search(r'<g class="fold" data-fold="target" style="">(.*?)<rect', dom).group(1)
     assert fold.count('class="edge"') == len({e.src for e in g.edges if g.nodes[e.dst].group == "target"})
     assert "#c5221f" in fold
+
+
+class _DevTools:
+    """A headless Chromium driven through its DevTools protocol (websocket-client): real mouse and key events."""
+
+    def __init__(self, browser, url, profile):
+        import json
+        import urllib.request
+
+        websocket = pytest.importorskip("websocket", reason="websocket-client drives the browser")
+        self.proc = subprocess.Popen([browser, *HEADLESS, f"--user-data-dir={profile}", "--window-size=1200,900",
+                                      "--remote-debugging-port=0", url], stderr=subprocess.PIPE, text=True)
+        for line in self.proc.stderr:
+            if m := re.search(r"DevTools listening on ws://([\d.:]+)/", line):
+                break
+        targets = json.loads(urllib.request.urlopen(f"http://{m.group(1)}/json/list", timeout=30).read())
+        page = next(t for t in targets if t["type"] == "page")
+        self.ws, self.json, self.id = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30), json, 0
+
+    def call(self, method, **params):
+        self.id += 1
+        self.ws.send(self.json.dumps({"id": self.id, "method": method, "params": params}))
+        while True:
+            reply = self.json.loads(self.ws.recv())
+            if reply.get("id") == self.id:
+                return reply.get("result", {})
+
+    def js(self, expression):
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def click(self, selector):
+        box = self.js(f"JSON.stringify(document.querySelector('{selector}').getBoundingClientRect())")
+        r = self.json.loads(box)
+        x, y = r["x"] + r["width"] / 2, r["y"] + r["height"] / 2
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    def key(self, name, code):
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=name, code=name, windowsVirtualKeyCode=code)
+
+    def close(self):
+        self.ws.close()
+        self.proc.kill()
+        self.proc.wait()
+
+
+def test_a_click_on_a_node_shows_its_chain_rule_sum(tmp_path):
+    """In Chromium, a real click on x's box (x used twice in Σ x·x) shows the two gradients arriving, [1, 2] each,
+    and their sum [2, 4]; the right arrow key steps on; predict mode hides what the node sends until asked."""
+    browser = headless_browser("the page")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with gradlab.record():
+        y = (x * x).sum()
+    g = gradlab.graph(y, names={"x": x}).graphs[0]
+    leaf = next(n for n in g.nodes if n.leaf)
+    page = tmp_path / "g.html"
+    page.write_text(drawing.page([g], "x·x"))
+    tools = _DevTools(browser, page.as_uri(), tmp_path / "p")
+    try:
+        for _ in range(100):
+            if tools.js("document.body && document.body.getAttribute('data-drawn')"):
+                break
+            time.sleep(0.1)
+        tools.click(f'g.node[data-node="g0n{leaf.id}"]')
+        panel = tools.js("document.getElementById('panel').innerText")
+        assert tools.js("document.querySelector('#panel .sum').textContent") == "2  [2, 4]", panel
+        assert panel.count("from MulBackward0 #1") == 2 and panel.count("2  [1, 2]") == 3  # x itself, 2 gradients
+        assert "2 uses: they add" in panel
+        tools.click("#predict")
+        tools.click('g.node[data-node="g0n0"]')
+        assert tools.js("document.querySelector('#panel .rest').style.display") == "none"  # asked first
+        tools.key("ArrowRight", 39)  # on to the next node autograd ran: MulBackward0
+        assert tools.js("document.getElementById('panel').getAttribute('data-node')") == "g0n1"
+    finally:
+        tools.close()
+
+
+def test_graph_command_draws_only_the_graph(tmp_path):
+    """`gradlab graph LESSON --out FILE`: the lesson's graphs without its run: clip's clipping node, ddp's all-reduce
+    node; a bad --out is one line and writes nothing."""
+    for lesson, node in (("clip", "clip_by_global_norm"), ("ddp", "all_reduce(SUM)")):
+        path = tmp_path / f"{lesson}.svg"
+        result = invoke("graph", lesson, "--out", str(path))
+        assert result.exit_code == 0 and f"wrote {path}" in result.output, result.output
+        assert f">{node}<" in path.read_text()
+    assert_one_line_error(invoke("graph", "clip", "--out", str(tmp_path / "g.png")), "--out")
+    assert_one_line_error(invoke("graph", "clip", "--out", str(tmp_path / "no" / "g.html")), "does not exist")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.svg", "ddp.svg"]

@@ -110,7 +110,7 @@ def panel(graph: Graph, node: Node) -> dict:
     local = local_value(node)
     forward = node.forward
     return {
-        "title": f"{name_of(node)}  #{node.id}", "name": node.name, "formula": formula(node),
+        "title": f"{name_of(node)}  #{node.id}", "name": node.name, "formula": formula(node), "leaf": node.leaf,
         "local": tensor_text(local) if local is not None else "",
         "where": forward.where if forward else "",
         "value": (tensor_text(forward.output) if forward and forward.output is not None else

@@ -360,7 +360,7 @@ function show(key) {
   p.setAttribute('data-node', key);
   add(p, 'h2', d.title);
   if (d.where) add(p, 'pre', d.where, 'where');
-  if (d.value) { add(p, 'h3', 'it computed (forward)'); add(p, 'pre', d.value); }
+  if (d.value) { add(p, 'h3', d.leaf ? 'its value' : 'it computed (forward)'); add(p, 'pre', d.value, 'value'); }
   tensors(p, d.incoming.length > 1 ? 'gradients arriving (' + d.incoming.length + ' uses: they add)' :
           'gradient arriving', d.incoming, 'from', 'from');
   if (d.sum) {
