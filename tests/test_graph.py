@@ -135,7 +135,7 @@ def test_jacobian_graph_sends_the_row_sum_of_the_jacobian(graphs):
     config = LESSONS["jacobian"].config()
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64)
     y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
-    summed, row, hessian = graphs["jacobian"]
+    summed, row, _ = graphs["jacobian"]
     J = jacobian_loop(lambda X_: policy(X_, y), X)
     assert summed.seed == "ones" and row.seed == "1"
     assert torch.allclose(summed.named_grads()["X"], J.sum(0), atol=1e-12)
@@ -151,7 +151,8 @@ def test_jacobian_hessian_graph_is_a_grad_of_a_grad(graphs):
     y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
     H = hessian_loop(lambda X_: policy(X_, y)[config.output], X)
     g = graphs["jacobian"][2]
-    assert any(re.fullmatch(r"\w+Backward\w*Backward\d", n.name) for n in g.nodes)  # the first backward's own nodes, differentiated
+    # the first backward's own nodes, differentiated
+    assert any(re.fullmatch(r"\w+Backward\w*Backward\d", n.name) for n in g.nodes)
     assert torch.allclose(g.named_grads()["X"], H.reshape(X.numel(), *X.shape)[0], atol=1e-12)
 
 

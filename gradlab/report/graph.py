@@ -169,7 +169,7 @@ def _fill(box: _Box, groups: list[str]) -> str:
 
 def _box_svg(box: _Box, graph: Graph, groups: list[str], key: str) -> str:
     n = box.node
-    red = n is not None and born_here(graph, n)
+    red = n is not None and (born_here(graph, n) or any(f.startswith("≠") for f in n.facts))
     stroke = RED if red else GREY if box.cut is not None else "#2a56c6" if n.outside else "#333"
     attrs = f'class="node" data-group="{html.escape(n.group if n else "")}"'
     if n is not None:
@@ -182,7 +182,7 @@ def _box_svg(box: _Box, graph: Graph, groups: list[str], key: str) -> str:
              f'{dash}/>']
     for i, line in enumerate(box.lines):
         weight = ' font-weight="700"' if i == 0 else ""
-        colour = RED if (red and line.startswith(("NaN", "inf"))) else "#555" if ".py:" in line else "#111"
+        colour = RED if (red and line.startswith(("NaN", "inf", "≠"))) else "#555" if ".py:" in line else "#111"
         parts.append(f'<text x="{box.x + PAD:.1f}" y="{box.y + PAD / 2 + (i + 0.8) * LINE_H:.1f}"{weight} '
                      f'fill="{colour}">{html.escape(line)}</text>')
     return "".join(parts) + "</g>"
