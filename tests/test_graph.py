@@ -14,6 +14,7 @@ import gradlab
 from gradlab.kit import autograd_graph
 from gradlab.lessons import LESSONS
 from gradlab.report import graph as drawing
+from gradlab.report.console import make_console
 
 
 @pytest.fixture(scope="module")
@@ -382,3 +383,68 @@ def test_graph_command_draws_only_the_graph(tmp_path):
     assert_one_line_error(invoke("graph", "clip", "--out", str(tmp_path / "g.png")), "--out")
     assert_one_line_error(invoke("graph", "clip", "--out", str(tmp_path / "no" / "g.html")), "does not exist")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.svg", "ddp.svg"]
+
+
+SUMMED = '''import torch
+import torch.nn.functional as F
+
+
+def sgd_step(W, b, x, y, lr):
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum()  # summed, not the mean: B times too large
+    gW, gb = torch.autograd.grad(cost, [W, b])
+    return W - lr * gW, b - lr * gb
+'''
+
+
+def test_check_graph_draws_the_students_backward_pass_beside_the_references(tmp_path):
+    """`gradlab check FILE --graph OUT.html`: the submission's backward pass, caught in the sandbox, beside the
+    reference's; the summed cost's first differing gradient (B times too large) is marked where it starts."""
+    wrong = tmp_path / "sgd_step.py"
+    wrong.write_text(SUMMED)
+    out = tmp_path / "sgd_step.html"
+    result = invoke("check", str(wrong), "--exercise", "mnist.sgd_step", "--graph", str(out))
+    assert result.exit_code == 1 and f"wrote {out}" in result.output, result.output
+    text = out.read_text()
+    assert "your sgd_step(): its backward pass" in text and "the reference&#x27;s, on the same input" in text
+    assert re.search(r"look at: MulBackward0 \(#\d+\), the first node whose gradient differs", text)
+    drawn = text.split('<script type="application/json"')[0]
+    assert drawn.count("≠ its gradient differs from the reference") == 1 and "http" not in text
+
+
+def test_a_failed_check_says_how_to_draw_its_graph(capsys):
+    """Without --graph, a check that failed ends with the command that draws the student's graph."""
+    from types import SimpleNamespace
+
+    from gradlab.practice import commands
+
+    todo = SimpleNamespace(kind="source", shown="work/sgd_step.py")
+    commands._graph(todo, SimpleNamespace(exit_code=1), 0, None, make_console(quiet=False, stderr=False))
+    assert "gradlab check work/sgd_step.py --graph sgd_step.html" in capsys.readouterr().out
+    commands._graph(todo, SimpleNamespace(exit_code=0), 0, None, make_console(quiet=False, stderr=False))
+    assert capsys.readouterr().out == ""
+
+
+def test_check_graph_reads_what_comes_back_as_untrusted_data():
+    """What the sandbox sends back is checked: a name cut to printable text, an index out of range, a pickle-like
+    object or an oversized tensor is refused (one line), never drawn."""
+    from gradlab.practice import backward
+
+    node = {"name": "Evil\x1b[31m<script>", "leaf": False, "label": "", "shape": None, "order": 0,
+            "grad_in": torch.ones(2), "grads_out": [torch.ones(2)]}
+    ok = backward.checked({"nodes": [node], "edges": []})
+    assert ok["nodes"][0]["name"] == "Evil[31m<script>"  # control characters dropped; the page escapes the rest
+    for bad in ({"nodes": [node], "edges": [[0, 5, 0]]}, {"nodes": [{**node, "grad_in": "x"}], "edges": []},
+                {"nodes": [{**node, "grad_in": torch.ones(1 << 17)}], "edges": []}, {"nodes": [], "edges": []},
+                {"nodes": [{**node, "order": -1}], "edges": []}, [node]):
+        with pytest.raises(backward.Bad):
+            backward.checked(bad)
+    page = drawing.page([backward.graph(ok, "g")], "t")
+    assert "<script>" not in page.split("<script")[0] and "&lt;script&gt;" in page
+
+
+def test_check_graph_is_one_file_and_a_known_suffix(tmp_path):
+    (tmp_path / "a.py").write_text(SUMMED)
+    assert_one_line_error(invoke("check", str(tmp_path), "--exercise", "mnist.sgd_step", "--graph",
+                                 str(tmp_path / "g.html")), "is a folder")
+    assert_one_line_error(invoke("check", str(tmp_path / "a.py"), "--graph", str(tmp_path / "g.png")), "--graph")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]

@@ -185,7 +185,7 @@ def _graph(todo: submission.Submission, result: Result, seed: int, graph_path: s
         if result.exit_code == 1 and todo.kind == "source":
             console.print(f"see where your gradient goes wrong: gradlab check {todo.shown} --graph "
                           f"{os.path.splitext(os.path.basename(todo.shown))[0]}.html", style="dim", markup=False,
-                          highlight=False)
+                          highlight=False, soft_wrap=True)  # a command is never broken across lines
         return
     from gradlab.report.graph import write_graph  # grandalf
 
@@ -195,7 +195,7 @@ def _graph(todo: submission.Submission, result: Result, seed: int, graph_path: s
         console.print(f"gradlab: {e}", markup=False, highlight=False)
         return
     write_graph(graph_path, graphs, f"gradlab check {todo.shown}: your backward pass beside the reference's",
-                console)
+                console, side_by_side=True)
 
 
 def _class_table(path: str, results: list[Result]) -> Table:

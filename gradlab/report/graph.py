@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from gradlab.report.files import STDOUT, check_graph_suffix, write_bytes
 
 CHAR_W, LINE_H, PAD = 7.2, 16, 8  # 12px monospace: a character's width, a line's height; a box's padding
 GAP = 40  # between graphs drawn side by side
+HEADER = 90  # a header line is wrapped at this many characters
 WHERE = 60  # a source line is cut to this many characters in a box (whole in its tooltip and the page's panel)
 RED, GREY = "#c5221f", "#777"
 GROUP_FILL = ["#e6f4ea", "#fef7e0", "#e8f0fe", "#fce8e6", "#f3e8fd"]  # one per parameter group, in order
@@ -255,34 +257,41 @@ def _header(graph: Graph, drawing: bool = True) -> list[str]:
     return lines
 
 
-def svg(graphs: list[Graph], inline: bool = False) -> str:
-    """Every graph in one SVG, one under the other, each under its header. INLINE: for an HTML page, which needs no
-    XML namespace (so the page holds no URL at all)."""
-    parts, y, width = [], 10.0, 0.0
+def svg(graphs: list[Graph], inline: bool = False, side_by_side: bool = False) -> str:
+    """Every graph in one SVG, each under its header: one under the other, or SIDE_BY_SIDE (a student's graph beside
+    the reference's). INLINE: for an HTML page, which needs no XML namespace (so the page holds no URL at all)."""
+    parts, x, y, width, height = [], 10.0, 10.0, 0.0, 0.0
     for index, graph in enumerate(graphs):
         groups = list(dict.fromkeys(n.group for n in graph.nodes if n.group))
-        header = _header(graph)
+        header = [part for i, line in enumerate(_header(graph))
+                  for part in ([line] if i == 0 else textwrap.wrap(line, HEADER, subsequent_indent="  "))]
+        last = ("", "#333")
         for i, line in enumerate(header):
             bold, colour = (' font-weight="700" font-size="15"', "#111") if i == 0 else ("", "#333")
             if line.startswith(("gradient flows", "first non-finite")):
                 colour = RED
             elif line.startswith("look at:"):
                 bold, colour = ' font-weight="700"', "#2a56c6"
-            parts.append(f'<text x="10" y="{y + (i + 1) * 18:.1f}"{bold} fill="{colour}">{html.escape(line)}</text>')
-        y += len(header) * 18 + 20
+            elif line.startswith("  "):  # a wrapped line goes on as it began
+                bold, colour = last
+            last = bold, colour
+            parts.append(f'<text x="{x:.1f}" y="{y + (i + 1) * 18:.1f}"{bold} fill="{colour}">{html.escape(line)}'
+                         "</text>")
+        top = y + len(header) * 18 + 20
         lay = layout(graph)
-        parts.append(f'<g transform="translate(10,{y:.1f})">')
+        parts.append(f'<g transform="translate({x:.1f},{top:.1f})">')
         for a, b, label, style in lay.arrows:
             parts.append(_arrow_svg(lay.boxes[a], lay.boxes[b], label, style, style["group"]))
         key = f"g{index}n"
         parts.extend(_box_svg(box, graph, groups, key) for box in lay.boxes.values())
         parts.extend(_fold_svg(lay, graph, g, GROUP_FILL[k % len(GROUP_FILL)]) for k, g in enumerate(groups))
         parts.append("</g>")
-        y += lay.height + 50
-        width = max(width, lay.width + 20, max(len(s) for s in header) * 7.6 + 20)
+        column = max(lay.width + 20, max(len(s) for s in header) * 7.6 + 20)
+        width, height = max(width, x + column), max(height, top + lay.height + 50)
+        x, y = (x + column + GAP, y) if side_by_side else (x, top + lay.height + 50)
     namespace = "" if inline else ' xmlns="http://www.w3.org/2000/svg"'
-    return (f'<svg{namespace} width="{width:.0f}" height="{y:.0f}" '
-            f'viewBox="0 0 {width:.0f} {y:.0f}" font-family="DejaVu Sans Mono, Menlo, monospace" font-size="12">'
+    return (f'<svg{namespace} width="{width:.0f}" height="{height:.0f}" '
+            f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, Menlo, monospace" font-size="12">'
             f'<defs>{MARKERS}</defs><rect width="100%" height="100%" fill="white"/>{"".join(parts)}</svg>')
 
 
@@ -417,6 +426,7 @@ document.querySelectorAll('button[data-group]').forEach(function (b) {
   if (b) b.click();
 });
 show((location.hash.match(/node=(g\d+n\d+)/) || [])[1]);
+if (/fit/.test(location.hash)) fit();
 document.body.setAttribute('data-drawn', document.querySelectorAll('g.node').length);
 """
 
@@ -440,7 +450,7 @@ def _order(graph: Graph) -> list[Node]:
     return ran + [n for n in graph.nodes if n.leaf] + [n for n in graph.nodes if n.outside]
 
 
-def page(graphs: list[Graph], title: str) -> str:
+def page(graphs: list[Graph], title: str, side_by_side: bool = False) -> str:
     """A self-contained HTML page that steps: the SVG inline, a panel with the clicked node's chain rule (each
     gradient arriving, their sum, the local derivative, what it sends on), predict mode, a fold button per
     parameter group; no external resource."""
@@ -448,6 +458,7 @@ def page(graphs: list[Graph], title: str) -> str:
     buttons = "".join(f'<button data-group="{html.escape(g)}">fold {html.escape(g)}</button>' for g in groups)
     data = {"nodes": {f"g{i}n{n.id}": chain.panel(g, n) for i, g in enumerate(graphs) for n in g.nodes},
             "order": [f"g{i}n{n.id}" for i, g in enumerate(graphs) for n in _order(g)]}
+    drawing = svg(graphs, inline=True, side_by_side=side_by_side)
     payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")  # nothing in it can close the script
     looks = "".join(f'<li data-node="g{i}n0"><b>{html.escape(g.title)}</b>'
                     f'{"<br>" + html.escape(g.note) if g.note else ""}</li>' for i, g in enumerate(graphs))
@@ -457,7 +468,7 @@ def page(graphs: list[Graph], title: str) -> str:
             "sum. Drag to pan, scroll or + − to zoom, 0 to fit.</p><p>"
             '<button id="fit">fit</button><button id="zin">+</button><button id="zout">−</button>'
             '<label><input type="checkbox" id="predict"> predict: ask before showing</label> '
-            f'{buttons}</p><div id="wrap"><div id="view">{svg(graphs, inline=True)}</div><aside id="panel">'
+            f'{buttons}</p><div id="wrap"><div id="view">{drawing}</div><aside id="panel">'
             "<p>Click a node to see the chain rule there.</p></aside></div>"
             f'<script type="application/json" id="graph-data">{payload}</script>'
             f"<script>{PAGE_SCRIPT}</script></body></html>")
@@ -525,13 +536,15 @@ class GraphView:
         write_graph(path, self.graphs, self.graphs[0].title, None)
 
 
-def write_graph(path: str, graphs: list[Graph], title: str, console) -> None:
-    """--graph PATH: an .html page, an .svg, or - (a tree on CONSOLE). Files are written atomically."""
+def write_graph(path: str, graphs: list[Graph], title: str, console, side_by_side: bool = False) -> None:
+    """--graph PATH: an .html page, an .svg, or - (a tree on CONSOLE). Files are written atomically. SIDE_BY_SIDE:
+    the graphs beside each other (gradlab check: the student's and the reference's)."""
     if path == STDOUT:
         for g in graphs:
             console.print(tree(g))
         return
-    text = page(graphs, title) if Path(path).suffix.lower() == ".html" else svg(graphs)
+    text = (page(graphs, title, side_by_side) if Path(path).suffix.lower() == ".html" else
+            svg(graphs, side_by_side=side_by_side))
     write_bytes(path, text.encode())
     if console is not None:
         console.print(f"wrote {path}", markup=False, soft_wrap=True)  # a path is never broken across lines
