@@ -417,7 +417,7 @@ def test_a_failed_check_says_how_to_draw_its_graph(capsys):
 
     from gradlab.practice import commands
 
-    todo = SimpleNamespace(kind="source", shown="work/sgd_step.py")
+    todo = SimpleNamespace(kind="source", shown="work/sgd_step.py", exercise=SimpleNamespace(no_autograd=False))
     commands._graph(todo, SimpleNamespace(exit_code=1), 0, None, make_console(quiet=False, stderr=False))
     assert "gradlab check work/sgd_step.py --graph sgd_step.html" in capsys.readouterr().out
     commands._graph(todo, SimpleNamespace(exit_code=0), 0, None, make_console(quiet=False, stderr=False))
