@@ -190,10 +190,12 @@ def test_the_docs_pictures_are_the_lessons_graphs(graphs):
         return Counter(re.findall(r">(\w+Backward\w*|[\w.]+  \(AccumulateGrad\))<", text))
 
     for name, gs in graphs.items():
-        picture = REPO / "docs" / "graphs" / f"{name}.svg"
-        assert picture.exists(), f"{picture} is missing: run `make docs`"
-        assert node_names(picture.read_text()) == node_names(drawing.svg(gs)), f"{name}: run `make docs`"
-        assert f"(../graphs/{name}.svg)" in (REPO / "docs" / "lessons" / f"{name}.md").read_text()
+        fresh = node_names(drawing.svg(gs))
+        for picture in (REPO / "docs" / "graphs" / f"{name}.svg", REPO / "docs" / "graphs" / f"{name}.html"):
+            assert picture.exists(), f"{picture} is missing: run `make docs`"
+            assert node_names(picture.read_text()) == fresh, f"{name}: run `make docs`"
+        text = (REPO / "docs" / "lessons" / f"{name}.md").read_text()
+        assert f"(../graphs/{name}.svg)" in text and f'<iframe src="../graphs/{name}.html"' in text  # embedded
 
 
 def test_graph_option_writes_svg_html_and_a_tree(tmp_path):

@@ -319,7 +319,8 @@ function focus(el) {  // readable: one unit a pixel (or all of it, when it fits)
   var b = el.getBoundingClientRect(), p = toView(b.left + b.width / 2, b.top);
   box.x = Math.max(0, Math.min(W - box.width, p.x - box.width / 2)); box.y = Math.max(0, p.y - 120);
 }
-focus();
+if (window.self !== window.top) document.body.classList.add('embedded');  // in a docs page: the drawing first
+focus(document.querySelector('g.node[data-node="g0n0"]'));
 document.querySelectorAll('#looks li[data-node]').forEach(function (li) {
   li.addEventListener('click', function () {
     var key = li.getAttribute('data-node');
@@ -435,11 +436,13 @@ PAGE_STYLE = (
     "#view{flex:1 1 64%;min-width:0} #view svg{width:100%;height:80vh;border:1px solid #ddd;cursor:grab}"
     "#panel{flex:0 0 34%;max-height:80vh;overflow:auto;border:1px solid #ddd;padding:.2em .8em}"
     "#panel pre{font:12px 'DejaVu Sans Mono',Menlo,monospace;background:#f6f8fa;padding:.3em;margin:.2em 0;"
-    "white-space:pre-wrap;word-break:break-all} #panel h2{font-size:16px} #panel h3{font-size:13px;margin:.8em 0 .2em}"
+    "white-space:pre-wrap;overflow-wrap:anywhere} #panel h2{font-size:16px} #panel h3{font-size:13px;margin:.8em 0 .2em}"
     "#panel .from{font-size:12px;color:#555} #panel .sum{background:#e8f0fe} .right{color:#137333} .wrong{color:"
     "#c5221f} g.node{cursor:pointer} g.node.sel rect{stroke:#f29900;stroke-width:4} button{margin:0 .3em .4em 0}"
     "button.folded{background:#ddd} #looks li{cursor:pointer;margin:.2em 0} #looks li:hover{background:#f1f3f4}"
     " @media (max-width:900px){#wrap{flex-direction:column}#panel{max-height:none}}"
+    " body.embedded{margin:.4em} body.embedded h1,body.embedded p.help,body.embedded #looks{display:none}"
+    " body.embedded #view svg{height:calc(100vh - 5em)} body.embedded #panel{max-height:calc(100vh - 5em)}"
 )
 
 
@@ -464,8 +467,8 @@ def page(graphs: list[Graph], title: str, side_by_side: bool = False) -> str:
                     f'{"<br>" + html.escape(g.note) if g.note else ""}</li>' for i, g in enumerate(graphs))
     return (f'<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{PAGE_STYLE}</style></head><body><h1>{html.escape(title)}</h1><ol id=\"looks\">{looks}</ol>"
-            "<p>Click a node, or step with the arrow keys: its local derivative, each gradient arriving and their "
-            "sum. Drag to pan, scroll or + − to zoom, 0 to fit.</p><p>"
+            '<p class="help">Click a node, or step with the arrow keys: its local derivative, each gradient arriving '
+            "and their sum. Drag to pan, scroll or + − to zoom, 0 to fit.</p><p>"
             '<button id="fit">fit</button><button id="zin">+</button><button id="zout">−</button>'
             '<label><input type="checkbox" id="predict"> predict: ask before showing</label> '
             f'{buttons}</p><div id="wrap"><div id="view">{drawing}</div><aside id="panel">'
