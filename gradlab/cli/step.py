@@ -15,12 +15,15 @@ from gradlab.report.files import STDOUT, check_graph_suffix, check_writable
 @click.command("step", short_help="Walk a lesson's backward pass node by node; stops where a NaN or inf is born.")
 @click.argument("lesson", type=click.Choice(list(LESSONS)))
 @click.option("--predict", is_flag=True,
-              help="On a terminal: guess each one-number gradient before it is shown; the guesses are scored.")
+              help="On a terminal: guess each one-number gradient before its local derivative is shown; the guesses "
+                   "are scored.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True, help="Random seed.")
 def step(lesson: str, predict: bool, seed: int) -> int:
     """Walk LESSON's backward pass (its key computation, on a tiny input) one node at a time in the order autograd
     runs it: the gradient arriving, the local derivative, the gradient sent on. It stops at the first non-finite
-    gradient and says why. On a terminal it waits for Enter; piped, it prints every step."""
+    gradient and says why, and says where the lesson's point is (the cut, the clipping, the all-reduce). On a
+    terminal it waits after each node: Enter goes on, s skips to the lesson's point, q quits; piped, it prints
+    every step."""
     from gradlab.report import step as walk  # torch and rich: when the command runs
 
     on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
