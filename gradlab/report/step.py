@@ -3,8 +3,9 @@ autograd ran it. Each step shows the gradient arriving (the sum, where a tensor 
 derivative (its formula, for the ops a lesson uses) and what it sends on; the walk stops at the first non-finite
 gradient and says why; each graph's "look at" line is said first and the node where that point shows is marked. On
 a terminal it waits after each node (Enter: on, s: skip to the point, q: quit; `--predict`: asks for the next
-gradient before its local derivative is shown and scores the guesses); piped, it prints every step. At the end a claim checks the walk: the gradients shown
-arriving at each leaf add up to what `.grad` holds after a real backward().
+gradient before its local derivative is shown and scores the guesses); piped, it prints every step. At the end a
+claim checks the walk: the gradients shown arriving at each leaf add up to what `.grad` holds after a real
+backward().
 
 The command (its flags, and how it asks on a terminal) is gradlab/cli/step.py; this module imports torch and rich,
 when the command runs.
