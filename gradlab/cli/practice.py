@@ -52,9 +52,14 @@ def exercise(name: str, out_path: str | None, force: bool, course_path: str | No
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
               help="The seed of the generated inputs (default: 0 for your own check; a fresh random one for a "
                    "course's checks, printed and recorded, so that no submission can carry the expected answers).")
+@click.option("--graph", "graph_path", default=None, metavar="FILE",
+              help="Draw your function's backward pass on the first input (caught in the sandbox) beside the "
+                   "reference's, the first node whose gradient differs marked: FILE.html (click through it), "
+                   "FILE.svg or - (the terminal). One file only.")
 @click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and the files).")
 def check_cmd(path: str, exercise_name: str | None, course_path: str | None, json_path: str | None,
-              junit_path: str | None, gradescope_path: str | None, seed: int | None, quiet: bool) -> int:
+              junit_path: str | None, gradescope_path: str | None, seed: int | None, quiet: bool,
+              graph_path: str | None = None) -> int:
     """Run PATH's function in a sandbox (time, memory and process limits) on generated inputs, edge cases included,
     compare it with the reference computed here, run the lesson's claims on its outputs, and name the mistake when
     a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails.
@@ -67,7 +72,8 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     from gradlab.practice import commands
 
     return commands.check(path, exercise_name=exercise_name, course_path=course_path, json_path=json_path,
-                          junit_path=junit_path, gradescope_path=gradescope_path, seed=seed, quiet=quiet)
+                          junit_path=junit_path, gradescope_path=gradescope_path, seed=seed, quiet=quiet,
+                          graph_path=graph_path)
 
 
 @click.command("grade", short_help="Grade a class: a gradebook, each student's feedback and the class page.")

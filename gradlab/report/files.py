@@ -60,10 +60,10 @@ def _check_writable(p: Path, option: str) -> None:
 GRAPH_SUFFIXES = (".html", ".svg")  # what --graph writes, besides - (a tree in the terminal)
 
 
-def check_graph_suffix(path: str | None) -> None:
+def check_graph_suffix(path: str | None, option: str = "--graph") -> None:
     """--graph must end in .html or .svg, or be - (the terminal)."""
     if path and path != STDOUT and Path(path).suffix.lower() not in GRAPH_SUFFIXES:
-        raise GradlabError(f"--graph {shorten(path)}: give a file ending in .html or .svg, or - for the terminal")
+        raise GradlabError(f"{option} {shorten(path)}: give a file ending in .html or .svg, or - for the terminal")
 
 
 def same_file(a: str | None, b: str | None) -> bool:

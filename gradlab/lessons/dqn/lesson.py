@@ -282,6 +282,15 @@ def anatomy_networks(config: Config, mode: str, separate: bool):
     return c, online, target_net
 
 
+LOOK = {  # what graphs() shows for each of COMPARE's variants
+    "stop-grad": "look at: the ✂ cut (detach): y is a constant, nothing reaches the target network",
+    "placeholder": "look at: the ✂ cut (no_grad): y fed as a constant, as TF's placeholder, the same gradient",
+    "no-stop-grad": "look at: the red path into target.*: without a cut the TD target is trained too",
+    "stop-grad, no target net": "look at: the ✂ cut (detach): one network, y still a constant",
+    RESIDUAL: "look at: the online network reached twice, through q and through y: the residual gradient",
+}
+
+
 def graphs(config: Config, transitions: int = 256) -> list[autograd_graph.Graph]:
     """The TD loss's backward graph for each variant, on the anatomy's batch and networks: the path into the
     target network, and the cut (detach, no_grad) where there is one."""
@@ -294,7 +303,7 @@ def graphs(config: Config, transitions: int = 256) -> list[autograd_graph.Graph]
         names = {"online": online, "target": target_net} if separate else {"online": online}
         out.append(autograd_graph.trace(loss, title=f"dqn, {name}: TD loss on {transitions} "
                                               f"transition{'s' * (transitions != 1)}",
-                                        names=names, forbidden=("target",)))
+                                        names=names, forbidden=("target",), note=LOOK[name]))
     return out
 
 

@@ -103,6 +103,13 @@ def score_through_sample(mu, sigma, a):
     return torch.autograd.grad(normal_log_prob(mu, sigma, attached).sum(), [mu, sigma])
 
 
+LOOK = {  # what each of graphs()'s drawings shows
+    "the layer (GaussianLogProb)": "look at: one node, its closed-form backward: the score (a − μ)/σ² at mu",
+    "autograd through Normal.log_prob": "look at: the same gradients at mu and sigma, op by op",
+    "through an attached sample": "look at: the extra paths through the sample: the score collapses to (0, −1/σ)",
+}
+
+
 def graphs(config: Config) -> list[autograd_graph.Graph]:
     """ln π(a) differentiated three ways: the layer (one node, its closed-form backward), autograd through
     Normal.log_prob, and through a sample still attached to μ and σ (extra paths: the score looks like (0, −1/σ))."""
@@ -119,7 +126,7 @@ def graphs(config: Config) -> list[autograd_graph.Graph]:
             else:
                 log_pi = normal_log_prob(mu, sigma, mu + sigma * ((a - mu0) / sigma0)).sum()  # a = μ + σε, attached
         out.append(autograd_graph.trace(log_pi, title=f"gaussian-policy, {name}: Σ ln π(a)",
-                                        names={"mu": mu, "sigma": sigma}))
+                                        names={"mu": mu, "sigma": sigma}, note=LOOK[name]))
     return out
 
 

@@ -76,14 +76,25 @@ def policy(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 
 def graphs(config: Config) -> list[autograd_graph.Graph]:
-    """The output W = log softmax(X y)'s backward graph, seeded with ones as TF's tf.gradients is: what arrives at
-    X is Σ_i ∂W_i/∂X (one backward pass gives a row-sum of the Jacobian, not the Jacobian)."""
+    """Three backward passes: from W = log softmax(X y) seeded with ones, as TF's tf.gradients is (what arrives at
+    X is Σ_i ∂W_i/∂X, a row-sum of the Jacobian, not the Jacobian); from W_0 alone (one row of it: the loop over
+    outputs runs one such pass per row); and from one entry of the gradient recorded with create_graph=True (a row
+    of the Hessian: a grad of a grad, its nodes the backward's own)."""
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64, requires_grad=True)
     y = torch.tensor(parse_vector(config.state, "state"), dtype=torch.float64)
     with autograd_graph.record():
         W = policy(X, y)
-    return [autograd_graph.trace(W, title=f"jacobian: W = log softmax(X y), X {X.shape[0]}×{X.shape[1]}",
-                                 names={"X": X})]
+        (g,) = torch.autograd.grad(W[config.output], X, create_graph=True)  # tf.hessians: the gradient, recorded
+    shape = f"X {X.shape[0]}×{X.shape[1]}"
+    return [autograd_graph.trace(W, title=f"jacobian: W = log softmax(X y), {shape}, seeded with ones", names={"X": X},
+                                 note="look at: X receives one matrix, Σ_i ∂W_i/∂X: the Jacobian's rows summed"),
+            autograd_graph.trace(W[0], title=f"jacobian: row 0, W_0 alone ({len(W)} rows: one backward each)",
+                                 names={"X": X}, note="look at: SelectBackward0 sends the gradient into W_0 only: "
+                                                      "what reaches X is the Jacobian's row 0"),
+            autograd_graph.trace(g.reshape(-1)[0], title=f"jacobian: the Hessian of W_{config.output}, row 0: the "
+                                                         "gradient's entry 0 differentiated again", names={"X": X},
+                                 note="look at: LogSoftmaxBackwardDataBackward0, the first backward's own op "
+                                      "differentiated: a grad of a grad")]
 
 
 def jacobian_loop(f: Callable, x: torch.Tensor) -> torch.Tensor:

@@ -228,12 +228,15 @@ def graphs(config: Config) -> list[autograd_graph.Graph]:
     """The backward graph at the tutorial's x = 100 in float32: naive (the NaN is born in exp's backward), the
     where guard (the same NaN, through the unused branch) and the stable Function (one node, finite)."""
     out = []
+    look = {"naive": "look at: ExpBackward0, outlined: 0 arrives, × exp(100) = inf sends NaN",
+            "torch.where guard": "look at: the unused branch still runs ExpBackward0: the same NaN, through where",
+            "stable Function": "look at: one node with its own backward, finite: the custom gradient"}
     for name, fn in (("naive", naive), ("torch.where guard", where_guard), ("stable Function", StableLog1pExp.apply)):
         x = torch.tensor(CLAIM_X, requires_grad=True)
         with autograd_graph.record():
             y = fn(x)
         out.append(autograd_graph.trace(y, title=f"log1pexp, {name}: y = log(1 + eˣ) at x = {CLAIM_X:g} (float32)",
-                                        names={"x": x}))
+                                        names={"x": x}, note=look[name]))
     return out
 
 

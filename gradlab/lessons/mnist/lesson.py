@@ -110,7 +110,9 @@ def graphs(config: Config, pixels: int = 3, classes: int = 2, images: int = 2) -
     with autograd_graph.record():
         cost = F.cross_entropy(torch.addmm(b, x, W), t)  # z = xW + b; cost = mean_i(−log p_i,t_i)
     return [autograd_graph.trace(cost, title=f"mnist: the cost on {images} random images of {pixels} "
-                                             f"pixels, {classes} classes", names={"W": W, "b": b})]
+                                             f"pixels, {classes} classes", names={"W": W, "b": b},
+                                 note="look at: AddmmBackward0 sends xᵀ∇ to W: ∂cost/∂W = xᵀ(p − y)/B, the gradient "
+                                      "the lesson derives by hand")]
 
 
 def analytic_gradients(x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor):
