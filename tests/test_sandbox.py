@@ -472,6 +472,7 @@ def test_copying_finds_no_reference(batch):
     assert found["frames"] == [] and found["imports"] == [] and found["files"] == [], found
     assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child", "gradlab.kit",
                                      "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.wire",
+                                     "gradlab.practice.backward",
                                      "gradlab.lessons",
                                      "gradlab.lessons.clip",
                                      "gradlab.lessons.clip.exercises", "gradlab.lessons.clip.exercises.harness"}, \
