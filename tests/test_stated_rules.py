@@ -42,6 +42,12 @@ BROKEN = [
             J, = torch.autograd.grad(y, x, grad_outputs=torch.eye(len(y), dtype=y.dtype), is_grads_batched=True)
             return v @ J
         """, "more than one backward pass through f(x)"),
+    ("gaussian-policy.score", "autograd through ln π where the closed form is asked for", """
+        def score(a, mu, sigma):
+            mu, sigma = mu.clone().requires_grad_(True), sigma.clone().requires_grad_(True)
+            logp = -(a - mu) ** 2 / (2 * sigma ** 2) - torch.log(sigma)
+            return torch.autograd.grad(logp.sum(), [mu, sigma])
+        """, "built an autograd graph"),
 ]
 
 

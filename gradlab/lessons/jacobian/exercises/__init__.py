@@ -19,8 +19,8 @@ EXERCISES = [
 
         Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,) float64, arriving without
         requires_grad; v (m,). Return vᵀJ, of shape (n,). torch.autograd.functional.vjp computes this (the check
-        compares yours with it): use torch.autograd.grad here. The check counts the backward passes through f(x)
-        (each autograd.grad or .backward call one, a batched call m): one.""",
+        compares yours with it): write it yourself, one backward pass (torch.autograd.grad). The check counts
+        the backward passes through f(x) (each autograd.grad or .backward call one, a batched call m): one.""",
         claims={"vjp": ("your vᵀJ ≡ torch.autograd.functional.vjp's (max relative |Δ|)", 1e-9)},
         rules=(("one backward pass: passes through f(x) (max over the inputs; a batched call counts m)", 1.0,
                 "<="),),
