@@ -20,6 +20,7 @@ the exercise's inputs once each, lazily.
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -579,28 +580,145 @@ def _experiment(experiment, cases: list[dict], mine: list[dict], refs: list[dict
 # A submission that stopped, and a right one that is close but not exact
 # ---------------------------------------------------------------------------------------------------------------
 
-ERRORS = [  # (text in PyTorch's message, what it means and the fix), for exceptions students meet everywhere
+def _line(error: str) -> str:
+    """The student's line that raised, as the sandbox's one-line error quotes it ("(line 7: z = x @ W)"), or ""."""
+    found = re.search(r"\(line \d+: (.*?)\)(?:; the tensors on that line|$)", error)
+    return found[1] if found else ""
+
+
+def _sizes(error: str) -> str:
+    """A size mismatch, measured: which dimension, and its size in each operand."""
+    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+                      r"dimension (\d+)", error)
+    said = (f"the operands' shapes do not broadcast: lined up from their last dimension, dimension {found[3]} of "
+            f"the result is {found[1]} in one and {found[2]} in the other" if found
+            else "two operands' shapes do not broadcast")
+    code = _line(error)
+    reduced = re.search(r"\b(sum|max|min|mean|logsumexp|norm|amax|amin|prod)\((?:[^()]*\bdim\b|[^()]*\d)", code)
+    if reduced and "keepdim" not in code:
+        return (f"{said}; your line reduces with {reduced[1]}(…, dim) without keepdim=True, which drops that "
+                f"dimension, so the result no longer lines up with the tensor it came from: keepdim=True keeps it "
+                "(size 1)")
+    return (f"{said}: the shapes of the tensors on your line are listed after it; compare each with the shapes the "
+            "starter gives")
+
+
+def _matmul(error: str) -> str:
+    found = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", error)
+    if not found:
+        return "a matrix product whose inner sizes differ: the columns of the first must equal the rows of the second"
+    a, b, c, d = found.groups()
+    said = f"a matrix product ({a}×{b}) @ ({c}×{d}): the inner sizes {b} and {c} differ"
+    if b == d:
+        return f"{said}; the second operand transposed, ({d}×{c}), would fit: is it the transpose of what you meant?"
+    if a == c:
+        return f"{said}; the first operand transposed, ({b}×{a}), would fit: is it the transpose of what you meant?"
+    return f"{said}: compare each operand's shape with the shapes the starter gives"
+
+
+def _dtypes(error: str) -> str:
+    found = re.search(r"(?:got:?|found|type) (\w+)(?: (?:!=|and|but found)|,) (\w+)", error)
+    which = f" ({found[1]} and {found[2]})" if found else ""
+    return (f"two tensors of different dtypes{which} met in one operation, which PyTorch does not convert for you: "
+            "keep the dtype the inputs arrive with (no .double(), .float() or torch.tensor(…) of your own without "
+            "dtype=x.dtype); the dtype of each tensor on your line is listed after it")
+
+
+ERRORS = [  # (text in PyTorch's message, what it means and the fix: a sentence, or one made from the message)
+    ("a view of a leaf Variable that requires grad is being used in an in-place operation",
+     "an in-place update of part of a tensor that requires grad (W[0] -= …, x[i] = …): autograd forbids it on a "
+     "leaf. Build a new tensor (torch.where, torch.cat, or a clone() you change) instead"),
     ("a leaf Variable that requires grad is being used in an in-place operation",
      "an in-place update (W -= …, W.sub_(…)) of a tensor that requires grad: autograd forbids it on a leaf. Return "
      "new tensors instead (W - lr * gW), leaving the caller's W as it is"),
+    ("modified by an inplace operation",
+     "a tensor autograd saved for the backward pass (to compute a derivative) was changed in place after it was "
+     "saved (+=, mul_, x[i] = …, a ReLU(inplace=True)): the backward needs the value it had. Make that change out of "
+     "place (x = x * 2, not x.mul_(2)), or change a clone()"),
     ("does not require grad and does not have a grad_fn",
      "autograd was asked for a gradient of something with no graph: make the input a leaf that requires grad "
-     "first (x = x.detach().requires_grad_(True)), and do not detach what the gradient must flow through"),
+     "first (x = x.detach().requires_grad_(True)), and do not cut what the gradient must flow through (.data, "
+     ".detach(), .item(), torch.no_grad(), torch.tensor(…) of a tensor)"),
+    ("appears to not have been used in the graph",
+     "a tensor you ask the gradient for is not in the graph of what you differentiate: the output was computed "
+     "from another tensor (a copy made with .data, .detach() or .clone(), or a name rebound after requires_grad_)"),
     ("Trying to backward through the graph a second time",
      "the graph is freed after the first backward/autograd.grad: pass retain_graph=True to every call but the "
      "last, or rebuild the graph (call f again) before each"),
-    ("must match the size of tensor",
-     "two tensors whose shapes do not broadcast: a sum or max without keepdim=True, or an operand transposed?"),
+    ("grad can be implicitly created only for scalar outputs",
+     ".backward() with no argument needs a 0-dim tensor: reduce the loss to one number as the formula says, or pass "
+     "the upstream gradient (y.backward(v), autograd.grad(y, x, grad_outputs=v))"),
+    ("must match the size of tensor", _sizes),
+    ("cannot be multiplied", _matmul),
     ("Mismatch in shape: grad_output",
      "grad_outputs must have the shape of the output it weighs (f(x)'s shape), not the input's"),
+    ("to have the same dtype", _dtypes),
+    ("must have the same dtype", _dtypes),
+    ("to have same dtype", _dtypes),
+    ("expected scalar type", _dtypes),
+    ("requires the source and destination dtypes match", _dtypes),
+    ("expected target dtype to be Long",
+     "F.cross_entropy's target is class numbers of dtype int64 (y.long(), or y.argmax(dim=1) from one-hot rows), or "
+     "class probabilities of the input's dtype and shape"),
+    ("tensors used as indices must be long",
+     "an index tensor of floats: indices must be integers (int64: .long()) or booleans"),
+    ("Found no NVIDIA driver",
+     "your code moves a tensor to a GPU (.cuda(), device='cuda'): the check runs on the CPU; keep every tensor on "
+     "the device it arrives on (torch.zeros(…, device=x.device))"),
+    ("is not on the expected device",
+     "tensors on two devices met in one operation: create your tensors on the device of the inputs "
+     "(device=x.device)"),
+    ("Can't call numpy() on Tensor that requires grad",
+     "NumPy of a tensor in the graph: autograd cannot follow a computation through NumPy. Keep it in torch "
+     "operations"),
+    ("Boolean value of Tensor with more than one value is ambiguous",
+     "if, while, and, or or Python's max() on a tensor of several numbers: use elementwise torch operations "
+     "(torch.where, torch.maximum, torch.clamp) or reduce first (.any(), .all())"),
+    ("only one element tensors can be converted to Python scalars",
+     "float() or a Python number of a tensor holding several numbers: keep it a tensor (or reduce it first)"),
+    ("cannot be converted to Scalar",
+     ".item() of a tensor holding several numbers: keep it a tensor (or reduce it first)"),
+    ("is invalid for input of size",
+     "a reshape or view to a shape that does not hold the tensor's number of elements: compare the sizes"),
+    ("Dimension out of range",
+     "a dim= past the tensor's dimensions (the tensors on your line are listed after it, with their shapes)"),
+    ("out of bounds",
+     "an index past the end of a dimension (the tensors on your line are listed after it, with their shapes)"),
+    ("could not infer output dtype",
+     "a mean (or another floating operation) of an integer tensor: convert it to the inputs' floating dtype first "
+     "(.to(x.dtype))"),
+    ("can't be cast to the desired output type",
+     "an in-place operation writes floats into an integer tensor: compute a new tensor (out of place), or convert "
+     "to a floating dtype first"),
+    ("stack expects each tensor to be equal size",
+     "torch.stack of tensors of different shapes: each must have the same shape (torch.cat joins along an existing "
+     "dimension)"),
+    ("1D tensors expected", "torch.dot takes two 1-D tensors: use @ (torch.matmul) for matrices"),
+    ("attempting to assign a gradient",
+     "p.grad = g with g of another shape or dtype than p: give each parameter the gradient of its own shape and "
+     "dtype, in the order of its parameters()"),
+    ("returned an incorrect number of gradients",
+     "backward returns one gradient per input of forward (after ctx), in the same order: None for an input that "
+     "needs none"),
+    ("returned an invalid gradient",
+     "a gradient backward returns has the wrong shape: each must have the shape of its input to forward (dy times "
+     "the local derivative, elementwise, keeps it)"),
+    ("save_for_backward can only save variables",
+     "ctx.save_for_backward takes tensors only: keep a number on ctx as an attribute (ctx.k = k)"),
+    ("you can only change requires_grad flags of leaf variables",
+     "requires_grad_ on a computed tensor: call it on the input first (x = x.detach().requires_grad_(True)), then "
+     "compute from x"),
+    ("only Tensors of floating point dtype can require gradients",
+     "requires_grad on an integer tensor: gradients exist for floating dtypes only; convert first (.to(x.dtype))"),
 ]
 
 
 def explain_error(checks: Checks, error: str) -> str:
-    """The fix for an exception the submission raised, when its message is one students meet."""
+    """The fix for an exception the submission raised, when its message is one students meet: the exercise's own
+    advice first, then the general one (from the message's measured sizes and dtypes and the student's line)."""
     for pattern, fix in [*checks.errors, *ERRORS]:
         if pattern in error:
-            return fix
+            return fix(error) if callable(fix) else fix
     return ""
 
 
