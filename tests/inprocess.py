@@ -11,8 +11,7 @@ import traceback
 import warnings
 
 from gradlab.kit.harness import Returned
-from gradlab.practice import child
-from gradlab.practice import all_exercises, checks_of
+from gradlab.practice import all_exercises, checks_of, child
 from gradlab.practice.judge import Reference, judge
 from gradlab.practice.submission import preflight
 

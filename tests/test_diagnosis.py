@@ -557,7 +557,8 @@ RAISES = {
     "modified by an inplace operation": lambda: _saved_in_place(),
     "appears to not have been used in the graph":
         lambda: torch.autograd.grad(torch.ones(2, requires_grad=True).sum(), torch.ones(2, requires_grad=True)),
-    "grad can be implicitly created only for scalar outputs": lambda: (torch.ones(2, requires_grad=True) * 2).backward(),
+    "grad can be implicitly created only for scalar outputs":
+        lambda: (torch.ones(2, requires_grad=True) * 2).backward(),
     "cannot be multiplied": lambda: torch.zeros(5, 3) @ torch.zeros(4, 3),
     "to have the same dtype": lambda: torch.zeros(2, 3, dtype=torch.float64) @ torch.zeros(3, 2),
     "must have the same dtype": lambda: torch.nn.Linear(3, 2)(torch.zeros(2, 3, dtype=torch.float64)),
