@@ -560,6 +560,7 @@ RAISES = {
     "grad can be implicitly created only for scalar outputs":
         lambda: (torch.ones(2, requires_grad=True) * 2).backward(),
     "cannot be multiplied": lambda: torch.zeros(5, 3) @ torch.zeros(4, 3),
+    "size mismatch, got input": lambda: torch.zeros(3, 4) @ torch.zeros(3),
     "to have the same dtype": lambda: torch.zeros(2, 3, dtype=torch.float64) @ torch.zeros(3, 2),
     "must have the same dtype": lambda: torch.nn.Linear(3, 2)(torch.zeros(2, 3, dtype=torch.float64)),
     "to have same dtype": lambda: torch.dot(torch.zeros(2, dtype=torch.float64), torch.zeros(2)),

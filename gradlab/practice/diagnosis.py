@@ -195,7 +195,7 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
                              prio=2))
     if len(a) == 1:
         found += elementwise(A, Bv, a[0].shape, quantities)
-    return found or [_differs(checks, case, key, A, Bv, b, one_tensor=len(a) == 1)]
+    return found or [_differs(checks, case, key, A, Bv, b, one_tensor=len(a) == 1, raw=vector(a))]
 
 
 def _nonfinite(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Tensor, *,
@@ -265,19 +265,27 @@ def _scaled(A: torch.Tensor, Bv: torch.Tensor, nb: float, quantities: list, upd:
 
 
 def _differs(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Tensor, b: list, *,
-             one_tensor: bool) -> Finding:
-    """No relation holds: where yours differs, and float32's rounding when that is all it is."""
+             one_tensor: bool, raw: torch.Tensor) -> Finding:
+    """No relation holds: where yours differs, and float32's rounding when that is all it is: when every number
+    of yours (RAW, the output itself) is a float32 number, measured; a small error of another kind is said as not
+    float32's."""
     diff = (A - Bv).abs()
     bad = diff > 1e-6 * max(float(Bv.abs().max()), 1.0)
     where = spot_words(checks, case, key, bad) if one_tensor else ""
     rel = float(diff.max()) / max(float(Bv.abs().max()), 1.0)
     words = f"differs {where}" if where else "differs"
-    if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):  # a cause, said even beside an experiment's words
+    rounded = bool(torch.equal(raw.float().double(), raw))  # every number of yours is a float32 number
+    if rel < 1e-5 and rounded and any(t.dtype == torch.float64 for t in b):  # confirmed: said beside an experiment
         words += (f" by at most {rel:.2g} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
                   "ulp at 1 is 1.2e-7) where float64 is expected")
         return Finding("differs", ("differs", "float32"), words, detail=where or "float32", prio=8,
                        hint="a tensor made or cast to float32 on the way (.float(), torch.float32, a float32 buffer "
                             "or bucket) rounds every number: keep the inputs' dtype throughout")
+    if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):  # small, and not float32's rounding: say so
+        words += (f" by at most {rel:.2g} relative: a small error, and not float32's rounding (measured: your "
+                  "numbers carry more digits than float32 holds): look for an approximation (a finite difference, "
+                  "a truncated series, an ε added)")
+        return Finding("differs", ("differs", "small"), words, detail=where or "small", prio=8)
     return Finding("differs", ("differs", where), words, detail=where or "*", prio=9)
 
 
@@ -505,7 +513,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         parts.append(dtype_text)
     wrong = _wrong_outputs(checks, lab, mine, refs, bounds, bad_shape)
     sentences, fixes, vague, ratios = explain_outputs(checks, wrong.findings, wrong.inputs, wrong.relevant, cases)
-    said = [words for words in (_experiment(e, cases, mine, refs) for e in checks.experiments) if words]
+    said = [words for words in (_experiment(e, cases, outputs, refs) for e in checks.experiments) if words]
     parts += sentences if sentences or said or ratios else vague  # "differs" alone only when nothing more is known
     if wrong.step_note:
         parts.append(wrong.step_note)
@@ -604,6 +612,13 @@ def _sizes(error: str) -> str:
 
 
 def _matmul(error: str) -> str:
+    """A matrix product whose inner sizes differ, measured: the two shapes, and which operand transposed fits."""
+    vec = re.search(r"mat \((\d+)x(\d+)\), vec \((\d+)\)", error)
+    if vec:
+        a, b, c = vec.groups()
+        said = f"a matrix-vector product ({a}×{b}) @ ({c},): the matrix has {b} columns, the vector {c} entries"
+        return (f"{said}; the matrix transposed, ({b}×{a}), would fit: is it the transpose of what you meant "
+                f"(v @ J is Σ_i v_i J[i])?" if a == c else f"{said}: compare each with the shapes the starter gives")
     found = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", error)
     if not found:
         return "a matrix product whose inner sizes differ: the columns of the first must equal the rows of the second"
@@ -650,6 +665,7 @@ ERRORS = [  # (text in PyTorch's message, what it means and the fix: a sentence,
      "the upstream gradient (y.backward(v), autograd.grad(y, x, grad_outputs=v))"),
     ("must match the size of tensor", _sizes),
     ("cannot be multiplied", _matmul),
+    ("size mismatch, got input", _matmul),
     ("Mismatch in shape: grad_output",
      "grad_outputs must have the shape of the output it weighs (f(x)'s shape), not the input's"),
     ("to have the same dtype", _dtypes),
