@@ -105,8 +105,9 @@ EXPECTED = {
                                                                        "for terminal ones"),
     "actor-critic.critic_update/wrong_shape_broadcast.py": ("experiment", "V(s) of shape (N, 1) against the target"),
     "actor-critic.critic_update/wrong_sum_not_mean.py": ("experiment", "N × the expected"),
-    "actor-critic.critic_update/wrong_zero_grad_after_set.py": ("experiment", "optimizer.step() was given no "
-                                                                              "gradient"),
+    "actor-critic.critic_update/wrong_zero_grad_after_set.py": ("experiment", "optimizer.step() ran in update 1 "
+                                                                              "on '3 updates of 32 transitions, some "
+                                                                              "terminal' with every .grad empty"),
     "ddp.accumulated_grad/wrong_divided_twice.py": ("experiment", "w_k = 1/B"),
     "ddp.accumulated_grad/wrong_mean_over_k.py": ("known", "mean of means"),
     "ddp.accumulated_grad/wrong_no_zero_grad.py": ("known", "no zero_grad"),

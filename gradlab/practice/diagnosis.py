@@ -134,10 +134,34 @@ def elementwise(A: torch.Tensor, Bv: torch.Tensor, a_shape, quantities) -> list[
         except RuntimeError:
             continue
         for rel, value, s in (("scale", Q * Bv, f"{sym} ⊙ expected"), ("scale", Bv / Q, f"expected / {sym}"),
-                              ("plus", Bv + Q, f"expected + {sym}"), ("plus", Bv - Q, f"expected − {sym}")):
+                              ("plus", Bv + Q, f"expected + {sym}"), ("plus", Bv - Q, f"expected − {sym}"),
+                              ("plus", Q - Bv, f"{sym} − expected")):
             if close(A, value):
                 found.append(Finding(rel, (rel, s), f"= {s}, elementwise ({sym}: {meaning})", detail=s, prio=3))
+        found += _plus_multiple(A, Bv, Q, sym, meaning) if not found else []
     return found
+
+
+def _plus_multiple(A: torch.Tensor, Bv: torch.Tensor, Q: torch.Tensor, sym: str, meaning: str) -> list[Finding]:
+    """yours − expected = k · q or k · ln q, for a tensor quantity q and a small k (½, 2, −1…): a term of the formula
+    with the wrong coefficient (−½ ln σ where −ln σ belongs)."""
+    d = A - Bv
+    if not torch.isfinite(d).all() or float(d.norm()) <= RELATE * float(Bv.norm()):
+        return []
+    terms = [(sym, Q)] + ([(f"ln {sym}", Q.log())] if bool((Q > 0).all()) else [])
+    for name, T in terms:
+        nt = float(T.norm())
+        if nt == 0 or bool((T[0] == T).all()):  # a constant is an offset, said by _offset
+            continue
+        k = float(d @ T) / nt**2
+        said = simple(k)
+        if said and float((d - k * T).norm()) <= RELATE * max(float(d.norm()), float(Bv.norm())):
+            term = name if said == "1" else f"−{name}" if said == "−1" else f"{said}·{name}"
+            sign, bare = ("−", term[1:]) if term.startswith("−") else ("+", term)
+            return [Finding("plus", ("plus", term), f"= expected {sign} {bare}, elementwise ({sym}: {meaning}): a term "
+                            f"in {name} with the wrong coefficient (or one that should not be there)", detail=term,
+                            prio=3)]
+    return []
 
 
 def spot_words(checks: Checks, case: dict, key: str, bad: torch.Tensor) -> str:
@@ -189,6 +213,7 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
         return found
     quantities = checks.quantities(case)
     found += _scaled(A, Bv, nb, quantities, upd)
+    found += _offset(A, Bv, nb, upd)
     if len(a) == 1 and a[0].dim() == 2 and a[0].shape[0] == a[0].shape[1] and close(a[0].T.double(),
                                                                                    b[0].double()):
         found.append(Finding("transpose", ("transpose",), "is the transpose of the expected", detail="transpose",
@@ -245,6 +270,19 @@ def _known(lab: Lab, i: int, key: str, mine, expected, outputs_i: dict, refs_i: 
     return found
 
 
+def _offset(A: torch.Tensor, Bv: torch.Tensor, nb: float, upd: str) -> list[Finding]:
+    """Yours = the expected + c, one constant c on every entry (of several): a term that depends on no input."""
+    d = A - Bv
+    if A.numel() < 2 or not torch.isfinite(d).all():
+        return []
+    c = float(d.mean())
+    if abs(c) <= RELATE * nb / A.numel() ** 0.5 or float((d - c).norm()) > RELATE * max(nb, abs(c)):
+        return []
+    said = simple(c) or num(c)
+    return [Finding("plus", ("plus", said), f"= the expected{upd} + {said} on every entry (one constant, the same "
+                    "for every element: a term that depends on no input is off)", detail=f"+{said}", prio=4)]
+
+
 def _scaled(A: torch.Tensor, Bv: torch.Tensor, nb: float, quantities: list, upd: str) -> list[Finding]:
     """Yours = c × the expected: −1 (the sign), c named by a quantity of the input (B, 1/B, lr…), c itself."""
     c = float(A @ Bv) / nb**2
@@ -275,6 +313,12 @@ def _differs(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Te
     rel = float(diff.max()) / max(float(Bv.abs().max()), 1.0)
     words = f"differs {where}" if where else "differs"
     rounded = bool(torch.equal(raw.float().double(), raw))  # every number of yours is a float32 number
+    c = float(A @ Bv) / max(float(Bv @ Bv), 1e-300)
+    if 0 < abs(c - 1) < 1e-5 and float((A - c * Bv).norm()) <= 1e-12 * float(Bv.norm()) and not rounded:
+        return Finding("differs", ("differs", "factor"), f"= (1 {'+' if c > 1 else '−'} {abs(c - 1):.2g}) × the "
+                       "expected: one factor on every entry, a little off (measured: no entry differs otherwise): "
+                       "the factor was computed with less precision than the rest (float32 rounds to 6e-8 "
+                       "relative, and a sum accumulated in float32 loses more)", detail="factor", prio=8)
     if rel < 1e-5 and rounded and any(t.dtype == torch.float64 for t in b):  # confirmed: said beside an experiment
         words += (f" by at most {rel:.2g} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
                   "ulp at 1 is 1.2e-7) where float64 is expected")
@@ -307,6 +351,11 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor) -> str:
                 "other, or a whole matrix where its product with a vector is asked?)")
     if a.dim() == b.dim() + 1 and a.shape[-1] == 1 and a.shape[:-1] == b.shape:
         return ": an extra dimension of size 1 (squeeze it)"
+    if a.dim() == b.dim() and a.dim() >= 1 and a.shape[1:] == b.shape[1:] and 0 < a.shape[0] < b.shape[0] \
+            and close(a.double(), b[:a.shape[0]].double()):
+        k, n = a.shape[0], b.shape[0]
+        return (f": {'the first row' if k == 1 else f'the first {k} rows'} of the expected {n}, each right (the loop "
+                "stopped early: a return inside the loop, or a range that ends too soon)")
     if a.numel() == b.numel():
         return ": the right number of entries in another shape (a reshape or a view?)"
     return ""
