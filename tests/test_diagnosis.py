@@ -581,6 +581,7 @@ RAISES = {
     "could not infer output dtype": lambda: torch.tensor([1, 2]).mean(),
     "can't be cast to the desired output type": lambda: torch.tensor([1, 2]).mul_(0.5),
     "stack expects each tensor to be equal size": lambda: torch.stack([torch.zeros(2), torch.zeros(3)]),
+    "stack expects a non-empty TensorList": lambda: torch.stack([]),
     "1D tensors expected": lambda: torch.dot(torch.zeros(2, 2), torch.zeros(2)),
     "attempting to assign a gradient": lambda: setattr(torch.nn.Parameter(torch.zeros(3)), "grad", torch.zeros(2)),
     "returned an incorrect number of gradients": lambda: _function_backward(lambda dy: (dy, dy)),

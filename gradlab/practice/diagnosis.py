@@ -758,6 +758,9 @@ ERRORS = [  # (text in PyTorch's message, what it means and the fix: a sentence,
     ("stack expects each tensor to be equal size",
      "torch.stack of tensors of different shapes: each must have the same shape (torch.cat joins along an existing "
      "dimension)"),
+    ("stack expects a non-empty TensorList",
+     "torch.stack of an empty list: the loop that fills it never ran on this input (its range is empty here: "
+     "compare it with the sizes of this input)"),
     ("1D tensors expected", "torch.dot takes two 1-D tensors: use @ (torch.matmul) for matrices"),
     ("attempting to assign a gradient",
      "p.grad = g with g of another shape or dtype than p: give each parameter the gradient of its own shape and "
