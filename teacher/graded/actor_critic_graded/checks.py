@@ -70,6 +70,16 @@ def _forwards(critic, s, r, done, s_last, gamma):
     return torch.stack(out)
 
 
+def _skips_first(critic, s, r, done, s_last, gamma):
+    R = n_step_returns(r, done, _v(critic, s_last), gamma)
+    R[0] = 0  # the backward loop stopped at t = 1: R_0 never computed
+    return R
+
+
+def _done_swapped(critic, s, r, done, s_last, gamma):
+    return n_step_returns(r, 1 - done, _v(critic, s_last), gamma)
+
+
 def _no_bootstrap(critic, s, r, done, s_last, gamma):
     return n_step_returns(r, done, torch.zeros_like(r[0]), gamma)
 
@@ -129,7 +139,13 @@ CHECKS = {"critic_update": Checks(
     names={**{f"grad {k + 1}": f"the gradient optimizer.step() was given at {w}" for k, w in enumerate(STEPS)},
            **{f"params {k + 1}": f"the parameters after {w}" for k, w in enumerate(STEPS)}},
     quantities=lambda case: [("TN", case["r"].shape[1] * case["r"].shape[2], "the number of steps × environments")],
-    relations=[Relation(what="the mean over every pair (R, V(s)) of a (T, N) target against V(s) of shape (T, N, 1)",
+    relations=[Relation(what="the update whose first step's target is 0 (R_0 never computed: the backward loop "
+                        "stopped at t = 1)", fn=_with_targets(_skips_first),
+                        hint="range(T − 1, 0, −1) leaves out t = 0: range(T − 1, −1, −1) includes it"),
+               Relation(what="the update whose returns have done and 1 − done swapped", fn=_with_targets(_done_swapped),
+                        hint="each step's return is r_t + γ(1 − done_t)R_{t+1}: (1 − done_t) is 0 where the episode "
+                        "ended"),
+               Relation(what="the mean over every pair (R, V(s)) of a (T, N) target against V(s) of shape (T, N, 1)",
                         fn=_broadcast, hint="squeeze V(s) to shape (T, N): critic(s).squeeze(-1)")],
     hints={("*", "family", "length:for one step"): "right for one step, wrong for several: each step's target is "
                                                    "its n-step return R_t = r_t + γ(1 − done_t)R_{t+1}, from R_T = "

@@ -236,6 +236,20 @@ class _WholeTensorLogSoftmax(torch.autograd.Function):
         return dy - p * dy.sum()
 
 
+class _SumOverBatch(_StableLogSoftmax):
+    @staticmethod
+    def backward(ctx, dy):
+        z, = ctx.saved_tensors
+        return dy - torch.softmax(z, dim=-1) * dy.sum(dim=0, keepdim=True)  # Σ over the rows, not the row
+
+
+class _DiagonalOnly(_StableLogSoftmax):
+    @staticmethod
+    def backward(ctx, dy):
+        z, = ctx.saved_tensors
+        return dy * (1 - torch.softmax(z, dim=-1))  # the Jacobian's diagonal alone
+
+
 LOG_SOFTMAX = Checks(
     harness=HARNESSES["LogSoftmax"], reference=_StableLogSoftmax, expected=_lsm_expected,
     mistakes=[
@@ -256,6 +270,11 @@ LOG_SOFTMAX = Checks(
                           "logits at a time (dim=-1, keepdim=True)"),
     ],
     names={"value": "the value", "gradient": "the gradient", "second": "the second derivative"},
+    relations=[Relation(what="the backward dy − softmax(z)·Σdy with Σdy taken over the batch (dim=0), not the row",
+                        fn=_SumOverBatch, hint="sum dy over each row: dy.sum(dim=-1, keepdim=True)"),
+               Relation(what="the backward dy·(1 − softmax(z)): the Jacobian's diagonal alone", fn=_DiagonalOnly,
+                        hint="the Jacobian I − 1·softmax(z)ᵀ has off-diagonal entries too: the vector-Jacobian "
+                        "product is dy − softmax(z)·Σ_j dy_j")],
     hints={("second", "zero", "*"): "your backward is a constant to autograd: compute it from the saved z with "
                                     "torch operations (no .detach(), no value saved in forward)",
            ("*", "nonfinite", "*"): "NaN or inf at large logits: exp(z) overflows or underflows in float32; use "
