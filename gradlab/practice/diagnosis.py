@@ -20,6 +20,7 @@ the exercise's inputs once each, lazily.
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -356,6 +357,11 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor) -> str:
         k, n = a.shape[0], b.shape[0]
         return (f": {'the first row' if k == 1 else f'the first {k} rows'} of the expected {n}, each right (the loop "
                 "stopped early: a return inside the loop, or a range that ends too soon)")
+    if a.numel() == b.numel() and a.dim() == b.dim() and sorted(a.shape) == sorted(b.shape):
+        for perm in itertools.permutations(range(b.dim())):
+            if tuple(b.shape[p] for p in perm) == tuple(a.shape) and close(a.double(), b.permute(perm).double()):
+                return (f": the expected with its dimensions in another order (yours = expected.permute{perm}): "
+                        "stacked or transposed along another dimension")
     if a.numel() == b.numel():
         return ": the right number of entries in another shape (a reshape or a view?)"
     return ""
@@ -651,8 +657,12 @@ def _sizes(error: str) -> str:
             f"the result is {found[1]} in one and {found[2]} in the other" if found
             else "two operands' shapes do not broadcast")
     code = _line(error)
-    reduced = re.search(r"\b(sum|max|min|mean|logsumexp|norm|amax|amin|prod)\((?:[^()]*\bdim\b|[^()]*\d)", code)
-    if reduced and "keepdim" not in code:
+    reduced = re.search(r"\b(sum|max|min|mean|logsumexp|norm|amax|amin|prod|argmax|argmin)\(([^()]*)\)", code)
+    axis = re.search(r"(?:dim\s*=\s*|^\s*)(-?\d+)\s*$", reduced[2]) if reduced and reduced[2].strip() else None
+    if axis and axis[1] == "0" and found:
+        return (f"{said}; your line reduces over dim=0 ({reduced[1]}(…, dim=0)): with the batch first, that leaves "
+                "one number per column where one per row (per sample) is expected: reduce over the other dimension")
+    if reduced and axis and "keepdim" not in code:
         return (f"{said}; your line reduces with {reduced[1]}(…, dim) without keepdim=True, which drops that "
                 f"dimension, so the result no longer lines up with the tensor it came from: keepdim=True keeps it "
                 "(size 1)")

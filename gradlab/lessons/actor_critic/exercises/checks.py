@@ -64,6 +64,12 @@ def _actor_done_swapped(actor, critic, s, a, r, s2, done, gamma):
     return _actor_reference(actor, critic, s, a, r, s2, 1 - done, gamma)
 
 
+def _actor_broadcast(actor, critic, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        delta = r + gamma * (1 - done) * critic(s2) - critic(s)  # (N,) + (N, 1): an (N, N) matrix
+    return -(_log_pi(actor, s, a) * delta).mean()
+
+
 def _actor_softmax_dim0(actor, critic, s, a, r, s2, done, gamma):
     log_pi = torch.log_softmax(actor(s), dim=0).gather(1, a.unsqueeze(1)).squeeze(1)
     return -(log_pi * _advantage(critic, r, s, s2, done, gamma)).mean()
@@ -92,6 +98,8 @@ ACTOR_LOSS = Checks(
                Relation(what="the loss whose δ has done and 1 − done swapped (only terminal transitions bootstrap)",
                         fn=_actor_done_swapped, hint="multiply γ · V(s2) by (1 − done), which is 0 where the "
                         "episode ended"),
+               Relation(what="the loss over all N × N pairs: V of shape (N, 1) broadcast against r of shape (N,) in δ",
+                        fn=_actor_broadcast, hint="squeeze the critic's values to shape (N,): critic(s).squeeze(1)"),
                Relation(what="the loss with log_softmax taken over the batch (dim=0) instead of the actions",
                         fn=_actor_softmax_dim0, hint="normalise over the actions: log_softmax(actor(s), dim=1)")],
     hints={**FAMILIES,

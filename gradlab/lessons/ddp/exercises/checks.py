@@ -307,8 +307,9 @@ SYNC = Checks(
                           "dist.get_world_size() after the all-reduce",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: 1.0)),
         Mistake(name="a copy reduced", fn=_sync_copy,
-                diagnosis="each rank's .grad is its own gradient, unchanged: you all-reduced a copy (p.grad.clone()) "
-                          "and never put it back. all_reduce p.grad itself (it works in place), or assign p.grad = g",
+                diagnosis="each rank's .grad is its own gradient, unchanged (measured): the all-reduce never reached "
+                          "p.grad (it reduced another tensor: a copy such as p.grad.clone(), or p.data, the weights). "
+                          "all_reduce p.grad itself (it works in place), or assign p.grad = g",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
         Mistake(name="no all-reduce", fn=_sync_divided,
                 diagnosis="each rank divided its own gradient by the world size, but the gradients were never added "

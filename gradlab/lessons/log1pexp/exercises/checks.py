@@ -218,6 +218,9 @@ LOG1PEXP = Checks(
     spot=_x_spot,
     hints={("*", "family", "upstream:when dy = 1"): "summing the output (y.sum().backward()) sends dy = 1, which "
                                                     "hides a backward that ignores dy",
+           ("gradient", "plus", "dy − expected"): "dy − dy·σ(x) = dy·σ(−x): your backward returns sigmoid(−x) (or "
+                                                  "1 − sigmoid(x)), the derivative of log(1 + e^−x); it is dy · "
+                                                  "sigmoid(x)",
            ("gradient", "scale", "expected / dy"): "backward(ctx, dy) must return dy · sigmoid(x): multiply by the "
                                                    "upstream gradient dy (the chain rule)",
            ("second", "differs", "only at x = 0"): "at x = 0 autograd's derivative of |x| is 0 (and torch.where's "
