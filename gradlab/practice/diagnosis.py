@@ -666,8 +666,26 @@ def _sizes(error: str) -> str:
         return (f"{said}; your line reduces with {reduced[1]}(…, dim) without keepdim=True, which drops that "
                 f"dimension, so the result no longer lines up with the tensor it came from: keepdim=True keeps it "
                 "(size 1)")
+    column = _lost_column(error)
+    if column:
+        return f"{said}; {column}"
     return (f"{said}: the shapes of the tensors on your line are listed after it; compare each with the shapes the "
             "starter gives")
+
+
+def _lost_column(error: str) -> str:
+    """Two tensors on the student's line whose shapes are (N,) and (N, K), measured: the first lines up with the
+    second's first dimension, but broadcasting lines shapes up from the last."""
+    listed = re.search(r"; the tensors on that line: (.*)$", error)
+    shapes = re.findall(r"(\w+) \(([\d, ]*)\)", listed[1]) if listed else []
+    dims = [(name, tuple(int(v) for v in shape.replace(" ", "").split(",") if v)) for name, shape in shapes]
+    for name, a in dims:
+        for other, b in dims:
+            if len(a) == 1 and len(b) == 2 and a[0] == b[0] and b[1] != a[0]:
+                return (f"{name} {a} holds one number per row of {other} {b}, but broadcasting lines shapes up "
+                        f"from the last dimension: make it a column, {name}[:, None] (keepdim=True where a reduction "
+                        "made it)")
+    return ""
 
 
 def _matmul(error: str) -> str:
