@@ -681,6 +681,10 @@ def _lost_column(error: str) -> str:
     dims = [(name, tuple(int(v) for v in shape.replace(" ", "").split(",") if v)) for name, shape in shapes]
     for name, a in dims:
         for other, b in dims:
+            if len(a) == len(b) + 1 and a[:-1] == b and a[-1] == b[-1] and len(b) >= 1:
+                return (f"{name} {a} has one dimension more than {other} {b}, its last of the same size: an (N, 1) "
+                        "broadcast against an (N,) made it upstream, an (N, N) where N numbers belong: squeeze the "
+                        "(N, 1) where it is made (a network's (…, 1) output: .squeeze(-1))")
             if len(a) == 1 and len(b) == 2 and a[0] == b[0] and b[1] != a[0]:
                 return (f"{name} {a} holds one number per row of {other} {b}, but broadcasting lines shapes up "
                         f"from the last dimension: make it a column, {name}[:, None] (keepdim=True where a reduction "

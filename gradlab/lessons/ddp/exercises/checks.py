@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from gradlab.kit.exercise import Checks, Mistake, norm_ratio, num
+from gradlab.kit.exercise import Checks, Mistake, Relation, norm_ratio, num
 from gradlab.lessons.ddp.exercises.harness import HARNESSES, _model
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -292,6 +292,12 @@ def _sync_divided(model):
         p.grad /= dist.get_world_size()
 
 
+def _sync_first_only(case: dict) -> dict:
+    """The first parameter's .grad averaged, the others left as each rank's own (a return inside the loop)."""
+    mean, own = _sync_rule(case, lambda r, s, W: 1 / W), _sync_rule(case, lambda r, s, W: float(r == s))
+    return {rank: [mean[rank][0], *own[rank][1:]] for rank in mean}
+
+
 def _sync_rule(case: dict, weights) -> dict:
     W = len(case["grads"])
     return {f"rank {r}": [sum(weights(r, s, W) * case["grads"][s][j] for s in range(W)) for j in range(2)]
@@ -317,6 +323,9 @@ SYNC = Checks(
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s) / W)),
     ],
     names={f"rank {r}": f"rank {r}'s .grad" for r in range(4)},
+    relations=[Relation(what="the first parameter's .grad averaged and every other one left as the rank's own (the "
+                        "loop stopped after its first parameter: a return inside it?)", outputs=_sync_first_only,
+                        hint="all_reduce and divide every parameter's .grad: return after the loop, not in it")],
     quantities=lambda case: [("W", len(case["grads"]), "the number of workers")],
     hints={("*", "scale", "W"): "all_reduce(SUM) adds the W workers' gradients: divide by W for their mean"})
 

@@ -236,6 +236,13 @@ class _WholeTensorLogSoftmax(torch.autograd.Function):
         return dy - p * dy.sum()
 
 
+class _LogOfSoftmax(_StableLogSoftmax):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return torch.log(torch.softmax(z, dim=-1))  # the tutorial's: log 0 = −inf once a probability underflows
+
+
 class _SumOverBatch(_StableLogSoftmax):
     @staticmethod
     def backward(ctx, dy):
@@ -257,6 +264,10 @@ LOG_SOFTMAX = Checks(
                 diagnosis="log(exp(z) / Σ exp(z)) as written: exp(z) is inf in float32 above z ≈ 88.7 (inf/inf = NaN) "
                           "and 0 below z ≈ −104 (log 0 = −inf). Subtract the row's max first, or use "
                           "z − torch.logsumexp(z, dim=-1, keepdim=True)"),
+        Mistake(name="log of softmax", fn=_LogOfSoftmax,
+                diagnosis="your backward is right, but the forward takes log(softmax(z)): at logits near −1000 in "
+                          "float32 a probability underflows to 0 and its log is −inf. Compute z − logsumexp(z) "
+                          "(z − m − log Σ exp(z − m)), which never takes the log of a rounded 0"),
         Mistake(name="Σdy left out", fn=_DyOnlyLogSoftmax,
                 diagnosis="your backward returns dy − softmax(z): the Jacobian of log_softmax is I − 1·softmax(z)ᵀ, so "
                           "the vector-Jacobian product is dy − softmax(z)·Σ_j dy_j (sum dy over the row, "
