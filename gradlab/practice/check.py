@@ -43,6 +43,8 @@ def run_check(submission: Submission, seed: int = 0) -> Result:
     result = _judged(exercise, reference, got, seed, shown)
     result.config = {"file": shown}
     result.metrics["sandbox"] = got["sandbox"]
+    if got.get("environment"):
+        result.metrics["environment"] = result.stopped or got["environment"]
     return result
 
 
@@ -53,7 +55,16 @@ def result_of(submission: Submission, seed: int) -> Result:
         return run_check(submission, seed)
     except Exception as e:
         why = one_line(f"{type(e).__name__}: {e}", 200)
-        return stopped_result(submission.exercise, submission.shown, f"gradlab could not check this file: {why}", seed)
+        return environment_result(submission.exercise, submission.shown, f"gradlab could not check this file: {why}",
+                                  seed)
+
+
+def environment_result(exercise: Exercise, shown: str, error: str, seed: int = 0) -> Result:
+    """stopped_result() for a check that ended because of the machine (gradlab's own trouble, its judging cut short):
+    not a grade. metrics["environment"] says so: `gradlab grade` keeps no such record and tells the teacher."""
+    result = stopped_result(exercise, shown, error, seed)
+    result.metrics["environment"] = error
+    return result
 
 
 def stopped_result(exercise: Exercise, shown: str, error: str, seed: int = 0) -> Result:
@@ -100,7 +111,7 @@ def _judged(exercise: Exercise, reference: Reference, got: dict, seed: int, show
     else:
         error = done["error"]
         why = f"gradlab could not judge your outputs ({one_line(f'{type(error).__name__}: {error}', 200)})"
-    return stopped_result(exercise, shown, why, seed)
+    return environment_result(exercise, shown, why, seed)
 
 
 @functools.cache

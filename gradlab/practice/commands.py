@@ -1,8 +1,8 @@
 """What `gradlab exercises`, `exercise` and `check` do; their click commands and options are gradlab.cli.practice.
 
-`gradlab check PATH` reads each file once into a Submission (gradlab.practice.submission), grades them two at a time
-(gradlab.practice.pool: each in a sandbox of its own) and reports the Results: a file's checks, or a folder's
-table, and the course files (--json, --junit, --gradescope)."""
+`gradlab check PATH` reads each file once into a Submission (gradlab.practice.submission), grades them as many at a
+time as fit (gradlab.practice.pool: each in a sandbox of its own) and reports the Results: a file's checks, or a
+folder's table, and the course files (--json, --junit, --gradescope)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from rich.text import Text
 
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.result import Result, Table
-from gradlab.practice import all_exercises, course, grading, isolate, listing, own, pool, submission
+from gradlab.practice import all_exercises, capacity, course, grading, isolate, listing, own, pool, submission
 from gradlab.practice.check import stamp, stopped_result
 from gradlab.practice.starter import starter
 from gradlab.report import console as report
@@ -73,7 +73,7 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
         check_writable(target, option)
     found = _isolation(path, folder=folder, course_check=course_check, course_path=course_path)
     console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path))
-    if found.isolated and not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup
+    if found.isolated and not quiet and (note := isolate.not_isolated_message(found, capacity.limits())):
         console.print(f"gradlab: note: {note}", markup=False, highlight=False)
     files_of = {i.file: i.exercise for i in items} if items else None
     todo = (submission.of_folder(path, exercise_name=exercise_name, files_of=files_of) if folder else

@@ -15,6 +15,7 @@ from html import escape
 
 from gradlab.kit.result import NOT_REACHED, mark
 from gradlab.practice.course import Item
+from gradlab.practice.lms import canvas_id
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;color:#222}
@@ -35,7 +36,7 @@ def _page(title: str, body: str) -> str:
 
 def cell_class(rec: dict | None) -> str:
     """The colour of a score: all points, some, none, or not handed in."""
-    if rec is None or (rec["stopped"] or "").endswith("is missing from this submission"):
+    if rec is None or "is missing from this submission" in (rec["stopped"] or ""):
         return "none"
     return "pass" if rec["score"] >= rec["points"] else "part" if rec["score"] > 0 else "zero"
 
@@ -67,14 +68,16 @@ def canvas_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
     (row_has_student_headers?, update_column_count), then one column per exercise, each a new assignment titled
     `gradlab EXERCISE` (no `(number)` at its end: Canvas reads `Title (123)` as the assignment whose id is 123); a
     `Points Possible` row (process_pp); a row per student with the ID left empty, so that Canvas finds the student by
-    SIS Login ID, then by name (process_student): the student's folder name in both. No total: Canvas adds the
-    assignments up itself."""
+    SIS Login ID, then by name (process_student): the student's folder name in both; the ID is the Canvas user id
+    when the student's files came from a Canvas download (lms.canvas_id), which Canvas matches first. No total: Canvas
+    adds the assignments up itself."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["Student", "ID", "SIS Login ID", "Section", *(f"gradlab {i.exercise}" for i in items)])
     writer.writerow(["Points Possible", "", "", "", *(fmt(i.points) for i in items)])
     for student, recs in table.items():
-        writer.writerow([_csv_safe(student), "", _csv_safe(student), "", *(fmt(recs[i.file]["score"]) for i in items)])
+        writer.writerow([_csv_safe(student), canvas_id(recs), _csv_safe(student), "",
+                         *(fmt(recs[i.file]["score"]) for i in items)])
     return out.getvalue()
 
 

@@ -8,22 +8,28 @@ import datetime
 import json
 import os
 import secrets
+import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from gradlab.errors import GradlabError, Interrupted
-from gradlab.practice import all_exercises, course, feedback, gradebook, isolate, own
+from gradlab.practice import all_exercises, capacity, course, feedback, gradebook, isolate, own
 from gradlab.practice.check import installed_torch
 from gradlab.report import console as report
 from gradlab.report.files import write_bytes
 from gradlab.version import __version__
 
+if TYPE_CHECKING:
+    from gradlab.practice.shards import Shard
+
 RESULTS = "results.json"
 
 
 def grade_class(submissions: str, *, course_path: str | None, exercise_name: str | None, out_dir: str,
-                seed: int | None, quiet: bool) -> int:
-    """`gradlab grade`: every student in SUBMISSIONS graded, and grades.csv, the feedback, class.html and
-    results.json written in OUT_DIR. Exit code 0 when the class was graded."""
+                seed: int | None, quiet: bool, shard: Shard | None = None) -> int:
+    """`gradlab grade`: every student in SUBMISSIONS graded (with SHARD, its part of them: gradlab.practice.shards),
+    and grades.csv, the feedback, class.html and results.json written in OUT_DIR. Exit code 0 when the class was
+    graded."""
     items = _items(course_path, exercise_name)
     if not os.path.isdir(submissions):
         raise GradlabError(f"{submissions} is not a folder; give the folder of submissions (one per student)")
@@ -34,16 +40,22 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     if found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
         _refuse_readable(submissions, course_path, out_dir)
     todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir)
+    order = {student: n for n, student in enumerate(dict.fromkeys(t.student for t in todo))}  # the whole class's
+    if shard is not None:
+        todo = [t for t in todo if shard.holds(t.student)]
     console = report.make_console(quiet=quiet)
 
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    if not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup: as check says it
+    if not quiet and (note := isolate.not_isolated_message(found, capacity.limits())):  # as check says it
         say(f"gradlab: note: {note}")
     for note in filter(None, map(course.lesson_answer_note, dict.fromkeys(i.exercise for i in items))):
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
+    if shard is not None and seed is None and old_seed is None:
+        raise GradlabError(f"--shard {shard} needs --seed N: every part of a class must draw its inputs from the same "
+                           "seed (choose one number and give it to each part); nothing was written")
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
     for note in own.ready([i.exercise for i in items], seed, f"--course {course_path}"):  # before any student's file
         say(f"gradlab: note: {note}")
@@ -53,9 +65,29 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     table = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))
     made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
-    written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
-    say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}")
-    return 0
+    source = course_path or f"--exercise {exercise_name}"
+    part = {} if shard is None else {"shard": shard.label(), "source": source,
+                                     "order": {s: order[s] for s in table}}  # what --merge needs
+    written = _write(out_dir, items, table, seed, made, old_slugs, source, part)
+    say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}"
+        + (f" (part {shard} of the class: {len(table)} of {len(order)} students)" if shard else ""))
+    return _environment_note(table)
+
+
+def _environment_note(table: dict[str, dict[str, dict]]) -> int:
+    """One line on stderr when checks ended because of the machine (record["environment"]: gradlab could not check
+    the file, its sandbox killed from outside or not started in time): their records are not grades, the next run
+    grades them again. Exit code 1 then (the gradebook holds 0 for them), else 0."""
+    trouble = [f"{rec['student']}/{rec['file']}" for recs in table.values() for rec in recs.values()
+               if rec.get("environment")]
+    if not trouble:
+        return 0
+    first = next(rec["environment"] for recs in table.values() for rec in recs.values() if rec.get("environment"))
+    print(f"gradlab: {len(trouble)} file{'' if len(trouble) == 1 else 's'} could not be graded because of this "
+          f"machine, not the students' code ({', '.join(trouble[:3])}{', …' if len(trouble) > 3 else ''}: {first}); "
+          "they score 0 in this gradebook, are marked \"environment\" in results.json, and the next run of the same "
+          "command grades them again", file=sys.stderr)
+    return 1
 
 
 CHECKPOINT = 4  # results.json is saved after every this many graded files: an interrupted run resumes from there
@@ -70,8 +102,10 @@ def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say
     done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
             if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp)}
     kept = len(done)
+    plan = capacity.plan()  # what gradlab is given: how many at a time, and what bounded it
     say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
-        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
+        + (f" ({kept} unchanged since the last run, kept)" if kept else "")
+        + f", {plan.at_once} at a time ({plan.why})")
 
     def progress(count: int, of: int, rec: dict, seconds: float) -> None:
         say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {feedback.fmt(rec['score'])} of "
@@ -163,8 +197,10 @@ def _previous(out_dir: str, say) -> tuple[dict, int | None, dict]:
         return {}, None, {}
 
 
-def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: dict, source: str) -> list[str]:
-    """Every output file, each written atomically; feedback files of students no longer in the class removed."""
+def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: dict, source: str,
+           part: dict | None = None) -> list[str]:
+    """Every output file, each written atomically; feedback files of students no longer in the class removed. PART:
+    what a shard's results.json holds besides (gradlab.practice.shards)."""
     slug = gradebook.slugs(list(table))
     for student, recs in table.items():
         base = os.path.join(out_dir, "feedback", slug[student])
@@ -180,7 +216,7 @@ def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: di
     title = f"gradlab grade: {source}"
     write_bytes(os.path.join(out_dir, "class.html"), feedback.class_html(title, items, table, slug, made).encode())
     data = {"gradlab": __version__, "made": made, "seed": seed, "course": [asdict(i) for i in items],
-            "feedback": slug, "students": table}
+            "feedback": slug, "students": table, **(part or {})}
     write_bytes(os.path.join(out_dir, RESULTS), (json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
                                                  + "\n").encode())
     return ["grades.csv", "canvas.csv", "class.html", RESULTS, f"feedback/ ({len(table)} students, .md and .html)"]

@@ -95,7 +95,8 @@ class Limits:
 class Outcome:
     mode: str
     returncode: int | None
-    stopped: str | None = None  # why gradlab stopped it: "timeout", "printed too much", "output too large"
+    stopped: str | None = None  # why gradlab stopped it: "timeout", "startup" (the child never started the
+    # submission's code within STARTUP_S: a busy machine), "printed too much", "output too large"
     printed: bytes = b""  # the last Limits.printed_kept bytes of stdout + stderr
     printed_bytes: int = 0
     output: bytes | None = None
@@ -197,9 +198,9 @@ else:
 """
 
 
-def not_isolated_message(found: Detected | None = None) -> str | None:
+def not_isolated_message(found: Detected | None = None, limits: Limits | None = None) -> str | None:
     """One line on what the mode leaves open and how to get full isolation; None in bwrap mode with a cgroup per
-    sandbox."""
+    sandbox. LIMITS: a sandbox's (gradlab.practice.capacity.limits()), for the figures the userns line gives."""
     found = found or detect()
     cgroup, why_not = cgroups.available() if found.isolated else ("", "")
     unbounded = "" if cgroup or not found.isolated else (f"; no cgroup here ({why_not}): a sandbox's processes "
@@ -207,7 +208,7 @@ def not_isolated_message(found: Detected | None = None) -> str | None:
     if found.mode == "bwrap":
         return f"submissions run in bubblewrap{unbounded}" if unbounded else None
     if found.mode == "userns":
-        return userns_message(cgroup, why_not)
+        return userns_message(cgroup, why_not, limits)
     install = ("run gradlab as root with bubblewrap installed (apt-get install bubblewrap) where namespaces are "
                "allowed (Docker: --cap-add SYS_ADMIN --security-opt seccomp=unconfined)")
     if found.mode == "uid":
@@ -227,7 +228,7 @@ def userns_message(cgroup: str, why_not: str, limits: Limits | None = None) -> s
              "bound in, read-only, and their own processes, and have no network; ")
     if cgroup:
         return start + (f"a cgroup bounds each sandbox as a whole ({limits.group_memory >> 30} GB of memory, "
-                        f"{limits.cpus:g} CPUs, {limits.nproc} processes and threads)")
+                        f"{limits.cpus:g} CPU{'' if limits.cpus == 1 else 's'}, {limits.nproc} processes and threads)")
     return start + (f"no cgroup here ({why_not}): each sandbox is bounded as a whole in processes and threads "
                     f"({limits.nproc}, counted in its user namespace), files (tmpfs) and time, but in memory "
                     f"({limits.memory >> 30} GB) and CPU time only per process, so they run one at a time; for a "
@@ -817,8 +818,8 @@ def _watch(proc: subprocess.Popen, out: _Reader | None, limits: Limits, started:
         else:
             deadline, step = started_at + limits.timeout_s, math.inf
         left = deadline - time.monotonic()
-        if left <= 0:
-            state["stopped"] = state["stopped"] or "timeout"
+        if left <= 0:  # before the child's first byte: the machine was too slow to start it, not the student's code
+            state["stopped"] = state["stopped"] or ("timeout" if started_at is not None else "startup")
             return
         if _wait(proc, min(left, step)):
             return
