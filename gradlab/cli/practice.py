@@ -52,9 +52,14 @@ def exercise(name: str, out_path: str | None, force: bool, course_path: str | No
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
               help="The seed of the generated inputs (default: 0 for your own check; a fresh random one for a "
                    "course's checks, printed and recorded, so that no submission can carry the expected answers).")
+@click.option("--graph", "graph_path", default=None, metavar="FILE",
+              help="Draw your function's backward pass on the first input (caught in the sandbox) beside the "
+                   "reference's, the first node whose gradient differs marked: FILE.html (click through it), "
+                   "FILE.svg or - (the terminal). One file only.")
 @click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and the files).")
 def check_cmd(path: str, exercise_name: str | None, course_path: str | None, json_path: str | None,
-              junit_path: str | None, gradescope_path: str | None, seed: int | None, quiet: bool) -> int:
+              junit_path: str | None, gradescope_path: str | None, seed: int | None, quiet: bool,
+              graph_path: str | None = None) -> int:
     """Run PATH's function in a sandbox (time, memory and process limits) on generated inputs, edge cases included,
     compare it with the reference computed here, run the lesson's claims on its outputs, and name the mistake when
     a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails.
@@ -67,7 +72,8 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     from gradlab.practice import commands
 
     return commands.check(path, exercise_name=exercise_name, course_path=course_path, json_path=json_path,
-                          junit_path=junit_path, gradescope_path=gradescope_path, seed=seed, quiet=quiet)
+                          junit_path=junit_path, gradescope_path=gradescope_path, seed=seed, quiet=quiet,
+                          graph_path=graph_path)
 
 
 @click.command("grade", short_help="Grade a class: a gradebook, each student's feedback and the class page.")
@@ -89,9 +95,12 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
 @click.option("--merge", is_flag=True,
               help="SUBMISSIONS are the --out folders of every --shard part of one class: write in DIR exactly what "
                    "one run over the whole class would.")
+@click.option("--student", default=None,
+              help="Grade this student's files again (their folder's name, as grades.csv shows it) and keep every "
+                   "other student's from the last run in DIR.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
 def grade(submissions: tuple[str, ...], course_path: str | None, exercise_name: str | None, out_dir: str,
-          seed: int | None, shard: str | None, merge: bool, quiet: bool) -> int:
+          seed: int | None, shard: str | None, merge: bool, student: str | None, quiet: bool) -> int:
     """Grade every student in SUBMISSIONS (a folder: one folder per student, named after them, the course's files
     anywhere inside it; a Canvas or Moodle download as it comes; or, with --exercise, one .py file per student) in the
     sandbox, as many at a time as the CPUs and memory gradlab is given allow, and write in
@@ -100,19 +109,21 @@ def grade(submissions: tuple[str, ...], course_path: str | None, exercise_name: 
     each student's check showed), class.html (pass rates, score spread, the mistakes ranked, a student × exercise
     grid) and results.json. A re-run grades only the files whose content, course entry, seed or gradlab version
     changed (all of them when the course's own exercises changed), and every file the machine kept from being graded.
-    Needs the isolated sandbox (bubblewrap: as root,
+    overrides.csv and submitted.csv beside the course file: a teacher's overrides and the students' submission times
+    (late penalties: course.toml's due), applied on every run. Needs the isolated sandbox (bubblewrap: as root,
     or not root where the kernel allows user namespaces; or, as root, the uid fallback). Exit 0 when the class was
     graded, 1 when some files could not be graded because of the machine."""
     from gradlab.errors import GradlabError
     from gradlab.practice import shards
-    from gradlab.practice.grade import grade_class
+    from gradlab.practice.grade import grade_class, merge_parts
 
     if merge:
-        if shard or course_path or exercise_name or seed is not None:
+        if shard or course_path or exercise_name or seed is not None or student is not None:
             raise GradlabError("--merge takes the parts' folders and --out only: the course and seed are in the parts")
-        return shards.merge(list(submissions), out_dir, quiet)
+        return merge_parts(list(submissions), out_dir, quiet)
     if len(submissions) != 1:
         raise GradlabError("give one folder of submissions (several folders only with --merge: the --out folders of "
                            "a class's --shard parts)")
     return grade_class(submissions[0], course_path=course_path, exercise_name=exercise_name, out_dir=out_dir,
-                       seed=seed, quiet=quiet, shard=shards.parse(shard) if shard is not None else None)
+                       seed=seed, quiet=quiet, shard=shards.parse(shard) if shard is not None else None,
+                       student=student)

@@ -135,3 +135,33 @@ def stamp(result: Result) -> Result:
     checks = grading.points(result)
     result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
     return result
+
+
+def graphs(submission: Submission, seed: int = 0) -> list:
+    """`gradlab check FILE --graph`: the submission's first backward pass on the first input, caught where it runs
+    (the sandbox) and sent back as plain data, and the reference's on the same input, caught here; the student's
+    first node whose gradient differs is marked. Raises GradlabError when there is nothing to draw."""
+    from gradlab.errors import GradlabError
+    from gradlab.practice import backward
+
+    exercise = submission.exercise
+    if submission.stop is not None:
+        raise GradlabError(f"--graph: {submission.stop}")
+    box = sandbox.Sandbox(exercise, seed, source=submission.source, shown=submission.shown, kind=submission.kind,
+                          lines=submission.lines, code_files=submission.code_files, graph=True)
+    checks = checks_of(all_exercises()[exercise.name])
+    case = checks.cases(seed)[0]
+    caught = backward.Caught(checks.reference, case)
+    got = box.finish(expected=[checks.call(caught, case)])
+    if not got["ok"]:
+        raise GradlabError(f"--graph: your code did not run on the input '{case['label']}': {got['error']}")
+    if got.get("graph") is None:
+        raise GradlabError(f"--graph: {exercise.function}() ran no backward pass on the input '{case['label']}' "
+                           "(no torch.autograd.grad, no .backward()): there is no graph of yours to draw")
+    mine = backward.graph(got["graph"], f"your {exercise.function}(): its backward pass on '{case['label']}'")
+    if caught.data is None:
+        mine.note = "look at: the reference computes this one without autograd, so there is no graph to compare"
+        return [mine]
+    theirs = backward.graph(backward.checked(caught.data), "the reference's, on the same input")
+    backward.first_difference(mine, theirs)
+    return [mine, theirs]

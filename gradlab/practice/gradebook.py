@@ -22,7 +22,7 @@ from gradlab.errors import GradlabError
 from gradlab.kit.result import json_safe
 from gradlab.practice import all_exercises, lms, pool
 from gradlab.practice.course import Item, is_rule, score
-from gradlab.practice.isolate import sanitize
+from gradlab.practice.isolate import alike, escaped, sanitize
 from gradlab.practice.submission import Submission, of_course
 
 MAX_DEPTH = 6  # how deep inside a student's folder a course file is looked for
@@ -45,11 +45,14 @@ class Task:
     note: str = ""  # what the feedback says of the file's name: "found softmax_grad-1.py and graded it as ..."
 
 
-def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, list[str]]:
+def students(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None
+             ) -> dict[str, list[str]]:
     """{student: their folders and files} in SUBMISSIONS (ROOT): a folder is a student; a file or folder an LMS named
     (gradlab.practice.lms: Canvas's flat files, Moodle's files and folders) is its student's, by the id in its name.
     BY_FILE (--exercise): any other top-level .py file is a student too. Hidden entries are skipped, and SKIP (the
-    output folder, were it inside ROOT)."""
+    output folder, were it inside ROOT). Names that look alike (isolate.alike) are each graded, with every character
+    outside ASCII shown as its \\u escape in every file written (аlice as \\u0430lice), so that no row reads as
+    another's; NOTES gets a line saying so."""
     try:
         names = sorted(os.listdir(root))
     except OSError as e:
@@ -74,6 +77,12 @@ def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dic
     for path, student in lms.students(owners).items():  # a folder of the same name is another student
         student = shown(student if student not in plain else f"{student} ({owners[path].id})")
         found.setdefault(student, []).append(path)
+    twins = alike(list(found))  # аlice (a Cyrillic а) beside alice, NFC josé beside NFD josé: shown apart
+    found = {escaped(s) if s in twins else s: paths for s, paths in found.items()}
+    if twins and notes is not None:
+        notes.append(f"{len(twins)} students' names look alike ({', '.join(escaped(s) for s in list(twins)[:6])}"
+                     f"{', …' if len(twins) > 6 else ''}): each is graded, its letters outside ASCII shown as \\u "
+                     "escapes in every file written; rename the folders to tell them apart by name")
     if not found:
         shape = "a .py file or a folder per student" if by_file else "a folder per student (SUBMISSIONS/alice/" \
             f"{items[0].file}); for one file per student, give --exercise NAME"
@@ -96,11 +105,16 @@ def files_in(folder: str) -> list[str]:
     return hits
 
 
-def tasks(root: str, items: list[Item], by_file: bool, skip: str = "") -> list[Task]:
+def tasks(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None,
+          folders: dict[str, str] | None = None) -> list[Task]:
     """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files.
-    SKIP: the output folder, not a student."""
+    SKIP: the output folder, not a student. NOTES: a line for the teacher is added there (names that look alike).
+    FOLDERS: filled with {student: their folder or file}."""
     out = []
-    for student, paths in students(root, items, by_file, skip).items():
+    found = students(root, items, by_file, skip, notes)
+    if folders is not None:
+        folders.update({student: paths[0] for student, paths in found.items()})
+    for student, paths in found.items():
         for item in items:
             out.append(_task(root, student, paths, item, by_file))
     return out
@@ -171,7 +185,16 @@ def record(task: Task, result, seed: int, version: str) -> dict:
         "claims": claims,
         "inputs": [[str(r[0]), str(r[1]), r[2], str(r[3])] for r in inputs],
         "printed": result.metrics.get("printed", ""), "trace": result.metrics.get("trace", ""),
-        "sandbox": result.metrics.get("sandbox", ""), "environment": result.metrics.get("environment", "")})
+        "sandbox": result.metrics.get("sandbox", ""), "environment": result.metrics.get("environment", ""),
+        "source": _source(task)})
+
+
+SOURCE_CHARS = 20_000  # of a student's file kept in its record: the feedback shows the lines a diagnosis is about
+
+
+def _source(task: Task) -> str:
+    source = task.submission.source
+    return source[:SOURCE_CHARS].decode("utf-8", "replace") if isinstance(source, bytes) else ""
 
 
 def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
@@ -190,14 +213,24 @@ def _machines(old: dict) -> bool:
     return str(old.get("stopped") or "").startswith(MACHINES)
 
 
+def kept(old: dict | None, task: Task, seed: int, version: str, only: str | None = None) -> bool:
+    """Whether OLD is kept for TASK instead of grading it: it still holds (reusable), or, with ONLY (--student), it is
+    another student's record."""
+    if only is not None:
+        return task.student != only and isinstance(old, dict) and old.get("student") == task.student
+    return reusable(old, task, seed, version)
+
+
 def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, str], dict],
-              progress: Callable[[int, int, dict, float], None]) -> tuple[dict[tuple[str, str], dict], int | None]:
+              progress: Callable[[int, int, dict, float], None], only: str | None = None
+              ) -> tuple[dict[tuple[str, str], dict], int | None]:
     """{(student, file): record} for every task: OLD's records where they still hold, the others graded as many at a
     time as fit, each in its own sandbox (gradlab.practice.pool); PROGRESS(done, of, record, seconds) after each
     graded one. Also the number of the signal (Ctrl-C, SIGTERM) that stopped the grading, None when it ended: the
-    records are then those graded before it."""
+    records are then those graded before it. ONLY (--student): that student's files graded again, the others' last
+    records kept."""
     records = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
-               if reusable(old.get((t.student, t.item.file)), t, seed, version)}
+               if kept(old.get((t.student, t.item.file)), t, seed, version, only)}
     fresh = [t for t in todo if (t.student, t.item.file) not in records]
     count = 0
 

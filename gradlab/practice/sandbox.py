@@ -26,7 +26,7 @@ import sys
 import threading
 from pathlib import Path
 
-from gradlab.practice import capacity, harness_module, isolate, wire
+from gradlab.practice import backward, capacity, harness_module, isolate, wire
 from gradlab.practice.parsing import parse
 
 TIMEOUT_S = 20.0
@@ -39,7 +39,7 @@ GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
 # answer: tests/test_sandbox.py checks every harness's imports against it.
 SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.kit.seccomp")
 ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.stage1",
-          "gradlab.kit.seccomp", "gradlab.practice.wire")
+          "gradlab.kit.seccomp", "gradlab.practice.wire", "gradlab.practice.backward")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
 
@@ -105,13 +105,14 @@ class Sandbox:
 
     def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
                  lines: dict[str, str] | None = None, code_files: list | None = None, timeout_s: float | None = None,
-                 mode: str | None = None) -> None:
+                 mode: str | None = None, graph: bool = False) -> None:
         self.timeout_s = timeout_s or TIMEOUT_S
         self.limits = capacity.limits(self.timeout_s)
         self.mode = mode or isolate.detect().mode
         header = {"harness": harness_module(exercise), "function": exercise.function, "seed": seed, "kind": kind,
                   "shown": shown, "lines": lines or {}, "code_files": code_files or [],
-                  "forbidden": list(getattr(exercise, "forbidden", ()))}
+                  "forbidden": list(getattr(exercise, "forbidden", ())), "graph": graph}
+        self.graph = graph  # GRAPH: the first input only, its backward pass caught (gradlab/practice/backward.py)
         inputs = json.dumps(header).encode() + b"\n" + source
         package = sandbox_files(harness_module(exercise))
         if getattr(exercise, "package", ""):  # a teacher's own exercise (gradlab.practice.own): its harness alone
@@ -136,7 +137,7 @@ class Sandbox:
         self._thread.join()
         if "error" in self._outcome:
             raise self._outcome["error"]
-        return received(self._outcome["value"], expected, self.timeout_s, self.limits)
+        return received(self._outcome["value"], expected, self.timeout_s, self.limits, graph=self.graph)
 
 
 # ------------------------------------------------------------------------------------------------ what came back
@@ -146,8 +147,9 @@ class Bad(Exception):
 
 
 def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: float,
-             limits: isolate.Limits | None = None) -> dict:
-    """OUTCOME as the dict judge() reads, every part of it checked and sanitized."""
+             limits: isolate.Limits | None = None, graph: bool = False) -> dict:
+    """OUTCOME as the dict judge() reads, every part of it checked and sanitized (GRAPH: and its "graph", the caught
+    backward pass, or None)."""
     limits = limits or isolate.Limits()
     printed = outcome.printed.decode("utf-8", errors="replace")
     base = {"printed": isolate.sanitize(printed), "printed_bytes": int(outcome.printed_bytes), "warnings": [],
@@ -176,7 +178,11 @@ def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: f
         return base | {"ok": False, "kind": "died", "error": error}
     try:
         got = wire.decode(outcome.output)
+        if graph and type(got) is dict:
+            base["graph"] = backward.checked(got.pop("graph", None))
         return base | _checked(got, expected)
+    except backward.Bad as e:
+        return base | {"ok": False, "kind": "output", "error": isolate.one_line(f"your code's graph: {e}", 400)}
     except (Bad, wire.Malformed) as e:
         return base | {"ok": False, "kind": "output", "error": isolate.one_line(f"your code's outputs {e}", 400)}
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from gradlab.errors import GradlabError
-from gradlab.practice import course, grade
+from gradlab.practice import course
 from gradlab.practice.isolate import sanitize
 from gradlab.version import __version__
 
@@ -47,29 +47,44 @@ def parse(text: str) -> Shard:
     return Shard(int(m[1]), int(m[2]))
 
 
+RESULTS = "results.json"  # what a part's --out folder holds (gradlab.practice.grade writes it)
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The parts of one class joined: what one run over the whole class would write from (gradlab.practice.grade)."""
+
+    items: list[course.Item]
+    table: dict[str, dict[str, dict]]  # {student: {file: record}}, in the order the whole class's folder lists them
+    seed: int
+    made: str  # the last part's "graded ... UTC by gradlab ..." line
+    source: str  # the course file, or --exercise NAME
+    parts: int
+
+
 def _part(path: str) -> dict:
     """A part's results.json, checked to be a whole shard's."""
-    file = os.path.join(path, grade.RESULTS)
+    file = os.path.join(path, RESULTS)
     try:
         with open(file, encoding="utf-8") as f:
             data = json.load(f)
     except FileNotFoundError:
-        raise GradlabError(f"--merge {sanitize(path)}: no {grade.RESULTS} in it; give the --out folders of "
+        raise GradlabError(f"--merge {sanitize(path)}: no {RESULTS} in it; give the --out folders of "
                            "`gradlab grade ... --shard K/N`") from None
     except (OSError, ValueError) as e:
-        raise GradlabError(f"--merge {sanitize(path)}: {grade.RESULTS} cannot be read ({e})") from None
+        raise GradlabError(f"--merge {sanitize(path)}: {RESULTS} cannot be read ({e})") from None
     if not isinstance(data, dict) or not isinstance(data.get("shard"), str) or data.get("partial"):
-        raise GradlabError(f"--merge {sanitize(path)}: not a finished part of a class (its {grade.RESULTS} has no "
+        raise GradlabError(f"--merge {sanitize(path)}: not a finished part of a class (its {RESULTS} has no "
                            "shard, or its grading was interrupted: run its `--shard` command again)")
     for key in ("seed", "course", "students", "order", "made", "source"):
         if key not in data:
-            raise GradlabError(f"--merge {sanitize(path)}: its {grade.RESULTS} lacks {key!r}")
+            raise GradlabError(f"--merge {sanitize(path)}: its {RESULTS} lacks {key!r}")
     return data
 
 
-def merge(parts: list[str], out_dir: str, quiet: bool) -> int:
-    """`gradlab grade --merge PART... --out OUT`: the parts of one class, checked to be every part exactly once, of
-    one course, seed and gradlab, written into OUT as one run would have written them."""
+def merged(parts: list[str]) -> Merged:
+    """`gradlab grade --merge PART...`: the parts of one class, checked to be every part exactly once, of one course,
+    seed and gradlab, joined."""
     if not parts:
         raise GradlabError("--merge needs the --out folders of the class's parts (gradlab grade --merge P1 P2 "
                            "--out OUT)")
@@ -100,10 +115,4 @@ def merge(parts: list[str], out_dir: str, quiet: bool) -> int:
     table = {s: recs for s, (_, recs) in sorted(students.items(), key=lambda kv: kv[1][0])}
     items = [course.Item(**i) for i in first["course"]]
     made = max(d["made"] for d in datas)  # "graded YYYY-MM-DD HH:MM UTC ...": the last part's
-    grade._prepare(out_dir)
-    _, _, old_slugs = grade._previous(out_dir, lambda line: None)
-    written = grade._write(out_dir, items, table, first["seed"], made, old_slugs, first["source"])
-    if not quiet:
-        print(f"wrote {sanitize(out_dir)}: {', '.join(written)} (from {n} parts)")
-    return grade._environment_note(table)
-
+    return Merged(items, table, first["seed"], made, first["source"], n)
