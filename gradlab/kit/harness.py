@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import math
 import os
 import pickle
 import select
@@ -46,6 +47,22 @@ class Harness:
     # submission: it may start processes and open the loopback connections they need, then seal() them; LOAD()
     # runs the submission in the process that calls it and returns its function (a worker calls it after sealing).
     prepare: Callable[[list[dict], Callable[[], Callable]], list[Callable[[], dict]]] | None = None
+
+
+def default_init(net: torch.nn.Module, generator: torch.Generator) -> list[torch.Tensor]:
+    """NET's parameters drawn as PyTorch's default init draws them (nn.Linear.reset_parameters, torch/nn/modules/
+    linear.py: kaiming_uniform_ with a = √5 for the weight, U(±1/√fan_in) for the bias), but from GENERATOR: the
+    weights an input starts from, as a lesson's model starts. Not from torch's global generator, which gradlab's
+    threads share (the references of two submissions are computed at once, and making any module draws from it):
+    inputs seeded there differed now and then from the ones the sandbox drew, and a right answer failed."""
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, torch.nn.Linear):
+                torch.nn.init.kaiming_uniform_(m.weight, a=math.sqrt(5), generator=generator)
+                if m.bias is not None:
+                    bound = 1 / math.sqrt(m.in_features)
+                    torch.nn.init.uniform_(m.bias, -bound, bound, generator=generator)
+    return [p.detach().clone() for p in net.parameters()]
 
 
 def loaded(net: torch.nn.Module, weights: list[torch.Tensor]) -> torch.nn.Module:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.kit.harness import Harness, Returned, gloo_harness, loaded, tensor_list
+from gradlab.kit.harness import Harness, Returned, default_init, gloo_harness, loaded, tensor_list
 
 # ---------------------------------------------------------------------------------------------- accumulated_grad
 
@@ -23,9 +23,8 @@ def _model(case: dict) -> torch.nn.Module:
 
 def _acc_cases(seed: int) -> list[dict]:
     g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)  # PyTorch's default init, as a model of the lesson starts
-    weights = [p.detach().clone() for p in torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(),
-                                                               torch.nn.Linear(16, 10)).parameters()]
+    weights = default_init(torch.nn.Sequential(torch.nn.Linear(784, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10)),
+                           torch.Generator().manual_seed(seed))  # PyTorch's default init, as a lesson's model starts
 
     def data() -> dict:
         return {"weights": weights, "x": torch.rand(100, 784, generator=g),

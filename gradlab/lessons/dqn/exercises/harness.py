@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.kit.harness import Harness, Returned, loaded, tensor_out
+from gradlab.kit.harness import Harness, Returned, default_init, loaded, tensor_out
 
 
 def _qnet(weights: list[torch.Tensor]) -> torch.nn.Module:
@@ -22,9 +22,8 @@ def _td_cases(seed: int) -> list[dict]:
     g = torch.Generator().manual_seed(seed)
 
     def weights():
-        torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=g)))
-        return [p.detach().clone() for p in torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(),
-                                                                torch.nn.Linear(16, 2)).parameters()]
+        return default_init(torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2)),
+                            torch.Generator().manual_seed(int(torch.randint(0, 2**31, (1,), generator=g))))
 
     def transitions(n: int, p_done: float) -> dict:
         return {"s": torch.randn(n, 4, generator=g), "s2": torch.randn(n, 4, generator=g),
