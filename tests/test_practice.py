@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import assert_one_line_error, check_file, invoke
 
-from gradlab.practice import all_exercises, checks_of
+from gradlab.practice import all_exercises, answer, checks_of
 from gradlab.practice import sandbox as sandbox_module
 from gradlab.practice.judge import Reference, judge
 from gradlab.practice.starter import starter
@@ -32,7 +32,11 @@ def judged(name: str, fn) -> "object":
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_reference_passes(name):
-    r = judged(name, CHECKS[name].reference)
+    """A "no autograd" exercise's reference may be autograd (gaussian-policy.score's: what its claim compares with,
+    and no closed form in the wheel for a student to copy), which breaks the student's rule by design: its model
+    answer stands in for it."""
+    exercise = all_exercises()[name]
+    r = judged(name, answer(exercise) if exercise.no_autograd else CHECKS[name].reference)
     assert r.exit_code == 0 and r.claims and "diagnosis" not in r.metrics, [(c.text, c.value) for c in r.claims]
 
 
