@@ -416,9 +416,7 @@ def test_every_answer_explain_prints_is_flagged(name):
 
 
 def test_model_answers_are_left_out_of_the_wheel():
-    import tomllib
-
-    from conftest import REPO
+    from conftest import REPO, tomllib
 
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
     assert "gradlab/lessons/*/exercises/answers.py" in config["exclude"]

@@ -51,7 +51,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     digest = course.own_digest(course_path)
     stamp = __version__ + (f"+own.{digest}" if digest else "")  # what a re-run compares, beside each file's bytes
     table = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))
-    made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
+    made = (f"graded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
     written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
     say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}")
