@@ -3,7 +3,10 @@ with `gradlab notebooks`, a notebook's own install cell, and full MNIST without 
 itself is installed into a fresh venv with a CPU-only torch by `make wheel-check` (scripts/check_wheel.py), in CI."""
 
 import json
+import subprocess
 import sys
+import zipfile
+from email.parser import Parser
 
 import pytest
 from conftest import REPO, assert_one_line_error, invoke
@@ -114,3 +117,28 @@ def test_a_torchvision_built_for_another_torch_is_one_line_too(tmp_path, monkeyp
         monkeypatch.delitem(sys.modules, name)
     assert_one_line_error(invoke("mnist", "--dataset", "mnist", "--data-dir", str(tmp_path / "data")),
                           "needs torchvision", "does not load beside torch")
+
+
+def test_the_wheel_is_gradlab_teach_with_what_pypi_shows(tmp_path):
+    """The distribution's own name (PyPI's `gradlab` is another project), the command `gradlab`, and the metadata
+    PyPI shows: Python 3.10 to 3.13 (requires-python and the classifiers agree), tomli below 3.11, the license file,
+    the project's URLs and the README."""
+    proc = subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [wheel] = tmp_path.glob("*.whl")
+    assert wheel.name.startswith("gradlab_teach-")
+    with zipfile.ZipFile(wheel) as z:
+        info = wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"
+        meta = Parser().parsestr(z.read(f"{info}/METADATA").decode())
+        entry_points = z.read(f"{info}/entry_points.txt").decode()
+        assert f"{info}/licenses/LICENSE" in z.namelist()
+    assert meta["Name"] == "gradlab-teach" and meta["Requires-Python"] == ">=3.10"
+    assert "gradlab = gradlab.cli:main" in entry_points
+    classifiers = meta.get_all("Classifier")
+    assert [c.rsplit(" ", 1)[1] for c in classifiers if c.startswith("Programming Language :: Python :: 3.")] == [
+        "3.10", "3.11", "3.12", "3.13"]
+    assert meta["License-Expression"] == "MIT" and meta["License-File"] == "LICENSE"
+    assert "tomli>=1.1; python_version < '3.11'" in meta.get_all("Requires-Dist")
+    assert {u.split(",")[0] for u in meta.get_all("Project-URL")} >= {"Homepage", "Source", "Issues"}
+    assert meta["Description-Content-Type"] == "text/markdown" and "# gradlab" in meta.get_payload()

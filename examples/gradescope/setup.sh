@@ -44,7 +44,10 @@ echo "setup.sh: gradlab's venv $venv, made by $python ($("$python" --version 2>&
 
 rm -rf "$venv"
 if "$python" -c 'import torch' >/dev/null 2>&1; then
-    "$python" -m venv --system-site-packages "$venv"  # the image's torch, not a second copy
+    # the image's torch, not a second copy; and its pip where it has one (a venv's own, from ensurepip, would shadow
+    # the image's packages with its old setuptools, older than torch asks for)
+    "$python" -m venv --system-site-packages --without-pip "$venv"
+    "$venv/bin/python" -m pip --version >/dev/null 2>&1 || "$venv/bin/python" -m ensurepip --upgrade
 else
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet torch --index-url https://download.pytorch.org/whl/cpu
