@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml $(LOCK) Makefile | $(BIN)/python
 	@echo "  (about 70 s and 5.7 GB here: PyPI's Linux torch is the CUDA build; see docs/start/install.md for a CPU-only one)"
 	$(BIN)/python -m pip install --quiet pip==$(PIP)
 	$(BIN)/python -m pip install --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/python -m pip uninstall --quiet --yes gradlab  # gradlab's own editable install under its old name, if any
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

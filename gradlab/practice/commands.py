@@ -64,8 +64,7 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
           classroom_path: str | None = None, seed: int | None = None, quiet: bool = False) -> int:
     """`gradlab check PATH`: a file or a folder of submissions graded; exit code 0 when every check passes, 1 when
     one fails. A course's checks (a folder, --junit, --gradescope, --classroom) take the exercise from --exercise or
-    --course,
-    never from the files, and run only isolated."""
+    --course, never from the files, and run only isolated."""
     folder = os.path.isdir(path)
     one_student = {"--gradescope": gradescope_path, "--classroom": classroom_path}  # one student's file, a course's
     course_check = folder or junit_path is not None or any(p is not None for p in one_student.values())
