@@ -1,6 +1,6 @@
 """Install gradlab's wheel as a student would, into a fresh venv outside the repository, and use it.
 
-    python scripts/check_wheel.py dist/gradlab-<version>-py3-none-any.whl     (`make wheel-check`)
+    python scripts/check_wheel.py dist/gradlab_teach-<version>-py3-none-any.whl     (`make wheel-check`)
 
 1. A fresh venv gets a CPU-only torch first, as the README tells a student on a laptop without an NVIDIA GPU
    ($GRADLAB_CPU_TORCH, default `torch==2.13.0`: the CPU build this project's machines carry; elsewhere e.g.
