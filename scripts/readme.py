@@ -250,7 +250,7 @@ def rewrite(page: Path, only: str | object | None, runs: bool = True) -> int:
 
 def main() -> None:
     if "--check" in sys.argv[1:]:
-        from gradlab.cli import cli
+        from gradlab.cli.main import cli
 
         for page, m in all_blocks():
             name, *args = command_args(m["cmd"])

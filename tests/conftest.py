@@ -15,7 +15,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from gradlab.cli import cli
+from gradlab.cli.main import cli
 from gradlab.kit import data as datasets
 
 if sys.version_info >= (3, 11):

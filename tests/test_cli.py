@@ -9,7 +9,7 @@ import torch
 from conftest import assert_one_line_error, invoke
 
 import gradlab
-from gradlab.cli import cli
+from gradlab.cli.main import cli
 from gradlab.errors import GradlabError
 from gradlab.kit import data as datasets
 from gradlab.kit import device as devices
@@ -27,7 +27,7 @@ def without_timing(result_json):
 
 
 def test_help_lists_lessons_without_importing_torch():
-    code = ("import sys; from gradlab.cli import cli\n"
+    code = ("import sys; from gradlab.cli.main import cli\n"
             "try: cli(['--help'])\nexcept SystemExit: pass\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n"
             "assert 'rich' not in sys.modules, 'rich imported'")

@@ -131,7 +131,7 @@ def test_the_readme_is_short_and_its_links_lead_into_the_site():
 def test_gradlab_docs_prints_where_the_site_is(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from gradlab.cli import cli
+    from gradlab.cli.main import cli
 
     index = tmp_path / "site" / "index.html"
     index.parent.mkdir()

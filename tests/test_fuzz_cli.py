@@ -16,7 +16,7 @@ from conftest import invoke
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gradlab.cli import cli
+from gradlab.cli.main import cli
 from gradlab.lessons import LESSONS
 
 # Small budgets, so that every value the fuzzer does not touch keeps a run under a second or two (a lesson not named

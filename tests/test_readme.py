@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from gradlab.cli import cli
+from gradlab.cli.main import cli
 from gradlab.lessons import LESSONS, measured_runtimes
 
 spec = importlib.util.spec_from_file_location("readme", REPO / "scripts" / "readme.py")

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import gradlab
-from gradlab.cli import cli, lesson_command
+from gradlab.cli.main import cli, lesson_command
 from gradlab.kit import options
 from gradlab.lessons import LESSONS, Lesson, LessonInfo
 
@@ -111,10 +111,10 @@ def test_a_new_option_is_one_line_and_reaches_the_cli_the_api_and_config_files(t
 
 
 def test_the_settings_and_the_command_line_import_no_torch():
-    code = ("import sys, gradlab.cli, gradlab.api\n"
+    code = ("import sys, gradlab.cli.main, gradlab.api\n"
             "from gradlab.lessons import LESSONS\n"
             "[i.specs for i in LESSONS.values()]\n"
-            "gradlab.cli.cli.commands['ddp'].get_help(gradlab.cli.cli.make_context('gradlab', ['ddp']))\n"
+            "gradlab.cli.main.cli.commands['ddp'].get_help(gradlab.cli.main.cli.make_context('gradlab', ['ddp']))\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'rich', 'numpy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout.replace("'", '"')) == []

@@ -76,9 +76,9 @@ class GradlabGroup(click.Group):
         return list(self.commands)  # teaching order, as added below, not alphabetical
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        process.handle_stop_signals()
-        process.hostile_environment(_error)
-        try:
+        try:  # everything inside: a Ctrl-C at any point of the command is its one line and 130
+            process.handle_stop_signals()
+            process.hostile_environment(_error)
             code = super().main(args, prog_name or "gradlab", complete_var, standalone_mode=False, **extra)
         except click.ClickException as e:
             hint = f" (see `{e.ctx.command_path} --help`)" if getattr(e, "ctx", None) else ""
@@ -90,11 +90,8 @@ class GradlabGroup(click.Group):
         except RunFailed as e:  # e.g. a ddp worker died: not the user's input, but no claim can be checked
             _error(str(e))
             sys.exit(1)
-        except (Interrupted, click.Abort) as e:  # Ctrl-C, SIGTERM, SIGHUP
-            signum = getattr(e, "signum", 2)
-            _error(process.SIGNAL_WORDS.get(signum, "interrupted"))
-            process.forget_string_eval_interrupt()  # or a Ctrl-C that landed in a dataclass's making exits -2, not 130
-            sys.exit(128 + signum)
+        except (Interrupted, click.Abort, KeyboardInterrupt) as e:  # Ctrl-C, SIGTERM, SIGHUP (outside a command too)
+            process.exit_stopped(getattr(e, "signum", 2))
         except (BrokenPipeError, _ReaderLeft):  # `gradlab … | head`: the reader left: not a failed claim, no message
             process.quiet_stdout()
             sys.exit(141)  # 128 + SIGPIPE, as a shell reports a program killed by a broken pipe

@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
 from gradlab.ascii import is_unicode
 
@@ -56,6 +57,16 @@ def stop_signals_held() -> Iterator[None]:
             signal.signal(s, handler)
         if pending:
             signal.raise_signal(pending[0])  # to the handler just restored: KeyboardInterrupt, or Terminated
+
+
+def exit_stopped(signum: int) -> NoReturn:
+    """Exit after a stop signal: its line on stderr, in plain text (no rich: loading a module now could be cut by a
+    second Ctrl-C, and a C extension cut half-way while loading prints a warning of its own when loaded again), then
+    exit code 128 + the signal's number (130 for Ctrl-C)."""
+    sys.stderr.write(f"gradlab: error: {SIGNAL_WORDS.get(signum, 'interrupted')}\n")
+    sys.stderr.flush()
+    forget_string_eval_interrupt()
+    sys.exit(128 + signum)
 
 
 def forget_string_eval_interrupt() -> None:
