@@ -13,12 +13,14 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
 }
 
-# The first of python3, python3.13 ... python3.10 that is >= 3.10 and can make a venv (Debian's python3-venv)
+# The first of python3, python3.13 ... python3.10 that is >= 3.10 and can make a venv with pip in it (Debian's
+# python3-venv brings the wheels ensurepip installs: without them ensurepip.version() fails)
 find_python() {
     local p
     for p in python3 python3.13 python3.12 python3.11 python3.10; do
         if command -v "$p" >/dev/null 2>&1 &&
-           "$p" -c 'import sys, ensurepip, venv; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1; then
+           "$p" -c 'import sys, ensurepip, venv; ensurepip.version(); sys.exit(sys.version_info < (3, 10))' \
+               >/dev/null 2>&1; then
             command -v "$p"
             return 0
         fi
