@@ -1,9 +1,9 @@
-"""Draw every lesson's backward graph into docs/graphs/<lesson>.svg (`make docs`), the pictures each lesson's page
-shows (docs/lessons/<lesson>.md).
+"""Draw every lesson's backward graph into docs/graphs/<lesson>.svg and .html (`make docs`): the page each lesson's
+docs page embeds, clickable (docs/lessons/<lesson>.md), and the picture beside it.
 
     python scripts/graphs.py [LESSON ...]
 
-Each is what `gradlab LESSON --graph docs/graphs/LESSON.svg` writes after a run at the default settings: the
+Each is what `gradlab graph LESSON --out docs/graphs/LESSON.svg` (and .html) writes at the default settings: the
 lesson's graphs(config) drawn by gradlab.report.graph, so no lesson has to train for its picture.
 """
 
@@ -24,9 +24,10 @@ def main() -> None:
     for name in sys.argv[1:] or list(LESSONS):
         start = time.perf_counter()
         info = LESSONS[name]
-        path = OUT / f"{name}.svg"
-        write_graph(str(path), info.load().graphs(info.config()), f"gradlab {name}", None)
-        print(f"{time.perf_counter() - start:6.1f} s  {path}")
+        graphs = info.load().graphs(info.config())
+        for path in (OUT / f"{name}.svg", OUT / f"{name}.html"):
+            write_graph(str(path), graphs, f"gradlab {name}: the backward pass, measured", None)
+        print(f"{time.perf_counter() - start:6.1f} s  {path.with_suffix('.*')}")
 
 
 if __name__ == "__main__":

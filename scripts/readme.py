@@ -9,8 +9,9 @@ Three kinds of block. A run block holds what a command prints (the command is th
     <!-- /run -->
 
 Each command runs in a fresh process at a fixed width of 110 columns, without colour, and its output replaces the
-block. A doc block holds a lesson's explanation, its module docstring as Markdown (what `--explain full` prints,
-without the code), after a line that says where it comes from:
+block. A `--plot NAME.svg` in the command writes docs/plots/NAME.svg, the picture of the curves the page shows
+under the block (`![...](../plots/NAME.svg)`). A doc block holds a lesson's explanation, its module docstring as
+Markdown (what `--explain full` prints, without the code), after a line that says where it comes from:
 
     <!-- doc: log1pexp -->
     ...the docstring of gradlab/lessons/log1pexp/lesson.py...
@@ -54,6 +55,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 import tokenize
 from pathlib import Path
@@ -61,6 +63,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
+PLOTS = DOCS / "plots"  # the SVGs of a lesson's curves its page shows: `--plot NAME.svg` in a run block writes them
 NOTEBOOKS = ROOT / "notebooks"
 BLOCK = re.compile(r"(<!-- run: (?P<cmd>.+?) -->\n)```\n(?P<out>.*?)```\n(<!-- /run -->)", re.S)
 DOC = re.compile(r"(<!-- doc: (?P<lesson>[\w-]+) -->\n)(?P<out>.*?)(<!-- /doc -->)", re.S)
@@ -153,13 +156,20 @@ def command_args(cmd: str) -> list[str]:
     return args[1:]
 
 
-def run(cmd: str) -> str:
+def run(cmd: str, plots: Path | None = None) -> str:
+    """What CMD prints. A `--plot NAME.svg` in it (a bare file name: what a reader types) writes into PLOTS (`make
+    docs`: docs/plots/, where the page's image points), else into a folder thrown away after the run (the tests)."""
     env = {**os.environ, "COLUMNS": WIDTH, "NO_COLOR": "1", "TERM": "dumb"}
-    proc = subprocess.run([sys.executable, "-m", "gradlab", *command_args(cmd)], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, args = plots or Path(tmp), command_args(cmd)
+        args = [str(folder / a) if i and args[i - 1] == "--plot" and "/" not in a and a != "-" else a
+                for i, a in enumerate(args)]
+        proc = subprocess.run([sys.executable, "-m", "gradlab", *args], capture_output=True, text=True, env=env,
+                              cwd=ROOT)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"readme: `{cmd}` exited {proc.returncode}: {proc.stderr.strip()}")
-    return "\n".join(line.rstrip() for line in proc.stdout.splitlines()) + "\n"
+    printed = proc.stdout.replace(f"{folder}{os.sep}", "")  # `wrote clip.svg`, as the reader's run says it
+    return "\n".join(line.rstrip() for line in printed.splitlines()) + "\n"
 
 
 def lesson_doc(lesson: str) -> str:
@@ -235,7 +245,7 @@ def rewrite(page: Path, only: str | object | None, runs: bool = True) -> int:
         if not runs or (only is not None and (only == PROSE or only not in m["cmd"])):
             continue
         start = time.perf_counter()
-        printed = run(m["cmd"])
+        printed = run(m["cmd"], PLOTS)
         print(f"{time.perf_counter() - start:6.1f} s  {m['cmd']}", flush=True)
         out += [text[last:m.start()], m.group(1), "```\n", printed, "```\n", m.group(4)]
         last, n = m.end(), n + 1
@@ -248,7 +258,17 @@ def rewrite(page: Path, only: str | object | None, runs: bool = True) -> int:
     return n
 
 
+OPTIONS = ("--check", "--only", "--prose", "--bench")
+
+
 def main() -> None:
+    argv = sys.argv[1:]
+    unknown = [a for i, a in enumerate(argv) if a not in OPTIONS and not (i and argv[i - 1] == "--only")]
+    if unknown or argv[-1:] == ["--only"]:
+        print(f"readme: {'--only needs a TEXT' if not unknown else 'unknown argument ' + unknown[0]}; use "
+              f"--check, --only TEXT, --prose or --bench (scripts/readme.py's docstring says what each does)",
+              file=sys.stderr)
+        raise SystemExit(2)
     if "--check" in sys.argv[1:]:
         from gradlab.cli.main import cli
 

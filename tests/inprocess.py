@@ -7,10 +7,11 @@ from __future__ import annotations
 import contextlib
 import io
 import runpy
+import traceback
 import warnings
 
 from gradlab.kit.harness import Returned
-from gradlab.practice import all_exercises, checks_of
+from gradlab.practice import all_exercises, checks_of, child
 from gradlab.practice.judge import Reference, judge
 from gradlab.practice.submission import preflight
 
@@ -68,9 +69,15 @@ def outputs_of(name: str, fn) -> dict:
                 got = {"ok": False, "kind": "output", "trace": "",
                        "error": f"{exercise.function}() returned on the input '{case['label']}': {e}"}
                 break
-            except Exception as e:
-                got = {"ok": False, "kind": "raised", "trace": "", "error": f"{exercise.function}() raised on the "
-                       f"input '{case['label']}': {type(e).__name__}: {' '.join(str(e).split())[:300]}"}
+            except Exception as e:  # said as the child says it: the student's line, its tensors, a backward's line
+                e = e.with_traceback(e.__traceback__.tb_next)  # this frame is the child's, not the student's
+                forward = ""
+                if isinstance(e, RuntimeError) and not any(not child._ours(f.filename)
+                                                           for f in traceback.extract_tb(e.__traceback__)):
+                    forward = child.anomaly(lambda c=case: checks.call(watched, c))
+                line, trace = child.student_trace(e, forward)
+                got = {"ok": False, "kind": "raised", "trace": trace, "error": f"{exercise.function}() raised on the "
+                       f"input '{case['label']}': {line}"}
                 break
     watch.active = False
     got = got or {"ok": True, "outputs": outputs}

@@ -77,7 +77,7 @@ def test_docstring_formulas_become_code_blocks_and_bullets_stay_prose():
 def test_all_summary_and_exit_code(monkeypatch):
     result = invoke("all", "--quick", "--lessons", "jacobian,log1pexp", "--quiet")
     assert result.exit_code == 0, result.output
-    assert "jacobian" in result.output and "all 19 claims hold in 2 lessons" in result.output
+    assert "jacobian" in result.output and "all 22 claims hold in 2 lessons" in result.output
     from gradlab.lessons.jacobian import lesson as jacobian
 
     monkeypatch.setitem(jacobian.METHODS, "torch.func.jacfwd", lambda f, x: jacobian.jacfwd(f)(x) * 2)

@@ -317,3 +317,13 @@ def test_given_action_and_cli(tmp_path):
 ])
 def test_gaussian_policy_bad_inputs(args, fragment):
     assert_one_line_error(invoke("gaussian-policy", *args), fragment)
+
+
+def test_the_faithful_ports_float32_second_derivative_underflows_before_ex_overflows():
+    """Issue #47, 1: f'' = e · 1/(1 + e)² is 0 in float32 while eˣ is finite and the exact f'' a normal float."""
+    kept = L.faithful_f2_float32(False)
+    assert 40 <= kept["last_right_x"] < kept["first_zero_x"] < 89 == kept["first_nan_x"]
+    assert kept["exact_at_first_zero"] > torch.finfo(torch.float32).tiny
+    flushed = L.faithful_f2_float32(True)
+    assert flushed is None or flushed["first_zero_x"] < kept["first_zero_x"]
+    assert torch.tensor(1e-40) != 0  # the flush was undone

@@ -5,6 +5,7 @@ pre-flight, the student's output under the checks, the closed forms beside the g
 claim to be a library's way are that way to the bit."""
 
 import json
+import linecache
 import textwrap
 
 import pytest
@@ -22,8 +23,9 @@ from gradlab.practice.submission import preflight
 def fn_of(name: str, source: str):
     """The function or class named as exercise NAME's, defined by SOURCE (a student's code)."""
     namespace: dict = {}
-    exec(compile("import math\nimport torch\nimport torch.nn.functional as F\n" + textwrap.dedent(source),
-                 f"<{name}>", "exec"), namespace)
+    text = "import math\nimport torch\nimport torch.nn.functional as F\n" + textwrap.dedent(source)
+    linecache.cache[f"<{name}>"] = (len(text), None, text.splitlines(True), f"<{name}>")  # its lines, as a file's
+    exec(compile(text, f"<{name}>", "exec"), namespace)
     return namespace[all_exercises()[name].function]
 
 
@@ -125,7 +127,7 @@ UNKNOWN = [
     ("log1pexp.softplus", "the linear part by a bare where", """
         def softplus(x):
             return torch.where(x > 20, x, torch.log1p(torch.exp(x)))
-        """, "the gradient is NaN where x ≥ 89"),
+        """, "autograd differentiates both branches"),
     ("log1pexp.softplus", "exp's argument clamped", """
         def softplus(x):
             return torch.log1p(torch.exp(x.clamp(max=80)))
@@ -550,7 +552,72 @@ RAISES = {
     "must match the size of tensor": lambda: torch.zeros(2) + torch.zeros(3),
     "Mismatch in shape: grad_output": _grad_output_shape,
     "out of bounds": lambda: torch.zeros(2)[5],
+    "a view of a leaf Variable that requires grad is being used in an in-place operation":
+        lambda: torch.zeros(2, 2, requires_grad=True)[0].mul_(2),
+    "modified by an inplace operation": lambda: _saved_in_place(),
+    "appears to not have been used in the graph":
+        lambda: torch.autograd.grad(torch.ones(2, requires_grad=True).sum(), torch.ones(2, requires_grad=True)),
+    "grad can be implicitly created only for scalar outputs":
+        lambda: (torch.ones(2, requires_grad=True) * 2).backward(),
+    "cannot be multiplied": lambda: torch.zeros(5, 3) @ torch.zeros(4, 3),
+    "size mismatch, got input": lambda: torch.zeros(3, 4) @ torch.zeros(3),
+    "to have the same dtype": lambda: torch.zeros(2, 3, dtype=torch.float64) @ torch.zeros(3, 2),
+    "must have the same dtype": lambda: torch.nn.Linear(3, 2)(torch.zeros(2, 3, dtype=torch.float64)),
+    "to have same dtype": lambda: torch.dot(torch.zeros(2, dtype=torch.float64), torch.zeros(2)),
+    "expected scalar type": lambda: torch.bmm(torch.zeros(1, 2, 2, dtype=torch.float64), torch.zeros(1, 2, 2)),
+    "requires the source and destination dtypes match":
+        lambda: torch.zeros(3).index_put_((torch.tensor([0]),), torch.zeros(1, dtype=torch.float64)),
+    "expected target dtype to be Long": lambda: torch.nn.functional.cross_entropy(torch.zeros(3, 2),
+                                                                                  torch.tensor([0.0, 1.0, 1.0])),
+    "tensors used as indices must be long": lambda: torch.zeros(3)[torch.tensor([0.0])],
+    "Found no NVIDIA driver": lambda: _no_gpu(),
+    "is not on the expected device": lambda: torch.zeros(2) + torch.zeros(2, device="meta"),
+    "Can't call numpy() on Tensor that requires grad": lambda: torch.zeros(2, requires_grad=True).numpy(),
+    "Boolean value of Tensor with more than one value is ambiguous": lambda: bool(torch.zeros(2)),
+    "only one element tensors can be converted to Python scalars": lambda: float(torch.zeros(2)),
+    "cannot be converted to Scalar": lambda: torch.zeros(2).item(),
+    "is invalid for input of size": lambda: torch.zeros(5).view(2, 2),
+    "Dimension out of range": lambda: torch.zeros(5).sum(dim=1),
+    "could not infer output dtype": lambda: torch.tensor([1, 2]).mean(),
+    "can't be cast to the desired output type": lambda: torch.tensor([1, 2]).mul_(0.5),
+    "stack expects each tensor to be equal size": lambda: torch.stack([torch.zeros(2), torch.zeros(3)]),
+    "stack expects a non-empty TensorList": lambda: torch.stack([]),
+    "1D tensors expected": lambda: torch.dot(torch.zeros(2, 2), torch.zeros(2)),
+    "attempting to assign a gradient": lambda: setattr(torch.nn.Parameter(torch.zeros(3)), "grad", torch.zeros(2)),
+    "returned an incorrect number of gradients": lambda: _function_backward(lambda dy: (dy, dy)),
+    "returned an invalid gradient": lambda: _function_backward(lambda dy: dy.sum()),
+    "save_for_backward can only save variables": lambda: _function_backward(lambda dy: dy, save=2.0),
+    "you can only change requires_grad flags of leaf variables":
+        lambda: (torch.ones(2, requires_grad=True) * 2).requires_grad_(False),
+    "only Tensors of floating point dtype can require gradients": lambda: torch.tensor([1, 2]).requires_grad_(),
 }
+
+
+def _saved_in_place():
+    s = torch.sigmoid(torch.ones(2, requires_grad=True))
+    s.mul_(2)
+    s.sum().backward()
+
+
+def _no_gpu():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: .cuda() does not raise")
+    torch.zeros(1).cuda()
+
+
+def _function_backward(backward, save=None):
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if save is not None:
+                ctx.save_for_backward(save)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, dy):
+            return backward(dy)
+
+    F.apply(torch.ones(3, requires_grad=True)).sum().backward()
 
 
 def test_the_error_texts_diagnoses_look_for_are_this_torchs():
@@ -561,7 +628,7 @@ def test_the_error_texts_diagnoses_look_for_are_this_torchs():
     patterns = {p for p, _ in ERRORS} | {p for e in all_exercises().values() for p, _ in checks_of(e).errors}
     assert patterns <= set(RAISES), f"no line raises {patterns - set(RAISES)}: add one to RAISES"
     for pattern in patterns:
-        with pytest.raises((RuntimeError, IndexError)) as raised:
+        with pytest.raises((RuntimeError, IndexError, ValueError, TypeError, AssertionError)) as raised:
             RAISES[pattern]()
         assert pattern in str(raised.value), (pattern, str(raised.value))
 

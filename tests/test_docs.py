@@ -17,6 +17,7 @@ from conftest import HEADLESS, REPO, headless_browser, once
 from gradlab.cli import docs as docs_site
 
 pytest.importorskip("material", reason="the docs site needs mkdocs-material: the extra `docs` (make install has it)")
+pytest.importorskip("mkdocstrings", reason="the API page needs mkdocstrings-python: the extra `docs`")
 
 
 @pytest.fixture

@@ -89,6 +89,7 @@ MISTAKES = {
                                  "norm detached", "by value", "no square root"],
     "jacobian_graded.batch_jacobian": ["outputs summed", "rows piled up"],
     "log1pexp_graded.Log1mExp": ["naive", "log1p only", "expm1 only", "1/expm1(x) backward", "f' saved in forward",
+                                 "naive forward", "branches swapped", "1/(eˣ − 1) backward", "backward's sign",
                                  "dy forgotten"]}
 
 

@@ -208,7 +208,8 @@ def test_the_adapted_lesson_code_is_right_where_the_variant_meets_its_base():
     one = next(c for c in critic.cases(0) if "one step" in c["label"])
     for fn in _students_critic().values():
         got, want = critic.call(fn, one), critic.run(None, one)
-        assert all(torch.allclose(a, b, rtol=1e-9) for k in want for a, b in zip(got[k], want[k], strict=True))
+        assert all(torch.allclose(a, b, rtol=1e-9) for k in want if not k.startswith("_")  # "_steps": a count
+                   for a, b in zip(got[k], want[k], strict=True))
     ddp = checks_of(all_exercises()["ddp_graded.accumulate"])
     plain = next(c for c in ddp.cases(0) if c["label"].endswith("no padding"))
     got, want = ddp.call(_students_ddp()["the base answer (ddp.accumulated_grad)"], plain), ddp.run(None, plain)

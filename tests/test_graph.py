@@ -4,14 +4,17 @@ opens offline in a real browser, and bad paths are one line and exit 2."""
 import os
 import re
 import subprocess
+import time
 
 import pytest
 import torch
 from conftest import HEADLESS, assert_one_line_error, headless_browser, invoke
 
 import gradlab
+from gradlab.kit import autograd_graph
 from gradlab.lessons import LESSONS
 from gradlab.report import graph as drawing
+from gradlab.report.console import make_console
 
 
 @pytest.fixture(scope="module")
@@ -106,11 +109,23 @@ def test_gaussian_policy_graphs_give_the_lesson_scores(graphs):
     assert torch.allclose(attached.named_grads()["sigma"], -1 / sigma)
 
 
-def test_ddp_ranks_add_up_to_the_full_batch(graphs):
-    gs = graphs["ddp"]
-    assert len(gs) == LESSONS["ddp"].config().workers
-    differs = float(re.search(r"differs by (\S+) \(max rel\)", gs[-1].note).group(1))
+def test_ddp_ranks_are_joined_by_the_all_reduce_into_the_full_batch(graphs):
+    """One graph: every rank's graph, and under their leaves the all-reduce node, which receives every rank's
+    gradient of every parameter and holds their sum, the full batch's gradient."""
+    (g,) = graphs["ddp"]
+    workers = LESSONS["ddp"].config().workers
+    (reduce,) = [n for n in g.nodes if n.outside]
+    leaves = [n for n in g.nodes if n.leaf]
+    assert reduce.name == "all_reduce(SUM)" and {n.part for n in leaves} == {f"rank {r}" for r in range(workers)}
+    assert sorted(g.nodes[e.src].id for e in g.incoming(reduce)) == sorted(n.id for n in leaves)
+    from gradlab.lessons.ddp.batches import new_model
+
+    names = [name for name, _ in new_model(LESSONS["ddp"].config(), torch.device("cpu")).named_parameters()]
+    summed = torch.cat([sum(g.leaf_grads[n.id] for n in leaves if n.label == name).reshape(-1) for name in names])
+    assert torch.equal(reduce.grad_in, summed)
+    differs = float(re.search(r"differs by (\S+) \(max rel\)", "\n".join(reduce.facts)).group(1))
     assert differs < 1e-6
+    assert "all_reduce(SUM)" in drawing.svg([g])
 
 
 def test_jacobian_graph_sends_the_row_sum_of_the_jacobian(graphs):
@@ -121,15 +136,47 @@ def test_jacobian_graph_sends_the_row_sum_of_the_jacobian(graphs):
     config = LESSONS["jacobian"].config()
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64)
     y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
-    (g,) = graphs["jacobian"]
-    assert g.seed == "ones"
-    assert torch.allclose(g.named_grads()["X"], jacobian_loop(lambda X_: policy(X_, y), X).sum(0), atol=1e-12)
+    summed, row, _ = graphs["jacobian"]
+    J = jacobian_loop(lambda X_: policy(X_, y), X)
+    assert summed.seed == "ones" and row.seed == "1"
+    assert torch.allclose(summed.named_grads()["X"], J.sum(0), atol=1e-12)
+    assert torch.allclose(row.named_grads()["X"], J[0], atol=1e-12)  # one backward: one row
 
 
-def test_clip_note_is_the_global_norm_of_the_leaves(graphs):
+def test_jacobian_hessian_graph_is_a_grad_of_a_grad(graphs):
+    from gradlab.lessons.jacobian.lesson import hessian_loop, policy
+    from gradlab.lessons.jacobian.settings import parse_matrix, parse_vector
+
+    config = LESSONS["jacobian"].config()
+    X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64)
+    y = torch.tensor(parse_vector(config.state, "--state"), dtype=torch.float64)
+    H = hessian_loop(lambda X_: policy(X_, y)[config.output], X)
+    g = graphs["jacobian"][2]
+    # the first backward's own nodes, differentiated
+    assert any(re.fullmatch(r"\w+Backward\w*Backward\d", n.name) for n in g.nodes)
+    assert torch.allclose(g.named_grads()["X"], H.reshape(X.numel(), *X.shape)[0], atol=1e-12)
+
+
+def test_clip_draws_the_clipping_as_a_node_under_the_leaves(graphs):
+    """clip_by_global_norm receives every leaf's gradient, says their global norm and the scale; each leaf says its
+    clipped gradient; the SVG has the node."""
     (g,) = graphs["clip"]
+    config = LESSONS["clip"].config()
     norm = float(torch.sqrt(sum(t.double().pow(2).sum() for t in g.leaf_grads.values())))
-    assert f"global norm of the leaves' gradients {norm:.6g}" in g.note
+    scale = config.clip_norm / max(norm, config.clip_norm)
+    (clip,) = [n for n in g.nodes if n.outside]
+    assert clip.name == "clip_by_global_norm" and len(g.incoming(clip)) == len(g.leaf_grads)
+    assert f"global norm √(Σ‖∇‖²) = {norm:.6g}" in clip.facts[0] and f"= {scale:.6g}" in clip.facts[1]
+    assert scale < 1  # the default clips: clipped and unclipped differ
+    for i, grad in g.leaf_grads.items():
+        assert f"clipped ∇ {autograd_graph.summary(grad * scale)}" in g.nodes[i].facts[0]
+    assert ">clip_by_global_norm<" in drawing.svg([g]) and g.note.startswith("look at:")
+
+
+def test_every_graph_says_what_to_look_at(graphs):
+    for name, gs in graphs.items():
+        for g in gs:
+            assert g.note.startswith("look at: "), (name, g.title)
 
 
 def test_the_docs_pictures_are_the_lessons_graphs(graphs):
@@ -143,10 +190,12 @@ def test_the_docs_pictures_are_the_lessons_graphs(graphs):
         return Counter(re.findall(r">(\w+Backward\w*|[\w.]+  \(AccumulateGrad\))<", text))
 
     for name, gs in graphs.items():
-        picture = REPO / "docs" / "graphs" / f"{name}.svg"
-        assert picture.exists(), f"{picture} is missing: run `make docs`"
-        assert node_names(picture.read_text()) == node_names(drawing.svg(gs)), f"{name}: run `make docs`"
-        assert f"(../graphs/{name}.svg)" in (REPO / "docs" / "lessons" / f"{name}.md").read_text()
+        fresh = node_names(drawing.svg(gs))
+        for picture in (REPO / "docs" / "graphs" / f"{name}.svg", REPO / "docs" / "graphs" / f"{name}.html"):
+            assert picture.exists(), f"{picture} is missing: run `make docs`"
+            assert node_names(picture.read_text()) == fresh, f"{name}: run `make docs`"
+        text = (REPO / "docs" / "lessons" / f"{name}.md").read_text()
+        assert f"(../graphs/{name}.svg)" in text and f'<iframe src="../graphs/{name}.html"' in text  # embedded
 
 
 def test_graph_option_writes_svg_html_and_a_tree(tmp_path):
@@ -239,7 +288,165 @@ def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
     dom = subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
                           "--dump-dom", page.as_uri() + "#fold=target"], capture_output=True, text=True,
                          timeout=120).stdout
-    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)" style="display: none;"', dom)
+    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)"[^>]*style="display: none;"', dom)
     targets = [n for n in g.nodes if n.group == "target"]
     assert sorted(k for k, _ in hidden) == sorted(["node"] * len(targets) + ["edge"] * len(targets))
     assert {group for _, group in hidden} == {"target"} and 'class="folded"' in dom
+    # in their place one box, the arrows into the group redrawn to it (a red one: gradient reaches the target)
+    fold = re.search(r'<g class="fold" data-fold="target" style="">(.*?)<rect', dom).group(1)
+    assert fold.count('class="edge"') == len({e.src for e in g.edges if g.nodes[e.dst].group == "target"})
+    assert "#c5221f" in fold
+
+
+class _DevTools:
+    """A headless Chromium driven through its DevTools protocol (websocket-client): real mouse and key events."""
+
+    def __init__(self, browser, url, profile):
+        import json
+        import urllib.request
+
+        websocket = pytest.importorskip("websocket", reason="websocket-client drives the browser")
+        self.proc = subprocess.Popen([browser, *HEADLESS, f"--user-data-dir={profile}", "--window-size=1200,900",
+                                      "--remote-debugging-port=0", url], stderr=subprocess.PIPE, text=True)
+        for line in self.proc.stderr:
+            if m := re.search(r"DevTools listening on ws://([\d.:]+)/", line):
+                break
+        targets = json.loads(urllib.request.urlopen(f"http://{m.group(1)}/json/list", timeout=30).read())
+        page = next(t for t in targets if t["type"] == "page")
+        self.ws, self.json, self.id = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30), json, 0
+
+    def call(self, method, **params):
+        self.id += 1
+        self.ws.send(self.json.dumps({"id": self.id, "method": method, "params": params}))
+        while True:
+            reply = self.json.loads(self.ws.recv())
+            if reply.get("id") == self.id:
+                return reply.get("result", {})
+
+    def js(self, expression):
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def click(self, selector):
+        box = self.js(f"JSON.stringify(document.querySelector('{selector}').getBoundingClientRect())")
+        r = self.json.loads(box)
+        x, y = r["x"] + r["width"] / 2, r["y"] + r["height"] / 2
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    def key(self, name, code):
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=name, code=name, windowsVirtualKeyCode=code)
+
+    def close(self):
+        self.ws.close()
+        self.proc.kill()
+        self.proc.wait()
+
+
+def test_a_click_on_a_node_shows_its_chain_rule_sum(tmp_path):
+    """In Chromium, a real click on x's box (x used twice in Σ x·x) shows the two gradients arriving, [1, 2] each,
+    and their sum [2, 4]; the right arrow key steps on; predict mode hides what the node sends until asked."""
+    browser = headless_browser("the page")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with gradlab.record():
+        y = (x * x).sum()
+    g = gradlab.graph(y, names={"x": x}).graphs[0]
+    leaf = next(n for n in g.nodes if n.leaf)
+    page = tmp_path / "g.html"
+    page.write_text(drawing.page([g], "x·x"))
+    tools = _DevTools(browser, page.as_uri(), tmp_path / "p")
+    try:
+        for _ in range(100):
+            if tools.js("document.body && document.body.getAttribute('data-drawn')"):
+                break
+            time.sleep(0.1)
+        tools.click(f'g.node[data-node="g0n{leaf.id}"]')
+        panel = tools.js("document.getElementById('panel').innerText")
+        assert tools.js("document.querySelector('#panel .sum').textContent") == "2  [2, 4]", panel
+        assert panel.count("from MulBackward0 #1") == 2 and panel.count("2  [1, 2]") == 3  # x itself, 2 gradients
+        assert "2 uses: they add" in panel
+        tools.click("#predict")
+        tools.click('g.node[data-node="g0n0"]')
+        assert tools.js("document.querySelector('#panel .rest').style.display") == "none"  # asked first
+        tools.key("ArrowRight", 39)  # on to the next node autograd ran: MulBackward0
+        assert tools.js("document.getElementById('panel').getAttribute('data-node')") == "g0n1"
+    finally:
+        tools.close()
+
+
+def test_graph_command_draws_only_the_graph(tmp_path):
+    """`gradlab graph LESSON --out FILE`: the lesson's graphs without its run: clip's clipping node, ddp's all-reduce
+    node; a bad --out is one line and writes nothing."""
+    for lesson, node in (("clip", "clip_by_global_norm"), ("ddp", "all_reduce(SUM)")):
+        path = tmp_path / f"{lesson}.svg"
+        result = invoke("graph", lesson, "--out", str(path))
+        assert result.exit_code == 0 and f"wrote {path}" in result.output, result.output
+        assert f">{node}<" in path.read_text()
+    assert_one_line_error(invoke("graph", "clip", "--out", str(tmp_path / "g.png")), "--out")
+    assert_one_line_error(invoke("graph", "clip", "--out", str(tmp_path / "no" / "g.html")), "does not exist")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clip.svg", "ddp.svg"]
+
+
+SUMMED = '''import torch
+import torch.nn.functional as F
+
+
+def sgd_step(W, b, x, y, lr):
+    cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum()  # summed, not the mean: B times too large
+    gW, gb = torch.autograd.grad(cost, [W, b])
+    return W - lr * gW, b - lr * gb
+'''
+
+
+def test_check_graph_draws_the_students_backward_pass_beside_the_references(tmp_path):
+    """`gradlab check FILE --graph OUT.html`: the submission's backward pass, caught in the sandbox, beside the
+    reference's; the summed cost's first differing gradient (B times too large) is marked where it starts."""
+    wrong = tmp_path / "sgd_step.py"
+    wrong.write_text(SUMMED)
+    out = tmp_path / "sgd_step.html"
+    result = invoke("check", str(wrong), "--exercise", "mnist.sgd_step", "--graph", str(out))
+    assert result.exit_code == 1 and f"wrote {out}" in result.output, result.output
+    text = out.read_text()
+    assert "your sgd_step(): its backward pass" in text and "the reference&#x27;s, on the same input" in text
+    assert re.search(r"look at: MulBackward0 \(#\d+\), the first node whose gradient differs", text)
+    drawn = text.split('<script type="application/json"')[0]
+    assert drawn.count("≠ its gradient differs from the reference") == 1 and "http" not in text
+
+
+def test_a_failed_check_says_how_to_draw_its_graph(capsys):
+    """Without --graph, a check that failed ends with the command that draws the student's graph."""
+    from types import SimpleNamespace
+
+    from gradlab.practice import commands
+
+    todo = SimpleNamespace(kind="source", shown="work/sgd_step.py", exercise=SimpleNamespace(no_autograd=False))
+    commands._graph(todo, SimpleNamespace(exit_code=1), 0, None, make_console(quiet=False, stderr=False))
+    assert "gradlab check work/sgd_step.py --graph sgd_step.html" in capsys.readouterr().out
+    commands._graph(todo, SimpleNamespace(exit_code=0), 0, None, make_console(quiet=False, stderr=False))
+    assert capsys.readouterr().out == ""
+
+
+def test_check_graph_reads_what_comes_back_as_untrusted_data():
+    """What the sandbox sends back is checked: a name cut to printable text, an index out of range, a pickle-like
+    object or an oversized tensor is refused (one line), never drawn."""
+    from gradlab.practice import backward
+
+    node = {"name": "Evil\x1b[31m<script>", "leaf": False, "label": "", "shape": None, "order": 0,
+            "grad_in": torch.ones(2), "grads_out": [torch.ones(2)]}
+    ok = backward.checked({"nodes": [node], "edges": []})
+    assert ok["nodes"][0]["name"] == "Evil[31m<script>"  # control characters dropped; the page escapes the rest
+    for bad in ({"nodes": [node], "edges": [[0, 5, 0]]}, {"nodes": [{**node, "grad_in": "x"}], "edges": []},
+                {"nodes": [{**node, "grad_in": torch.ones(1 << 17)}], "edges": []}, {"nodes": [], "edges": []},
+                {"nodes": [{**node, "order": -1}], "edges": []}, [node]):
+        with pytest.raises(backward.Bad):
+            backward.checked(bad)
+    page = drawing.page([backward.graph(ok, "g")], "t")
+    assert "<script>" not in page.split("<script")[0] and "&lt;script&gt;" in page
+
+
+def test_check_graph_is_one_file_and_a_known_suffix(tmp_path):
+    (tmp_path / "a.py").write_text(SUMMED)
+    assert_one_line_error(invoke("check", str(tmp_path), "--exercise", "mnist.sgd_step", "--graph",
+                                 str(tmp_path / "g.html")), "is a folder")
+    assert_one_line_error(invoke("check", str(tmp_path / "a.py"), "--graph", str(tmp_path / "g.png")), "--graph")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]

@@ -45,7 +45,7 @@ def words(text: str) -> Counter:
 def test_the_pages_have_generated_blocks_for_every_lesson():
     commands = [m["cmd"] for m in BLOCKS]
     assert all(any(c.startswith(f"gradlab {name}") for c in commands) for name in LESSONS), commands
-    assert "gradlab mnist --dataset mnist-sample --offline" in commands
+    assert any(c.startswith("gradlab mnist --dataset mnist-sample --offline") for c in commands)
     assert all(m["out"].strip() for m in BLOCKS), "an empty block: run `make docs`"
 
 

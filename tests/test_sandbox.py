@@ -472,6 +472,7 @@ def test_copying_finds_no_reference(batch):
     assert found["frames"] == [] and found["imports"] == [] and found["files"] == [], found
     assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child", "gradlab.kit",
                                      "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.wire",
+                                     "gradlab.practice.backward",
                                      "gradlab.lessons",
                                      "gradlab.lessons.clip",
                                      "gradlab.lessons.clip.exercises", "gradlab.lessons.clip.exercises.harness"}, \
@@ -797,6 +798,44 @@ def test_a_uid_whose_cleanup_failed_is_not_used_again(tmp_path, monkeypatch):
     assert not (tmp_path / "slot-1.used").exists() and (tmp_path / "slot-0.used").exists()
 
 
+def test_two_slots_planting_in_each_others_tmp_cannot_retire_each_other(tmp_path, monkeypatch):
+    """One student's two files graded at once under two uids: each makes a folder in /tmp that others may write in but
+    not list, and plants a closed, non-empty folder and a file in the other's. The cleanup of the second ends with
+    nothing of its own left (the first's plant in its folder emptied as the first uid): a sandbox cannot make another
+    slot's cleanup fail. The first, retired while its own plant stood in a folder it may not list, is taken again
+    once that is gone (before: both cleanups failed on every try, and both slots were retired for good)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    a, b = PRIVATE_BASE + isolate.SLOTS - 3, PRIVATE_BASE + isolate.SLOTS - 2
+    monkeypatch.setattr(isolate, "LOCK_DIR", tmp_path)
+    monkeypatch.setattr(isolate, "UID_BASE", a)  # slot 0 is a, slot 1 is b
+    tag = f"gl-plant-{os.getpid()}"
+    plant = '''import os
+mine, theirs = "/tmp/{tag}-{me}", "/tmp/{tag}-{other}"
+os.makedirs(mine, exist_ok=True)
+os.chmod(mine, 0o733)  # others may make entries in it, but not list it
+if os.path.isdir(theirs):
+    os.makedirs(theirs + "/planted/deeper")
+    open(theirs + "/planted/deeper/f", "w").close()
+    open(theirs + "/loose", "w").close()
+    os.chmod(theirs + "/planted", 0o700)
+'''
+    for me, other, uid in (("a", "b", a), ("b", "a", b), ("a", "b", a)):
+        _as_uid(uid, plant.format(tag=tag, me=me, other=other))
+    try:
+        assert not isolate.clean_as_uid(a)  # its own plant in b's folder, which a may not list, is left
+        (tmp_path / "slot-0.used").write_text("retired\n")
+        assert isolate.clean_as_uid(b)  # a's plant in b's folder does not stop it
+        assert not os.path.lexists(f"/tmp/{tag}-a") and not os.path.lexists(f"/tmp/{tag}-b")
+        slot = isolate.Slot("uid")  # slot 0 (a), retired, is recovered now that its files are gone
+        assert slot.uid == a
+        slot.release(cleaned=True)
+        assert not (tmp_path / "slot-0.used").exists()
+    finally:
+        for me in "ab":
+            subprocess.run(["rm", "-rf", f"/tmp/{tag}-{me}"], check=False)
+
+
 def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():
     """The contract of gradlab/kit/harness.py, run for real: in the sandbox, each exercise's harness imports with
     only the files gradlab binds for it (an import hook refuses any other module of gradlab), and nothing of gradlab
@@ -934,14 +973,14 @@ def test_two_files_that_look_alike_are_neither_graded(tmp_path):
     require_sandbox()
     folder = tmp_path / "class"
     folder.mkdir()
-    for name in ("alice.py", "ALICE.py", "\uff41lice.py"):  # a fullwidth a
+    for name in ("alice.py", "ALICE.py", "\uff41lice.py", "\u0430lice.py"):  # a fullwidth a, a Cyrillic а
         (folder / name).write_text(HEAD)
     out = invoke("check", str(folder), "--exercise", CLIP, "--json", str(tmp_path / "all.json"))
     by_file = {d["config"]["file"]: d for d in json.loads((tmp_path / "all.json").read_text())}
-    assert out.exit_code == 1 and len(by_file) == 3, out.output
+    assert out.exit_code == 1 and len(by_file) == 4, out.output
     for name, entry in by_file.items():
         assert entry["points"]["score"] == 0 and "its name looks like" in entry["stopped"], (name, entry["stopped"])
-    assert "ALICE.py and \uff41lice.py" in by_file["alice.py"]["stopped"]
+    assert "ALICE.py and \u0430lice.py and \uff41lice.py" in by_file["alice.py"]["stopped"]
 
 
 def test_sanitize_leaves_text_and_escapes_controls():

@@ -1,10 +1,12 @@
 """`gradlab step`: the backward pass node by node, in autograd's order, stopping where the NaN is born."""
 
+import io
 import re
 
 import pytest
 import torch
 from conftest import invoke
+from rich.console import Console
 
 from gradlab.lessons import LESSONS
 from gradlab.report import step
@@ -73,7 +75,50 @@ def test_on_a_terminal_the_walk_waits_for_enter_after_each_node(monkeypatch):
     monkeypatch.setattr(command.sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(command.sys.stdout, "isatty", lambda: True)
     assert command.step.callback("log1pexp", predict=False, seed=0) == 0
-    assert prompts and prompts[0] == ("  Enter: next node", {"default": "", "show_default": False, "prompt_suffix": ""})
+    assert prompts and prompts[0] == (step.NEXT, {"default": "", "show_default": False, "prompt_suffix": ""})
+
+
+def _walk_typing(lesson, typed, predict=False):
+    """Walk LESSON's graphs as on a terminal, typing TYPED at the prompts (then Enter); what was printed, by prompt."""
+    graphs = LESSONS[lesson].load().graphs(LESSONS[lesson].config(), **step.TINY.get(lesson, {}))
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, color_system=None)
+    seen, answers = [], iter(typed)
+
+    def prompt(text):
+        seen.append(buffer.getvalue())
+        return next(answers, "")
+
+    score, keys = step.Score(), step.Keys()
+    for g in graphs:
+        if not keys.quit:
+            step.walk(g, console, prompt=prompt, predict=predict, score=score, keys=keys)
+    return buffer.getvalue(), seen
+
+
+def test_q_quits_the_walk():
+    out, seen = _walk_typing("dqn", ["q"])
+    assert len(seen) == 1 and out.count("step ") == 1  # one node shown, then nothing more: not 77 Enter presses
+
+
+def test_s_skips_to_the_lessons_point_and_says_it():
+    """log1pexp: s at the first node runs on to where the NaN is born, which says it is the point; dqn: the point
+    is the cut, said with its source line, and, without a cut, where gradient reaches the target network."""
+    out, seen = _walk_typing("log1pexp", ["s"])
+    naive = out.split("torch.where guard")[0]
+    assert re.findall(r"step (\d)/3", naive) == ["1", "3"] and seen[1].count("step 3/3") == 1
+    assert re.search(r"step 3/3  ExpBackward0 .*\n  ★ the lesson's point is here", naive)
+    out, _ = _walk_typing("dqn", [])
+    stop_grad = out.split("dqn, placeholder")[0]
+    assert "look at: the ✂ cut (detach)" in stop_grad and "★ the lesson's point is here" in stop_grad
+    assert "✂ a constant feeds in here (detach: lesson.py" in stop_grad and "y = y.detach()" in stop_grad
+    assert re.search(r"✗ gradient reaches target\.\S+: ★ the lesson's point is here", out)
+
+
+def test_predict_asks_before_it_shows_the_local_derivative():
+    _, seen = _walk_typing("log1pexp", ["0", "0", "nan"], predict=True)
+    assert "step 3/3  ExpBackward0" in seen[2] and "local derivative is inf" not in seen[2]
+
 
 
 @pytest.mark.parametrize("lesson", ["jacobian", "dqn", "actor-critic", "gaussian-policy", "clip", "ddp"])

@@ -1,5 +1,5 @@
-"""gradlab exercise mnist.sgd_step (level 1): one SGD step of softmax regression with torch.autograd.grad, then W
--= lr·g.
+"""gradlab exercise mnist.sgd_step (level 1): one SGD step of softmax regression: the gradient by autograd, then W
+− lr·g.
 
 Write the body of sgd_step below, then check it:
 
@@ -17,7 +17,7 @@ def sgd_step(W, b, x, y, lr):
     """One gradient-descent step of softmax regression, by hand.
 
     z = x W + b;  cost = mean_i(−Σ_k y_ik log softmax(z)_ik)   (the mean over the batch)
-    gW, gb = ∂cost/∂W, ∂cost/∂b                              with torch.autograd.grad
+    gW, gb = ∂cost/∂W, ∂cost/∂b                              torch.autograd.grad(cost, [W, b])
     return W − lr·gW, b − lr·gb                               new tensors; W and b are not changed
 
     Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot, lr a float. W and b arrive with

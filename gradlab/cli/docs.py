@@ -24,8 +24,9 @@ def build(quiet: bool = True) -> None:
                            "installed wheel; read the pages there, or clone it and run `make docs`")
     try:
         import material  # noqa: F401  (the theme; mkdocs comes with it)
-    except ImportError:
-        raise GradlabError("building the docs site needs mkdocs-material: pip install 'gradlab-teach[docs]' "
+        import mkdocstrings  # noqa: F401  (the API reference, read from the code)
+    except ImportError as e:
+        raise GradlabError(f"building the docs site needs {e.name}: pip install 'gradlab-teach[docs]' "
                            "(or make install)") from None
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", *(["--quiet"] if quiet else []),
                            "-f", str(CONFIG)], capture_output=True, text=True, cwd=CHECKOUT,

@@ -170,7 +170,7 @@ def write_outputs(result, run, console) -> None:
 
 for _command in (classroom.list_lessons, classroom.all_lessons, classroom.report, practice.exercises,
                  practice.exercise, practice.check_cmd, practice.grade, classroom.notebooks, classroom.show, step.step,
-                 docs_site.docs):  # after the lessons: `gradlab --help` lists them in this order
+                 step.graph, docs_site.docs):  # after the lessons: `gradlab --help` lists them in this order
     cli.add_command(_command)
 
 

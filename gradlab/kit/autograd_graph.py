@@ -14,6 +14,7 @@ Nothing here prints or draws: gradlab.report.graph does. The backward pass is to
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import math
 import sys
@@ -67,6 +68,9 @@ class Node:
     grads_out: list[torch.Tensor | None] = field(default_factory=list)  # what it sent to each next node
     shape: tuple[int, ...] | None = None  # of the tensor it produced (from its arriving gradient or forward)
     value: str = ""  # a summary of that tensor, where known
+    outside: bool = False  # a step after backward, outside autograd, on the leaves' gradients (clip, all-reduce)
+    facts: list[str] = field(default_factory=list)  # what the lesson measured here, one line each
+    part: str = ""  # which of the joined graphs it came from ("rank 0"), or ""
 
     @property
     def finite(self) -> bool:
@@ -119,6 +123,9 @@ class Graph:
         outs = self.nodes[e.src].grads_out
         return outs[e.slot] if e.slot < len(outs) else None
 
+    def outgoing(self, node: Node) -> list[Edge]:
+        return [e for e in self.edges if e.src == node.id]
+
     def named_grads(self, group: str = "") -> dict[str, torch.Tensor]:
         """The gradient autograd returned for each leaf of GROUP, by its name ("0.weight"; "" for lone tensors)."""
         return {self.nodes[i].label: g for i, g in self.leaf_grads.items() if self.nodes[i].group == group}
@@ -149,7 +156,10 @@ def summary(t: torch.Tensor | None, limit: int = 4) -> str:
         return "[" + ", ".join(f"{v:.3g}" for v in flat.tolist()) + "]"
     bad = int((~torch.isfinite(flat)).sum())
     ok = flat[torch.isfinite(flat)]
-    text = f"mean {ok.mean().item():.3g} · ‖·‖ {ok.norm().item():.3g}" if ok.numel() else "all non-finite"
+    mean = ok.mean().item() if ok.numel() else 0.0
+    if abs(mean) <= 1e-6 * (ok.abs().max().item() if ok.numel() else 0.0):
+        mean = 0.0  # rounding noise where the exact mean is 0 (a softmax's gradient, centred): not a value
+    text = f"mean {mean:.3g} · ‖·‖ {ok.norm().item():.3g}" if ok.numel() else "all non-finite"
     return text + (f" · {bad} non-finite" if bad else "")
 
 
@@ -336,7 +346,48 @@ def _mark_forbidden(graph: Graph, groups: set[str]) -> None:
             if e.dst in into and e.src not in into:
                 into.add(e.src)
                 changed = True
-    graph.edges = [Edge(e.src, e.dst, e.slot, forbidden=e.dst in into) for e in graph.edges]
+    graph.edges = [dataclasses.replace(e, forbidden=e.dst in into) for e in graph.edges]
     for g in sorted(groups):
         if any(n.group == g and n.leaf for n in graph.nodes):
             graph.forbidden[g] = graph.group_norm(g)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What a lesson adds to a traced graph: the step after backward that is its point, several graphs joined.
+# ---------------------------------------------------------------------------------------------------------------
+
+def after_backward(graph: Graph, name: str, sources: Iterable[int], *, facts: Iterable[str],
+                   result: torch.Tensor | None = None) -> Node:
+    """Add to GRAPH a step that runs after backward, outside autograd, on the gradients autograd returned for the
+    leaves SOURCES (node ids): clip_by_global_norm, all_reduce. Each leaf gets an edge into it carrying its
+    gradient; FACTS say what the step measured; RESULT is what it computed, where one tensor says it."""
+    node = Node(id=len(graph.nodes), name=name, outside=True, facts=list(facts), grad_in=result)
+    if result is not None:
+        node.shape, node.value = tuple(result.shape), summary(result)
+    graph.nodes.append(node)
+    for i in sources:
+        leaf = graph.nodes[i]
+        leaf.grads_out.append(graph.leaf_grads[i])
+        graph.edges.append(Edge(i, node.id, len(leaf.grads_out) - 1))
+    return node
+
+
+def join(graphs: list[Graph], *, title: str, parts: list[str]) -> Graph:
+    """GRAPHS as one Graph (ddp's ranks, side by side), each node marked with its part (PARTS[i]); autograd's
+    orders follow one another, as the passes ran. Its output is the outputs' sum: a backward from it gives each
+    leaf the sum of what the parts gave it."""
+    nodes, edges, leaf_grads, variables, forbidden = [], [], {}, {}, {}
+    offset = ran = 0
+    for graph, part in zip(graphs, parts, strict=True):
+        for n in graph.nodes:
+            nodes.append(dataclasses.replace(n, id=n.id + offset, part=part, grads_out=list(n.grads_out),
+                                             facts=list(n.facts), order=None if n.order is None else n.order + ran))
+        edges += [dataclasses.replace(e, src=e.src + offset, dst=e.dst + offset) for e in graph.edges]
+        leaf_grads.update({i + offset: g for i, g in graph.leaf_grads.items()})
+        variables.update({i + offset: v for i, v in graph.variables.items()})
+        forbidden.update(graph.forbidden)
+        ran += sum(n.order is not None for n in graph.nodes)
+        offset += len(graph.nodes)
+    outputs = [g.output for g in graphs if g.output is not None]
+    return Graph(title=title, nodes=nodes, edges=edges, seed=graphs[0].seed, leaf_grads=leaf_grads,
+                 forbidden=forbidden, output=sum(outputs[1:], outputs[0]) if outputs else None, variables=variables)

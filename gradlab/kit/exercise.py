@@ -241,6 +241,28 @@ def autograd_outputs(f: Callable, inputs: list, dy, directions: list, names: tup
     return keyed(y.detach(), [g.detach() for g in grads], seconds, names)
 
 
+def optimizer_steps(cases: list[dict], outputs: list[dict], refs: list[dict]) -> str | None:
+    """An experiment of an update exercise whose harness counts optimizer.step()'s calls ("_steps K", after update K)
+    and keeps the gradient it was given ("grad K"): when the parameters did not move, which of the two it was,
+    measured: step() never called, or called with .grad empty (None or zero)."""
+    for case, out, ref in zip(cases, outputs, refs, strict=True):
+        before = 0.0
+        for k in range(1, len(ref) + 1):
+            if f"_steps {k}" not in out:
+                break
+            now = float(out[f"_steps {k}"])
+            grad_zero = all(float(g.abs().max()) == 0 for g in tensors(out[f"grad {k}"]) if g.numel())
+            expected_zero = all(float(g.abs().max()) == 0 for g in tensors(ref[f"grad {k}"]) if g.numel())
+            if now == before:
+                return (f"optimizer.step() was never called in update {k} on '{case['label']}' (counted): call it "
+                        "after handing the gradients over, p.grad = g")
+            if grad_zero and not expected_zero:
+                return (f"optimizer.step() ran in update {k} on '{case['label']}' with every .grad empty (None or "
+                        "zero, measured when it ran): set p.grad = g after any zero_grad(), then call step()")
+            before = now
+    return None
+
+
 def norm_ratio(a: dict, b: dict) -> float:
     """‖a‖ / ‖b‖, each the global norm of every tensor of an output."""
     from gradlab.kit.training import global_norm

@@ -106,7 +106,9 @@ def tensor_list(value, what: str, n: int | None = None) -> list[torch.Tensor]:
     if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], list | tuple):
         raise Returned(f"{what} is a tuple of {kind_of(value[0])} and {kind_of(value[1])}; return the list alone")
     if not isinstance(value, list | tuple) or not all(isinstance(t, torch.Tensor) for t in value):
-        raise Returned(f"{what} is {kind_of(value)}, not a list of tensors")
+        nones = sum(t is None for t in value) if isinstance(value, list | tuple) else 0
+        raise Returned(f"{what} is {kind_of(value)}, not a list of tensors" + (
+            f": {nones} of them None (a .grad that no backward filled, or that was reset to None)" if nones else ""))
     if n is not None and len(value) != n:
         raise Returned(f"{what} has {len(value)} tensors where {n} are expected")
     return list(value)

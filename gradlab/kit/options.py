@@ -196,7 +196,8 @@ class RunOptions:
                                 flag="--config", path="file", in_file=False, in_api=False, recorded="config")
     json_path: str | None = option(None, "Write the machine-readable result to this file (- for standard output).",
                                    flag="--json", path="file", in_file=False, in_api=False, recorded=False)
-    plot_path: str | None = option(None, "Write a PNG of the curves to this file (- for standard output).",
+    plot_path: str | None = option(None, "Write a PNG of the curves to this file (an SVG if it ends in .svg; - for "
+                                         "standard output).",
                                    flag="--plot", path="file", in_file=False, in_api=False, recorded=False)
     graph_path: str | None = option(None, "Draw the backward graph of the lesson's key computation, measured (.html, "
                                           ".svg, or - for a tree in the terminal).",

@@ -27,15 +27,15 @@ OPS = {
 class Claim:
     """A teaching point stated as a measured number against a bound, e.g. max |ΔW| = 0.0 ≤ 1e-6."""
 
-    id: str
-    text: str
-    value: float
-    bound: float
-    op: str = "<="
+    id: str  # a short stable name, e.g. "manual-equals-optimizer" (what a test or a grader looks up)
+    text: str  # what the claim says, in words, as the report prints it
+    value: float  # what the run measured (NaN: not measured, and the claim fails)
+    bound: float  # what the value is compared with
+    op: str = "<="  # the comparison: value OP bound, one of <=, <, >, >=, ==
     # "yes/no": value 1 is yes, 0 is no, and the report prints the words; "not reached": the run stopped before this
     # check could be made (value NaN: it fails), and the report says so instead of a number
     kind: str = "number"
-    passed: bool = field(init=False)
+    passed: bool = field(init=False)  # value OP bound held (computed, never given; NaN never holds)
 
     def __post_init__(self) -> None:
         v = float(self.value)
@@ -91,44 +91,47 @@ class Table:
     formats: one Python format spec per column (None: the default for its type), e.g. ".9f" for costs.
     """
 
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-    formats: list[str | None] | None = None
-    note: str = ""
+    title: str  # the line above the table
+    columns: list[str]  # the column headers
+    rows: list[list[Any]]  # one list of cells per row, as many as the columns
+    formats: list[str | None] | None = None  # one format spec per column, e.g. ".9f" (None: the type's default)
+    note: str = ""  # a line under the table
 
 
 @dataclass
 class Curve:
     """Series that share one x axis, drawn as one panel of the --plot PNG."""
 
-    xlabel: str
-    ylabel: str
-    x: list[float]
-    series: dict[str, list[float]]
-    logy: bool = False
+    xlabel: str  # the x axis's label, e.g. "epoch"
+    ylabel: str  # the y axis's label, e.g. "cost"
+    x: list[float]  # the x values every series shares
+    series: dict[str, list[float]]  # {name: y values, one per x}
+    logy: bool = False  # a logarithmic y axis
     refs: dict[str, float] = field(default_factory=dict)  # reference lines across the panel: {label: y}
 
 
 @dataclass
 class Result:
-    lesson: str
-    title: str
-    seed: int
-    metrics: dict[str, Any]
-    claims: list[Claim]
-    tables: list[Table] = field(default_factory=list)
-    curves: dict[str, Curve] = field(default_factory=dict)
-    data: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
+    """What a lesson's run (or a check of a submission) returns: what it measured, its claims, its tables and curves,
+    and how the run went. `gradlab.run` and `gradlab.check` return one; `--json` writes `to_json()`."""
+
+    lesson: str  # the lesson's name, e.g. "mnist" (a check's: the exercise's lesson)
+    title: str  # one line saying what the run shows
+    seed: int  # the seed it ran with
+    metrics: dict[str, Any]  # every measured number the claims and tables are made of, by name (the lesson's own)
+    claims: list[Claim]  # what the run checked, each measured against its bound
+    tables: list[Table] = field(default_factory=list)  # what the report prints, in order
+    curves: dict[str, Curve] = field(default_factory=dict)  # {panel name: curve}: what --plot draws
+    data: dict[str, Any] | None = None  # the data set it trained on (name, sizes, where from), if any
+    notes: list[str] = field(default_factory=list)  # lines the report prints under the tables
     stopped: str | None = None  # why training stopped early (e.g. the cost became NaN), else None
     # How the run went, which the lesson does not know: filled in by the runner (gradlab.runner.execute).
     config: dict[str, Any] = field(default_factory=dict)  # the options it ran with
-    device: str = "cpu"
-    torch: str = ""
-    threads: int = 0
+    device: str = "cpu"  # the device it ran on, e.g. "cpu" or "cuda:0"
+    torch: str = ""  # torch's version
+    threads: int = 0  # the CPU threads torch used
     threads_why: str = ""  # why that many threads (gradlab.kit.threads)
-    version: str = ""
+    version: str = ""  # gradlab's version
     wall_s: float = 0.0  # the lesson's run, from Config to Result (not data loading)
 
     def __repr__(self) -> str:

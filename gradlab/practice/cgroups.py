@@ -12,6 +12,11 @@ starts inside, none can leave (moving needs write access to a cgroup.procs file,
 available() says why not, in words, when neither can be used (no cgroupfs, not root, a v2 cgroup with processes of
 its own so that no controller can be enabled below it); the sandbox then runs without one and gradlab says so.
 
+What gradlab itself is given (budget()): the CPUs of its affinity and the tightest CPU quota, memory limit and process
+limit of the cgroups it runs in (v1's cpu.cfs_quota_us, memory.limit_in_bytes, pids.max; v2's cpu.max, memory.max,
+pids.max), read from its own cgroup up to the root: a container's --cpus, --memory and --pids-limit, a Slurm job's or a
+Kubernetes pod's limits. A group never asks for more than that: cgroup v1 refuses a CPU quota above a parent's (EINVAL).
+
 Not root (the userns mode), only cgroup v2, and only where this process's own cgroup folder is delegated to its user
 (the folder, its cgroup.procs and cgroup.subtree_control writable: systemd does this for a unit with Delegate=yes);
 the group is then made exactly as for root. Elsewhere available() says which of these is missing.
@@ -25,6 +30,7 @@ import functools
 import itertools
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
@@ -42,6 +48,19 @@ def _own(hierarchy: str) -> str:
     raise OSError(f"no {hierarchy or 'cgroup v2'} line in /proc/self/cgroup")
 
 
+def _own_folder(hierarchy: str, root: Path | None = None) -> Path:
+    """This process's folder in HIERARCHY ("" for v2) under ROOT. In a container without a cgroup namespace,
+    /proc/self/cgroup names the host's path (/docker/ID) while the container's own cgroup is mounted at the hierarchy's
+    root: the path is then shortened from the left until it exists."""
+    root = ROOT if root is None else root
+    base = root / hierarchy if hierarchy else root
+    parts = Path(_own(hierarchy).lstrip("/")).parts
+    for start in range(len(parts) + 1):
+        if (folder := base.joinpath(*parts[start:])).is_dir():
+            return folder
+    return base
+
+
 def _not_v2() -> str:
     """Why a user other than root has no cgroup of its own here."""
     return f"{ROOT} is not cgroup v2, and cgroup v1's folders are root's"
@@ -49,7 +68,7 @@ def _not_v2() -> str:
 
 def _own_v2() -> Path:
     """This process's own cgroup v2 folder."""
-    return ROOT / _own("").lstrip("/")
+    return _own_folder("")
 
 
 def _v2_base() -> Path | None:
@@ -105,6 +124,7 @@ class Group:
 
     def __init__(self, *, memory: int, pids: int, cpus: float) -> None:
         name = f"gradlab-{os.getpid()}-{next(_serial)}"
+        cpus = min(cpus, budget().quota or cpus)  # cgroup v1 refuses a quota above a parent's (EINVAL)
         self.dirs: list[Path] = []
         try:
             base = _v2_base()
@@ -119,7 +139,7 @@ class Group:
             else:
                 self.version = "v1"
                 for hierarchy in V1:
-                    self._make(ROOT / hierarchy / _own(hierarchy).lstrip("/") / name)
+                    self._make(_own_folder(hierarchy) / name)
                 memory_dir, pids_dir, cpu_dir = self.dirs
                 self._set(memory_dir, {"memory.limit_in_bytes": memory}, {"memory.memsw.limit_in_bytes": memory})
                 self._set(pids_dir, {"pids.max": pids}, {})
@@ -180,3 +200,105 @@ class Group:
                     time.sleep(0.02)
         self.dirs = [d for d in self.dirs if d.exists()]
         return self.members()
+
+
+# ------------------------------------------------------------------------------------- what gradlab itself is given
+
+@dataclass(frozen=True)
+class Budget:
+    """What this process and everything it starts may use, together: CPUS (its affinity, and QUOTA, the tightest CPU
+    quota of its cgroups, in CPUs; None when none has one), MEMORY bytes (the tightest memory limit of its cgroups, and
+    the machine's MemAvailable when it started), PIDS tasks still free under the tightest process limit (None: no
+    limit), and FROM: where each bound came from, in words ("cgroup v1 cpu quota 1 CPU at /sys/fs/cgroup/cpu/x")."""
+
+    cpus: float
+    quota: float | None
+    memory: int
+    pids: int | None
+    said: tuple[str, ...] = ()
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except (OSError, ValueError):
+        return None
+
+
+def _up(folder: Path, top: Path) -> list[Path]:
+    """FOLDER and each folder above it up to TOP (included)."""
+    chain = [folder]
+    while folder != top and top in folder.parents:
+        folder = folder.parent
+        chain.append(folder)
+    return chain
+
+
+def _number(text: str | None) -> int | None:
+    """A cgroup file's number; None for "max", -1 or anything above 2**62 (v1 writes "no limit" as a huge number)."""
+    if text is None or not text.lstrip("-").isdigit():
+        return None
+    n = int(text)
+    return n if 0 <= n < 1 << 62 else None
+
+
+def _limits(root: Path) -> tuple[float | None, int | None, int | None, list[str]]:
+    """(CPU quota in CPUs, memory bytes, free tasks, what said so) from this process's cgroups under ROOT: v2 where
+    ROOT is a cgroup v2 mount, else the v1 hierarchies mounted under it. The tightest along each chain."""
+    quota: float | None = None
+    memory: int | None = None
+    pids: int | None = None
+    said: list[str] = []
+
+    def tighter(old, new, what: str, where: Path, unit: str):
+        if new is not None and (old is None or new < old):
+            said.append(f"{what} {new:g}{unit} ({where})")
+            return new
+        return old
+
+    v2 = (root / "cgroup.controllers").is_file()
+    chains = {h: _up(_own_folder("" if v2 else h, root), root if v2 else root / h)
+              for h in (("",) if v2 else ("cpu", "memory", "pids"))
+              if v2 or (root / h).is_dir()}
+    for hierarchy, chain in chains.items():
+        for folder in chain:
+            if hierarchy in ("", "cpu"):
+                if v2:
+                    limit, _, period = (_read(folder / "cpu.max") or "max").partition(" ")
+                else:
+                    limit, period = _read(folder / "cpu.cfs_quota_us") or "-1", _read(folder / "cpu.cfs_period_us")
+                cpus = (_number(limit) or 0) / (_number(period) or PERIOD_US) or None
+                quota = tighter(quota, cpus, f"cgroup {'v2 cpu.max' if v2 else 'v1 cpu quota'}", folder, " CPUs")
+            if hierarchy in ("", "memory"):
+                limit = _number(_read(folder / ("memory.max" if v2 else "memory.limit_in_bytes")))
+                memory = tighter(memory, limit, "cgroup memory limit", folder, " bytes")
+            if hierarchy in ("", "pids"):
+                limit = _number(_read(folder / "pids.max"))
+                used = _number(_read(folder / "pids.current")) or 0
+                pids = tighter(pids, None if limit is None else max(0, limit - used), "cgroup tasks free", folder, "")
+    return quota, memory, pids, said
+
+
+def _available_memory() -> int:
+    """MemAvailable of /proc/meminfo in bytes (MemTotal where the kernel has no MemAvailable)."""
+    fields = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields[key] = int(value.split()[0]) * 1024
+    return fields.get("MemAvailable", fields.get("MemTotal", 4 << 30))
+
+
+@functools.cache
+def budget(root: Path | None = None) -> Budget:
+    """What gradlab may use here (Budget), read once per process; ROOT: where cgroupfs is (default ROOT)."""
+    root = ROOT if root is None else root
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        quota, memory, pids, said = _limits(root) if os.name == "posix" and root.is_dir() else (None, None, None, [])
+    except (OSError, ValueError):
+        quota, memory, pids, said = None, None, None, []
+    machine = _available_memory()
+    return Budget(cpus=min(affinity, quota or affinity), quota=quota, memory=min(machine, memory or machine),
+                  pids=pids, said=(f"{affinity} CPUs in this process's affinity", *said,
+                                   f"{machine} bytes available on the machine"))

@@ -43,6 +43,8 @@ def run_check(submission: Submission, seed: int = 0) -> Result:
     result = _judged(exercise, reference, got, seed, shown)
     result.config = {"file": shown}
     result.metrics["sandbox"] = got["sandbox"]
+    if got.get("environment"):
+        result.metrics["environment"] = result.stopped or got["environment"]
     return result
 
 
@@ -53,7 +55,16 @@ def result_of(submission: Submission, seed: int) -> Result:
         return run_check(submission, seed)
     except Exception as e:
         why = one_line(f"{type(e).__name__}: {e}", 200)
-        return stopped_result(submission.exercise, submission.shown, f"gradlab could not check this file: {why}", seed)
+        return environment_result(submission.exercise, submission.shown, f"gradlab could not check this file: {why}",
+                                  seed)
+
+
+def environment_result(exercise: Exercise, shown: str, error: str, seed: int = 0) -> Result:
+    """stopped_result() for a check that ended because of the machine (gradlab's own trouble, its judging cut short):
+    not a grade. metrics["environment"] says so: `gradlab grade` keeps no such record and tells the teacher."""
+    result = stopped_result(exercise, shown, error, seed)
+    result.metrics["environment"] = error
+    return result
 
 
 def stopped_result(exercise: Exercise, shown: str, error: str, seed: int = 0) -> Result:
@@ -100,7 +111,7 @@ def _judged(exercise: Exercise, reference: Reference, got: dict, seed: int, show
     else:
         error = done["error"]
         why = f"gradlab could not judge your outputs ({one_line(f'{type(error).__name__}: {error}', 200)})"
-    return stopped_result(exercise, shown, why, seed)
+    return environment_result(exercise, shown, why, seed)
 
 
 @functools.cache
@@ -124,3 +135,33 @@ def stamp(result: Result) -> Result:
     checks = grading.points(result)
     result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
     return result
+
+
+def graphs(submission: Submission, seed: int = 0) -> list:
+    """`gradlab check FILE --graph`: the submission's first backward pass on the first input, caught where it runs
+    (the sandbox) and sent back as plain data, and the reference's on the same input, caught here; the student's
+    first node whose gradient differs is marked. Raises GradlabError when there is nothing to draw."""
+    from gradlab.errors import GradlabError
+    from gradlab.practice import backward
+
+    exercise = submission.exercise
+    if submission.stop is not None:
+        raise GradlabError(f"--graph: {submission.stop}")
+    box = sandbox.Sandbox(exercise, seed, source=submission.source, shown=submission.shown, kind=submission.kind,
+                          lines=submission.lines, code_files=submission.code_files, graph=True)
+    checks = checks_of(all_exercises()[exercise.name])
+    case = checks.cases(seed)[0]
+    caught = backward.Caught(checks.reference, case)
+    got = box.finish(expected=[checks.call(caught, case)])
+    if not got["ok"]:
+        raise GradlabError(f"--graph: your code did not run on the input '{case['label']}': {got['error']}")
+    if got.get("graph") is None:
+        raise GradlabError(f"--graph: {exercise.function}() ran no backward pass on the input '{case['label']}' "
+                           "(no torch.autograd.grad, no .backward()): there is no graph of yours to draw")
+    mine = backward.graph(got["graph"], f"your {exercise.function}(): its backward pass on '{case['label']}'")
+    if caught.data is None:
+        mine.note = "look at: the reference computes this one without autograd, so there is no graph to compare"
+        return [mine]
+    theirs = backward.graph(backward.checked(caught.data), "the reference's, on the same input")
+    backward.first_difference(mine, theirs)
+    return [mine, theirs]

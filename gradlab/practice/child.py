@@ -25,6 +25,7 @@ import json
 import linecache
 import os
 import pickle
+import re
 import sys
 import traceback
 import types
@@ -76,14 +77,70 @@ def _students_call(frame) -> bool:
     return frame is not None and not _gradlab(frame.f_code.co_filename)
 
 
-def student_trace(error: BaseException) -> tuple[str, str]:
-    """(one line, the traceback cut to the frames of the student's own code)."""
+def student_trace(error: BaseException, forward: str = "") -> tuple[str, str]:
+    """(one line, the traceback cut to the frames of the student's own code): the line says the student's line that
+    raised, and the tensors it names, measured (shape, dtype, whether they require grad); FORWARD, for an error
+    raised inside a backward pass, the student's line whose operation's backward failed (anomaly())."""
     frames = [f for f in traceback.extract_tb(error.__traceback__) if not _ours(f.filename)]
-    line = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+    line = " ".join(f"{type(error).__name__}: {error}".split())
+    if forward:  # torch's hint (enable anomaly detection) is what found the line: said instead
+        line = line.split(" Hint: enable anomaly detection")[0]
+    line = line[:300]
     if frames:
-        line += f" (line {frames[-1].lineno}: {(frames[-1].line or '').strip()[:80]})"
+        code = (frames[-1].line or "").strip()
+        line += f" (line {frames[-1].lineno}: {code[:80]})" if code else f" (line {frames[-1].lineno})"
+        seen = _tensors_on(error, code)
+        if seen:
+            line += f"; the tensors on that line: {seen}"
+    elif forward:
+        line += f" (in the backward of your line {forward})"
     trace = "".join(traceback.format_list(frames)) + f"{type(error).__name__}: {error}"
     return line, trace[-20000:]
+
+
+def _tensors_on(error: BaseException, code: str) -> str:
+    """The tensors that CODE (the student's line that raised) names, as its frame held them: "x (100, 784)
+    float64, W (784, 10) float32 requiring grad"; at most six."""
+    import torch
+
+    tb, frame = error.__traceback__, None
+    while tb is not None:
+        if not _ours(tb.tb_frame.f_code.co_filename):
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    if frame is None:
+        return ""
+    said = []
+    for name in dict.fromkeys(re.findall(r"(?<![\w.])[A-Za-z_]\w*", code)):
+        value = frame.f_locals.get(name)
+        if isinstance(value, torch.Tensor) and len(said) < 6:
+            grad = " requiring grad" if value.requires_grad else ""
+            said.append(f"{name} {tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}{grad}")
+    return ", ".join(said)
+
+
+def anomaly(call) -> str:
+    """The student's line whose operation's backward raised, for an error that autograd's engine raised with no frame
+    of the student's in its traceback: CALL run again under anomaly detection (NaN checks off), which warns with the
+    traceback of the forward call behind the failing backward. "" when it names no line of the student's."""
+    import torch
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with torch.autograd.detect_anomaly(check_nan=False):
+                call()
+        except BaseException:  # the error is already known: this run is for its warning
+            pass
+    for w in caught:
+        text = str(w.message)
+        if "Traceback of forward call" not in text:
+            continue
+        frames = re.findall(r'File "(.*?)", line (\d+), in .*\n\s*(.*)', text)
+        mine = [(n, code) for f, n, code in frames if not _ours(f)]
+        if mine:
+            return f"{mine[-1][0]}: {mine[-1][1].strip()[:80]}"
+    return ""
 
 
 class Forbidden:
@@ -199,7 +256,7 @@ def main() -> None:
     out = _writer(os.environ["GRADLAB_OUT"])
     # gradlab's few files in the sandbox, imported before any code of the submission runs
     from gradlab.kit import harness as shared
-    from gradlab.practice import wire
+    from gradlab.practice import backward, wire
 
     function = header["function"]
     harness = importlib.import_module(header["harness"]).HARNESSES[function]
@@ -220,7 +277,22 @@ def main() -> None:
     shared.seal()
     out.write(b"S")  # gradlab's clock for the submission starts now (isolate.START)
     out.flush()
-    result = _outputs(harness, cases, calls, load, forbidden, function, shared.REPORTED)
+    catches: list = []
+
+    def load_caught():
+        """gradlab check --graph: the function, its first backward pass caught when the harness calls it."""
+        fn = load()
+        if callable(fn) and not isinstance(fn, type):
+            catches.append(backward.Caught(fn, cases[0]))
+            return catches[-1]
+        return fn
+
+    graph = bool(header.get("graph")) and not calls
+    if graph:
+        cases = cases[:1]  # the first input alone
+    result = _outputs(harness, cases, calls, load_caught if graph else load, forbidden, function, shared.REPORTED)
+    if graph and result.get("ok"):
+        result["graph"] = catches[-1].data if catches else None
     try:
         data = wire.encode({**result, "warnings": caught, "used": forbidden.used})
     except TypeError as e:  # an output no result can hold (an object of the student's, a complex tensor)
@@ -304,7 +376,11 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
             return {"ok": False, "kind": "todo", "error": f"{function} raises NotImplementedError: write its body",
                     "trace": ""}
         except BaseException as e:
-            line, trace = student_trace(e)
+            forward = ""
+            if not calls and isinstance(e, RuntimeError) and not any(
+                    not _ours(f.filename) for f in traceback.extract_tb(e.__traceback__)):
+                forward = anomaly(lambda c=case: harness.call(watched if not isinstance(fn, type) else fn, c))
+            line, trace = student_trace(e, forward)
             return {"ok": False, "kind": "raised",
                     "error": f"{function}() raised on the input '{case['label']}': {line}", "trace": trace}
     return {"ok": True, "outputs": outputs}

@@ -1,8 +1,8 @@
 """What `gradlab exercises`, `exercise` and `check` do; their click commands and options are gradlab.cli.practice.
 
-`gradlab check PATH` reads each file once into a Submission (gradlab.practice.submission), grades them two at a time
-(gradlab.practice.pool: each in a sandbox of its own) and reports the Results: a file's checks, or a folder's
-table, and the course files (--json, --junit, --gradescope)."""
+`gradlab check PATH` reads each file once into a Submission (gradlab.practice.submission), grades them as many at a
+time as fit (gradlab.practice.pool: each in a sandbox of its own) and reports the Results: a file's checks, or a
+folder's table, and the course files (--json, --junit, --gradescope)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from rich.text import Text
 
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.result import Result, Table
-from gradlab.practice import all_exercises, course, grading, isolate, listing, own, pool, submission
+from gradlab.practice import all_exercises, capacity, course, grading, isolate, listing, own, pool, submission
+from gradlab.practice.check import graphs as check_graphs
 from gradlab.practice.check import stamp, stopped_result
 from gradlab.practice.starter import starter
 from gradlab.report import console as report
-from gradlab.report.files import STDOUT, check_writable, write_bytes
+from gradlab.report.files import STDOUT, check_graph_suffix, check_writable, write_bytes
 
 
 def list_exercises(json_path: str | None, *, course_path: str | None = None) -> int:
@@ -34,9 +35,13 @@ def list_exercises(json_path: str | None, *, course_path: str | None = None) -> 
         return 0
     rows = [[Text(i["lesson"], no_wrap=True), Text(i["name"], no_wrap=True), Text(i["what"]),
              Text(str(i["level"]), no_wrap=True)] for i in items]
-    report.make_console().print(report.FittedTable(
+    table = report.FittedTable(
         "gradlab exercises — write one with `gradlab exercise NAME`, check it with `gradlab check FILE`",
-        ["lesson", "exercise", "what to write", "level"], rows, [False, False, False, True]))
+        ["lesson", "exercise", "what to write", "level"], rows, [False, False, False, True])
+    console = report.make_console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:  # a pipe or a file: rich's 80 columns wrapped
+        console.width = sum(table.widths()[0]) + 3 * len(rows[0]) + 1  # every "what to write": a row a line
+    console.print(table)
     return 0
 
 
@@ -61,7 +66,8 @@ def write_starter(name: str, *, out_path: str | None, force: bool, course_path: 
 
 def check(path: str, *, exercise_name: str | None = None, course_path: str | None = None,
           json_path: str | None = None, junit_path: str | None = None, gradescope_path: str | None = None,
-          classroom_path: str | None = None, seed: int | None = None, quiet: bool = False) -> int:
+          classroom_path: str | None = None, seed: int | None = None, quiet: bool = False,
+          graph_path: str | None = None) -> int:
     """`gradlab check PATH`: a file or a folder of submissions graded; exit code 0 when every check passes, 1 when
     one fails. A course's checks (a folder, --junit, --gradescope, --classroom) take the exercise from --exercise or
     --course, never from the files, and run only isolated."""
@@ -72,10 +78,15 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
                     course_path=course_path, junit_path=junit_path, one_student=one_student)
     for target, option in ((json_path, "--json"), (junit_path, "--junit"), *((p, o) for o, p in one_student.items())):
         check_writable(target, option)
+    if graph_path is not None:
+        if folder:
+            raise GradlabError(f"--graph draws one file's backward pass; {path} is a folder: give one of its files")
+        check_graph_suffix(graph_path)
+        check_writable(graph_path, "--graph")
     found = _isolation(path, folder=folder, course_check=course_check, course_path=course_path)
     console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path,
                                                                  classroom_path))
-    if found.isolated and not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup
+    if found.isolated and not quiet and (note := isolate.not_isolated_message(found, capacity.limits())):
         console.print(f"gradlab: note: {note}", markup=False, highlight=False)
     files_of = {i.file: i.exercise for i in items} if items else None
     todo = (submission.of_folder(path, exercise_name=exercise_name, files_of=files_of) if folder else
@@ -99,6 +110,7 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
         console.print(report.render_table(table))
     else:
         _show(results[0], console, found)
+        _graph(todo[0], results[0], seed, graph_path, console)
     _write(results, items, console, folder=folder, json_path=json_path, junit_path=junit_path,
            gradescope_path=gradescope_path, classroom_path=classroom_path)
     if graded.signum is not None:  # what was graded is written: now the stop that Ctrl-C or SIGTERM asked for
@@ -177,6 +189,26 @@ def _show(result: Result, console, found: isolate.Detected) -> None:
                       "code", style="dim", markup=False, highlight=False)
 
 
+def _graph(todo: submission.Submission, result: Result, seed: int, graph_path: str | None, console) -> None:
+    """--graph: the submission's backward pass beside the reference's, written to GRAPH_PATH; without it, a check
+    that failed says how to get it."""
+    if graph_path is None:
+        if result.exit_code == 1 and todo.kind == "source" and not getattr(todo.exercise, "no_autograd", True):
+            console.print(f"see where your gradient goes wrong: gradlab check {todo.shown} --graph "
+                          f"{os.path.splitext(os.path.basename(todo.shown))[0]}.html", style="dim", markup=False,
+                          highlight=False, soft_wrap=True)  # a command is never broken across lines
+        return
+    from gradlab.report.graph import write_graph  # grandalf
+
+    try:
+        graphs = check_graphs(todo, seed)
+    except GradlabError as e:
+        console.print(f"gradlab: {e}", markup=False, highlight=False)
+        return
+    write_graph(graph_path, graphs, f"gradlab check {todo.shown}: your backward pass beside the reference's",
+                console, side_by_side=True)
+
+
 def _class_table(path: str, results: list[Result]) -> Table:
     """A folder's Results, a row per file: its exercise, points and verdict."""
     rows = [[os.path.basename(r.config["file"]), r.metrics["exercise"], r.metrics["points"]["score"],
@@ -205,7 +237,8 @@ def _write(results: list[Result], items: list[course.Item] | None, console, *, f
 
 def _scored(result: Result, items: list[course.Item] | None) -> course.Score:
     """RESULT's points as its course item says (by its file's name), or as an exercise's default: 10 points that
-    the claims about the answer carry, each broken rule deducting a quarter."""
+    the claims about the answer carry, each broken lesser rule deducting a quarter, none left after a call of the
+    library function the exercise asks for."""
     exercise = result.metrics["exercise"]
     item = next((i for i in items or [] if i.file == os.path.basename(str(result.config.get("file", "")))), None)
     return course.score(result, item or course.Item(f"{exercise.rpartition('.')[2]}.py", exercise))

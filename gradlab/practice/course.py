@@ -3,7 +3,14 @@
     [grading]                 # optional: the defaults of every exercise below
     points = 10               # an exercise's points
     scoring = "claims"        # "claims", "all-or-nothing" or "per-check" (see score())
-    deduct = 0.25             # "claims": the share of the points each broken rule takes away
+    deduct = 0.25             # "claims": the share of the points each broken lesser rule takes away
+    forbidden = 1             # the share a call of the library function the exercise asks for takes away
+    due = 2026-12-01T23:59:00+01:00   # optional: when it is due (with its time zone)
+    late_per_day = 0.1        # the share of the points each started day late takes away
+    late_cap = 0.5            # at most this share in all
+
+A teacher's overrides (overrides.csv) and the students' submission times (submitted.csv) sit beside the course file:
+gradlab.practice.adjust.
 
     [exercises]
     "sgd_step.py" = "mnist.sgd_step"
@@ -18,6 +25,8 @@ reference holds for earns nothing from its properties alone.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import hashlib
 import json
 import sys
@@ -25,7 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gradlab.errors import GradlabError
-from gradlab.kit.result import Result
+from gradlab.kit.result import NOT_REACHED, Result
 from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, own
 
@@ -35,7 +44,9 @@ else:  # Python 3.10: the same parser, before it joined the standard library
     import tomli as tomllib
 
 SCORINGS = ("claims", "all-or-nothing", "per-check")
-DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25}
+DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25, "forbidden": 1.0, "due": "", "late_per_day": 0.0,
+            "late_cap": 1.0}
+LATE = ("due", "late_per_day", "late_cap")  # applied to a graded record (adjust.py): no part of what grades it
 
 
 @dataclass(frozen=True)
@@ -46,11 +57,16 @@ class Item:
     exercise: str
     points: float = 10.0
     scoring: str = "claims"
-    deduct: float = 0.25  # "claims": the share of POINTS each broken rule takes away
+    deduct: float = 0.25  # "claims": the share of POINTS each broken lesser rule takes away
+    forbidden: float = 1.0  # "claims", "per-check": the share a call of the function the exercise asks for takes away
+    due: str = ""  # when it is due (ISO 8601, with its offset), "" for never late
+    late_per_day: float = 0.0  # the share of POINTS each started day late takes away
+    late_cap: float = 1.0  # the most a late submission loses, as a share of POINTS
 
     def key(self, seed: int, version: str) -> str:
         """What a stored grade of this item depends on besides the file: a change of it grades the file again."""
-        return hashlib.sha256(json.dumps([asdict(self), seed, version]).encode()).hexdigest()[:16]
+        graded = {k: v for k, v in asdict(self).items() if k not in LATE}  # a new due date grades nothing again
+        return hashlib.sha256(json.dumps([graded, seed, version]).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -125,19 +141,41 @@ def _item(path: str, name: str, entry, defaults: dict) -> Item:
 def _settings(given, defaults: dict, where: str) -> dict:
     """DEFAULTS overridden by GIVEN (a TOML table), each value checked."""
     if not isinstance(given, dict):
-        raise GradlabError(f"{where} must be a table of points, scoring and deduct")
+        raise GradlabError(f"{where} must be a table of points, scoring, deduct, forbidden, due, late_per_day and "
+                           "late_cap")
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
-        raise GradlabError(f"{where}: unknown key {unknown[0]!r}; the keys are exercise, points, scoring and deduct")
+        raise GradlabError(f"{where}: unknown key {unknown[0]!r}; the keys are exercise, points, scoring, deduct, "
+                           "forbidden, due, late_per_day and late_cap")
     out = dict(defaults) | given
-    points, scoring, deduct = out["points"], out["scoring"], out["deduct"]
+    points, scoring, deduct, forbidden = out["points"], out["scoring"], out["deduct"], out["forbidden"]
     if isinstance(points, bool) or not isinstance(points, int | float) or not 0 < points <= 1e6:
         raise GradlabError(f"{where}: points = {points!r} must be a number above 0")
     if scoring not in SCORINGS:
         raise GradlabError(f"{where}: scoring = {scoring!r} must be one of {', '.join(map(repr, SCORINGS))}")
     if isinstance(deduct, bool) or not isinstance(deduct, int | float) or not 0 <= deduct <= 1:
         raise GradlabError(f"{where}: deduct = {deduct!r} must be a share of the points, from 0 to 1")
-    return {"points": float(points), "scoring": scoring, "deduct": float(deduct)}
+    if isinstance(forbidden, bool) or not isinstance(forbidden, int | float) or not 0 <= forbidden <= 1:
+        raise GradlabError(f"{where}: forbidden = {forbidden!r} must be a share of the points, from 0 to 1")
+    for key in ("late_per_day", "late_cap"):
+        if isinstance(out[key], bool) or not isinstance(out[key], int | float) or not 0 <= out[key] <= 1:
+            raise GradlabError(f"{where}: {key} = {out[key]!r} must be a share of the points, from 0 to 1")
+    return {"points": float(points), "scoring": scoring, "deduct": float(deduct), "forbidden": float(forbidden),
+            "due": _due(out["due"], where), "late_per_day": float(out["late_per_day"]),
+            "late_cap": float(out["late_cap"])}
+
+
+def _due(value, where: str) -> str:
+    """A due date as ISO 8601 with its offset ("" for none): a TOML date-time with its time zone."""
+    if value == "":
+        return ""
+    if isinstance(value, str):  # [grading]'s, already read (or a quoted one)
+        with contextlib.suppress(ValueError):
+            value = datetime.datetime.fromisoformat(value)
+    if not isinstance(value, datetime.datetime) or value.utcoffset() is None:
+        raise GradlabError(f"{where}: due = {value!r} must be a date and time with its time zone, e.g. due = "
+                           "2026-12-01T23:59:00+01:00")
+    return value.isoformat()
 
 
 def is_rule(claim_id: str, exercise_name: str) -> bool:
@@ -155,18 +193,34 @@ def is_rule(claim_id: str, exercise_name: str) -> bool:
 
 def score(result: Result, item: Item) -> Score:
     """ITEM's points for RESULT. "claims": the claims about the answer share the points equally, and each broken
-    rule takes away DEDUCT of them (never below 0); "all-or-nothing": every point when every check passes, else
-    none; "per-check": every check an equal share (what `gradlab check --json` counts, one point each)."""
+    lesser rule (inputs changed in place, an autograd graph left) takes away DEDUCT of them; "all-or-nothing": every
+    point when every check passes, else none; "per-check": every check an equal share (what `gradlab check --json`
+    counts, one point each). Under "claims" and "per-check" a call of the library function the exercise asks students
+    to write (or of an alias: Exercise.forbidden) then takes away FORBIDDEN of the points (1 by default: none are
+    left). Never below 0."""
     claims = result.claims
     passed_all = result.stopped is None and all(c.passed for c in claims)
+    called = any(c.id.rsplit(":", 1)[-1] == "own" and c.kind != NOT_REACHED and not c.passed for c in claims)
     if item.scoring == "all-or-nothing" or not claims:
         return Score(item.points if passed_all else 0.0, item.points,
                      "every check passes" if passed_all else "not every check passes")
     if item.scoring == "per-check":
         got = sum(c.passed for c in claims)
-        return Score(round(item.points * got / len(claims), 2), item.points, f"{got} of {len(claims)} checks pass")
+        value, how = item.points * got / len(claims), f"{got} of {len(claims)} checks pass"
+    else:
+        value, how = _claims(result, item)
+    if called and item.forbidden:
+        value = max(0.0, value - item.forbidden * item.points)
+        how += ", calls the library function the exercise asks you to write " + (
+            "(no points for it)" if item.forbidden >= 1 else f"(−{item.forbidden:g} of the points)")
+    return Score(round(value, 2), item.points, how)
+
+
+def _claims(result: Result, item: Item) -> tuple[float, str]:
+    """The "claims" scoring before a forbidden call: the points and how, in words."""
+    claims = result.claims
     answer = [c for c in claims if not is_rule(c.id, item.exercise)]
-    broken = [c for c in claims if is_rule(c.id, item.exercise) and not c.passed]
+    broken = [c for c in claims if is_rule(c.id, item.exercise) and not c.passed and not c.id.endswith(":own")]
     share = sum(c.passed for c in answer) / len(answer) if answer else float(result.stopped is None)
     compared = [c for c in answer if not c.id.rsplit(":", 1)[-1].startswith("extra")]  # with the reference
     if compared and not any(c.passed for c in compared):
@@ -179,10 +233,41 @@ def score(result: Result, item: Item) -> Score:
         how += " (none of its comparisons with the reference holds, so its properties earn nothing alone)"
     if broken and share > 0:
         how += f", {len(broken)} broken rule{'s' if len(broken) > 1 else ''} (−{item.deduct:g} of the points each)"
-    return Score(round(value, 2), item.points, how)
+    return value, how
 
 
-# Lesson functions that answer an exercise under another name (`--explain` prints none of them: tests/test_explain.py)
+# What every student's installed gradlab holds that passes an exercise's check as it is (every check, the forbidden
+# calls included), mostly the references in the lessons' exercises/checks.py: computed by tests/answered.py, which
+# runs every function and class the wheel ships in each lesson's folder through the check as a submission;
+# tests/test_grade.py::test_the_answers_a_student_has_are_the_ones_listed keeps this list equal to what it finds
+ANSWERED: dict[str, tuple[str, ...]] = {
+    "mnist.sgd_step": ("gradlab.lessons.mnist.exercises.checks._sgd_reference",),
+    "mnist.softmax_grad": ("gradlab.lessons.mnist.exercises.checks._grad_reference",),
+    "mnist.LogSoftmax": ("gradlab.lessons.mnist.exercises.checks._StableLogSoftmax",),
+    "clip.global_norm": ("gradlab.kit.training.global_norm",),
+    "clip.clip_by_global_norm": ("gradlab.lessons.clip.exercises.checks._clip_formula",
+                                 "gradlab.lessons.clip.exercises.checks._ranks_local_fn",
+                                 "gradlab.kit.training.clip_by_global_norm"),
+    "clip.clip_across_ranks": ("gradlab.lessons.clip.exercises.checks._ranks_reference",),
+    "jacobian.jacobian_loop": ("gradlab.lessons.jacobian.lesson.jacobian_loop",
+                               "gradlab.lessons.jacobian.lesson.jacobian_vmap_vjp"),
+    "log1pexp.softplus": ("gradlab.lessons.log1pexp.exercises.checks._softplus_reference",
+                          "gradlab.lessons.log1pexp.lesson.double_where"),
+    "log1pexp.Log1pExp": ("gradlab.lessons.log1pexp.exercises.checks._StableLog1pExp",
+                          "gradlab.lessons.log1pexp.exercises.checks._SoftplusForward",
+                          "gradlab.lessons.log1pexp.lesson.StableLog1pExp"),
+    "gaussian-policy.GaussianLogProb": ("gradlab.lessons.gaussian_policy.exercises.checks._Layer",),
+    "dqn.td_target": ("gradlab.lessons.dqn.exercises.checks._target_reference",),
+    "dqn.td_loss": ("gradlab.lessons.dqn.exercises.checks._td_reference",),
+    "actor-critic.actor_loss": ("gradlab.lessons.actor_critic.exercises.checks._actor_reference",),
+    "actor-critic.critic_update": ("gradlab.lessons.actor_critic.exercises.checks._critic_reference",),
+    "ddp.sync_gradients": ("gradlab.lessons.ddp.exercises.checks._sync_reference",),
+    "ddp.accumulated_grad": ("gradlab.lessons.ddp.exercises.checks._acc_reference",),
+    "ddp.average_gradients": ("gradlab.lessons.ddp.exercises.checks._avg_reference",),
+}
+
+# Lesson functions that answer an exercise adapted in a few lines, under another name (reviewed by hand: `--explain`
+# prints none of them, tests/test_explain.py)
 ANSWERED_BY = {"mnist.softmax_grad": "analytic_gradients", "log1pexp.softplus": "double_where",
                "log1pexp.Log1pExp": "StableLog1pExp", "jacobian.hvp": "hessian_loop"}  # hvp: hessian_loop(f, x) @ v
 
@@ -197,18 +282,23 @@ GRADED_VARIANT = {"mnist": "mnist_graded.weighted_softmax_grad", "clip": "clip_g
 
 def lesson_answer_note(exercise_name: str) -> str | None:
     """The note `gradlab grade` gives the teacher when a student can read EXERCISE_NAME's answer in what they have:
-    the function of the installed lesson that answers it (`--explain` does not print it, but its source is in every
-    student's gradlab), said in one sentence; None when the lesson holds none. Imports the lesson (torch)."""
+    what of the installed gradlab passes its check as it is (ANSWERED), and the function of the lesson that answers
+    it as it is or adapted (`--explain` does not print it, but its source is in every student's gradlab), and the
+    exercise's graded variant to grade instead; None when gradlab holds none. Imports the lesson (torch)."""
     exercise = all_exercises()[exercise_name]
     if exercise.package:  # a teacher's own: no lesson holds it
         return None
+    parts = [f"{q.rpartition('.')[2]} in {q.rpartition('.')[0].replace('.', '/')}.py passes its check as it is"
+             for q in ANSWERED.get(exercise_name, ())]
     name = ANSWERED_BY.get(exercise_name, exercise.function)
     held = getattr(LESSONS[exercise.lesson].load(), name, None)
-    if not getattr(held, "__module__", "").startswith("gradlab."):  # none, or a library's (jacobian's torch.func.vjp)
+    if getattr(held, "__module__", "").startswith("gradlab."):  # not a library's (jacobian's torch.func.vjp)
+        parts.insert(0, f"the lesson {exercise.lesson} holds {name}, which answers {exercise_name} (as it is, or "
+                        "adapted in a few lines; `--explain` does not print it)")
+    if not parts:
         return None
     variant = GRADED_VARIANT.get(exercise.lesson)
     instead = (f"; for an exam, grade its variant {variant} instead, from gradlab's repository (the teacher kit "
                f"{GRADED_KIT}, which no wheel carries: teacher/README.md)") if variant else ""
-    return (f"the lesson {exercise.lesson} holds {name}, which answers {exercise_name} (as it is, or adapted in a few "
-            "lines): `--explain` does not print it, but every student's gradlab holds its source: fine for practice, "
+    return (f"every student's gradlab holds an answer to {exercise_name}: {'; '.join(parts)}: fine for practice, "
             f"not for an exam{instead}")

@@ -20,6 +20,8 @@ the exercise's inputs once each, lazily.
 
 from __future__ import annotations
 
+import itertools
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,10 +135,34 @@ def elementwise(A: torch.Tensor, Bv: torch.Tensor, a_shape, quantities) -> list[
         except RuntimeError:
             continue
         for rel, value, s in (("scale", Q * Bv, f"{sym} ⊙ expected"), ("scale", Bv / Q, f"expected / {sym}"),
-                              ("plus", Bv + Q, f"expected + {sym}"), ("plus", Bv - Q, f"expected − {sym}")):
+                              ("plus", Bv + Q, f"expected + {sym}"), ("plus", Bv - Q, f"expected − {sym}"),
+                              ("plus", Q - Bv, f"{sym} − expected")):
             if close(A, value):
                 found.append(Finding(rel, (rel, s), f"= {s}, elementwise ({sym}: {meaning})", detail=s, prio=3))
+        found += _plus_multiple(A, Bv, Q, sym, meaning) if not found else []
     return found
+
+
+def _plus_multiple(A: torch.Tensor, Bv: torch.Tensor, Q: torch.Tensor, sym: str, meaning: str) -> list[Finding]:
+    """yours − expected = k · q or k · ln q, for a tensor quantity q and a small k (½, 2, −1…): a term of the formula
+    with the wrong coefficient (−½ ln σ where −ln σ belongs)."""
+    d = A - Bv
+    if not torch.isfinite(d).all() or float(d.norm()) <= RELATE * float(Bv.norm()):
+        return []
+    terms = [(sym, Q)] + ([(f"ln {sym}", Q.log())] if bool((Q > 0).all()) else [])
+    for name, T in terms:
+        nt = float(T.norm())
+        if nt == 0 or bool((T[0] == T).all()):  # a constant is an offset, said by _offset
+            continue
+        k = float(d @ T) / nt**2
+        said = simple(k)
+        if said and float((d - k * T).norm()) <= RELATE * max(float(d.norm()), float(Bv.norm())):
+            term = name if said == "1" else f"−{name}" if said == "−1" else f"{said}·{name}"
+            sign, bare = ("−", term[1:]) if term.startswith("−") else ("+", term)
+            return [Finding("plus", ("plus", term), f"= expected {sign} {bare}, elementwise ({sym}: {meaning}): a term "
+                            f"in {name} with the wrong coefficient (or one that should not be there)", detail=term,
+                            prio=3)]
+    return []
 
 
 def spot_words(checks: Checks, case: dict, key: str, bad: torch.Tensor) -> str:
@@ -188,13 +214,14 @@ def relate(checks: Checks, lab: Lab, i: int, key: str, mine, expected, outputs_i
         return found
     quantities = checks.quantities(case)
     found += _scaled(A, Bv, nb, quantities, upd)
+    found += _offset(A, Bv, nb, upd)
     if len(a) == 1 and a[0].dim() == 2 and a[0].shape[0] == a[0].shape[1] and close(a[0].T.double(),
                                                                                    b[0].double()):
         found.append(Finding("transpose", ("transpose",), "is the transpose of the expected", detail="transpose",
                              prio=2))
     if len(a) == 1:
         found += elementwise(A, Bv, a[0].shape, quantities)
-    return found or [_differs(checks, case, key, A, Bv, b, one_tensor=len(a) == 1)]
+    return found or [_differs(checks, case, key, A, Bv, b, one_tensor=len(a) == 1, raw=vector(a))]
 
 
 def _nonfinite(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Tensor, *,
@@ -244,6 +271,19 @@ def _known(lab: Lab, i: int, key: str, mine, expected, outputs_i: dict, refs_i: 
     return found
 
 
+def _offset(A: torch.Tensor, Bv: torch.Tensor, nb: float, upd: str) -> list[Finding]:
+    """Yours = the expected + c, one constant c on every entry (of several): a term that depends on no input."""
+    d = A - Bv
+    if A.numel() < 2 or not torch.isfinite(d).all():
+        return []
+    c = float(d.mean())
+    if abs(c) <= RELATE * nb / A.numel() ** 0.5 or float((d - c).norm()) > RELATE * max(nb, abs(c)):
+        return []
+    said = simple(c) or num(c)
+    return [Finding("plus", ("plus", said), f"= the expected{upd} + {said} on every entry (one constant, the same "
+                    "for every element: a term that depends on no input is off)", detail=f"+{said}", prio=4)]
+
+
 def _scaled(A: torch.Tensor, Bv: torch.Tensor, nb: float, quantities: list, upd: str) -> list[Finding]:
     """Yours = c × the expected: −1 (the sign), c named by a quantity of the input (B, 1/B, lr…), c itself."""
     c = float(A @ Bv) / nb**2
@@ -264,19 +304,33 @@ def _scaled(A: torch.Tensor, Bv: torch.Tensor, nb: float, quantities: list, upd:
 
 
 def _differs(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Tensor, b: list, *,
-             one_tensor: bool) -> Finding:
-    """No relation holds: where yours differs, and float32's rounding when that is all it is."""
+             one_tensor: bool, raw: torch.Tensor) -> Finding:
+    """No relation holds: where yours differs, and float32's rounding when that is all it is: when every number
+    of yours (RAW, the output itself) is a float32 number, measured; a small error of another kind is said as not
+    float32's."""
     diff = (A - Bv).abs()
     bad = diff > 1e-6 * max(float(Bv.abs().max()), 1.0)
     where = spot_words(checks, case, key, bad) if one_tensor else ""
     rel = float(diff.max()) / max(float(Bv.abs().max()), 1.0)
     words = f"differs {where}" if where else "differs"
-    if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):  # a cause, said even beside an experiment's words
+    rounded = bool(torch.equal(raw.float().double(), raw))  # every number of yours is a float32 number
+    c = float(A @ Bv) / max(float(Bv @ Bv), 1e-300)
+    if 0 < abs(c - 1) < 1e-5 and float((A - c * Bv).norm()) <= 1e-12 * float(Bv.norm()) and not rounded:
+        return Finding("differs", ("differs", "factor"), f"= (1 {'+' if c > 1 else '−'} {abs(c - 1):.2g}) × the "
+                       "expected: one factor on every entry, a little off (measured: no entry differs otherwise): "
+                       "the factor was computed with less precision than the rest (float32 rounds to 6e-8 "
+                       "relative, and a sum accumulated in float32 loses more)", detail="factor", prio=8)
+    if rel < 1e-5 and rounded and any(t.dtype == torch.float64 for t in b):  # confirmed: said beside an experiment
         words += (f" by at most {rel:.2g} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
                   "ulp at 1 is 1.2e-7) where float64 is expected")
         return Finding("differs", ("differs", "float32"), words, detail=where or "float32", prio=8,
                        hint="a tensor made or cast to float32 on the way (.float(), torch.float32, a float32 buffer "
                             "or bucket) rounds every number: keep the inputs' dtype throughout")
+    if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):  # small, and not float32's rounding: say so
+        words += (f" by at most {rel:.2g} relative: a small error, and not float32's rounding (measured: your "
+                  "numbers carry more digits than float32 holds): look for an approximation (a finite difference, "
+                  "a truncated series, an ε added)")
+        return Finding("differs", ("differs", "small"), words, detail=where or "small", prio=8)
     return Finding("differs", ("differs", where), words, detail=where or "*", prio=9)
 
 
@@ -298,6 +352,16 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor) -> str:
                 "other, or a whole matrix where its product with a vector is asked?)")
     if a.dim() == b.dim() + 1 and a.shape[-1] == 1 and a.shape[:-1] == b.shape:
         return ": an extra dimension of size 1 (squeeze it)"
+    if a.dim() == b.dim() and a.dim() >= 1 and a.shape[1:] == b.shape[1:] and 0 < a.shape[0] < b.shape[0] \
+            and close(a.double(), b[:a.shape[0]].double()):
+        k, n = a.shape[0], b.shape[0]
+        return (f": {'the first row' if k == 1 else f'the first {k} rows'} of the expected {n}, each right (the loop "
+                "stopped early: a return inside the loop, or a range that ends too soon)")
+    if a.numel() == b.numel() and a.dim() == b.dim() and sorted(a.shape) == sorted(b.shape):
+        for perm in itertools.permutations(range(b.dim())):
+            if tuple(b.shape[p] for p in perm) == tuple(a.shape) and close(a.double(), b.permute(perm).double()):
+                return (f": the expected with its dimensions in another order (yours = expected.permute{perm}): "
+                        "stacked or transposed along another dimension")
     if a.numel() == b.numel():
         return ": the right number of entries in another shape (a reshape or a view?)"
     return ""
@@ -504,7 +568,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         parts.append(dtype_text)
     wrong = _wrong_outputs(checks, lab, mine, refs, bounds, bad_shape)
     sentences, fixes, vague, ratios = explain_outputs(checks, wrong.findings, wrong.inputs, wrong.relevant, cases)
-    said = [words for words in (_experiment(e, cases, mine, refs) for e in checks.experiments) if words]
+    said = [words for words in (_experiment(e, cases, outputs, refs) for e in checks.experiments) if words]
     parts += sentences if sentences or said or ratios else vague  # "differs" alone only when nothing more is known
     if wrong.step_note:
         parts.append(wrong.step_note)
@@ -579,28 +643,182 @@ def _experiment(experiment, cases: list[dict], mine: list[dict], refs: list[dict
 # A submission that stopped, and a right one that is close but not exact
 # ---------------------------------------------------------------------------------------------------------------
 
-ERRORS = [  # (text in PyTorch's message, what it means and the fix), for exceptions students meet everywhere
+def _line(error: str) -> str:
+    """The student's line that raised, as the sandbox's one-line error quotes it ("(line 7: z = x @ W)"), or ""."""
+    found = re.search(r"\(line \d+: (.*?)\)(?:; the tensors on that line|$)", error)
+    return found[1] if found else ""
+
+
+def _sizes(error: str) -> str:
+    """A size mismatch, measured: which dimension, and its size in each operand."""
+    found = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+                      r"dimension (\d+)", error)
+    said = (f"the operands' shapes do not broadcast: lined up from their last dimension, dimension {found[3]} of "
+            f"the result is {found[1]} in one and {found[2]} in the other" if found
+            else "two operands' shapes do not broadcast")
+    code = _line(error)
+    reduced = re.search(r"\b(sum|max|min|mean|logsumexp|norm|amax|amin|prod|argmax|argmin)\(([^()]*)\)", code)
+    axis = re.search(r"(?:dim\s*=\s*|^\s*)(-?\d+)\s*$", reduced[2]) if reduced and reduced[2].strip() else None
+    if axis and axis[1] == "0" and found:
+        return (f"{said}; your line reduces over dim=0 ({reduced[1]}(…, dim=0)): with the batch first, that leaves "
+                "one number per column where one per row (per sample) is expected: reduce over the other dimension")
+    if reduced and axis and "keepdim" not in code:
+        return (f"{said}; your line reduces with {reduced[1]}(…, dim) without keepdim=True, which drops that "
+                f"dimension, so the result no longer lines up with the tensor it came from: keepdim=True keeps it "
+                "(size 1)")
+    column = _lost_column(error)
+    if column:
+        return f"{said}; {column}"
+    return (f"{said}: the shapes of the tensors on your line are listed after it; compare each with the shapes the "
+            "starter gives")
+
+
+def _lost_column(error: str) -> str:
+    """Two tensors on the student's line whose shapes are (N,) and (N, K), measured: the first lines up with the
+    second's first dimension, but broadcasting lines shapes up from the last."""
+    listed = re.search(r"; the tensors on that line: (.*)$", error)
+    shapes = re.findall(r"(\w+) \(([\d, ]*)\)", listed[1]) if listed else []
+    dims = [(name, tuple(int(v) for v in shape.replace(" ", "").split(",") if v)) for name, shape in shapes]
+    for name, a in dims:
+        for other, b in dims:
+            if len(a) == len(b) + 1 and a[:-1] == b and a[-1] == b[-1] and len(b) >= 1:
+                return (f"{name} {a} has one dimension more than {other} {b}, its last of the same size: an (N, 1) "
+                        "broadcast against an (N,) made it upstream, an (N, N) where N numbers belong: squeeze the "
+                        "(N, 1) where it is made (a network's (…, 1) output: .squeeze(-1))")
+            if len(a) == 1 and len(b) == 2 and a[0] == b[0] and b[1] != a[0]:
+                return (f"{name} {a} holds one number per row of {other} {b}, but broadcasting lines shapes up "
+                        f"from the last dimension: make it a column, {name}[:, None] (keepdim=True where a reduction "
+                        "made it)")
+    return ""
+
+
+def _matmul(error: str) -> str:
+    """A matrix product whose inner sizes differ, measured: the two shapes, and which operand transposed fits."""
+    vec = re.search(r"mat \((\d+)x(\d+)\), vec \((\d+)\)", error)
+    if vec:
+        a, b, c = vec.groups()
+        said = f"a matrix-vector product ({a}×{b}) @ ({c},): the matrix has {b} columns, the vector {c} entries"
+        return (f"{said}; the matrix transposed, ({b}×{a}), would fit: is it the transpose of what you meant "
+                f"(v @ J is Σ_i v_i J[i])?" if a == c else f"{said}: compare each with the shapes the starter gives")
+    found = re.search(r"\((\d+)x(\d+) and (\d+)x(\d+)\)", error)
+    if not found:
+        return "a matrix product whose inner sizes differ: the columns of the first must equal the rows of the second"
+    a, b, c, d = found.groups()
+    said = f"a matrix product ({a}×{b}) @ ({c}×{d}): the inner sizes {b} and {c} differ"
+    if b == d:
+        return f"{said}; the second operand transposed, ({d}×{c}), would fit: is it the transpose of what you meant?"
+    if a == c:
+        return f"{said}; the first operand transposed, ({b}×{a}), would fit: is it the transpose of what you meant?"
+    return f"{said}: compare each operand's shape with the shapes the starter gives"
+
+
+def _dtypes(error: str) -> str:
+    found = re.search(r"(?:got:?|found|type) (\w+)(?: (?:!=|and|but found)|,) (\w+)", error)
+    which = f" ({found[1]} and {found[2]})" if found else ""
+    return (f"two tensors of different dtypes{which} met in one operation, which PyTorch does not convert for you: "
+            "keep the dtype the inputs arrive with (no .double(), .float() or torch.tensor(…) of your own without "
+            "dtype=x.dtype); the dtype of each tensor on your line is listed after it")
+
+
+ERRORS = [  # (text in PyTorch's message, what it means and the fix: a sentence, or one made from the message)
+    ("a view of a leaf Variable that requires grad is being used in an in-place operation",
+     "an in-place update of part of a tensor that requires grad (W[0] -= …, x[i] = …): autograd forbids it on a "
+     "leaf. Build a new tensor (torch.where, torch.cat, or a clone() you change) instead"),
     ("a leaf Variable that requires grad is being used in an in-place operation",
      "an in-place update (W -= …, W.sub_(…)) of a tensor that requires grad: autograd forbids it on a leaf. Return "
      "new tensors instead (W - lr * gW), leaving the caller's W as it is"),
+    ("modified by an inplace operation",
+     "a tensor autograd saved for the backward pass (to compute a derivative) was changed in place after it was "
+     "saved (+=, mul_, x[i] = …, a ReLU(inplace=True)): the backward needs the value it had. Make that change out of "
+     "place (x = x * 2, not x.mul_(2)), or change a clone()"),
     ("does not require grad and does not have a grad_fn",
      "autograd was asked for a gradient of something with no graph: make the input a leaf that requires grad "
-     "first (x = x.detach().requires_grad_(True)), and do not detach what the gradient must flow through"),
+     "first (x = x.detach().requires_grad_(True)), and do not cut what the gradient must flow through (.data, "
+     ".detach(), .item(), torch.no_grad(), torch.tensor(…) of a tensor)"),
+    ("appears to not have been used in the graph",
+     "a tensor you ask the gradient for is not in the graph of what you differentiate: the output was computed "
+     "from another tensor (a copy made with .data, .detach() or .clone(), or a name rebound after requires_grad_)"),
     ("Trying to backward through the graph a second time",
      "the graph is freed after the first backward/autograd.grad: pass retain_graph=True to every call but the "
      "last, or rebuild the graph (call f again) before each"),
-    ("must match the size of tensor",
-     "two tensors whose shapes do not broadcast: a sum or max without keepdim=True, or an operand transposed?"),
+    ("grad can be implicitly created only for scalar outputs",
+     ".backward() with no argument needs a 0-dim tensor: reduce the loss to one number as the formula says, or pass "
+     "the upstream gradient (y.backward(v), autograd.grad(y, x, grad_outputs=v))"),
+    ("must match the size of tensor", _sizes),
+    ("cannot be multiplied", _matmul),
+    ("size mismatch, got input", _matmul),
     ("Mismatch in shape: grad_output",
      "grad_outputs must have the shape of the output it weighs (f(x)'s shape), not the input's"),
+    ("to have the same dtype", _dtypes),
+    ("must have the same dtype", _dtypes),
+    ("to have same dtype", _dtypes),
+    ("expected scalar type", _dtypes),
+    ("requires the source and destination dtypes match", _dtypes),
+    ("expected target dtype to be Long",
+     "F.cross_entropy's target is class numbers of dtype int64 (y.long(), or y.argmax(dim=1) from one-hot rows), or "
+     "class probabilities of the input's dtype and shape"),
+    ("tensors used as indices must be long",
+     "an index tensor of floats: indices must be integers (int64: .long()) or booleans"),
+    ("Found no NVIDIA driver",
+     "your code moves a tensor to a GPU (.cuda(), device='cuda'): the check runs on the CPU; keep every tensor on "
+     "the device it arrives on (torch.zeros(…, device=x.device))"),
+    ("is not on the expected device",
+     "tensors on two devices met in one operation: create your tensors on the device of the inputs "
+     "(device=x.device)"),
+    ("Can't call numpy() on Tensor that requires grad",
+     "NumPy of a tensor in the graph: autograd cannot follow a computation through NumPy. Keep it in torch "
+     "operations"),
+    ("Boolean value of Tensor with more than one value is ambiguous",
+     "if, while, and, or or Python's max() on a tensor of several numbers: use elementwise torch operations "
+     "(torch.where, torch.maximum, torch.clamp) or reduce first (.any(), .all())"),
+    ("only one element tensors can be converted to Python scalars",
+     "float() or a Python number of a tensor holding several numbers: keep it a tensor (or reduce it first)"),
+    ("cannot be converted to Scalar",
+     ".item() of a tensor holding several numbers: keep it a tensor (or reduce it first)"),
+    ("is invalid for input of size",
+     "a reshape or view to a shape that does not hold the tensor's number of elements: compare the sizes"),
+    ("Dimension out of range",
+     "a dim= past the tensor's dimensions (the tensors on your line are listed after it, with their shapes)"),
+    ("out of bounds",
+     "an index past the end of a dimension (the tensors on your line are listed after it, with their shapes)"),
+    ("could not infer output dtype",
+     "a mean (or another floating operation) of an integer tensor: convert it to the inputs' floating dtype first "
+     "(.to(x.dtype))"),
+    ("can't be cast to the desired output type",
+     "an in-place operation writes floats into an integer tensor: compute a new tensor (out of place), or convert "
+     "to a floating dtype first"),
+    ("stack expects each tensor to be equal size",
+     "torch.stack of tensors of different shapes: each must have the same shape (torch.cat joins along an existing "
+     "dimension)"),
+    ("stack expects a non-empty TensorList",
+     "torch.stack of an empty list: the loop that fills it never ran on this input (its range is empty here: "
+     "compare it with the sizes of this input)"),
+    ("1D tensors expected", "torch.dot takes two 1-D tensors: use @ (torch.matmul) for matrices"),
+    ("attempting to assign a gradient",
+     "p.grad = g with g of another shape or dtype than p: give each parameter the gradient of its own shape and "
+     "dtype, in the order of its parameters()"),
+    ("returned an incorrect number of gradients",
+     "backward returns one gradient per input of forward (after ctx), in the same order: None for an input that "
+     "needs none"),
+    ("returned an invalid gradient",
+     "a gradient backward returns has the wrong shape: each must have the shape of its input to forward (dy times "
+     "the local derivative, elementwise, keeps it)"),
+    ("save_for_backward can only save variables",
+     "ctx.save_for_backward takes tensors only: keep a number on ctx as an attribute (ctx.k = k)"),
+    ("you can only change requires_grad flags of leaf variables",
+     "requires_grad_ on a computed tensor: call it on the input first (x = x.detach().requires_grad_(True)), then "
+     "compute from x"),
+    ("only Tensors of floating point dtype can require gradients",
+     "requires_grad on an integer tensor: gradients exist for floating dtypes only; convert first (.to(x.dtype))"),
 ]
 
 
 def explain_error(checks: Checks, error: str) -> str:
-    """The fix for an exception the submission raised, when its message is one students meet."""
+    """The fix for an exception the submission raised, when its message is one students meet: the exercise's own
+    advice first, then the general one (from the message's measured sizes and dtypes and the student's line)."""
     for pattern, fix in [*checks.errors, *ERRORS]:
         if pattern in error:
-            return fix
+            return fix(error) if callable(fix) else fix
     return ""
 
 

@@ -5,6 +5,7 @@ their folder's name) is escaped."""
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import re
@@ -14,7 +15,10 @@ from dataclasses import dataclass, field
 from html import escape
 
 from gradlab.kit.result import NOT_REACHED, mark
+from gradlab.practice import all_exercises, similar
 from gradlab.practice.course import Item
+from gradlab.practice.lms import canvas_id
+from gradlab.practice.starter import starter
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;color:#222}
@@ -35,7 +39,7 @@ def _page(title: str, body: str) -> str:
 
 def cell_class(rec: dict | None) -> str:
     """The colour of a score: all points, some, none, or not handed in."""
-    if rec is None or (rec["stopped"] or "").endswith("is missing from this submission"):
+    if rec is None or "is missing from this submission" in (rec["stopped"] or ""):
         return "none"
     return "pass" if rec["score"] >= rec["points"] else "part" if rec["score"] > 0 else "zero"
 
@@ -50,15 +54,28 @@ def fmt(x: float) -> str:
 
 # -------------------------------------------------------------------- the gradebook
 def grades_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
-    """A row per student, a column per exercise (its score) and the total: TABLE is {student: {file: record}}."""
+    """A row per student, a column per exercise (its score) and the total: TABLE is {student: {file: record}}. When a
+    score was adjusted (late, or the teacher's override: gradlab.practice.adjust), a last column `adjusted` says how."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    noted = any(adjusted(r) for recs in table.values() for r in recs.values())
     writer.writerow(["student", *(f"{i.exercise} ({fmt(i.points)})" for i in items),
-                     f"total ({fmt(sum(i.points for i in items))})"])
+                     f"total ({fmt(sum(i.points for i in items))})", *(["adjusted"] if noted else [])])
     for student, recs in table.items():
         scores = [recs[i.file]["score"] for i in items]
-        writer.writerow([_csv_safe(student), *map(fmt, scores), fmt(sum(scores))])
+        writer.writerow([_csv_safe(student), *map(fmt, scores), fmt(sum(scores)),
+                         *([_csv_safe(adjustments(items, recs))] if noted else [])])
     return out.getvalue()
+
+
+def adjusted(rec: dict) -> list[str]:
+    """What changed a record's score after its check (late, the teacher's override), a line each."""
+    return list(rec.get("adjusted") or [])
+
+
+def adjustments(items: list[Item], recs: dict[str, dict]) -> str:
+    """A student's adjustments on one line: `exercise: what; …`."""
+    return "; ".join(f"{i.exercise}: {line}" for i in items for line in adjusted(recs[i.file]))
 
 
 def canvas_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
@@ -67,31 +84,60 @@ def canvas_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
     (row_has_student_headers?, update_column_count), then one column per exercise, each a new assignment titled
     `gradlab EXERCISE` (no `(number)` at its end: Canvas reads `Title (123)` as the assignment whose id is 123); a
     `Points Possible` row (process_pp); a row per student with the ID left empty, so that Canvas finds the student by
-    SIS Login ID, then by name (process_student): the student's folder name in both. No total: Canvas adds the
-    assignments up itself."""
+    SIS Login ID, then by name (process_student): the student's folder name in both; the ID is the Canvas user id
+    when the student's files came from a Canvas download (lms.canvas_id), which Canvas matches first. No total: Canvas
+    adds the assignments up itself. The Section column, which the importer drops unread
+    (drop_student_information_columns), says what was adjusted (late, the teacher's override)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["Student", "ID", "SIS Login ID", "Section", *(f"gradlab {i.exercise}" for i in items)])
     writer.writerow(["Points Possible", "", "", "", *(fmt(i.points) for i in items)])
     for student, recs in table.items():
-        writer.writerow([_csv_safe(student), "", _csv_safe(student), "", *(fmt(recs[i.file]["score"]) for i in items)])
+        writer.writerow([_canvas_name(student), canvas_id(recs), _canvas_name(student),
+                         _canvas_name(adjustments(items, recs)),
+                         *(fmt(recs[i.file]["score"]) for i in items)])
     return out.getvalue()
 
 
+SEPARATOR = re.compile(r"([,;\t|])")  # what a spreadsheet may split a line on (its locale's list separator: ; in
+# German or French, , in English), whether or not it honours the quotes csv puts around a cell holding one
+POINTS_POSSIBLE = re.compile(r"(?i)points(\s+)possible")
+
+
 def _csv_safe(text: str) -> str:
-    """A spreadsheet runs a cell that starts with = + - @ as a formula, after spaces too, and reads the fullwidth ＝
-    as =: a student name whose first other character (NFKC-normalized) is one of them, or that starts with a space,
-    tab or line break, is quoted with '."""
-    norm = unicodedata.normalize("NFKC", text)
-    first = next((ch for ch in norm if not (ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs"))), "")
-    quoted = "'" + text if first in ("=", "+", "-", "@") or text[:1] in (" ", "\t", "\r", "\n") else text
-    return quoted.replace("\r", "\\r").replace("\n", "\\n")  # one row a student (csv quotes no lone \r here)
+    """A student's name as a spreadsheet cell that runs nothing, however the sheet is split (OWASP's CSV injection
+    advice): a spreadsheet runs a cell that starts with = + - @ as a formula, after spaces too, and reads the fullwidth
+    ＝ as =. A name whose first other character (NFKC-normalized) is one of them, or that starts with a space, tab or
+    line break, is quoted with '; so is every part of it after a , ; tab or | (a sheet that splits `x;=1+1` on ; gets
+    a cell `=1+1`). One line: a line break is shown as \\n."""
+    parts = SEPARATOR.split(text)  # text, separator, text, ...
+    for k in range(0, len(parts), 2):
+        if _formula(parts[k]) or (k == 0 and text[:1] in (" ", "\t", "\r", "\n")):
+            parts[k] = "'" + parts[k]
+    return "".join(parts).replace("\r", "\\r").replace("\n", "\\n")  # one row a student (csv quotes no lone \r)
+
+
+def _formula(cell: str) -> bool:
+    """Whether a spreadsheet would read CELL as a formula: its first character that is not a space, an invisible one
+    or a quote mark (NFKC-normalized: ＝ is =) is = + - or @."""
+    norm = unicodedata.normalize("NFKC", cell)
+    first = next((ch for ch in norm if not (ch.isspace() or ch == '"' or unicodedata.category(ch) in ("Cc", "Cf",
+                                                                                                   "Zs"))), "")
+    return first in ("=", "+", "-", "@")
+
+
+def _canvas_name(text: str) -> str:
+    """_csv_safe(TEXT) for canvas.csv, where Canvas's importer takes any row whose first cell holds `Points Possible`
+    for the points row (check_for_non_student_row): a name holding those words has them joined by _ (zed
+    Points_Possible), so that its row stays a student's (one Canvas then finds by no name: the teacher matches it)."""
+    return POINTS_POSSIBLE.sub(lambda m: m.group(0).replace(m.group(1), "_"), _csv_safe(text))
 
 
 # -------------------------------------------------------------------- a student's feedback
 # what Markdown (GFM) could read as syntax in a student's text (< > & are HTML-escaped): link and image brackets,
 # emphasis, code, a table's |, strikethrough, an e-mail's @, an _ that is not inside a word, a bare https:// or www.
-MARKDOWN = re.compile(r"[\\`*\[\]|~@]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z]):(?=//)|(?<=[wW]{3})\.")
+MARKDOWN = re.compile(r"[\\`*\[\]|~@<>&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z]):(?=//)|(?<=[wW]{3})\.")
+DIFFERENCE = "how far from the expected (largest relative difference)"  # what the check measures, in plain words
 LINE_START = re.compile(r"(?m)^([ \t]*)([-+=#]|\d+(?=[.)]))")  # a heading, a list, a setext underline
 NUMBERED = re.compile(r"(?m)^([ \t]*\d+)([.)])")
 
@@ -108,11 +154,11 @@ def _md(text: str) -> str:
     """Text a student chose (a name, an exception's message, a folder's name) for Markdown, read as it is: every
     character Markdown could take for syntax there (a [link](…), an ![image](…), *emphasis*, `code`, a heading or a
     list at a line's start, a table's |, a bare https:// or www. link) backslash-escaped, no HTML a viewer would run,
-    and words (sgd_step.py, 0.125) left as they are."""
+    and words (sgd_step.py, 0.125) left as they are. < > & are backslash-escaped too (no HTML; the file reads
+    `\\<`, not `&lt;`)."""
     text = MARKDOWN.sub(lambda m: "\\" + m.group(0), text)
-    text = NUMBERED.sub(r"\1\\\2", LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not
+    return NUMBERED.sub(r"\1\\\2", LINE_START.sub(lambda m: m.group(1) + ("\\" + m.group(2) if not
                                                                           m.group(2).isdigit() else m.group(2)), text))
-    return escape(text, quote=False)
 
 
 def _code(text: str) -> str:
@@ -135,15 +181,20 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
         lines += [f"## {item.exercise} ({item.file}): {fmt(rec['score'])} of {fmt(rec['points'])}", "",
                   f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{_code(rec['found'])}`."
                                                                   if rec["found"] else ""), ""]
+        lines += [f"**Adjusted** (the check gave {fmt(rec['graded'])}): {_md(line)}" for line in adjusted(rec)]
+        lines += [""] if adjusted(rec) else []
         if rec["stopped"]:
             lines += [f"**Stopped:** {_md(rec['stopped'])}", ""]
         if rec["diagnosis"]:
             lines += [f"**Diagnosis:** {_md(rec['diagnosis'])}", ""]
+        if shown := your_lines(item, rec):
+            lines += [f"Your code, {shown.where}:", "", "```", *(x.replace("```", "ˋˋˋ") for x in shown.lines), "```",
+                      ""]
         lines += [f"- {_mark(c)} {'(rule) ' if c['rule'] else ''}{c['text']}{_unreached(c)}" for c in
                   rec["claims"]] + [""]
         lines += [f"Note: {_md(n)}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
         if rec["inputs"]:
-            lines += ["| input | checks | max relative \\|Δ\\| | |", "| --- | --- | ---: | --- |"]
+            lines += [f"| input | checks | {DIFFERENCE} | |", "| --- | --- | ---: | --- |"]
             lines += [f"| {_cell(r[0])} | {_cell(r[1])} | {_num(r[2])} | {r[3]} |" for r in rec["inputs"]] + [""]
         for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
             if text:
@@ -167,10 +218,15 @@ def _exercise_html(item: Item, rec: dict) -> str:
            f'<h2>{escape(item.exercise)} ({escape(item.file)}): <span class="{cell_class(rec)}">'
            f'{fmt(rec["score"])} of {fmt(rec["points"])}</span></h2>',
            f"<p>Scored by {escape(item.scoring)}: {escape(rec['how'])}.{found}</p>"]
+    out += [f'<p class="adjusted"><b>Adjusted</b> (the check gave {fmt(rec["graded"])}): {escape(line)}</p>'
+            for line in adjusted(rec)]
     if rec["stopped"]:
         out.append(f'<p class="stopped"><b>Stopped:</b> {escape(rec["stopped"])}</p>')
     if rec["diagnosis"]:
         out.append(f'<p class="diagnosis"><b>Diagnosis:</b> {escape(rec["diagnosis"])}</p>')
+    if shown := your_lines(item, rec):
+        out.append(f'<p>Your code, {escape(shown.where)}:</p><pre class="yours">{escape(chr(10).join(shown.lines))}'
+                   "</pre>")
     out.append("<ul class=\"claims\">" + "".join(
         f'<li class="{"ok" if c["passed"] else "bad"}">{_mark(c)} '
         f'{"<i>(rule)</i> " if c["rule"] else ""}{escape(c["text"] + _unreached(c))}</li>' for c in rec["claims"])
@@ -179,12 +235,61 @@ def _exercise_html(item: Item, rec: dict) -> str:
     if rec["inputs"]:
         rows = "".join(f"<tr><td>{escape(r[0])}</td><td>{escape(r[1])}</td><td class=\"n\">{_num(r[2])}</td>"
                        f"<td>{escape(r[3])}</td></tr>" for r in rec["inputs"])
-        out.append("<table><tr><th>input</th><th>checks</th><th>max relative |Δ|</th><th></th></tr>"
+        out.append(f"<table><tr><th>input</th><th>checks</th><th>{DIFFERENCE}</th><th></th></tr>"
                    f"{rows}</table>")
     for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
         if text:
             out.append(f"<p>{title}:</p><pre>{escape(text)}</pre>")
     return "\n".join(out) + "\n</section>"
+
+
+@dataclass(frozen=True)
+class Lines:
+    """The lines of a student's file that a feedback shows: WHERE (in words), LINES (numbered, → on those named)."""
+
+    where: str
+    lines: list[str]
+
+
+MOST_LINES = 40
+
+
+def your_lines(item: Item, rec: dict) -> Lines | None:
+    """The lines of the student's own code a failed record's diagnosis is about: the exercise's function (or class)
+    as they wrote it, the line an error names marked →; or a few lines around that line when the function is not
+    found. None when it passed or no source was kept (a record made before it was)."""
+    source = rec.get("source") or ""
+    if rec["passed"] or not source:
+        return None
+    text = source.splitlines()
+    named = {int(n) for n in re.findall(r"\bline (\d+)", " ".join(filter(None, [rec["stopped"], rec["diagnosis"],
+                                                                                  rec.get("trace")])))}
+    first, last, where = _span(source, item), None, ""
+    if first is not None:
+        first, last = first
+        where = f"lines {first}–{last} ({'the' if not named else 'the line the error names marked →, in the'} " \
+                f"function you wrote)"
+    elif named:
+        n = min(named)
+        first, last, where = max(1, n - 3), min(len(text), n + 3), f"around line {n} (marked →), which the error names"
+    else:
+        return None
+    last = min(last, first + MOST_LINES - 1, len(text))
+    width = len(str(last))
+    return Lines(where, [f"{'→' if i in named else ' '} {i:>{width}} │ {text[i - 1]}" for i in range(first, last + 1)])
+
+
+def _span(source: str, item: Item) -> tuple[int, int] | None:
+    """(first, last) line of the exercise's function or class in SOURCE (parsed, never run), or None."""
+    name = all_exercises()[item.exercise].function if item.exercise in all_exercises() else ""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
+            return node.lineno, node.end_lineno or node.lineno
+    return None
 
 
 def _num(v) -> str:
@@ -199,15 +304,22 @@ QUOTED = re.compile(r"(?<!\w)'(?:[^'\n]|(?<=\w)'(?=\w))*'(?!\w)")
 
 
 def mistake_of(rec: dict) -> str | None:
-    """What a record's student got wrong, in words shared by every student who made that mistake: the diagnosis (or
-    why it stopped) up to its first measured detail, with numbers and quoted inputs masked. None when it passed."""
+    """What a record's student got wrong, in words shared by every student who made that mistake (the key its group
+    is found by, never shown: an example is): the diagnosis (or why it stopped) up to its first measured detail,
+    with numbers and quoted inputs masked. None when it passed."""
     if rec["passed"]:
         return None
-    text = rec["stopped"] or rec["diagnosis"] or "a check failed"
-    text = text.split("; the first difference")[0]
+    text = said(rec).split("; the first difference")[0]
     text = re.sub(r"line \d+", "line …", text)
-    text = QUOTED.sub("'…'", NUMBER.sub("…", text))
-    return text if len(text) <= 240 else text[:239] + "…"
+    return QUOTED.sub("'…'", NUMBER.sub("…", text))
+
+
+def said(rec: dict) -> str:
+    """What a failed record's feedback says it got wrong, in full: why it stopped, or the diagnosis."""
+    return rec["stopped"] or rec["diagnosis"] or "a check failed"
+
+
+SHORT = 200  # a diagnosis on the class page: this many characters, cut between words, the rest on expand
 
 
 @dataclass
@@ -217,7 +329,8 @@ class Spread:
     item: Item
     scores: list[float] = field(default_factory=list)
     passed: int = 0
-    mistakes: dict[str, list[str]] = field(default_factory=dict)
+    mistakes: dict[str, list[str]] = field(default_factory=dict)  # its key (mistake_of) -> the students
+    example: dict[str, str] = field(default_factory=dict)  # its key -> the first student's diagnosis, in full
 
 
 def spreads(items: list[Item], table: dict[str, dict[str, dict]]) -> list[Spread]:
@@ -230,6 +343,7 @@ def spreads(items: list[Item], table: dict[str, dict[str, dict]]) -> list[Spread
             kind = mistake_of(rec)
             if kind:
                 s.mistakes.setdefault(kind, []).append(student)
+                s.example.setdefault(kind, said(rec))
     return out
 
 
@@ -242,7 +356,8 @@ def class_html(title: str, items: list[Item], table: dict[str, dict[str, dict]],
     body = [f"<h1>{escape(title)}</h1>", f'<p class="muted">{escape(made)}</p>',
             f"<p>{n} student{'s' if n != 1 else ''}, {len(items)} exercise{'s' if len(items) != 1 else ''}.</p>",
             "<h2>Exercises</h2>", _exercise_table(stats, n), "<h2>What the class got wrong</h2>",
-            _mistake_table(stats, slug), "<h2>Students</h2>", _grid(items, table, slug)]
+            _mistake_table(stats, slug), "<h2>Students</h2>", _grid(items, table, slug),
+            _adjusted_table(items, table, slug), _similar(items, table, slug)]
     return _page(title, "\n".join(body))
 
 
@@ -266,16 +381,65 @@ def _exercise_table(stats: list[Spread], n: int) -> str:
 
 
 def _mistake_table(stats: list[Spread], slug: dict[str, str]) -> str:
-    ranked = sorted(((len(who), s.item, kind, who) for s in stats for kind, who in s.mistakes.items()),
+    """The mistakes ranked by how many students made them: one real diagnosis per group (its first student's, numbers
+    and all), the rest of a long one on expand, the count beside it and every student linked."""
+    ranked = sorted(((len(who), s.item, kind, who, s.example[kind]) for s in stats for kind, who in s.mistakes.items()),
                     key=lambda r: (-r[0], r[1].file, r[2]))
     if not ranked:
         return "<p>Every student passed every exercise.</p>"
     rows = "".join(
-        f'<tr><td class="n">{count}</td><td>{escape(item.exercise)}</td><td>{escape(kind)}</td><td>'
-        + ", ".join(f'<a href="feedback/{slug[w]}.html#{anchor(item.file)}">{escape(w)}</a>' for w in who)
-        + "</td></tr>" for count, item, kind, who in ranked)
-    return ('<table class="mistakes"><tr><th>students</th><th>exercise</th><th>diagnosis</th><th>who</th></tr>'
-            + rows + "</table>")
+        f'<tr><td class="n">{count}</td><td>{escape(item.exercise)}</td><td class="diagnosis">{_example(text, who)}'
+        "</td><td>" + ", ".join(f'<a href="feedback/{slug[w]}.html#{anchor(item.file)}">{escape(w)}</a>' for w in who)
+        + "</td></tr>" for count, item, kind, who, text in ranked)
+    return ('<table class="mistakes"><tr><th>students</th><th>exercise</th><th>diagnosis (the first student\'s, word '
+            "for word; a long one in full on expand)</th><th>who</th></tr>" + rows + "</table>")
+
+
+def _example(text: str, who: list[str]) -> str:
+    """One student's diagnosis: whole when short, else its first words and the rest on expand (a <details>)."""
+    by = f'<span class="muted"> ({escape(who[0])}{" and " + str(len(who) - 1) + " more" if len(who) > 1 else ""})' \
+         "</span>"
+    if len(text) <= SHORT:
+        return escape(text) + by
+    cut = text[:SHORT].rsplit(" ", 1)[0]
+    return f"<details><summary>{escape(cut)} …{by}</summary>{escape(text)}</details>"
+
+
+def _similar(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str]) -> str:
+    """The pairs of near-identical files per exercise (gradlab.practice.similar), side by side: a hint, never a
+    grade."""
+    found = []
+    for item in items:
+        sources = {s: recs[item.file].get("source") or "" for s, recs in table.items()}
+        found += similar.pairs(item.file, sources, starter(all_exercises()[item.exercise], item.file))
+    if not found:
+        return ""
+    rows = []
+    for p in found:
+        sides = "".join(f'<td><a href="feedback/{slug[s]}.html#{anchor(p.file)}">{escape(s)}</a><pre>'
+                        f'{escape(table[s][p.file].get("source") or "")}</pre></td>' for s in (p.one, p.other))
+        rows.append(f"<details><summary>{escape(p.one)} and {escape(p.other)}: {escape(p.file)}, "
+                    f"{100 * p.share:.0f} % of their code in common</summary><table class=\"pair\"><tr>{sides}</tr>"
+                    "</table></details>")
+    return ("<h2>Similar submissions</h2><p>A hint, never a grade: the pairs of files of one exercise that are "
+            "near-identical once names, comments, docstrings and layout are set aside (and what the starter and a "
+            "quarter of the class share); read them side by side before concluding anything.</p>" + "".join(rows))
+
+
+def _mark_adjusted(rec: dict) -> str:
+    """✎ beside a score that was adjusted after its check, with what changed it on hover."""
+    lines = adjusted(rec)
+    return (f' <span class="adj" title="{escape("; ".join(lines))} (the check gave {fmt(rec["graded"])})">✎</span>'
+            if lines else "")
+
+
+def _adjusted_table(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str]) -> str:
+    rows = "".join(f'<tr><td><a href="feedback/{slug[s]}.html#{anchor(i.file)}">{escape(s)}</a></td>'
+                   f'<td>{escape(i.exercise)}</td><td class="n">{fmt(recs[i.file]["graded"])}</td>'
+                   f'<td class="n">{fmt(recs[i.file]["score"])}</td><td>{escape("; ".join(adjusted(recs[i.file])))}'
+                   "</td></tr>" for s, recs in table.items() for i in items if adjusted(recs[i.file]))
+    return ('<h2>Adjusted after the check</h2><table class="adjusted"><tr><th>student</th><th>exercise</th>'
+            f"<th>the check gave</th><th>score</th><th>why</th></tr>{rows}</table>" if rows else "")
 
 
 def _grid(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str]) -> str:
@@ -283,7 +447,8 @@ def _grid(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, 
     rows = []
     for student, recs in table.items():
         cells = "".join(f'<td class="n {cell_class(recs[i.file])}"><a href="feedback/{slug[student]}.html#'
-                        f'{anchor(i.file)}">{fmt(recs[i.file]["score"])}</a></td>' for i in items)
+                        f'{anchor(i.file)}">{fmt(recs[i.file]["score"])}</a>{_mark_adjusted(recs[i.file])}</td>'
+                        for i in items)
         total = sum(recs[i.file]["score"] for i in items)
         rows.append(f'<tr><td><a href="feedback/{slug[student]}.html">{escape(student)}</a></td>{cells}'
                     f'<td class="n">{fmt(total)}</td></tr>')

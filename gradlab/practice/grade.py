@@ -8,23 +8,28 @@ import datetime
 import json
 import os
 import secrets
+import sys
 from dataclasses import asdict
 
 from gradlab.errors import GradlabError, Interrupted
-from gradlab.practice import all_exercises, course, feedback, gradebook, isolate, own
+from gradlab.practice import adjust, all_exercises, capacity, course, feedback, gradebook, isolate, own, shards
 from gradlab.practice.check import installed_torch
 from gradlab.report import console as report
 from gradlab.report.files import write_bytes
 from gradlab.version import __version__
 
-RESULTS = "results.json"
+RESULTS = shards.RESULTS
 
 
 def grade_class(submissions: str, *, course_path: str | None, exercise_name: str | None, out_dir: str,
-                seed: int | None, quiet: bool) -> int:
-    """`gradlab grade`: every student in SUBMISSIONS graded, and grades.csv, the feedback, class.html and
-    results.json written in OUT_DIR. Exit code 0 when the class was graded."""
+                seed: int | None, quiet: bool, shard: shards.Shard | None = None, student: str | None = None) -> int:
+    """`gradlab grade`: every student in SUBMISSIONS graded (with SHARD, its part of them: gradlab.practice.shards),
+    and grades.csv, the feedback, class.html and results.json written in OUT_DIR. STUDENT: that student's files
+    graded again, every other student's kept from the last run (graded when it has none). Exit code 0 when the class
+    was graded, 1 when the machine kept some files from being graded."""
     items = _items(course_path, exercise_name)
+    overrides = adjust.read_overrides(course_path, items)  # a bad row: one line before anything is graded
+    times = adjust.read_times(course_path)
     if not os.path.isdir(submissions):
         raise GradlabError(f"{submissions} is not a folder; give the folder of submissions (one per student)")
     found = isolate.detect()
@@ -33,45 +38,109 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
                            "nothing was written")
     if found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
         _refuse_readable(submissions, course_path, out_dir)
-    todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir)
+    notes: list[str] = []
+    folders: dict[str, str] = {}
+    todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir, notes=notes,
+                           folders=folders)
+    if student is not None and student not in folders:
+        raise GradlabError(f"--student {isolate.sanitize(student)}: no such student in {submissions} (a student is a "
+                           "folder's name, as grades.csv shows it); nothing was written")
+    order = {student: n for n, student in enumerate(dict.fromkeys(t.student for t in todo))}  # the whole class's
+    if shard is not None:
+        todo = [t for t in todo if shard.holds(t.student)]
+    if any(i.due for i in items):  # a Classroom clone's last commit, where submitted.csv has no time
+        times |= {s: t for s, path in folders.items() if s not in times and (t := adjust.commit_time(path))}
     console = report.make_console(quiet=quiet)
 
     def say(text: str) -> None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    if not quiet and (note := isolate.not_isolated_message(found)):  # uid mode, or no cgroup: as check says it
+    for note in notes:
+        say(f"gradlab: note: {note}")
+
+    if not quiet and (note := isolate.not_isolated_message(found, capacity.limits())):  # as check says it
         say(f"gradlab: note: {note}")
     for note in filter(None, map(course.lesson_answer_note, dict.fromkeys(i.exercise for i in items))):
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
+    if shard is not None and seed is None and old_seed is None:
+        raise GradlabError(f"--shard {shard} needs --seed N: every part of a class must draw its inputs from the same "
+                           "seed (choose one number and give it to each part); nothing was written")
     seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
     for note in own.ready([i.exercise for i in items], seed, f"--course {course_path}"):  # before any student's file
         say(f"gradlab: note: {note}")
     _prepare(out_dir, private=found.mode == "uid")
     digest = course.own_digest(course_path)
     stamp = __version__ + (f"+own.{digest}" if digest else "")  # what a re-run compares, beside each file's bytes
-    table = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done))
+    table, signum = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done),
+                               student)
+    for note in adjust.apply(table, items, overrides, times):
+        say(f"gradlab: note: {note}")
     made = (f"graded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
-    written = _write(out_dir, items, table, seed, made, old_slugs, course_path or f"--exercise {exercise_name}")
-    say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}")
-    return 0
+    source = course_path or f"--exercise {exercise_name}"
+    if signum is not None:  # what was graded in full is written, said so on every page; results.json keeps the rest
+        students = len({t.student for t in todo})
+        made = f"PARTIAL: {len(table)} of {students} students graded in full (the run was stopped); " + made
+        written = _write(out_dir, items, table, seed, made, old_slugs, source, partial=True)
+        say(f"gradlab: stopped: wrote a partial set in {isolate.sanitize(out_dir)} ({', '.join(written)}): "
+            f"{len(table)} of {students} students graded in full, the others left out; run the same command again "
+            "to grade the rest")
+        raise Interrupted(signum)
+    part = {} if shard is None else {"shard": shard.label(), "source": source,
+                                     "order": {s: order[s] for s in table}}  # what --merge needs
+    written = _write(out_dir, items, table, seed, made, old_slugs, source, part)
+    say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}"
+        + (f" (part {shard} of the class: {len(table)} of {len(order)} students)" if shard else ""))
+    return _environment_note(table)
+
+
+def merge_parts(parts: list[str], out_dir: str, quiet: bool) -> int:
+    """`gradlab grade --merge PART... --out OUT`: the parts of one class (gradlab.practice.shards) written into OUT
+    as one run over the whole class would have written them."""
+    whole = shards.merged(parts)
+    _prepare(out_dir)
+    _, _, old_slugs = _previous(out_dir, lambda line: None)
+    written = _write(out_dir, whole.items, whole.table, whole.seed, whole.made, old_slugs, whole.source)
+    if not quiet:
+        print(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)} (from {whole.parts} parts)")
+    return _environment_note(whole.table)
+
+
+def _environment_note(table: dict[str, dict[str, dict]]) -> int:
+    """One line on stderr when checks ended because of the machine (record["environment"]: gradlab could not check
+    the file, its sandbox killed from outside or not started in time): their records are not grades, the next run
+    grades them again. Exit code 1 then (the gradebook holds 0 for them), else 0."""
+    trouble = [f"{rec['student']}/{rec['file']}" for recs in table.values() for rec in recs.values()
+               if rec.get("environment")]
+    if not trouble:
+        return 0
+    first = next(rec["environment"] for recs in table.values() for rec in recs.values() if rec.get("environment"))
+    print(f"gradlab: {len(trouble)} file{'' if len(trouble) == 1 else 's'} could not be graded because of this "
+          f"machine, not the students' code ({', '.join(trouble[:3])}{', …' if len(trouble) > 3 else ''}: {first}); "
+          "they score 0 in this gradebook, are marked \"environment\" in results.json, and the next run of the same "
+          "command grades them again", file=sys.stderr)
+    return 1
 
 
 CHECKPOINT = 4  # results.json is saved after every this many graded files: an interrupted run resumes from there
 
 
-def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say, save) -> dict[str, dict[str, dict]]:
-    """{student: {file: record}}: the last run's records that still hold, the others graded, a line each; what is
-    done so far SAVE()d every few files, and when Ctrl-C or SIGTERM stops the grading (the next run grades the rest).
-    STAMP: gradlab's version, and the digest of the course's own exercises when it has any: a record made under
-    another is graded again."""
+def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say, save, only: str | None = None
+               ) -> tuple[dict[str, dict[str, dict]], int | None]:
+    """({student: {file: record}}, None): the last run's records that still hold, the others graded, a line each; what
+    is done so far SAVE()d every few files. When Ctrl-C or SIGTERM stops the grading: what is saved then, the students
+    graded in full, and the signal's number (the next run grades the rest). STAMP: gradlab's version, and the digest
+    of the course's own exercises when it has any: a record made under another is graded again. ONLY (--student):
+    that student's files graded again, the others' last records kept whatever changed."""
     # what a checkpoint saves: the last run's records that still hold, then each file as it is graded
     done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
-            if gradebook.reusable(old.get((t.student, t.item.file)), t, seed, stamp)}
+            if gradebook.kept(old.get((t.student, t.item.file)), t, seed, stamp, only)}
     kept = len(done)
+    plan = capacity.plan()  # what gradlab is given: how many at a time, and what bounded it
     say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
-        + (f" ({kept} unchanged since the last run, kept)" if kept else ""))
+        + (f" ({kept} unchanged since the last run, kept)" if kept else "")
+        + f", {plan.at_once} at a time ({plan.why})")
 
     def progress(count: int, of: int, rec: dict, seconds: float) -> None:
         say(f"[{count}/{of}] {rec['student']}/{rec['file']}: {feedback.fmt(rec['score'])} of "
@@ -80,12 +149,12 @@ def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say
         if count % CHECKPOINT == 0 and count < of:
             save(dict(done))
 
-    records, signum = gradebook.grade_all(todo, seed, stamp, old, progress)
+    records, signum = gradebook.grade_all(todo, seed, stamp, old, progress, only)
     if signum is not None:
         save(records)
-        raise Interrupted(signum)
-    return {s: {t.item.file: records[(s, t.item.file)] for t in todo if t.student == s}
-            for s in dict.fromkeys(t.student for t in todo)}
+    whole = [s for s in dict.fromkeys(t.student for t in todo)
+             if all((s, t.item.file) in records for t in todo if t.student == s)]
+    return {s: {t.item.file: records[(s, t.item.file)] for t in todo if t.student == s} for s in whole}, signum
 
 
 def _save(out_dir: str, seed: int, slugs: dict, records: dict[tuple[str, str], dict]) -> None:
@@ -163,14 +232,17 @@ def _previous(out_dir: str, say) -> tuple[dict, int | None, dict]:
         return {}, None, {}
 
 
-def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: dict, source: str) -> list[str]:
-    """Every output file, each written atomically; feedback files of students no longer in the class removed."""
+def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: dict, source: str,
+           part: dict | None = None, partial: bool = False) -> list[str]:
+    """Every output file, each written atomically; feedback files of students no longer in the class removed. PART:
+    what a shard's results.json holds besides (gradlab.practice.shards). PARTIAL (a stopped run): results.json (saved
+    already, with every record) and the other students' feedback are left as they are."""
     slug = gradebook.slugs(list(table))
     for student, recs in table.items():
         base = os.path.join(out_dir, "feedback", slug[student])
         write_bytes(base + ".md", feedback.feedback_md(student, items, recs).encode())
         write_bytes(base + ".html", feedback.feedback_html(student, items, recs).encode())
-    for gone in set(old_slugs.values()) - set(slug.values()):
+    for gone in set() if partial else set(old_slugs.values()) - set(slug.values()):
         for ext in (".md", ".html"):
             path = os.path.join(out_dir, "feedback", os.path.basename(str(gone)) + ext)
             if os.path.isfile(path) and not os.path.islink(path):
@@ -179,8 +251,10 @@ def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: di
     write_bytes(os.path.join(out_dir, "canvas.csv"), feedback.canvas_csv(items, table).encode())
     title = f"gradlab grade: {source}"
     write_bytes(os.path.join(out_dir, "class.html"), feedback.class_html(title, items, table, slug, made).encode())
+    if partial:
+        return ["grades.csv", "canvas.csv", "class.html", f"feedback/ ({len(table)} students)"]
     data = {"gradlab": __version__, "made": made, "seed": seed, "course": [asdict(i) for i in items],
-            "feedback": slug, "students": table}
+            "feedback": slug, "students": table, **(part or {})}
     write_bytes(os.path.join(out_dir, RESULTS), (json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
                                                  + "\n").encode())
     return ["grades.csv", "canvas.csv", "class.html", RESULTS, f"feedback/ ({len(table)} students, .md and .html)"]

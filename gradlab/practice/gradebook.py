@@ -1,10 +1,13 @@
-"""`gradlab grade`: a class's submissions found, graded in the sandbox (two at a time, as `gradlab check` grades a
-folder), scored by the course's points, and kept as records (plain JSON) from which every output file is written.
+"""`gradlab grade`: a class's submissions found, graded in the sandbox (as many at a time as fit, as `gradlab check`
+grades a folder), scored by the course's points, and kept as records (plain JSON) from which every output file is
+written.
 
-A student is a folder of SUBMISSIONS (its name is the student's), or with --exercise a .py file at its top (its name
-without .py). A course file is looked for inside the student's folder at any depth (an LMS download, a GitHub
-Classroom clone: alice/src/sgd_step.py), the shallowest copy wins; links are never followed. A record stores the
-SHA-256 of the file it graded and the key of its course item and seed: a re-run grades only what changed.
+A student is a folder of SUBMISSIONS (its name is the student's), the files and folders a Canvas or Moodle download
+names after one student id (gradlab.practice.lms), or with --exercise a .py file at its top (its name without .py). A
+course file is looked for inside the student's folders at any depth (a GitHub Classroom clone:
+alice/src/sgd_step.py), the shallowest copy wins, a name an LMS or a browser changed (softmax_grad-1.py) when the
+exact one is not there; links are never followed. A record stores the SHA-256 of the file it graded and the key of
+its course item and seed: a re-run grades only what changed, and what the machine kept from being graded.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from dataclasses import dataclass, field
 
 from gradlab.errors import GradlabError
 from gradlab.kit.result import json_safe
-from gradlab.practice import all_exercises, pool
+from gradlab.practice import all_exercises, lms, pool
 from gradlab.practice.course import Item, is_rule, score
-from gradlab.practice.isolate import sanitize
+from gradlab.practice.isolate import alike, escaped, sanitize
 from gradlab.practice.submission import Submission, of_course
 
 MAX_DEPTH = 6  # how deep inside a student's folder a course file is looked for
@@ -39,19 +42,29 @@ class Task:
     submission: Submission = field(repr=False, compare=False)
     digest: str
     found: str
+    note: str = ""  # what the feedback says of the file's name: "found softmax_grad-1.py and graded it as ..."
 
 
-def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dict[str, str]:
-    """{student: their folder or file} in SUBMISSIONS (ROOT). BY_FILE (--exercise): a top-level .py file is a
-    student too. Hidden entries are skipped, and SKIP (the output folder, were it inside ROOT)."""
+def students(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None
+             ) -> dict[str, list[str]]:
+    """{student: their folders and files} in SUBMISSIONS (ROOT): a folder is a student; a file or folder an LMS named
+    (gradlab.practice.lms: Canvas's flat files, Moodle's files and folders) is its student's, by the id in its name.
+    BY_FILE (--exercise): any other top-level .py file is a student too. Hidden entries are skipped, and SKIP (the
+    output folder, were it inside ROOT). Names that look alike (isolate.alike) are each graded, with every character
+    outside ASCII shown as its \\u escape in every file written (аlice as \\u0430lice), so that no row reads as
+    another's; NOTES gets a line saying so."""
     try:
         names = sorted(os.listdir(root))
     except OSError as e:
         raise GradlabError(f"cannot list {root}: {e.strerror}; give the folder of submissions") from None
-    found = {}
+    found: dict[str, list[str]] = {}
+    owners: dict[str, lms.Owner] = {}
     for name in names:
         path = os.path.join(root, name)
         if name.startswith(".") or os.path.islink(path) or (skip and os.path.realpath(path) == os.path.realpath(skip)):
+            continue
+        if (owner := lms.owner(os.fsdecode(name), os.path.isdir(path))) is not None:
+            owners[path] = owner
             continue
         if os.path.isdir(path):
             student = shown(name)
@@ -59,11 +72,21 @@ def students(root: str, items: list[Item], by_file: bool, skip: str = "") -> dic
             student = shown(name[:-3])
         else:
             continue
-        found[student if student not in found else shown(name)] = path  # alice/ and alice.py: two students
+        found[student if student not in found else shown(name)] = [path]  # alice/ and alice.py: two students
+    plain = set(found)
+    for path, student in lms.students(owners).items():  # a folder of the same name is another student
+        student = shown(student if student not in plain else f"{student} ({owners[path].id})")
+        found.setdefault(student, []).append(path)
+    twins = alike(list(found))  # аlice (a Cyrillic а) beside alice, NFC josé beside NFD josé: shown apart
+    found = {escaped(s) if s in twins else s: paths for s, paths in found.items()}
+    if twins and notes is not None:
+        notes.append(f"{len(twins)} students' names look alike ({', '.join(escaped(s) for s in list(twins)[:6])}"
+                     f"{', …' if len(twins) > 6 else ''}): each is graded, its letters outside ASCII shown as \\u "
+                     "escapes in every file written; rename the folders to tell them apart by name")
     if not found:
         shape = "a .py file or a folder per student" if by_file else "a folder per student (SUBMISSIONS/alice/" \
             f"{items[0].file}); for one file per student, give --exercise NAME"
-        raise GradlabError(f"{root} holds no submissions: it needs {shape}")
+        raise GradlabError(f"{root} holds no submissions: it needs {shape} (or a Canvas or Moodle download)")
     return found
 
 
@@ -72,43 +95,73 @@ def shown(name: str) -> str:
     return sanitize(os.fsdecode(name)).replace("\n", "\\n").replace("\t", "\\t")
 
 
-def find(folder: str, file: str) -> list[str]:
-    """The paths named FILE inside FOLDER (at most MAX_DEPTH deep, links not followed), the shallowest first."""
+def files_in(folder: str) -> list[str]:
+    """Every file inside FOLDER (at most MAX_DEPTH deep, hidden folders and SKIPPED skipped, links not followed)."""
     hits = []
     for here, dirs, files in os.walk(folder):
         depth = here[len(folder):].count(os.sep)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED) if depth < MAX_DEPTH else []
-        hits += [os.path.join(here, f) for f in files if f == file]
-    return sorted(hits, key=lambda p: (p.count(os.sep), p))
+        hits += [os.path.join(here, f) for f in files]
+    return hits
 
 
-def tasks(root: str, items: list[Item], by_file: bool, skip: str = "") -> list[Task]:
+def tasks(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None,
+          folders: dict[str, str] | None = None) -> list[Task]:
     """Every (student, course item) of SUBMISSIONS, located and hashed; never an exception for one student's files.
-    SKIP: the output folder, not a student."""
+    SKIP: the output folder, not a student. NOTES: a line for the teacher is added there (names that look alike).
+    FOLDERS: filled with {student: their folder or file}."""
     out = []
-    for student, path in students(root, items, by_file, skip).items():
+    found = students(root, items, by_file, skip, notes)
+    if folders is not None:
+        folders.update({student: paths[0] for student, paths in found.items()})
+    for student, paths in found.items():
         for item in items:
-            out.append(_task(root, student, path, item))
+            out.append(_task(root, student, paths, item, by_file))
     return out
 
 
-def _task(root: str, student: str, path: str, item: Item) -> Task:
+def _candidates(paths: list[str]) -> list[tuple[str, str]]:
+    """(the name the student gave it, its path) for every file of a student: inside their folders, and their files
+    an LMS renamed (lms.owner)."""
+    out = []
+    for path in paths:
+        if os.path.isdir(path):
+            out += [(os.path.basename(p), p) for p in files_in(path)]
+        else:
+            out.append((lms.shown_file(path, lms.owner(os.fsdecode(os.path.basename(path)), False)), path))
+    return out
+
+
+def _task(root: str, student: str, paths: list[str], item: Item, by_file: bool = False) -> Task:
     exercise = all_exercises()[item.exercise]
     label = f"{student}/{item.file}"  # the name the check knows it by
-    if os.path.isdir(path):
-        hits = find(path, item.file)
-        same = [h for h in hits if hits and h.count(os.sep) == hits[0].count(os.sep)]
+    note = ""
+    if len(paths) == 1 and os.path.isfile(paths[0]) and lms.owner(os.path.basename(paths[0]), False) is None:
+        path = paths[0]  # --exercise: the student's one file, whatever its name
+    else:
+        files = _candidates(paths)
+        hits = [p for n, p in files if n == item.file] or [p for n, p in files if lms.same_file(n, item.file)]
+        python = [(n, p) for n, p in files if n.endswith(".py")]
+        if not hits and by_file and len(python) == 1:  # --exercise: one file each, whatever its name
+            hits = [python[0][1]]
+        hits.sort(key=lambda p: (p.count(os.sep), p))
+        same = [h for h in hits if h.count(os.sep) == hits[0].count(os.sep)]
         if not hits:
-            return _missing(student, item, label, f"{item.file} is missing from this submission", "")
+            close = lms.close_to([n for n, _ in files], item.file)
+            hint = f" (found {sanitize(close)}, a close name: rename it {item.file})" if close else ""
+            return _missing(student, item, label, f"{item.file} is missing from this submission{hint}", "")
         if len(same) > 1:
-            copies = ", ".join(sanitize(os.path.relpath(h, path)) for h in same[:3])
+            copies = ", ".join(sanitize(os.path.relpath(h, root)) for h in same[:3])
             return _missing(student, item, label, f"{item.file} is there more than once ({copies}): keep one", "")
         path = hits[0]
+        given = dict((p, n) for n, p in files)[path]
+        if given != item.file:
+            note = f"found {sanitize(given)} and graded it as {item.file}"
     found = sanitize(os.path.relpath(path, root))
     submission = of_course(path, exercise, shown=label, called=found)
     if submission.source is None:
         return _missing(student, item, label, submission.stop, found)
-    return Task(student, item, submission, hashlib.sha256(submission.source).hexdigest(), found)
+    return Task(student, item, submission, hashlib.sha256(submission.source).hexdigest(), found, note)
 
 
 def _missing(student: str, item: Item, label: str, why: str, found: str) -> Task:
@@ -128,27 +181,56 @@ def record(task: Task, result, seed: int, version: str) -> dict:
         "student": task.student, "file": task.item.file, "exercise": task.item.exercise, "found": task.found,
         "digest": task.digest, "key": task.item.key(seed, version), "score": got.score, "points": got.points,
         "how": got.how, "passed": result.exit_code == 0, "stopped": result.stopped,
-        "diagnosis": result.metrics.get("diagnosis"), "notes": list(result.notes), "claims": claims,
+        "diagnosis": result.metrics.get("diagnosis"), "notes": [task.note] * bool(task.note) + list(result.notes),
+        "claims": claims,
         "inputs": [[str(r[0]), str(r[1]), r[2], str(r[3])] for r in inputs],
         "printed": result.metrics.get("printed", ""), "trace": result.metrics.get("trace", ""),
-        "sandbox": result.metrics.get("sandbox", "")})
+        "sandbox": result.metrics.get("sandbox", ""), "environment": result.metrics.get("environment", ""),
+        "source": _source(task)})
+
+
+SOURCE_CHARS = 20_000  # of a student's file kept in its record: the feedback shows the lines a diagnosis is about
+
+
+def _source(task: Task) -> str:
+    source = task.submission.source
+    return source[:SOURCE_CHARS].decode("utf-8", "replace") if isinstance(source, bytes) else ""
 
 
 def reusable(old: dict | None, task: Task, seed: int, version: str) -> bool:
     """Whether OLD (the record of TASK's student and file from the last run) still holds: the same bytes, course
-    item, seed and gradlab."""
-    return (isinstance(old, dict) and old.get("digest") == task.digest
+    item, seed and gradlab, and a check that ended on its own (not one the machine ended: record["environment"])."""
+    return (isinstance(old, dict) and not old.get("environment") and not _machines(old)
+            and old.get("digest") == task.digest
             and old.get("key") == task.item.key(seed, version) and old.get("student") == task.student)
 
 
+# how a record written before records said "environment" shows that the machine ended its check (its stopped line)
+MACHINES = ("gradlab could not check this file", "gradlab could not judge your outputs", "gradlab's judging of your")
+
+
+def _machines(old: dict) -> bool:
+    return str(old.get("stopped") or "").startswith(MACHINES)
+
+
+def kept(old: dict | None, task: Task, seed: int, version: str, only: str | None = None) -> bool:
+    """Whether OLD is kept for TASK instead of grading it: it still holds (reusable), or, with ONLY (--student), it is
+    another student's record."""
+    if only is not None:
+        return task.student != only and isinstance(old, dict) and old.get("student") == task.student
+    return reusable(old, task, seed, version)
+
+
 def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, str], dict],
-              progress: Callable[[int, int, dict, float], None]) -> tuple[dict[tuple[str, str], dict], int | None]:
-    """{(student, file): record} for every task: OLD's records where they still hold, the others graded two at a
-    time, each in its own sandbox (gradlab.practice.pool); PROGRESS(done, of, record, seconds) after each graded one.
-    Also the number of the signal (Ctrl-C, SIGTERM) that stopped the grading, None when it ended: the records are
-    then those graded before it."""
+              progress: Callable[[int, int, dict, float], None], only: str | None = None
+              ) -> tuple[dict[tuple[str, str], dict], int | None]:
+    """{(student, file): record} for every task: OLD's records where they still hold, the others graded as many at a
+    time as fit, each in its own sandbox (gradlab.practice.pool); PROGRESS(done, of, record, seconds) after each
+    graded one. Also the number of the signal (Ctrl-C, SIGTERM) that stopped the grading, None when it ended: the
+    records are then those graded before it. ONLY (--student): that student's files graded again, the others' last
+    records kept."""
     records = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
-               if reusable(old.get((t.student, t.item.file)), t, seed, version)}
+               if kept(old.get((t.student, t.item.file)), t, seed, version, only)}
     fresh = [t for t in todo if (t.student, t.item.file) not in records]
     count = 0
 

@@ -95,7 +95,8 @@ class Limits:
 class Outcome:
     mode: str
     returncode: int | None
-    stopped: str | None = None  # why gradlab stopped it: "timeout", "printed too much", "output too large"
+    stopped: str | None = None  # why gradlab stopped it: "timeout", "startup" (the child never started the
+    # submission's code within STARTUP_S: a busy machine), "printed too much", "output too large"
     printed: bytes = b""  # the last Limits.printed_kept bytes of stdout + stderr
     printed_bytes: int = 0
     output: bytes | None = None
@@ -197,9 +198,9 @@ else:
 """
 
 
-def not_isolated_message(found: Detected | None = None) -> str | None:
+def not_isolated_message(found: Detected | None = None, limits: Limits | None = None) -> str | None:
     """One line on what the mode leaves open and how to get full isolation; None in bwrap mode with a cgroup per
-    sandbox."""
+    sandbox. LIMITS: a sandbox's (gradlab.practice.capacity.limits()), for the figures the userns line gives."""
     found = found or detect()
     cgroup, why_not = cgroups.available() if found.isolated else ("", "")
     unbounded = "" if cgroup or not found.isolated else (f"; no cgroup here ({why_not}): a sandbox's processes "
@@ -207,7 +208,7 @@ def not_isolated_message(found: Detected | None = None) -> str | None:
     if found.mode == "bwrap":
         return f"submissions run in bubblewrap{unbounded}" if unbounded else None
     if found.mode == "userns":
-        return userns_message(cgroup, why_not)
+        return userns_message(cgroup, why_not, limits)
     install = ("run gradlab as root with bubblewrap installed (apt-get install bubblewrap) where namespaces are "
                "allowed (Docker: --cap-add SYS_ADMIN --security-opt seccomp=unconfined)")
     if found.mode == "uid":
@@ -227,7 +228,7 @@ def userns_message(cgroup: str, why_not: str, limits: Limits | None = None) -> s
              "bound in, read-only, and their own processes, and have no network; ")
     if cgroup:
         return start + (f"a cgroup bounds each sandbox as a whole ({limits.group_memory >> 30} GB of memory, "
-                        f"{limits.cpus:g} CPUs, {limits.nproc} processes and threads)")
+                        f"{limits.cpus:g} CPU{'' if limits.cpus == 1 else 's'}, {limits.nproc} processes and threads)")
     return start + (f"no cgroup here ({why_not}): each sandbox is bounded as a whole in processes and threads "
                     f"({limits.nproc}, counted in its user namespace), files (tmpfs) and time, but in memory "
                     f"({limits.memory >> 30} GB) and CPU time only per process, so they run one at a time; for a "
@@ -378,14 +379,31 @@ def kill_uid(uid: int, rounds: int = 50) -> list[int]:
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # where any uid may write (the uid fallback)
 # Run AS the sandbox's uid, never as root: whatever a race makes it remove (a folder swapped for a link by another
 # sandbox), it removes with that uid's rights, which the submission had anyway. Iterative, by chdir into each folder
-# (no path grows, no recursion: a 1,200-deep chain is walked like a flat one); prints the entries it could not remove.
+# (no path grows, no recursion: a 1,200-deep chain is walked like a flat one). In a folder of its own it removes
+# anything it can (another uid's file, an empty folder), and names what it cannot: another uid's closed folder, planted
+# there by a sandbox running at the same time (clean_as_uid has that uid empty it). Prints {"left": how many entries
+# it could not remove, "foreign": [[uid, path], ...]}.
 CLEANUP = r"""
-import os, stat, sys
-uid, done, left = os.getuid(), set(), 0
+import json, os, stat, sys
+uid, done, left, foreign = os.getuid(), set(), 0, []
 def own_or_open(st):
     return st.st_uid == uid or st.st_mode & 0o002
+def gone(name, st, mine):
+    global left
+    try:
+        os.rmdir(name)
+        return
+    except OSError:
+        left += 1
+    if mine and st.st_uid != uid:  # another uid's folder in one of ours: that uid can empty it
+        try:
+            foreign.append([st.st_uid, os.path.join(os.getcwd(), name)])
+        except OSError:
+            pass
 for root in sys.argv[1:]:
     try:
+        if os.lstat(root).st_uid == uid:
+            os.chmod(root, 0o711, follow_symlinks=False)
         os.chdir(root)
     except FileNotFoundError:
         continue
@@ -395,6 +413,7 @@ for root in sys.argv[1:]:
     path = []  # the names walked down from ROOT
     while True:
         here = os.stat(".")
+        mine = here.st_uid == uid  # a folder of ours (0711 once entered: the uid whose plant it holds can reach it)
         down = None
         try:
             entries = list(os.scandir("."))
@@ -407,10 +426,13 @@ for root in sys.argv[1:]:
                 if stat.S_ISDIR(st.st_mode):
                     if own_or_open(st) and (st.st_dev, st.st_ino) not in done:
                         if st.st_uid == uid:
-                            os.chmod(e.name, 0o700, follow_symlinks=False)
+                            os.chmod(e.name, 0o711, follow_symlinks=False)
                         down = e.name
                         break
-                elif st.st_uid == uid:
+                    if mine and (st.st_dev, st.st_ino) not in done:
+                        done.add((st.st_dev, st.st_ino))
+                        gone(e.name, st, mine)
+                elif st.st_uid == uid or mine:
                     os.unlink(e.name)
             except OSError:
                 left += 1
@@ -427,28 +449,48 @@ for root in sys.argv[1:]:
         os.chdir("..")
         name = path.pop()
         try:
-            if os.lstat(name).st_uid == uid:
-                os.rmdir(name)
+            st = os.lstat(name)
+            if st.st_uid == uid or os.stat(".").st_uid == uid:
+                gone(name, st, os.stat(".").st_uid == uid)
         except OSError:
             left += 1
-print(left)
+print(json.dumps({"left": left, "foreign": foreign}))
 """
 
 
 def clean_as_uid(uid: int, roots: tuple[str, ...] = SHARED_TMP, timeout_s: float = 60.0) -> bool:
-    """Remove what UID left in ROOTS, run as UID (after every process of it is dead): whether all of it went."""
-    r = None
+    """Remove what UID left in ROOTS, run as UID (after every process of it is dead): whether all of it went. A
+    closed folder another sandbox uid made inside one of UID's (the uid fallback has one /tmp for all: a sandbox
+    running beside this one may plant it there to make this cleanup fail) is emptied as that uid, then removed."""
+    found = _cleanup(uid, roots, timeout_s)
+    for _ in range(3):
+        if found is None or not found["foreign"]:
+            break
+        for owner, path in found["foreign"]:
+            if isinstance(owner, int) and is_sandbox_uid(owner) and owner != uid and isinstance(path, str):
+                _cleanup(owner, (path,), timeout_s)
+        found = _cleanup(uid, roots, timeout_s)
+    return found is not None and found["left"] == 0 and not kill_uid(uid)
+
+
+def _cleanup(uid: int, roots: tuple[str, ...], timeout_s: float) -> dict | None:
+    """CLEANUP run as UID over ROOTS: what it printed, or None when it could not run."""
     for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):  # one the uid can run (the uid fallback
         try:  # checks it can run sys.executable; bwrap's recovery may run where it cannot)
             r = subprocess.run([python, "-I", "-S", "-c", CLEANUP, *roots], user=uid, group=uid, extra_groups=[],
                                cwd="/", stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s,
                                env={"PATH": "/usr/bin:/bin"})
-            break
         except PermissionError:
             continue
         except (OSError, subprocess.SubprocessError):
-            break
-    return r is not None and r.returncode == 0 and r.stdout.strip() == "0" and not kill_uid(uid)
+            return None
+        try:
+            found = json.loads(r.stdout)
+        except ValueError:
+            return None
+        ok = r.returncode == 0 and isinstance(found, dict) and isinstance(found.get("left"), int)
+        return {"left": found["left"], "foreign": list(found.get("foreign") or [])} if ok else None
+    return None
 
 
 # -------------------------------------------------------------------------------------------------- the bwrap argv
@@ -817,8 +859,8 @@ def _watch(proc: subprocess.Popen, out: _Reader | None, limits: Limits, started:
         else:
             deadline, step = started_at + limits.timeout_s, math.inf
         left = deadline - time.monotonic()
-        if left <= 0:
-            state["stopped"] = state["stopped"] or "timeout"
+        if left <= 0:  # before the child's first byte: the machine was too slow to start it, not the student's code
+            state["stopped"] = state["stopped"] or ("timeout" if started_at is not None else "startup")
             return
         if _wait(proc, min(left, step)):
             return
@@ -938,9 +980,38 @@ def sanitize(text: str, most: int | None = None, *, backslash: bool = True) -> s
 
 
 def looks_alike(name: str) -> str:
-    """What NAME shows as, give or take case and compatibility forms (ｆｕｌｌｗｉｄｔｈ, ﬁ, é as e + ◌́): two
-    files with the same looks_alike() are told apart by no one reading a table of grades."""
-    return unicodedata.normalize("NFKC", name).casefold()
+    """What NAME shows as, give or take case, accents and compatibility forms (ｆｕｌｌｗｉｄｔｈ, ﬁ, é as é or as
+    e + ◌́): its NFKD form without combining marks, case-folded."""
+    return "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c)).casefold()
+
+
+def alike(names: list[str]) -> dict[str, list[str]]:
+    """{name: the other NAMES it looks like}, for those that look like another: the same looks_alike(), or the same
+    but where one has a letter outside ASCII and the other an ASCII one (Cyrillic а for a, Greek ο for o: Unicode's
+    look-alikes are thousands; any non-ASCII letter in place of an ASCII one is taken for one). Two names no one
+    reading a table of grades tells apart are among them."""
+    def same(x: str, y: str) -> bool:
+        return all(a == b or a.isascii() != b.isascii() for a, b in zip(x, y, strict=True))  # one length
+
+    keys = {n: looks_alike(n) for n in names}
+    by_length: dict[int, list[str]] = {}
+    for n in names:
+        by_length.setdefault(len(keys[n]), []).append(n)
+    out: dict[str, list[str]] = {}
+    for group in by_length.values():
+        for i, n in enumerate(group):
+            for m in group[i + 1:]:
+                if same(keys[n], keys[m]):
+                    out.setdefault(n, []).append(m)
+                    out.setdefault(m, []).append(n)
+    return out
+
+
+def escaped(name: str) -> str:
+    """NAME (sanitize()d: a backslash of its own is two already) with every character outside ASCII as its \\u
+    escape (аlice: \\u0430lice): two names alike() pairs, shown so that they read apart."""
+    return "".join(c if c.isascii() else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+                   for c in name)
 
 
 def one_line(text: str, most: int = 300) -> str:

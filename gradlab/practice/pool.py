@@ -1,6 +1,6 @@
-"""Grading many submissions: two at a time (one in the userns mode without a cgroup: at_once()), each in its own
-sandbox, stopped at once by Ctrl-C or SIGTERM. `gradlab check FOLDER` and `gradlab grade` both grade through
-grade_all().
+"""Grading many submissions: as many at a time as the CPUs and memory gradlab is given allow (capacity.plan(): one
+under a 1-CPU quota, one in the userns mode without a cgroup), each in its own sandbox, stopped at once by Ctrl-C or
+SIGTERM. `gradlab check FOLDER` and `gradlab grade` both grade through grade_all().
 
 Only the calling (main) thread starts a check, and it waits in short slices, so a stop signal is seen within one
 slice, wherever it landed, and before another check starts: after Ctrl-C no queued submission starts. The running
@@ -17,10 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gradlab.kit.result import Result
-from gradlab.practice import check, isolate
+from gradlab.practice import capacity, check, isolate
 from gradlab.practice.submission import Submission
 
-AT_ONCE = 2  # submissions graded at the same time, each in its own sandbox
 WAKE_S = 0.1  # the main thread looks for a stop signal at least this often
 
 
@@ -65,9 +64,10 @@ def grade_all(submissions: list[Submission], seed: int,
 
 
 def at_once() -> int:
-    """AT_ONCE, or 1 in the userns mode without a cgroup (isolate.userns_message): nothing there bounds a sandbox's CPU
-    as a whole, so a CPU flood in one would starve the right answer beside it."""
-    return 1 if isolate.detect().mode == "userns" and not isolate.cgroups.available()[0] else AT_ONCE
+    """Submissions graded at the same time (capacity.plan()): 1 in the userns mode without a cgroup
+    (isolate.userns_message), where nothing bounds a sandbox's CPU as a whole and a CPU flood in one would starve the
+    right answer beside it."""
+    return capacity.plan().at_once
 
 
 def _grade(submissions: list[Submission], seed: int, each, results: list[Result | None],

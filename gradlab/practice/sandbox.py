@@ -26,7 +26,7 @@ import sys
 import threading
 from pathlib import Path
 
-from gradlab.practice import harness_module, isolate, wire
+from gradlab.practice import backward, capacity, harness_module, isolate, wire
 from gradlab.practice.parsing import parse
 
 TIMEOUT_S = 20.0
@@ -39,7 +39,7 @@ GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
 # answer: tests/test_sandbox.py checks every harness's imports against it.
 SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.kit.seccomp")
 ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.stage1",
-          "gradlab.kit.seccomp", "gradlab.practice.wire")
+          "gradlab.kit.seccomp", "gradlab.practice.wire", "gradlab.practice.backward")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
 
@@ -105,13 +105,14 @@ class Sandbox:
 
     def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
                  lines: dict[str, str] | None = None, code_files: list | None = None, timeout_s: float | None = None,
-                 mode: str | None = None) -> None:
+                 mode: str | None = None, graph: bool = False) -> None:
         self.timeout_s = timeout_s or TIMEOUT_S
-        self.limits = isolate.Limits(timeout_s=self.timeout_s)
+        self.limits = capacity.limits(self.timeout_s)
         self.mode = mode or isolate.detect().mode
         header = {"harness": harness_module(exercise), "function": exercise.function, "seed": seed, "kind": kind,
                   "shown": shown, "lines": lines or {}, "code_files": code_files or [],
-                  "forbidden": list(getattr(exercise, "forbidden", ()))}
+                  "forbidden": list(getattr(exercise, "forbidden", ())), "graph": graph}
+        self.graph = graph  # GRAPH: the first input only, its backward pass caught (gradlab/practice/backward.py)
         inputs = json.dumps(header).encode() + b"\n" + source
         package = sandbox_files(harness_module(exercise))
         if getattr(exercise, "package", ""):  # a teacher's own exercise (gradlab.practice.own): its harness alone
@@ -136,7 +137,7 @@ class Sandbox:
         self._thread.join()
         if "error" in self._outcome:
             raise self._outcome["error"]
-        return received(self._outcome["value"], expected, self.timeout_s, self.limits)
+        return received(self._outcome["value"], expected, self.timeout_s, self.limits, graph=self.graph)
 
 
 # ------------------------------------------------------------------------------------------------ what came back
@@ -146,12 +147,17 @@ class Bad(Exception):
 
 
 def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: float,
-             limits: isolate.Limits | None = None) -> dict:
-    """OUTCOME as the dict judge() reads, every part of it checked and sanitized."""
+             limits: isolate.Limits | None = None, graph: bool = False) -> dict:
+    """OUTCOME as the dict judge() reads, every part of it checked and sanitized (GRAPH: and its "graph", the caught
+    backward pass, or None)."""
     limits = limits or isolate.Limits()
     printed = outcome.printed.decode("utf-8", errors="replace")
     base = {"printed": isolate.sanitize(printed), "printed_bytes": int(outcome.printed_bytes), "warnings": [],
             "used": [], "trace": "", "isolated": outcome.mode != "plain", "sandbox": outcome.mode}
+    if outcome.stopped == "startup":
+        return base | {"ok": False, "kind": "died", "environment": "startup",
+                       "error": f"gradlab's sandbox did not start your code within {isolate.STARTUP_S:g} s (a busy "
+                                f"machine: not your code's doing); {AGAIN}"}
     if outcome.stopped:
         why = {"timeout": f"your code ran longer than {timeout_s:g} s and was stopped (an endless loop?)",
                "printed too much": f"your code printed more than {limits.printed_max >> 20} MB and was stopped",
@@ -162,15 +168,37 @@ def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: f
         code = outcome.returncode
         if code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else f"signal {-code}"
+            if name == "SIGKILL" and (outside := killed_from_outside(outcome, limits)):
+                return base | {"ok": False, "kind": "died", "environment": "killed",
+                               "error": f"gradlab's sandbox was killed from outside ({outside}: the machine's or the "
+                                        f"container's out-of-memory killer?), not by your code's limits; {AGAIN}"}
             error = f"your code was killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
         else:
             error = f"your code ended the process (exit code {code}) before returning: os._exit or similar"
         return base | {"ok": False, "kind": "died", "error": error}
     try:
         got = wire.decode(outcome.output)
+        if graph and type(got) is dict:
+            base["graph"] = backward.checked(got.pop("graph", None))
         return base | _checked(got, expected)
+    except backward.Bad as e:
+        return base | {"ok": False, "kind": "output", "error": isolate.one_line(f"your code's graph: {e}", 400)}
     except (Bad, wire.Malformed) as e:
         return base | {"ok": False, "kind": "output", "error": isolate.one_line(f"your code's outputs {e}", 400)}
+
+
+AGAIN = "the next run of gradlab grade checks it again"
+OWN_OOM = 0.9  # a sandbox SIGKILLed with its cgroup's memory peak above this share of its limit hit its own limit
+
+
+def killed_from_outside(outcome: isolate.Outcome, limits: isolate.Limits) -> str:
+    """Why a SIGKILL that gradlab did not send came from outside the sandbox, in words, or "" when it may be the
+    sandbox's own: only a cgroup's memory peak tells (below OWN_OOM of its limit, its own out-of-memory killer did not
+    act). A submission that SIGKILLs itself is graded again on every run (and scores 0 each time)."""
+    peak = outcome.memory_peak
+    if not outcome.cgroup or peak is None or peak >= OWN_OOM * limits.group_memory:
+        return ""
+    return f"SIGKILL while its processes held {peak >> 20} MB of their {limits.group_memory >> 20} MB"
 
 
 def _text(value, most: int) -> str:

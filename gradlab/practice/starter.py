@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 
 from gradlab.kit.exercise import Exercise
@@ -13,7 +14,8 @@ def starter(exercise: Exercise, file: str | None = None) -> str:
     """The starter file: the signature, the math, the shapes, the TF-1 line, a body that raises NotImplementedError,
     and the command that checks it (FILE: the name the course gives the file, default FUNCTION.py)."""
     file = file or f"{exercise.function}.py"
-    doc = "\n".join(("    " + line.strip()) if line.strip() else "" for line in exercise.doc.splitlines())
+    doc = textwrap.indent(inspect.cleandoc(exercise.doc), "    ")  # the text's own indentation kept (its formulas'
+    # continuation lines, a list's items): it was stripped from every line
     if exercise.signature.startswith("class "):  # a torch.autograd.Function: its forward and its backward
         body = "".join(f'\n    @staticmethod\n    def {name}(ctx, {arg}):\n        raise NotImplementedError('
                        f'"write {exercise.function}.{name}")\n'
@@ -25,7 +27,10 @@ def starter(exercise: Exercise, file: str | None = None) -> str:
         f"Write it yourself: this exercise is to write what {', '.join(exercise.forbidden)} "
         f"{'does' if len(exercise.forbidden) == 1 else 'do'} for you, so calling "
         f"{'it' if len(exercise.forbidden) == 1 else 'one of them'} fails a check of its own.", 110) + "\n\n"
-    how = (f"then check it:\n\n    gradlab check {file}\n" if not exercise.package else
+    graph = "" if exercise.no_autograd else (
+        f"\nand see your backward pass beside the reference's (the first node whose gradient differs marked):\n\n"
+        f"    gradlab check {file} --graph {file.rsplit('.', 1)[0]}.html\n")
+    how = (f"then check it:\n\n    gradlab check {file}\n{graph}" if not exercise.package else
            f"then hand it in as {file}: your teacher checks it with the course's own checks,\n\n    gradlab check "
            f"{file} --course course.toml\n")
     return (f'"""{head}\n\n{rule}'

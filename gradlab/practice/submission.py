@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from gradlab.errors import GradlabError
 from gradlab.kit.exercise import Exercise
 from gradlab.practice import all_exercises
-from gradlab.practice.isolate import looks_alike, one_line, sanitize
+from gradlab.practice.isolate import alike, one_line, sanitize
 from gradlab.practice.parsing import parse
 from gradlab.practice.sandbox import read_submission
 
@@ -88,12 +88,10 @@ def of_folder(path: str, *, exercise_name: str | None, files_of: dict[str, str] 
     names = [n for n in names if n.endswith(".py")]
     if not names:
         raise GradlabError(f"{path} has no .py files to check")
-    alike: dict[str, list[str]] = {}  # two files no one can tell apart in a table of grades: neither is graded
-    for n in names:
-        alike.setdefault(looks_alike(n), []).append(n)
+    twins = alike(names)  # two files no one can tell apart in a table of grades: neither is graded
     exercise, todo = all_exercises()[exercise_name], []
     for n in names:
-        others = [sanitize(m) for m in alike[looks_alike(n)] if m != n]
+        others = [sanitize(m) for m in twins.get(n, [])]
         todo.append(Submission(shown=sanitize(n), exercise=exercise,
                                stop=f"its name looks like {' and '.join(others)}: rename one of them") if others
                     else of_course(os.path.join(path, n), exercise, shown=sanitize(n)))

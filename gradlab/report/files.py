@@ -60,10 +60,10 @@ def _check_writable(p: Path, option: str) -> None:
 GRAPH_SUFFIXES = (".html", ".svg")  # what --graph writes, besides - (a tree in the terminal)
 
 
-def check_graph_suffix(path: str | None) -> None:
+def check_graph_suffix(path: str | None, option: str = "--graph") -> None:
     """--graph must end in .html or .svg, or be - (the terminal)."""
     if path and path != STDOUT and Path(path).suffix.lower() not in GRAPH_SUFFIXES:
-        raise GradlabError(f"--graph {shorten(path)}: give a file ending in .html or .svg, or - for the terminal")
+        raise GradlabError(f"{option} {shorten(path)}: give a file ending in .html or .svg, or - for the terminal")
 
 
 def same_file(a: str | None, b: str | None) -> bool:
@@ -100,9 +100,10 @@ def write_json(path: str | Path, result: Result | dict[str, Any]) -> None:
     write_bytes(path, (json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode())
 
 
-def plot_png(result: Result) -> bytes | None:
-    """The curves as PNG bytes, one panel per curve (NaN/inf points are not drawn); None when there are none."""
-    from matplotlib import rcParams
+def plot_png(result: Result, fmt: str = "png") -> bytes | None:
+    """The curves as PNG bytes (FMT "svg": an SVG with the same panels, the same bytes on every run), one panel per
+    curve (NaN/inf points are not drawn); None when there are none."""
+    from matplotlib import rc_context, rcParams
     from matplotlib.figure import Figure  # an explicit Figure: no pyplot, no global backend change (a notebook's
     # inline plots keep working after a Result is shown)
 
@@ -140,15 +141,19 @@ def plot_png(result: Result) -> bytes | None:
                   frameon=False)
     fig.suptitle(textwrap.fill(f"gradlab {result.lesson}: {result.title}", 60 * len(curves)), fontsize=10)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110)
+    # an SVG's element ids are drawn from svg.hashsalt and its metadata holds the date: fixed, so that the plots the
+    # docs site keeps (docs/plots/) change only when the curves do; text is drawn as paths, so no font is loaded
+    with rc_context({"svg.hashsalt": "gradlab", "svg.fonttype": "path"}):
+        fig.savefig(buffer, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
     return buffer.getvalue()
 
 
 def write_plot(path: str | Path, result: Result) -> None:
-    png = plot_png(result)
-    if png is None:
+    """--plot PATH: the curves as an SVG when PATH ends in .svg, else as a PNG."""
+    image = plot_png(result, "svg" if Path(str(path)).suffix.lower() == ".svg" else "png")
+    if image is None:
         raise GradlabError(f"--plot: lesson {result.lesson} has no curves to plot")
-    write_bytes(path, png)
+    write_bytes(path, image)
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:

@@ -1,9 +1,11 @@
 """`gradlab step LESSON`: the backward pass of the lesson's key computation, one node at a time, in the order
 autograd ran it. Each step shows the gradient arriving (the sum, where a tensor was used twice), the node's local
 derivative (its formula, for the ops a lesson uses) and what it sends on; the walk stops at the first non-finite
-gradient and says why. On a terminal it waits for Enter after each node (`--predict`: asks for the next gradient
-first and scores the guesses); piped, it prints every step. At the end a claim checks the walk: the gradients shown
-arriving at each leaf add up to what `.grad` holds after a real backward().
+gradient and says why; each graph's "look at" line is said first and the node where that point shows is marked. On
+a terminal it waits after each node (Enter: on, s: skip to the point, q: quit; `--predict`: asks for the next
+gradient before its local derivative is shown and scores the guesses); piped, it prints every step. At the end a
+claim checks the walk: the gradients shown arriving at each leaf add up to what `.grad` holds after a real
+backward().
 
 The command (its flags, and how it asks on a terminal) is gradlab/cli/step.py; this module imports torch and rich,
 when the command runs.
@@ -18,9 +20,10 @@ from dataclasses import dataclass, field
 import torch
 from rich.markup import escape
 
-from gradlab.kit.autograd_graph import summary
+from gradlab.kit.autograd_graph import Node, summary
 from gradlab.kit.result import Claim
 from gradlab.lessons import LESSONS
+from gradlab.report.chain import FORMULAS, local_value
 from gradlab.report.console import make_console
 from gradlab.report.graph import why_nonfinite
 
@@ -30,39 +33,6 @@ Prompt = Callable[[str], str]  # asks on a terminal: the text shown → the line
 TINY = {"dqn": {"transitions": 1}, "clip": {"images": 1}, "ddp": {"images": 2}, "actor-critic": {"states": 1}}
 
 STEP_NUMBERS = 8  # a gradient of up to this many numbers is shown in full
-
-# The local derivative of the ops the lessons use, as the chain rule applies it: ∇ is the arriving gradient.
-FORMULAS = {
-    "ExpBackward0": "y = exp(x): sends ∇ · exp(x)",
-    "LogBackward0": "y = log(x): sends ∇ / x",
-    "AddBackward0": "y = a + b: sends ∇ to a and to b (summed over broadcast axes)",
-    "SubBackward0": "y = a − b: sends ∇ to a, −∇ to b",
-    "MulBackward0": "y = a · b: sends ∇ · b to a, ∇ · a to b",
-    "DivBackward0": "y = a / b: sends ∇ / b to a, −∇ · a / b² to b",
-    "NegBackward0": "y = −x: sends −∇",
-    "PowBackward0": "y = xᵏ: sends ∇ · k · xᵏ⁻¹",
-    "SumBackward0": "y = Σ x: sends ∇ to every element",
-    "SumBackward1": "y = Σ x along an axis: sends ∇ to every element of it",
-    "MeanBackward0": "y = mean x: sends ∇ / N to every element",
-    "MeanBackward1": "y = mean x along an axis: sends ∇ / N",
-    "AddmmBackward0": "y = b + x W: sends Σ_rows ∇ to b, ∇ Wᵀ to x, xᵀ ∇ to W",
-    "MmBackward0": "y = a b: sends ∇ bᵀ to a, aᵀ ∇ to b",
-    "MvBackward0": "y = X v: sends ∇ vᵀ to X, Xᵀ ∇ to v",
-    "TBackward0": "y = xᵀ: sends ∇ᵀ",
-    "LogSoftmaxBackward0": "y = z − logsumexp(z): sends ∇ − softmax(z) · Σ∇",
-    "NllLossBackward0": "y = −mean_i z[i, tᵢ]: sends −∇/B to each z[i, tᵢ], 0 elsewhere",
-    "ReluBackward0": "y = max(x, 0): sends ∇ where x > 0, 0 elsewhere",
-    "TanhBackward0": "y = tanh(x): sends ∇ · (1 − y²)",
-    "SigmoidBackward0": "y = σ(x): sends ∇ · y(1 − y)",
-    "WhereBackward0": "y = where(c, a, b): sends ∇ to a where c, to b elsewhere (0 to the unused side)",
-    "MaxBackward0": "y = max along an axis: sends ∇ to the arg max only",
-    "GatherBackward0": "y = x[i, aᵢ]: sends ∇ back to the gathered places, 0 elsewhere",
-    "SqueezeBackward1": "a reshape: sends ∇ reshaped",
-    "UnsqueezeBackward0": "a reshape: sends ∇ reshaped",
-    "ViewBackward0": "a reshape: sends ∇ reshaped",
-    "SmoothL1LossBackward0": "y = mean Huber(q − t): sends ∇ · clamp(q − t, −1, 1)/N to q",
-}
-
 
 @dataclass
 class Score:
@@ -76,20 +46,6 @@ class Score:
 def numbers(t) -> str:
     """A tensor for the walk: in full up to STEP_NUMBERS numbers, else its mean and norm."""
     return summary(t, limit=STEP_NUMBERS)
-
-
-def local_value(node):
-    """The local derivative's value where it is one number per element (exp, log, tanh), else None."""
-    f = node.forward
-    if f is None or f.output is None:
-        return None
-    if node.name == "ExpBackward0":
-        return f.output  # ∂exp(x)/∂x = exp(x)
-    if node.name == "LogBackward0" and f.inputs and f.inputs[0] is not None:
-        return 1 / f.inputs[0]  # ∂log(x)/∂x = 1/x
-    if node.name == "TanhBackward0":
-        return 1 - f.output**2  # ∂tanh(x)/∂x = 1 − tanh(x)²
-    return None
 
 
 def arriving_text(graph, node) -> str:
@@ -125,16 +81,17 @@ def why_text(node) -> str:
 # The walk.
 # ---------------------------------------------------------------------------------------------------------------
 
-def ask(node, graph, *, score: Score, prompt: Prompt, console) -> None:
-    """--predict: the student's guess for the one number NODE sends, scored against what autograd sent."""
-    outs = [graph.edge_grad(e) for e in graph.edges if e.src == node.id]
+def ask(node, graph, *, score: Score, prompt: Prompt, console) -> str:
+    """--predict: the student's guess for the one number NODE sends, scored against what autograd sent; asked
+    before the local derivative is shown. Returns what was typed (q quits, s skips, as after a step)."""
+    outs = [graph.edge_grad(e) for e in graph.outgoing(node)]
     if len(outs) != 1 or outs[0] is None or outs[0].numel() != 1:
-        return
-    text = prompt(f"  your guess: what does {node.name} send on? (Enter: skip): ")
+        return ""
+    text = prompt(f"  your guess: what does {node.name} send on? (Enter: skip · s: skip to the point · q: quit): ")
     try:
         guess = float(text)
     except ValueError:
-        return
+        return text
     actual = float(outs[0])
     right = (math.isnan(guess) and math.isnan(actual)) or math.isclose(guess, actual, rel_tol=1e-3, abs_tol=1e-6)
     score.asked += 1
@@ -142,43 +99,110 @@ def ask(node, graph, *, score: Score, prompt: Prompt, console) -> None:
     if not right:
         score.misses.append(f"{node.name}: you said {guess:g}, autograd sent {actual:.6g}")
     console.print("  ✓ right" if right else f"  ✗ autograd sent {actual:.6g}", markup=False)
+    return text
 
 
-def walk(graph, console, *, prompt: Prompt | None, predict: bool, score: Score) -> None:
-    """Every node autograd ran, in its order; stops at the first one that sends a non-finite gradient. PROMPT (on a
-    terminal; None when piped) waits for Enter after each node, or with PREDICT asks for the next gradient."""
+@dataclass
+class Keys:
+    """What the student typed at the prompts so far."""
+
+    quit: bool = False  # q: the walk ends here
+    skip: bool = False  # s: on, without stopping, to the lesson's point in this graph
+
+    def read(self, text: str) -> None:
+        key = text.strip().lower()
+        self.quit, self.skip = self.quit or key == "q", self.skip or key == "s"
+
+
+def point(graph) -> Node | None:
+    """The node where the lesson's point shows: where a NaN is born, where a cut feeds a constant in, or the step
+    after backward (clip, all-reduce); None: at the leaves (gradient reaching a group it must not) or nowhere."""
+    if graph.first_nonfinite is not None:
+        return graph.first_nonfinite
+    if graph.cuts:
+        return graph.cuts[0][0]
+    return next((n for n in graph.nodes if n.outside), None)
+
+
+POINT = "[bold blue]★ the lesson's point is here[/]"
+NEXT = "  Enter: next node · s: skip to the point · q: quit "
+
+
+def _step(graph, node, k: int, total: int, console, *, here: bool) -> None:
+    where = f"  [dim]{escape(node.forward.where)}[/]" if node.forward and node.forward.where else ""
+    console.print(f"[bold]step {k}/{total}[/]  [bold cyan]{node.name}[/] #{node.id}{where}")
+    if here:
+        console.print(f"  {POINT}")
+    console.print(f"  arrives  ∇ = {escape(arriving_text(graph, node))}")
+
+
+def _local(graph, node, console) -> None:
+    local = local_value(node)
+    formula = FORMULAS.get(node.name, "(no formula here: the backward this op defines)")
+    here = f"; here the local derivative is {escape(numbers(local))}" if local is not None else ""
+    console.print(f"  local    {escape(formula)}{here}")
+    for line in sends_text(graph, node):
+        console.print(f"  sends    {escape(line)}")
+    for cut in node.forward.cuts if node.forward else ():
+        console.print(f"  [bold]✂ a constant feeds in here[/] ({escape(cut.why)}: {escape(cut.where)}): no gradient "
+                      f"flows back into what computed it")
+
+
+def walk(graph, console, *, prompt: Prompt | None, predict: bool, score: Score, keys: Keys | None = None) -> None:
+    """Every node autograd ran, in its order; stops at the first one that sends a non-finite gradient; then the
+    leaves and the steps after backward. PROMPT (on a terminal; None when piped) waits after each node (Enter: on,
+    s: skip to the lesson's point, q: quit), or with PREDICT asks for the next gradient before its local derivative
+    is shown. KEYS: what was typed so far (q ends the walks of the graphs after this one too)."""
+    keys = keys or Keys()
     ran = sorted((n for n in graph.nodes if n.order is not None), key=lambda n: n.order)
+    target = point(graph)
     console.rule(escape(graph.title))
+    if graph.note:
+        console.print(f"[bold blue]{escape(graph.note)}[/]")
     for k, node in enumerate(ran, 1):
-        where = f"  [dim]{escape(node.forward.where)}[/]" if node.forward and node.forward.where else ""
-        console.print(f"[bold]step {k}/{len(ran)}[/]  [bold cyan]{node.name}[/] #{node.id}{where}")
-        console.print(f"  arrives  ∇ = {escape(arriving_text(graph, node))}")
-        local = local_value(node)
-        formula = FORMULAS.get(node.name, "(no formula here: the backward this op defines)")
-        here = f"; here the local derivative is {escape(numbers(local))}" if local is not None else ""
-        console.print(f"  local    {escape(formula)}{here}")
+        if keys.skip and node is not target and node.finite:
+            continue
+        keys.skip = False
+        _step(graph, node, k, len(ran), console, here=node is target)
         if predict and prompt:
-            ask(node, graph, score=score, prompt=prompt, console=console)
-        for line in sends_text(graph, node):
-            console.print(f"  sends    {escape(line)}")
+            keys.read(ask(node, graph, score=score, prompt=prompt, console=console))
+        _local(graph, node, console)
         if not node.finite:
             console.print(f"[bold red]  ✗ the first non-finite gradient is born here: {escape(why_text(node))}. "
                           f"Every node after it receives it: the walk stops.[/]")
             return
+        if keys.quit:
+            return
         if prompt and not predict and k < len(ran):
-            prompt("  Enter: next node")
+            keys.read(prompt(NEXT))
+        if keys.quit:
+            return
+    keys.skip = False
     for leaf_id in graph.leaf_grads:
         leaf = graph.nodes[leaf_id]
         name = f"{leaf.group}.{leaf.label}" if leaf.group else leaf.label or "a leaf"
         console.print(f"[bold green]{escape(name)}[/] (AccumulateGrad): .grad = {escape(arriving_text(graph, leaf))}")
+        if leaf.group in graph.forbidden and graph.leaf_grads[leaf_id] is not None:
+            console.print(f"  [bold red]✗ gradient reaches {escape(name)}: {POINT}, the path the lesson says must "
+                          f"not carry any (‖∇ {escape(leaf.group)}‖ = {graph.forbidden[leaf.group]:.6g})[/]")
+    for node in (n for n in graph.nodes if n.outside):
+        console.print(f"[bold cyan]{escape(node.name)}[/] #{node.id}: after backward, outside autograd, on "
+                      f"{len(graph.incoming(node))} leaves' gradients  {POINT if node is target else ''}")
+        console.print(f"  rule     {escape(FORMULAS.get(node.name, ''))}")
+        for fact in node.facts:
+            console.print(f"  {escape(fact)}")
 
 
 def check_walk(graphs) -> Claim:
     """The gradients shown arriving at each leaf, added up, against .grad after a real backward()."""
     worst = 0.0
     for graph in graphs:
+        leaves: dict[int, list[int]] = {}  # a tensor → its leaf nodes (one per rank in ddp's joined graph)
         for leaf_id, variable in graph.variables.items():
-            shown = sum(graph.edge_grad(e) for e in graph.incoming(graph.nodes[leaf_id]))
+            leaves.setdefault(id(variable), []).append(leaf_id)
+        for ids in leaves.values():
+            variable = graph.variables[ids[0]]
+            shown = sum(graph.edge_grad(e) for i in ids for e in graph.incoming(graph.nodes[i]))
             saved, variable.grad = variable.grad, None
             graph.output.backward(torch.ones_like(graph.output), retain_graph=True)
             real, variable.grad = variable.grad, saved
@@ -198,9 +222,10 @@ def walk_lesson(lesson: str, *, seed: int, predict: bool, prompt: Prompt | None)
     console = make_console(quiet=False, stderr=False)
     if predict and not prompt:
         console.print("[yellow]note:[/] --predict asks on a terminal; not one here, so every step is shown")
-    score = Score()
+    score, keys = Score(), Keys()
     for graph in graphs:
-        walk(graph, console, prompt=prompt, predict=predict, score=score)
+        if not keys.quit:
+            walk(graph, console, prompt=prompt, predict=predict, score=score, keys=keys)
     claim = check_walk(graphs)
     mark = "[green]✓[/]" if claim.passed else "[red]✗[/]"
     console.print(f"{mark} {claim.text}: {claim.value:.3g} ≤ {claim.bound:g}")

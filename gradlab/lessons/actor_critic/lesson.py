@@ -106,9 +106,11 @@ def graphs(config: Config, states: int = 4) -> list[autograd_graph.Graph]:
         dist = torch.distributions.Categorical(logits=actor(s))
         a = torch.zeros(states, dtype=torch.long)
         actor_loss = -(dist.log_prob(a) * td.detach()).mean()  # as train(): δ detached
-    return [autograd_graph.trace(loss, title="actor-critic: the critic's loss", names=names, forbidden=("actor",)),
+    return [autograd_graph.trace(loss, title="actor-critic: the critic's loss", names=names, forbidden=("actor",),
+                                 note="look at: the ✂ no_grad cut: the TD target is a constant, only critic.* learns"),
             autograd_graph.trace(actor_loss, title="actor-critic: the actor's loss (entropy term left out)",
-                                 names=names, forbidden=("critic",))]
+                                 names=names, forbidden=("critic",),
+                                 note="look at: the ✂ detach on δ: the actor's loss sends nothing into critic.*")]
 
 
 def critic_update(critic, optimizer, s, td_target, mode: str) -> tuple[torch.Tensor, torch.Tensor]:

@@ -127,21 +127,32 @@ def one_step(model, optimizer, x, y):
 
 
 def graphs(config: Config, images: int = 4) -> list[autograd_graph.Graph]:
-    """The cost's backward graph for --model on a few seeded random images: the gradients arriving at the leaves
-    are the ones clip_by_global_norm scales, by clip_norm / max(global_norm, clip_norm)."""
+    """The cost's backward graph for --model on a few seeded random images, and under its leaves what
+    clip_by_global_norm does after backward: their global norm, the scale clip_norm / max(global_norm, clip_norm),
+    each leaf's gradient before and after."""
     model = make_model(config.model, config.seed, torch.device("cpu"))
     g = torch.Generator().manual_seed(config.seed)
     x = torch.rand(images, 784, generator=g)
     y = torch.nn.functional.one_hot(torch.randint(10, (images,), generator=g), 10).float()
     with autograd_graph.record():
         cost = cross_entropy(model(x), y)
-    grads = torch.autograd.grad(cost, list(model.parameters()), retain_graph=True)
-    norm = float(global_norm(list(grads)))  # global_norm = sqrt(Σ_i ‖g_i‖²)
+    graph = autograd_graph.trace(cost, title=f"clip ({config.model}): the cost on {images} random images",
+                                 names={"model": model})
+    leaves = [n.id for n in graph.nodes if n.leaf]
+    grads = [graph.leaf_grads[i] for i in leaves]
+    norm = float(global_norm(grads))  # global_norm = sqrt(Σ_i ‖g_i‖²)
     scale = config.clip_norm / max(norm, config.clip_norm)
-    return [autograd_graph.trace(cost, title=f"clip ({config.model}): the cost on {images} random images",
-                                 names={"model": model},
-                                 note=f"global norm of the leaves' gradients {norm:.6g}; --clip-norm "
-                                      f"{config.clip_norm:g} scales them by {scale:.6g}")]
+    for i, grad in zip(leaves, grads, strict=True):
+        graph.nodes[i].facts.append(f"clipped ∇ {autograd_graph.summary(grad * scale)}  (×{scale:.4g})")
+    autograd_graph.after_backward(
+        graph, "clip_by_global_norm", leaves, result=torch.tensor(norm * scale),
+        facts=[f"global norm √(Σ‖∇‖²) = {norm:.6g} over {len(leaves)} tensors",
+               f"scale = clip_norm / max(norm, clip_norm) = {config.clip_norm:g} / {max(norm, config.clip_norm):.6g}"
+               f" = {scale:.6g}",
+               f"sends scale·∇ on to the optimizer: global norm {norm * scale:.6g}"])
+    graph.note = (f"look at: clip_by_global_norm under the leaves: one scale ({scale:.4g}) for every gradient, "
+                  f"so the direction is kept")
+    return [graph]
 
 
 def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c: None) -> dict:

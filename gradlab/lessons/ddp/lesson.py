@@ -128,29 +128,40 @@ EXPLAIN_SHORT = ("manual_step",)  # what --explain prints in full; it names the 
 
 def graphs(config: Config, images: int = 4) -> list[autograd_graph.Graph]:
     """Each rank's loss on its shard of a few seeded random images, as manual_step computes it (Σ_{i in my shard}
-    ℓ_i / B), drawn in this process. The all-reduce that adds the ranks' gradients runs after backward, outside
-    autograd (all_reduce_sum on the gradients): it has no node in any graph; the note gives the sum it computes."""
+    ℓ_i / B), drawn in this process side by side, joined under their leaves by the all-reduce that adds the ranks'
+    gradients after backward (all_reduce_sum: one flat buffer, outside autograd), with the sum's distance to the
+    full batch's gradient."""
     model = new_model(config, torch.device("cpu"))
     g = torch.Generator().manual_seed(config.seed)
     x = torch.rand(images, 784, generator=g, dtype=next(model.parameters()).dtype)
     y = torch.nn.functional.one_hot(torch.randint(10, (images,), generator=g), 10).to(x.dtype)
     world = min(config.workers, images)
-    out, summed = [], None
-    for rank, (xr, yr) in enumerate(zip(x.split(shard_sizes(images, world)), y.split(shard_sizes(images, world)),
-                                        strict=True)):
+    ranks = []
+    for xr, yr in zip(x.split(shard_sizes(images, world)), y.split(shard_sizes(images, world)), strict=True):
         with autograd_graph.record():
             loss = summed_cross_entropy(model(xr), yr) / images  # Σ_{i in my shard} ℓ_i / B: my share of the mean
-        graph = autograd_graph.trace(loss, title=f"ddp, rank {rank} of {world}: its share of the mean loss "
-                                                 f"({len(xr)} of {images} images)", names={"model": model})
-        grads = [graph.named_grads("model")[name] for name, _ in model.named_parameters()]
-        summed = grads if summed is None else [a + b for a, b in zip(summed, grads, strict=True)]
-        out.append(graph)
+        ranks.append(autograd_graph.trace(loss, title="", names={"model": model}))
+    graph = autograd_graph.join(ranks, title=f"ddp: {world} ranks, each its share of the mean loss on {images} "
+                                             f"images, joined by the all-reduce", parts=[f"rank {r}" for r in
+                                                                                          range(world)])
+    names = [name for name, _ in model.named_parameters()]
+    leaves = [n for n in graph.nodes if n.leaf]
+    per_rank = [[next(n for n in leaves if n.part == f"rank {r}" and n.label == name) for name in names]
+                for r in range(world)]
+    summed = [sum(graph.leaf_grads[rank[k].id] for rank in per_rank) for k in range(len(names))]
     full = full_batch_grads(model, x, y)
-    norm = float(torch.sqrt(sum(t.double().pow(2).sum() for t in summed)))
-    out[-1].note = (f"all-reduce (outside autograd): Σ over ranks of their gradients, ‖Σ‖ = {norm:.6g}; the full "
-                    f"batch's gradient differs by {relative(summed, full):.2g} "
-                    f"(max rel)")
-    return out
+    flat = torch.cat([t.reshape(-1) for t in summed])
+    facts = [f"rank {r} sends ‖∇‖ = "
+             f"{autograd_graph.norm(torch.cat([graph.leaf_grads[n.id].reshape(-1) for n in rank])):.6g}"
+             for r, rank in enumerate(per_rank)]
+    autograd_graph.after_backward(
+        graph, "all_reduce(SUM)", [n.id for rank in per_rank for n in rank], result=flat,
+        facts=[f"one flat buffer of {flat.numel()} numbers (one DDP bucket)",
+               *facts, f"every rank gets the sum: ‖Σ‖ = {autograd_graph.norm(flat):.6g}",
+               f"the full batch's gradient differs by {relative(summed, full):.2g} (max rel)"])
+    graph.note = ("look at: all_reduce(SUM) under the leaves: each rank's gradient is a share; their sum is the full "
+                  "batch's")
+    return [graph]
 
 
 def run(config: Config, data, device: torch.device | None = None,

@@ -40,7 +40,8 @@ tests/test_rl.py checks it), so here they agree. How the variants *learn* is sho
 them on the same seed, one run each, and no claim ranks them.
 
 The agent reads top to bottom: Q-network, replay buffer, ε-greedy with a linear schedule, a target network synced
-every N steps, Huber loss, Adam (rl-baselines3-zoo's settings). No RL framework.
+every N steps, Huber loss, Adam (its learning rate annealed to 0: settings.py says where the defaults differ from
+rl-baselines3-zoo's). No RL framework.
 """
 
 from __future__ import annotations
@@ -281,6 +282,15 @@ def anatomy_networks(config: Config, mode: str, separate: bool):
     return c, online, target_net
 
 
+LOOK = {  # what graphs() shows for each of COMPARE's variants
+    "stop-grad": "look at: the ✂ cut (detach): y is a constant, nothing reaches the target network",
+    "placeholder": "look at: the ✂ cut (no_grad): y fed as a constant, as TF's placeholder, the same gradient",
+    "no-stop-grad": "look at: the red path into target.*: without a cut the TD target is trained too",
+    "stop-grad, no target net": "look at: the ✂ cut (detach): one network, y still a constant",
+    RESIDUAL: "look at: the online network reached twice, through q and through y: the residual gradient",
+}
+
+
 def graphs(config: Config, transitions: int = 256) -> list[autograd_graph.Graph]:
     """The TD loss's backward graph for each variant, on the anatomy's batch and networks: the path into the
     target network, and the cut (detach, no_grad) where there is one."""
@@ -293,7 +303,7 @@ def graphs(config: Config, transitions: int = 256) -> list[autograd_graph.Graph]
         names = {"online": online, "target": target_net} if separate else {"online": online}
         out.append(autograd_graph.trace(loss, title=f"dqn, {name}: TD loss on {transitions} "
                                               f"transition{'s' * (transitions != 1)}",
-                                        names=names, forbidden=("target",)))
+                                        names=names, forbidden=("target",), note=LOOK[name]))
     return out
 
 

@@ -18,12 +18,12 @@ TARGET_MODES = ("stop-grad", "placeholder", "no-stop-grad")
 class Config(o.LessonConfig):
     """Settings of `gradlab dqn`; the seed drives the environment, the network, ε-greedy and replay sampling.
 
-    Defaults follow rl-baselines3-zoo's CartPole-v1 DQN (hyperparams/dqn.yml, "Almost Tuned": lr 2.3e-3, batch
-    64, one gradient step per two environment steps, ε to 0.04 over the first 16%), with a smaller network, the
-    learning rate annealed to 0, bursts half as long and twice as often (64 gradient steps every 128 environment
-    steps: zoo's 128 every 256 left a third of the seeds below 195), and, as SB3's EvalCallback, the best of the
-    checkpoints taken every 1,000 steps reported on fresh episodes. `make bench` sweeps 20 seeds. Fields without an
-    option (ε, the network's width, the table's windows) are fixed by the lesson;
+    Defaults start from rl-baselines3-zoo's CartPole-v1 DQN (hyperparams/dqn.yml at 22e3ff2, "Almost Tuned": a
+    constant lr 2.3e-3, batch 64, net [256, 256], 128 gradient steps every 256 environment steps, ε to 0.04 over the
+    first 16%) and differ from it: a 128×128 network, the learning rate annealed to 0, bursts of 64 gradient steps
+    every 128 environment steps (chosen by seed sweeps that were not kept: docs/teach/dependable.md), and, as SB3's
+    EvalCallback, the best of the checkpoints taken every 1,000 steps reported on fresh episodes. `make bench`
+    sweeps 20 seeds. Fields without an option (ε, the network's width, the table's windows) are fixed by the lesson;
     gradlab.lessons.dqn.settings.Config(...) still takes them.
     """
 

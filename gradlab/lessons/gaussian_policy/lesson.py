@@ -95,12 +95,19 @@ def normal_log_prob(mu, sigma, a):
 
 def score_through_sample(mu, sigma, a):
     """The mistake that makes the score look impossible to get from autograd: differentiate ln π(a) with the action
-    a = μ + σε still attached to μ and σ (TF-1's reparameterized sample without tf.stop_gradient; torch's rsample()).
+    a = μ + σε still attached to μ and σ (TF-1's reparameterized sample used as it is; torch's rsample()).
     Then ln π = −ε²/2 − ln σ − ½ ln 2π, and autograd returns (0, −1/σ): right for that function, not the score."""
     eps = (a - mu) / sigma  # the ε that drew a
     mu, sigma = mu.clone().requires_grad_(True), sigma.clone().requires_grad_(True)
     attached = mu + sigma * eps  # not detached: depends on μ and σ
     return torch.autograd.grad(normal_log_prob(mu, sigma, attached).sum(), [mu, sigma])
+
+
+LOOK = {  # what each of graphs()'s drawings shows
+    "the layer (GaussianLogProb)": "look at: one node, its closed-form backward: the score (a − μ)/σ² at mu",
+    "autograd through Normal.log_prob": "look at: the same gradients at mu and sigma, op by op",
+    "through an attached sample": "look at: the extra paths through the sample: the score collapses to (0, −1/σ)",
+}
 
 
 def graphs(config: Config) -> list[autograd_graph.Graph]:
@@ -119,7 +126,7 @@ def graphs(config: Config) -> list[autograd_graph.Graph]:
             else:
                 log_pi = normal_log_prob(mu, sigma, mu + sigma * ((a - mu0) / sigma0)).sum()  # a = μ + σε, attached
         out.append(autograd_graph.trace(log_pi, title=f"gaussian-policy, {name}: Σ ln π(a)",
-                                        names={"mu": mu, "sigma": sigma}))
+                                        names={"mu": mu, "sigma": sigma}, note=LOOK[name]))
     return out
 
 

@@ -29,11 +29,14 @@ answer the exercise jacobian.jacobian_loop, so their code is not shown here.
 The Hessian of W_i is the Jacobian of its gradient. HESSIANS holds four ways: `jacfwd(jacrev(f))`,
 `torch.func.hessian`, `torch.autograd.functional.hessian`, and tf.hessians' own way (the gradient with
 create_graph=True, then one more backward pass per entry of it: a Hessian-vector product away from the exercise
-jacobian.hvp, so its code is not shown here). The first two are one computation:
-`torch.func.hessian` is `jacfwd(jacrev(func, argnums), argnums)` in torch's source
-(torch/_functorch/eager_transforms.py), so their agreement cannot fail; the claim is that the three independent
-ways and central finite differences (hessian_fd) agree. W and its derivatives are computed in float64 (the
-`--scaling` timings in float32).
+jacobian.hvp, so its code is not shown here). The four are two algorithms, each written twice:
+`torch.func.hessian` is `jacfwd(jacrev(func, argnums), argnums)` (forward-over-reverse; torch's source,
+torch/_functorch/eager_transforms.py), and `torch.autograd.functional.hessian` with its defaults (vectorize=False,
+outer_jacobian_strategy="reverse-mode") takes the Jacobian of a create_graph=True Jacobian with one backward pass
+per entry of the gradient (torch/autograd/functional.py: `hessian` calls `jacobian`, which loops
+`for j in range(out.nelement())`), which is the loop (reverse-over-reverse). A claim measures that each pair is
+bitwise equal; the other claims that the two algorithms and central finite differences (hessian_fd) agree. W and
+its derivatives are computed in float64 (the `--scaling` timings in float32).
 """
 
 from __future__ import annotations
@@ -73,14 +76,25 @@ def policy(X: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------------------------
 
 def graphs(config: Config) -> list[autograd_graph.Graph]:
-    """The output W = log softmax(X y)'s backward graph, seeded with ones as TF's tf.gradients is: what arrives at
-    X is Σ_i ∂W_i/∂X (one backward pass gives a row-sum of the Jacobian, not the Jacobian)."""
+    """Three backward passes: from W = log softmax(X y) seeded with ones, as TF's tf.gradients is (what arrives at
+    X is Σ_i ∂W_i/∂X, a row-sum of the Jacobian, not the Jacobian); from W_0 alone (one row of it: the loop over
+    outputs runs one such pass per row); and from one entry of the gradient recorded with create_graph=True (a row
+    of the Hessian: a grad of a grad, its nodes the backward's own)."""
     X = torch.tensor(parse_matrix(config.matrix), dtype=torch.float64, requires_grad=True)
     y = torch.tensor(parse_vector(config.state, "state"), dtype=torch.float64)
     with autograd_graph.record():
         W = policy(X, y)
-    return [autograd_graph.trace(W, title=f"jacobian: W = log softmax(X y), X {X.shape[0]}×{X.shape[1]}",
-                                 names={"X": X})]
+        (g,) = torch.autograd.grad(W[config.output], X, create_graph=True)  # tf.hessians: the gradient, recorded
+    shape = f"X {X.shape[0]}×{X.shape[1]}"
+    return [autograd_graph.trace(W, title=f"jacobian: W = log softmax(X y), {shape}, seeded with ones", names={"X": X},
+                                 note="look at: X receives one matrix, Σ_i ∂W_i/∂X: the Jacobian's rows summed"),
+            autograd_graph.trace(W[0], title=f"jacobian: row 0, W_0 alone ({len(W)} rows: one backward each)",
+                                 names={"X": X}, note="look at: SelectBackward0 sends the gradient into W_0 only: "
+                                                      "what reaches X is the Jacobian's row 0"),
+            autograd_graph.trace(g.reshape(-1)[0], title=f"jacobian: the Hessian of W_{config.output}, row 0: the "
+                                                         "gradient's entry 0 differentiated again", names={"X": X},
+                                 note="look at: LogSoftmaxBackwardDataBackward0, the first backward's own op "
+                                      "differentiated: a grad of a grad")]
 
 
 def jacobian_loop(f: Callable, x: torch.Tensor) -> torch.Tensor:
@@ -128,6 +142,11 @@ HESSIANS: dict[str, Callable] = {
     "autograd.functional.hessian": lambda f, x: torch.autograd.functional.hessian(f, x),
     "tf.hessians' way: a loop over the gradient": hessian_loop,
 }
+
+
+# The pairs that are one algorithm: forward-over-reverse twice, reverse-over-reverse twice.
+SAME_ALGORITHM = (("torch.func.hessian", "jacfwd(jacrev(f))"),
+                  ("autograd.functional.hessian", "tf.hessians' way: a loop over the gradient"))
 
 
 def hessian_fd(f: Callable, x: torch.Tensor, h: float = 1e-4) -> torch.Tensor:
@@ -247,6 +266,9 @@ def claims(config: Config, d: Derivatives) -> list[Claim]:
         Claim("closed-form", "∂W_i/∂X ≡ (e_i − p) yᵀ (max |Δ| over the Jacobian)", _diff(ref, d.closed), 1e-6),
         Claim("hessians-agree", f"Hessian of W_{config.output}: the {len(HESSIANS)} methods agree (max |Δ|)",
               max(_diff(h, H) for h in d.hessians.values()), 1e-6),
+        Claim.yes_no("hessians-two-algorithms", "the four Hessians are two algorithms, each twice: torch.func.hessian "
+                     "≡ jacfwd(jacrev(f)) and autograd.functional.hessian (defaults) ≡ the loop over the gradient, "
+                     "bitwise", all(torch.equal(d.hessians[a], d.hessians[b]) for a, b in SAME_ALGORITHM)),
         Claim("hessian-finite-differences", "Hessian ≡ central finite differences (float64, h = 1e-4)",
               _diff(H, d.fd), 1e-6),
         Claim("hessian-symmetric", "Hessian is symmetric: max |H − Hᵀ|",

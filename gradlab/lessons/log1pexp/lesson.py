@@ -39,8 +39,11 @@ backward dy · (1 − 1/(1 + e)), e = eˣ): at x = 100 the gradient is 1 − 1/i
     but autograd records nothing inside `forward` (the lesson measures that the stored e has no grad_fn), so the
     backward's e is a constant. A second derivative either raises or silently leaves out the f'' term:
     d²/dx² Σ f(x)² comes out 2f'² instead of 2f'² + 2f·f''.
-  * FaithfulPort saves x and recomputes e = exp(x) inside `backward`: its second derivative is right wherever eˣ
-    is finite, and NaN where it overflows (at x = 89 and 100 in float32: 1/(1 + e)² · e is 0 · inf).
+  * FaithfulPort saves x and recomputes e = exp(x) inside `backward`: its second derivative is autograd's
+    e · 1/(1 + e)², right in float64 on −5…5 but not wherever eˣ is finite: in float32 1/(1 + e)² leaves the normal
+    floats long before e overflows, so f'' loses digits, then is exactly 0 while the exact f'' = e⁻ˣ/(1 + e⁻ˣ)² is
+    still a normal float, and is NaN (0 · inf) once e overflows. The table "the faithful port's f'' in float32"
+    measures where, against mpmath, with subnormals kept (PyTorch) and flushed to zero (TF-1 on CPU).
 
 What survives a second backward is what `backward` computes with torch ops from the tensors it was given: the saved
 inputs (or outputs) and dy (PyTorch's `FunctionCtx.save_for_backward` documentation; the lesson's page quotes it).
@@ -225,12 +228,15 @@ def graphs(config: Config) -> list[autograd_graph.Graph]:
     """The backward graph at the tutorial's x = 100 in float32: naive (the NaN is born in exp's backward), the
     where guard (the same NaN, through the unused branch) and the stable Function (one node, finite)."""
     out = []
+    look = {"naive": "look at: ExpBackward0, outlined: 0 arrives, × exp(100) = inf sends NaN",
+            "torch.where guard": "look at: the unused branch still runs ExpBackward0: the same NaN, through where",
+            "stable Function": "look at: one node with its own backward, finite: the custom gradient"}
     for name, fn in (("naive", naive), ("torch.where guard", where_guard), ("stable Function", StableLog1pExp.apply)):
         x = torch.tensor(CLAIM_X, requires_grad=True)
         with autograd_graph.record():
             y = fn(x)
         out.append(autograd_graph.trace(y, title=f"log1pexp, {name}: y = log(1 + eˣ) at x = {CLAIM_X:g} (float32)",
-                                        names={"x": x}))
+                                        names={"x": x}, note=look[name]))
     return out
 
 
@@ -311,6 +317,56 @@ SECOND_ROUTES = ("f'': grad twice of Σ f", "Σ f²: grad twice",
                  "Σ f²: .backward() on the grad", "Σ f²: functional.hessian")
 
 
+F2_SCAN = torch.arange(0, 101, dtype=torch.float32)  # x = 0, 1, …, 100: where the faithful port's f'' breaks
+F2_RIGHT = 1e-3  # "right": within 0.1 % of the exact f''
+F2_ROWS = (40, 43, 44, 46, 48, 50, 51, 52, 60, 88, 89)
+TINY = torch.finfo(torch.float32).tiny  # the smallest normal float32
+
+
+def faithful_f2_float32(flush_denormal: bool) -> dict | None:
+    """The faithful port's f'' in float32 at F2_SCAN against the exact sigmoid'(x) (mpmath), with subnormals kept
+    (PyTorch's default) or flushed to zero (what TF-1's CPU threads did: tensorflow/core/lib/core/threadpool.cc,
+    "Set the processor flag to flush denormals to zero"): per x the value and its relative error, the last x up to
+    which every point is right, the first x where it is 0 and where it is NaN. None where this CPU cannot flush."""
+    x = F2_SCAN.clone().requires_grad_(True)
+    if flush_denormal and not torch.set_flush_denormal(True):
+        return None
+    try:
+        (g,) = torch.autograd.grad(FaithfulPort.apply(x).sum(), x, create_graph=True)
+        (h,) = torch.autograd.grad(g.sum(), x)
+    finally:
+        torch.set_flush_denormal(False)
+    xs = [int(v) for v in F2_SCAN]
+    exact_f2 = [_exact_f2(v) for v in xs]
+    values = [float(v) for v in h]
+    errors = [abs(v - e) / e if math.isfinite(v) else math.nan for v, e in zip(values, exact_f2, strict=True)]
+    first_off = next(x for x, err in zip(xs, errors, strict=True) if not err <= F2_RIGHT)
+    first_zero = next(x for x, v in zip(xs, values, strict=True) if v == 0)
+    return {"x": xs, "f2": values, "exact": exact_f2, "relative_error": errors, "last_right_x": first_off - 1,
+            "first_zero_x": first_zero, "exact_at_first_zero": exact_f2[first_zero],
+            "first_nan_x": next(x for x, v in zip(xs, values, strict=True) if math.isnan(v))}
+
+
+def _exact_f2(x: float) -> float:
+    """f''(x) = sigmoid'(x) = e⁻ˣ/(1 + e⁻ˣ)² with 50 significant digits (mpmath), rounded to float64."""
+    with mpmath.workdps(50):
+        z = mpmath.exp(-mpmath.mpf(x))
+        return float(z / (1 + z) ** 2)
+
+
+def f2_float32_table(kept: dict, flushed: dict | None) -> Table:
+    cols = [kept] + ([flushed] if flushed else [])
+    return Table("the faithful port's f'' in float32 (autograd.grad twice) against the exact sigmoid'(x) (mpmath)",
+                 ["x", "exact f''", "subnormals kept", "rel. error", *(["flushed to 0 (TF-1 CPU)", "rel. error"]
+                                                                     if flushed else [])],
+                 [[x, kept["exact"][x], *[v for c in cols for v in (c["f2"][x], c["relative_error"][x])]]
+                  for x in F2_ROWS],
+                 ["g", ".3g"] + [".3g"] * 2 * len(cols),
+                 note=f"the backward's 1/(1 + eˣ)² ≈ e⁻²ˣ is below float32's smallest normal number "
+                      f"{TINY:.3g} from x = {-math.log(TINY) / 2:.1f} and rounds to 0 (below half the smallest "
+                      f"subnormal, 2⁻¹⁴⁹) from x = {150 * math.log(2) / 2:.1f}")
+
+
 def checks(fn: Callable) -> tuple[bool, bool]:
     """(gradcheck passes, gradgradcheck passes), float64, without raising."""
     x = torch.linspace(-4, 4, 9, dtype=torch.float64, requires_grad=True)
@@ -370,6 +426,12 @@ def run(config: Config, device: torch.device | None = None,
     table, seconds = second_derivative_table()
     tables.append(table)
     metrics.update(seconds)
+    kept, flushed = faithful_f2_float32(False), faithful_f2_float32(True)
+    metrics["faithful_f2_float32"] = {"subnormals kept": kept, "flushed to zero": flushed}
+    tables.append(f2_float32_table(kept, flushed))
+    if flushed is None:
+        notes.append("this CPU cannot flush subnormals to zero (torch.set_flush_denormal): TF-1's CPU case is not "
+                     "measured")
     progress("second derivatives", 1, 1)
     return Result(lesson="log1pexp", title="custom gradients: log(1 + exp(x)) without NaN",
                   seed=config.seed, metrics=metrics, claims=claims(dtypes, metrics, port_100), tables=tables,
@@ -457,12 +519,30 @@ def claims(dtypes: list[str], metrics: dict, port_100: tuple[float, float]) -> l
               "out 2f'², silently missing the 2f·f'' term (max |Δ| from 2f'²)", metrics["port_second_minus_2f1sq"],
               1e-12),
         Claim("faithful-port-second-right", "faithful port (e recomputed from the saved x in backward, equivalent "
-              "to TF-1's graph tensor e): f'' ≡ sigmoid'(x) (max |Δ|)", _number(faithful["f'': grad twice of Σ f"]),
+              "to TF-1's graph tensor e): f'' ≡ sigmoid'(x) in float64, x in [−5, 5] (max |Δ|)",
+              _number(faithful["f'': grad twice of Σ f"]),
               1e-12),
+        *f2_float32_claims(metrics["faithful_f2_float32"]),
         Claim.yes_no("once-differentiable-raises", "@once_differentiable: .backward() through the gradient raises "
                      "instead of giving a wrong number",
                      once["Σ f²: .backward() on the grad"] == 'raises "trying to differentiate twice"'),
     ]
+
+
+def f2_float32_claims(f2: dict) -> list[Claim]:
+    """Where the faithful port's f'' breaks in float32, with subnormals kept and (where this CPU can) flushed."""
+    kept, flushed = f2["subnormals kept"], f2["flushed to zero"]
+    out = [Claim.yes_no("faithful-port-f2-float32-underflows", f"faithful port, float32: f'' within "
+                        f"{F2_RIGHT:.1%} of exact up to x = {kept['last_right_x']}, then 0 from x = "
+                        f"{kept['first_zero_x']} where eˣ is finite and the exact f'' "
+                        f"({kept['exact_at_first_zero']:.2g}) is a normal float, NaN from x = {kept['first_nan_x']}",
+                        kept["last_right_x"] < kept["first_zero_x"] < kept["first_nan_x"]
+                        and kept["exact_at_first_zero"] >= TINY and math.isfinite(math.exp(kept["first_zero_x"])))]
+    if flushed is not None:
+        out.append(Claim.yes_no("faithful-port-f2-float32-flushed", f"the same with subnormals flushed to zero (TF-1 "
+                                f"on CPU): 0 from x = {flushed['first_zero_x']}, earlier",
+                                flushed["first_zero_x"] < kept["first_zero_x"]))
+    return out
 
 
 def _number(v: float | str) -> float:

@@ -69,9 +69,17 @@ EXPLAIN_SHORT = ("manual_step", "analytic_step")  # what --explain prints in ful
 # the update) and the parameters it updates in place.
 # ---------------------------------------------------------------------------------------------------------------
 
+def column_major(W0: torch.Tensor) -> torch.Tensor:
+    """A copy of W0 (784×10) laid out in memory as nn.Linear keeps its weight, a class's 784 weights side by side
+    (strides (1, 784)). The values and the shape are the tutorial's; only the memory order differs, and with it the
+    speed: MKL computes x W and the gradient's xᵀ d about twice as fast this way round for these shapes (10 columns),
+    and autograd gives W's gradient W's own layout."""
+    return torch.empty_strided(W0.shape, (1, W0.shape[0]), dtype=W0.dtype, device=W0.device).copy_(W0)
+
+
 def optimizer_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
     """The library way: SGD's zero_grad / backward / step (TF: GradientDescentOptimizer(lr).minimize(cost))."""
-    W, b = torch.nn.Parameter(W0.clone()), torch.nn.Parameter(b0.clone())
+    W, b = torch.nn.Parameter(column_major(W0)), torch.nn.Parameter(b0.clone())
     opt = torch.optim.SGD([W, b], lr=lr, foreach=False)  # two small tensors: the plain per-tensor loop is fastest
 
     def step(x, t):  # t: the labels (or one-hot rows: F.cross_entropy takes both)
@@ -86,7 +94,7 @@ def optimizer_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
 
 def manual_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
     """The tf.gradients way: ask autograd for the gradients, then update the tensors yourself."""
-    W, b = W0.clone().requires_grad_(True), b0.clone().requires_grad_(True)
+    W, b = column_major(W0).requires_grad_(True), b0.clone().requires_grad_(True)
 
     def step(x, t):
         cost = F.cross_entropy(torch.addmm(b, x, W), t)  # z = xW + b; cost = mean_i(−log p_i,t_i)
@@ -110,7 +118,9 @@ def graphs(config: Config, pixels: int = 3, classes: int = 2, images: int = 2) -
     with autograd_graph.record():
         cost = F.cross_entropy(torch.addmm(b, x, W), t)  # z = xW + b; cost = mean_i(−log p_i,t_i)
     return [autograd_graph.trace(cost, title=f"mnist: the cost on {images} random images of {pixels} "
-                                             f"pixels, {classes} classes", names={"W": W, "b": b})]
+                                             f"pixels, {classes} classes", names={"W": W, "b": b},
+                                 note="look at: AddmmBackward0 sends xᵀ∇ to W: ∂cost/∂W = xᵀ(p − y)/B, the gradient "
+                                      "the lesson derives by hand")]
 
 
 def analytic_gradients(x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor):
@@ -120,12 +130,13 @@ def analytic_gradients(x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: tor
     p = log_p.exp()  # p = softmax(z)
     cost = -(y * log_p).sum() / len(x)  # cost = mean_i(−Σ_k y_ik log p_ik)
     d = (p - y) / len(x)  # ∂cost/∂z = (p − y)/B
-    return cost, x.T @ d, d.sum(dim=0)  # ∂cost/∂W = xᵀ(p − y)/B,  ∂cost/∂b = mean_i(p − y)
+    gW = (d.T @ x).T if W.stride(0) == 1 else x.T @ d  # ∂cost/∂W = xᵀ(p − y)/B, in W's memory order (column_major)
+    return cost, gW, d.sum(dim=0)  # ∂cost/∂b = mean_i(p − y)
 
 
 def analytic_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
     """Gradient descent with the formulas in the module docstring; autograd is switched off."""
-    W, b = W0.clone(), b0.clone()
+    W, b = column_major(W0), b0.clone()
 
     def step(x, y):
         with torch.no_grad():

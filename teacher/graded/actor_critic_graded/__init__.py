@@ -19,7 +19,7 @@ from gradlab.kit.exercise import Exercise
 EXERCISES = [
     Exercise(
         function="critic_update", level=3,
-        what="one critic update towards n-step returns over a segment of steps: autograd.grad, into .grad, then "
+        what="one critic update towards n-step returns over a segment of steps: the gradients into .grad, then "
              "optimizer.step()",
         signature="def critic_update(critic, optimizer, s, r, done, s_last, gamma):",
         doc="""N environments stepped T times in lockstep gave a segment: states s_0 … s_{T−1}, rewards r_t, done_t
@@ -30,6 +30,7 @@ EXERCISES = [
         R_t = r_t + γ · (1 − done_t) · R_{t+1}           for t = T−1 … 0 (a termination cuts the sum there)
         loss  = mean over t and environments of (R_t − V(s_t))²
         grads = torch.autograd.grad(loss, critic.parameters());  p.grad = g for each;  optimizer.step()
+        (or zero_grad, loss.backward(), step(): the check compares what step() is given, not how it got there)
 
         Shapes: critic maps states (…, 4) to values (…, 1), float64; s (T, N, 4); r, done (T, N); s_last (N, 4);
         gamma a float. optimizer is TF-1's centered RMSProp (tf.train.RMSPropOptimizer(0.01, momentum=0.9,

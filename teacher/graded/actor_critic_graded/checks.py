@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from gradlab.kit.exercise import Checks, Mistake, Relation
+from gradlab.kit.exercise import Checks, Mistake, Relation, optimizer_steps
 
 from .harness import HARNESSES
 
@@ -70,6 +70,41 @@ def _forwards(critic, s, r, done, s_last, gamma):
     return torch.stack(out)
 
 
+def _masks_reward(critic, s, r, done, s_last, gamma):
+    out, R = [], _v(critic, s_last)
+    for t in reversed(range(len(r))):
+        R = (1 - done[t]) * (r[t] + gamma * R)  # the reward of a terminating step wiped out too
+        out.append(R)
+    return torch.stack(out[::-1])
+
+
+def _next_done(critic, s, r, done, s_last, gamma):
+    nxt = torch.cat([done[1:], torch.zeros_like(done[:1])])  # done_{t+1}: the next step's flag
+    return n_step_returns(r, nxt, _v(critic, s_last), gamma)
+
+
+def _gamma_power(critic, s, r, done, s_last, gamma):
+    out, R, T = [], _v(critic, s_last), len(r)
+    for t in reversed(range(T)):
+        R = r[t] + gamma ** (T - t) * (1 - done[t]) * R  # discounted twice: γ^(T−t) on top of the recursion
+        out.append(R)
+    return torch.stack(out[::-1])
+
+
+def _not_reversed(critic, s, r, done, s_last, gamma):
+    return n_step_returns(r, done, _v(critic, s_last), gamma).flip(0)  # step t given step T−1−t's return
+
+
+def _skips_first(critic, s, r, done, s_last, gamma):
+    R = n_step_returns(r, done, _v(critic, s_last), gamma)
+    R[0] = 0  # the backward loop stopped at t = 1: R_0 never computed
+    return R
+
+
+def _done_swapped(critic, s, r, done, s_last, gamma):
+    return n_step_returns(r, 1 - done, _v(critic, s_last), gamma)
+
+
 def _no_bootstrap(critic, s, r, done, s_last, gamma):
     return n_step_returns(r, done, torch.zeros_like(r[0]), gamma)
 
@@ -129,7 +164,25 @@ CHECKS = {"critic_update": Checks(
     names={**{f"grad {k + 1}": f"the gradient optimizer.step() was given at {w}" for k, w in enumerate(STEPS)},
            **{f"params {k + 1}": f"the parameters after {w}" for k, w in enumerate(STEPS)}},
     quantities=lambda case: [("TN", case["r"].shape[1] * case["r"].shape[2], "the number of steps × environments")],
-    relations=[Relation(what="the mean over every pair (R, V(s)) of a (T, N) target against V(s) of shape (T, N, 1)",
+    relations=[Relation(what="the update whose first step's target is 0 (R_0 never computed: the backward loop "
+                        "stopped at t = 1)", fn=_with_targets(_skips_first),
+                        hint="range(T − 1, 0, −1) leaves out t = 0: range(T − 1, −1, −1) includes it"),
+               Relation(what="the update whose returns wipe out a terminating step's reward too, (1 − done_t)(r_t + "
+                        "γR_{t+1})", fn=_with_targets(_masks_reward), hint="(1 − done_t) cuts only the bootstrap: "
+                        "R_t = r_t + γ(1 − done_t)R_{t+1}"),
+               Relation(what="the update whose returns are cut by the next step's flag done_{t+1}, not done_t",
+                        fn=_with_targets(_next_done), hint="step t's return is cut by its own flag: R_t = r_t + γ(1 − "
+                        "done_t)R_{t+1}"),
+               Relation(what="the update whose returns are discounted twice: γ^(T−t) on top of the recursion's γ",
+                        fn=_with_targets(_gamma_power), hint="the recursion discounts by one γ per step: R_t = r_t + "
+                        "γ(1 − done_t)R_{t+1}"),
+               Relation(what="the update whose returns are in reverse time order (step t given step T−1−t's)",
+                        fn=_with_targets(_not_reversed), hint="a backward loop appends R_{T−1} first: reverse the list "
+                        "(or fill a tensor at index t)"),
+               Relation(what="the update whose returns have done and 1 − done swapped", fn=_with_targets(_done_swapped),
+                        hint="each step's return is r_t + γ(1 − done_t)R_{t+1}: (1 − done_t) is 0 where the episode "
+                        "ended"),
+               Relation(what="the mean over every pair (R, V(s)) of a (T, N) target against V(s) of shape (T, N, 1)",
                         fn=_broadcast, hint="squeeze V(s) to shape (T, N): critic(s).squeeze(-1)")],
     hints={("*", "family", "length:for one step"): "right for one step, wrong for several: each step's target is "
                                                    "its n-step return R_t = r_t + γ(1 − done_t)R_{t+1}, from R_T = "
@@ -139,7 +192,7 @@ CHECKS = {"critic_update": Checks(
            ("*", "scale", "1/2"): "a factor ½ in the loss: the loss is mean (R_t − V(s_t))², whose gradient "
                                   "carries the 2",
            ("*", "scale", "TN"): "a sum over the steps and environments where the mean belongs",
-           ("*", "zero", "*"): "optimizer.step() was given no gradient: .grad was empty when it ran, so the "
-                               "parameters did not move"},
+           ("*", "zero", "*"): "the parameters did not move"},
+    experiments=[optimizer_steps],
     base=lambda case: {"params 1": case["weights"]},
     steps=[(f"grad {k + 1}", f"params {k + 1}") for k in range(3)])}

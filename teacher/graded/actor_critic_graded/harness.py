@@ -101,8 +101,11 @@ def call(fn: Callable, case: dict, optimizer_for: Callable = CenteredRMSProp) ->
     given: list = []
     step = optimizer.step
 
+    steps: list = []
+
     def watched_step(*args, **kwargs):  # the gradients the optimizer is given: what the exercise asks for
         given[:] = [p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p) for p in params]
+        steps.append(1)
         return step(*args, **kwargs)
 
     optimizer.step = watched_step
@@ -114,6 +117,7 @@ def call(fn: Callable, case: dict, optimizer_for: Callable = CenteredRMSProp) ->
         if got is not None and not isinstance(got, torch.Tensor):
             raise Returned(f"critic_update returned {type(got).__name__}: it updates the critic in place and "
                            "returns nothing")
+        out[f"_steps {k + 1}"] = torch.tensor(float(len(steps)))  # step() calls so far
         out[f"grad {k + 1}"] = [t.clone().double() for t in given]
         out[f"params {k + 1}"] = [p.detach().clone().double() for p in params]
     return out

@@ -7,7 +7,7 @@ against autograd through TF-1's own formula (tests/test_graded.py)."""
 
 import torch
 
-from gradlab.kit.exercise import Checks, Mistake
+from gradlab.kit.exercise import Checks, Mistake, Relation
 
 from .harness import HARNESSES
 
@@ -41,6 +41,13 @@ def _whole(t, clip_norm, axes):
 def _sqrt_at_zero(t, clip_norm, axes):
     n = (t * t).sum(dim=axes, keepdim=True).sqrt()
     return t * clip_norm / torch.maximum(n, n.new_tensor(clip_norm))
+
+
+def _complement(t, clip_norm, axes):
+    kept = tuple(d % t.dim() for d in axes)
+    other = tuple(d for d in range(t.dim()) if d not in kept)
+    n = torch.linalg.vector_norm(t, dim=other, keepdim=True) if other else t.abs()
+    return t * clip_norm / torch.clamp(n, min=clip_norm)
 
 
 def _always(t, clip_norm, axes):
@@ -79,11 +86,12 @@ CHECKS = {"clip_by_norm": Checks(
                           "dimensions kept (keepdim=True), and each slice is scaled by its own factor. Right only "
                           "where axes holds every dimension"),
         Mistake(name="NaN at a zero slice", fn=_sqrt_at_zero,
-                diagnosis="the value is right, but the gradient is NaN where a slice is all zero: sqrt's derivative "
-                          "at 0 is inf, and autograd multiplies it by the 0 that max(n, clip_norm) sends to n "
-                          "(0 · inf = NaN). TF-1 takes the root of a safe value there (its \"two-tap tf.where "
-                          "trick\": where(s > 0, sqrt(where(s > 0, s, 1)), s)); torch.linalg.vector_norm's own "
-                          "gradient is 0 at 0"),
+                diagnosis="the value is right, but the gradient is NaN where a slice is all zero (measured; "
+                          "elsewhere it is right): on that slice's path autograd meets 0 · inf or 0/0: sqrt's "
+                          "derivative at n = 0 is inf, and a division by n is 0/0 there, even in torch.where's unused "
+                          "branch (autograd differentiates both branches). Make both finite at 0: take the root of a "
+                          "safe value (TF-1's \"two-tap tf.where trick\": where(s > 0, sqrt(where(s > 0, s, 1)), s)) "
+                          "and divide by max(n, clip_norm), never by n alone"),
         Mistake(name="always rescaled", fn=_always,
                 diagnosis="you scaled every slice to clip_norm, the ones below it too (and 0/0 on a zero slice): "
                           "divide by max(n, clip_norm), so that a slice whose norm is at most clip_norm stays as "
@@ -98,6 +106,9 @@ CHECKS = {"clip_by_norm": Checks(
         Mistake(name="no square root", fn=_squared,
                 diagnosis="you divided by Σ t², the squared norm: n = sqrt(Σ over the axes of t²)"),
     ],
+    relations=[Relation(what="the tensor clipped with the norm over the dimensions not in axes (axes read as the "
+                        "dimensions kept)", fn=_complement, hint="axes are the dimensions the norm sums over: "
+                        "t.pow(2).sum(dim=axes, keepdim=True)")],
     extra=_extra,
     names={"value": "your clipped tensor", "gradient": "autograd's gradient of it"},
     spot=_norm_spot,

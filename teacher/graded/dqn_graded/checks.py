@@ -45,6 +45,21 @@ def _swapped_y(online, target, r, s2, done, gamma):
     return r + gamma * (1 - done) * online(s2).gather(1, a2.unsqueeze(1)).squeeze(1)
 
 
+def _argmin_y(online, target, r, s2, done, gamma):
+    a2 = online(s2).argmin(dim=1)  # the worst action by online's values
+    return r + gamma * (1 - done) * target(s2).gather(1, a2.unsqueeze(1)).squeeze(1)
+
+
+def _unsqueezed(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _double_y(online, target, r, s2, done, gamma)
+    return F.smooth_l1_loss(online(s).gather(1, a.unsqueeze(1)), y)  # (N, 1) against (N,): an (N, N) broadcast
+
+
+def _done_swapped_y(online, target, r, s2, done, gamma):
+    return _double_y(online, target, r, s2, 1 - done, gamma)
+
+
 def _online_y(online, target, r, s2, done, gamma):
     return r + gamma * (1 - done) * online(s2).max(dim=1).values  # online picks and values: no target network
 
@@ -127,7 +142,15 @@ CHECKS = {"td_loss": Checks(
            "target": "the gradient to target's parameters"},
     quantities=lambda case: [("N", len(case["r"]), "the number of transitions")],
     relations=[Relation(what="the squared error (F.mse_loss), not the Huber loss (F.smooth_l1_loss)", fn=_mse,
-                        hint="the contract's loss is Huber: F.smooth_l1_loss(q, y)")],
+                        hint="the contract's loss is Huber: F.smooth_l1_loss(q, y)"),
+               Relation(what="the loss whose target values online's worst action (argmin), not its best",
+                        fn=_with_y(_argmin_y), hint="the online network picks a2 = online(s2).argmax(dim=1)"),
+               Relation(what="the loss over all N × N pairs (Q(s_i, a_i), y_j): Q of shape (N, 1) broadcast against y "
+                        "of shape (N,)", fn=_unsqueezed, hint="squeeze Q(s, a) to shape (N,): gather(1, "
+                        "a.unsqueeze(1)).squeeze(1)"),
+               Relation(what="the loss whose target has done and 1 − done swapped (only terminal transitions "
+                        "bootstrap)", fn=_with_y(_done_swapped_y), hint="multiply γ · target(s2)[a2] by (1 − done), "
+                        "which is 0 where the episode ended")],
     hints={("*", "family", "sync:where online = target (just synced)"):
            "right only where online = target, where Double DQN's target is DQN's: the online network picks a2 = "
            "online(s2).argmax(dim=1), the target network values it",

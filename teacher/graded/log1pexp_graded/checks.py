@@ -75,6 +75,11 @@ _Expm1Only = _function(lambda x: torch.log(-torch.expm1(-x)), lambda x, dy: dy *
 _Reciprocal = _function(_stable, lambda x, dy: dy / torch.expm1(x))
 _SlopeSaved = _function(_stable, None, save_slope=True)
 _DyForgotten = _function(_stable, lambda x, dy: _slope(x))
+_NaiveForward = _function(lambda x: torch.log(1 - torch.exp(-x)), lambda x, dy: dy * _slope(x))
+_Swapped = _function(lambda x: torch.where(x <= LOG2, torch.log1p(-torch.exp(-x)), torch.log(-torch.expm1(-x))),
+                     lambda x, dy: dy * _slope(x))
+_ExpMinusOne = _function(_stable, lambda x, dy: dy / (torch.exp(x) - 1))
+_SignFlipped = _function(_stable, lambda x, dy: -dy * _slope(x))
 
 
 CHECKS = {"Log1mExp": Checks(
@@ -103,6 +108,21 @@ CHECKS = {"Log1mExp": Checks(
                 diagnosis="the value and the gradient are right, but the second derivative is 0: f'(x) computed in "
                           "forward and saved is a constant to autograd. Save x, and compute f'(x) from it in "
                           "backward with torch ops"),
+        Mistake(name="naive forward", fn=_NaiveForward,
+                diagnosis="your backward is right, but the forward is log(1 − exp(−x)) as written: near x = 0, "
+                          "1 − e^−x cancels (at x = 1e-7 in float32 e^−x rounds to 1: log 0), and far out 1 − e^−x "
+                          "rounds to 1 (the value 0 where it is −e^−x). Compute log(−expm1(−x)) for x ≤ log 2 and "
+                          "log1p(−exp(−x)) above (Mächler 2012)"),
+        Mistake(name="branches swapped", fn=_Swapped,
+                diagnosis="your two branches are swapped: log1p(−exp(−x)) is the accurate one far out (x > log 2), "
+                          "log(−expm1(−x)) near 0 (x ≤ log 2); yours uses each where the other belongs"),
+        Mistake(name="1/(eˣ − 1) backward", fn=_ExpMinusOne,
+                diagnosis="your backward's 1/(exp(x) − 1) cancels near x = 0 (exp(x) − 1 keeps few digits; at x = "
+                          "1e-12 it is off) and its derivative overflows far out: write it as e^−x / (−expm1(−x)), "
+                          "accurate at both ends"),
+        Mistake(name="backward's sign", fn=_SignFlipped,
+                diagnosis="your backward returns −f'(x): f(x) = log(1 − e^−x) increases, f'(x) = e^−x / (1 − e^−x) "
+                          "> 0 (−expm1(−x) = 1 − e^−x is positive; expm1(−x) alone is negative)"),
         Mistake(name="dy forgotten", fn=_DyForgotten,
                 diagnosis="your backward returns f'(x) alone: it must return dy · f'(x), the upstream gradient times "
                           "the derivative (the chain rule); right only where dy = 1"),

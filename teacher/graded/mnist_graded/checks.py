@@ -36,6 +36,10 @@ def _scaled(W, b, x, y, w, by):
     return x.T @ d, d.sum(dim=0)
 
 
+def _weights_squared(W, b, x, y, w):
+    return _scaled(W, b, x, y, w * w, max(int((w != 0).sum()), 1))
+
+
 def _by_batch(W, b, x, y, w):
     return _scaled(W, b, x, y, w, len(x))
 
@@ -90,7 +94,9 @@ CHECKS = {"weighted_softmax_grad": Checks(
                              ("N", int((case["w"] != 0).sum()), "the number of non-zero weights"),
                              ("K", 10, "K = 10 classes")],
     relations=[Relation(what="the gradient with the softmax taken over the batch (dim=0) instead of the 10 classes",
-                        fn=_softmax_over_batch, hint="softmax normalises each row: torch.softmax(z, dim=1)")],
+                        fn=_softmax_over_batch, hint="softmax normalises each row: torch.softmax(z, dim=1)"),
+               Relation(what="the gradient with every weight squared (w_i² · loss_i)", fn=_weights_squared,
+                        hint="each sample's loss is weighed by w_i once: ∂cost/∂z_i = w_i (p_i − y_i)/N")],
     hints={("*", "scale", "B"): "the cost is divided by N, the number of non-zero weights",
            ("*", "scale", "1/N"): "you divided by N twice",
            ("*", "nonfinite", "*"): "NaN or inf: exp(z) overflows in float32 above z ≈ 88.7 (subtract each row's max "

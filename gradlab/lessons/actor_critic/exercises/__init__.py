@@ -25,13 +25,16 @@ EXERCISES = [
         claims={"actor": ("your loss and its gradients ≡ the detached-advantage loss's (max relative |Δ|)", 1e-5)}),
     Exercise(
         function="critic_update", level=2,
-        what="one critic update from explicitly computed gradients: autograd.grad, into .grad, then optimizer.step()",
+        what="one critic update, TF-1's compute_gradients + apply_gradients: the gradients into .grad, then "
+             "optimizer.step()",
         signature="def critic_update(critic, optimizer, s, r, s2, done, gamma):",
         doc="""One step of the critic V, the tutorial's tf.gradients + RMSProp.apply_gradients:
 
         target = r + γ · (1 − done) · V(s2)     a number: no gradient through it
         loss   = mean_i (target_i − V(s)_i)²
         grads  = torch.autograd.grad(loss, critic.parameters());  p.grad = g for each;  optimizer.step()
+        (optimizer.zero_grad(); loss.backward(); optimizer.step() hands step() the same gradients: the check
+        compares what step() is given, not how it got there)
 
         Shapes: critic maps states (N, 4) to values (N, 1); s, s2 (N, 4); r, done (N,). optimizer is the critic's
         torch.optim.RMSprop here; the lesson's default is TF-1's RMSProp (gradlab.kit.optim.TFRMSprop), another

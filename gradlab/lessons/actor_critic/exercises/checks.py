@@ -8,7 +8,7 @@ import contextlib
 
 import torch
 
-from gradlab.kit.exercise import Checks, Mistake, Relation
+from gradlab.kit.exercise import Checks, Mistake, Relation, optimizer_steps
 from gradlab.lessons.actor_critic.exercises.harness import HARNESSES, _critic_harness
 
 FAMILIES = {
@@ -60,6 +60,21 @@ def _actor_all_actions(actor, critic, s, a, r, s2, done, gamma):
     return -(torch.log_softmax(actor(s), dim=1) * _advantage(critic, r, s, s2, done, gamma).unsqueeze(1)).mean()
 
 
+def _actor_done_swapped(actor, critic, s, a, r, s2, done, gamma):
+    return _actor_reference(actor, critic, s, a, r, s2, 1 - done, gamma)
+
+
+def _actor_broadcast(actor, critic, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        delta = r + gamma * (1 - done) * critic(s2) - critic(s)  # (N,) + (N, 1): an (N, N) matrix
+    return -(_log_pi(actor, s, a) * delta).mean()
+
+
+def _actor_softmax_dim0(actor, critic, s, a, r, s2, done, gamma):
+    log_pi = torch.log_softmax(actor(s), dim=0).gather(1, a.unsqueeze(1)).squeeze(1)
+    return -(log_pi * _advantage(critic, r, s, s2, done, gamma)).mean()
+
+
 ACTOR_LOSS = Checks(
     harness=HARNESSES["actor_loss"], reference=_actor_reference,
     mistakes=[
@@ -79,7 +94,14 @@ ACTOR_LOSS = Checks(
     quantities=_n,
     relations=[Relation(what="the loss over every action's log-probability, not the taken one's (no gather)",
                         fn=_actor_all_actions, hint="pick the taken action's log-probability: log_softmax(actor(s), "
-                        "dim=1).gather(1, a.unsqueeze(1)).squeeze(1)")],
+                        "dim=1).gather(1, a.unsqueeze(1)).squeeze(1)"),
+               Relation(what="the loss whose δ has done and 1 − done swapped (only terminal transitions bootstrap)",
+                        fn=_actor_done_swapped, hint="multiply γ · V(s2) by (1 − done), which is 0 where the "
+                        "episode ended"),
+               Relation(what="the loss over all N × N pairs: V of shape (N, 1) broadcast against r of shape (N,) in δ",
+                        fn=_actor_broadcast, hint="squeeze the critic's values to shape (N,): critic(s).squeeze(1)"),
+               Relation(what="the loss with log_softmax taken over the batch (dim=0) instead of the actions",
+                        fn=_actor_softmax_dim0, hint="normalise over the actions: log_softmax(actor(s), dim=1)")],
     hints={**FAMILIES,
            ("critic", "nonzero", "*"): "gradient reaches the critic: compute δ under torch.no_grad() (or detach it)",
            ("*", "scale", "N"): "a sum over the transitions where the mean belongs"})
@@ -123,6 +145,17 @@ def _critic_wrong_side(critic, optimizer, s, r, s2, done, gamma):
     v = critic(s).squeeze(1).detach()
     loss = ((r + gamma * (1 - done) * critic(s2).squeeze(1) - v) ** 2).mean()
     _critic_step(critic, optimizer, loss, lambda p, g: setattr(p, "grad", g))
+
+
+def _critic_done_swapped(critic, optimizer, s, r, s2, done, gamma):
+    _critic_reference(critic, optimizer, s, r, s2, 1 - done, gamma)
+
+
+def _critic_step_first(critic, optimizer, s, r, s2, done, gamma):
+    grads = torch.autograd.grad(_critic_loss(critic, s, r, s2, done, gamma), list(critic.parameters()))
+    optimizer.step()  # on what .grad held before this update
+    for p, g in zip(critic.parameters(), grads, strict=True):
+        p.grad = g
 
 
 def _critic_manual_sgd(critic, optimizer, s, r, s2, done, gamma):
@@ -200,13 +233,18 @@ CRITIC = Checks(
                  hint="hand the gradients to the optimizer: p.grad = g for each parameter, then optimizer.step()"),
         Relation(what="the mean over all N × N pairs (target_j − V(s)_i)²: V(s) of shape (N, 1) against the target "
                  "(N,)", fn=_critic_broadcast, hint="squeeze V(s) to shape (N,): critic(s).squeeze(1)"),
+        Relation(what="the update whose target has done and 1 − done swapped (only terminal transitions bootstrap)",
+                 fn=_critic_done_swapped, hint="multiply γ · V(s2) by (1 − done), which is 0 where the episode ended"),
+        Relation(what="optimizer.step() run before the new gradients were put in .grad (it stepped on the .grad the "
+                 "critic held before this update)", fn=_critic_step_first,
+                 hint="set p.grad = g for each parameter first, then call optimizer.step()"),
     ],
     hints={**FAMILIES,
            ("*", "scale", "1/2"): "a factor ½ in the loss: the critic's loss is mean (target − V(s))², whose gradient "
                                   "carries the 2",
            ("*", "scale", "N"): "a sum over the transitions where the mean belongs",
-           ("*", "zero", "*"): "optimizer.step() was given no gradient: .grad was empty when it ran "
-                               "(optimizer.zero_grad() after setting it?), so the parameters did not move"},
+           ("*", "zero", "*"): "the parameters did not move"},
+    experiments=[optimizer_steps],
     base=lambda case: {"params 1": case["weights"]},
     steps=[(f"grad {k + 1}", f"params {k + 1}") for k in range(3)])
 for _known in (*CRITIC.mistakes, *CRITIC.relations):  # gradlab's side runs them with the optimizer written out

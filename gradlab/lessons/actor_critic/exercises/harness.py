@@ -71,8 +71,11 @@ def _critic_harness(fn: Callable, case: dict, optimizer_for: Callable = _torch_r
     given: list = []
     step = optimizer.step
 
+    steps: list = []
+
     def watched_step(*args, **kwargs):  # the gradients the optimizer is given: what the exercise asks for
         given[:] = [p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p) for p in params]
+        steps.append(1)
         return step(*args, **kwargs)
 
     optimizer.step = watched_step
@@ -83,6 +86,7 @@ def _critic_harness(fn: Callable, case: dict, optimizer_for: Callable = _torch_r
         if got is not None and not isinstance(got, torch.Tensor):
             raise Returned(f"critic_update returned {type(got).__name__}: it updates the critic in place and "
                            "returns nothing")
+        out[f"_steps {k + 1}"] = torch.tensor(float(len(steps)))  # step() calls so far
         out[f"grad {k + 1}"] = [t.clone() for t in given]
         out[f"params {k + 1}"] = [p.detach().clone() for p in params]
     return out

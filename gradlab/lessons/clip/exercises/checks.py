@@ -110,6 +110,12 @@ def _clip_quantities(case: dict) -> list:
             ("√n", n**0.5, "a mean of the squares (an RMS) where their sum belongs")]
 
 
+def _clip_min(grads, clip_norm):
+    norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads))
+    return [g * (clip_norm / torch.minimum(norm, torch.tensor(clip_norm, dtype=norm.dtype))).to(g.dtype)
+            for g in grads]
+
+
 CLIP = Checks(
     harness=HARNESSES["clip_by_global_norm"], reference=_clip_reference,
     mistakes=[
@@ -125,6 +131,9 @@ CLIP = Checks(
     ],
     extra=_clip_extra,
     names={"grads": "your clipped gradients"},
+    relations=[Relation(what="the gradients scaled by clip_norm / min(global_norm, clip_norm): min where max belongs",
+                        fn=_clip_min, hint="divide by max(global_norm, clip_norm): at most 1, so a small norm stays "
+                        "and a large one is brought down to the cap")],
     quantities=_clip_quantities,
     hints={("*", "nonfinite", "*"): "NaN on zero gradients is 0/0: divide by max(global_norm, clip_norm), which is "
                                     "never 0"},

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from gradlab.kit.exercise import Checks, Mistake, norm_ratio, num
+from gradlab.kit.exercise import Checks, Mistake, Relation, norm_ratio, num
 from gradlab.lessons.ddp.exercises.harness import HARNESSES, _model
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -292,6 +292,12 @@ def _sync_divided(model):
         p.grad /= dist.get_world_size()
 
 
+def _sync_first_only(case: dict) -> dict:
+    """The first parameter's .grad averaged, the others left as each rank's own (a return inside the loop)."""
+    mean, own = _sync_rule(case, lambda r, s, W: 1 / W), _sync_rule(case, lambda r, s, W: float(r == s))
+    return {rank: [mean[rank][0], *own[rank][1:]] for rank in mean}
+
+
 def _sync_rule(case: dict, weights) -> dict:
     W = len(case["grads"])
     return {f"rank {r}": [sum(weights(r, s, W) * case["grads"][s][j] for s in range(W)) for j in range(2)]
@@ -307,8 +313,9 @@ SYNC = Checks(
                           "dist.get_world_size() after the all-reduce",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: 1.0)),
         Mistake(name="a copy reduced", fn=_sync_copy,
-                diagnosis="each rank's .grad is its own gradient, unchanged: you all-reduced a copy (p.grad.clone()) "
-                          "and never put it back. all_reduce p.grad itself (it works in place), or assign p.grad = g",
+                diagnosis="each rank's .grad is its own gradient, unchanged (measured): the all-reduce never reached "
+                          "p.grad (it reduced another tensor: a copy such as p.grad.clone(), or p.data, the weights). "
+                          "all_reduce p.grad itself (it works in place), or assign p.grad = g",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
         Mistake(name="no all-reduce", fn=_sync_divided,
                 diagnosis="each rank divided its own gradient by the world size, but the gradients were never added "
@@ -316,6 +323,9 @@ SYNC = Checks(
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s) / W)),
     ],
     names={f"rank {r}": f"rank {r}'s .grad" for r in range(4)},
+    relations=[Relation(what="the first parameter's .grad averaged and every other one left as the rank's own (the "
+                        "loop stopped after its first parameter: a return inside it?)", outputs=_sync_first_only,
+                        hint="all_reduce and divide every parameter's .grad: return after the loop, not in it")],
     quantities=lambda case: [("W", len(case["grads"]), "the number of workers")],
     hints={("*", "scale", "W"): "all_reduce(SUM) adds the W workers' gradients: divide by W for their mean"})
 

@@ -18,10 +18,11 @@ EXERCISES = [
         ∂ln π/∂μ = (a − μ)/σ²,   ∂ln π/∂σ = ((a − μ)² − σ²)/σ³
 
         Shapes: a, mu, sigma of the same shape (one number per action dimension, or a batch); sigma > 0; they are
-        not changed. Return (d_mu, d_sigma), one number per element. TF-1: the tutorial's layer was meant to give
+        not changed. Return (d_mu, d_sigma), one number per element. No autograd (no requires_grad_, no
+        backward): the check fails a function that builds a graph. TF-1: the tutorial's layer was meant to give
         these as the gradient of ln π.""",
         claims={"score": ("your closed forms ≡ autograd through Normal(μ, σ).log_prob(a) (max relative |Δ|)", 1e-9)},
-        keeps=("a", "mu", "sigma"),
+        keeps=("a", "mu", "sigma"), no_autograd=True,
         forbidden=("torch.distributions.Normal.log_prob",)),
     Exercise(
         function="GaussianLogProb", level=3,

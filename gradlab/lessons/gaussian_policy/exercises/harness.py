@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from gradlab.kit.harness import CHANGED, Harness, changed, function_outputs, tensor_pair
+from gradlab.kit.harness import CHANGED, GRAPH, Graph, Harness, changed, function_outputs, tensor_pair
 
 # --------------------------------------------------------------------------------------------------------- score
 
@@ -35,9 +35,10 @@ def _score_cases(seed: int) -> list[dict]:
 
 def _score_harness(fn: Callable, case: dict) -> dict:
     given = [case[k].clone() for k in ("a", "mu", "sigma")]
-    d_mu, d_sigma = tensor_pair(fn(*given), "what score returned")
+    with Graph() as graph:  # "in closed form": the inputs arrive without requires_grad
+        d_mu, d_sigma = tensor_pair(fn(*given), "what score returned")
     return {"d_mu": d_mu.detach(), "d_sigma": d_sigma.detach(),
-            CHANGED: changed(*zip(given, (case["a"], case["mu"], case["sigma"]), strict=True))}
+            CHANGED: changed(*zip(given, (case["a"], case["mu"], case["sigma"]), strict=True)), GRAPH: graph.count()}
 
 
 # ------------------------------------------------------------------------------------------------ GaussianLogProb

@@ -19,9 +19,13 @@ EXERCISES = [
 
         Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,) float64, arriving without
         requires_grad; v (m,). Return vᵀJ, of shape (n,). torch.autograd.functional.vjp computes this (the check
-        compares yours with it): use torch.autograd.grad here.""",
+        compares yours with it): write it yourself, one backward pass (torch.autograd.grad). The check counts
+        the backward passes through f(x) (each autograd.grad or .backward call one, a batched call m): one.""",
         claims={"vjp": ("your vᵀJ ≡ torch.autograd.functional.vjp's (max relative |Δ|)", 1e-9)},
-        forbidden=("torch.autograd.functional.vjp", "torch.func.vjp")),
+        rules=(("one backward pass: passes through f(x) (max over the inputs; a batched call counts m)", 1.0,
+                "<="),),
+        forbidden=("torch.autograd.functional.vjp", "torch.func.vjp", "torch.autograd.functional.jacobian",
+                   "torch.func.jacrev", "torch.func.jacfwd", "torch.func.vmap", "torch.vmap")),
     Exercise(
         function="jacobian_loop", level=2,
         what="the full Jacobian of f at x by a loop of vector-Jacobian products, one row per output",
@@ -43,11 +47,15 @@ EXERCISES = [
 
         Shapes: f maps x (n,) float64 to a 0-dim tensor; x arrives without requires_grad; v (n,). Return H v of
         shape (n,). torch.autograd.functional.hvp computes this (the check compares yours with it, and calling
-        it, vhp or a library Hessian fails a check of its own): differentiate twice yourself, e.g. with
-        torch.autograd.grad (building the whole Hessian first is not checked, only slower). TF-1:
-        tf.hessians(ys, xs) built the whole Hessian by differentiating tf.gradients's output again; H v needs one
-        backward pass more than the gradient.""",
+        it, vhp, a library Hessian or Jacobian, or vmap fails a check of its own): differentiate twice yourself,
+        with torch.autograd.grad. H is never built: the check counts the backward passes through the gradient
+        (each autograd.grad or .backward call one, a batched call n), and H v takes one. TF-1: tf.hessians(ys,
+        xs) built the whole Hessian by differentiating tf.gradients's output again; H v needs one backward pass
+        more than the gradient.""",
         claims={"hvp": ("your H v ≡ torch.autograd.functional.hvp's (max relative |Δ|)", 1e-9)},
+        rules=(("H is never built: backward passes through the gradient ∇f (max over the inputs; a batched call "
+                "counts n)", 1.0, "<="),),
         forbidden=("torch.autograd.functional.hvp", "torch.autograd.functional.vhp",
-                   "torch.autograd.functional.hessian", "torch.func.hessian")),
+                   "torch.autograd.functional.hessian", "torch.func.hessian", "torch.autograd.functional.jacobian",
+                   "torch.func.jacrev", "torch.func.jacfwd", "torch.func.vmap", "torch.vmap")),
 ]

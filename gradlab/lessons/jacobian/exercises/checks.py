@@ -4,6 +4,8 @@ submission."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from gradlab.kit.exercise import Checks, Mistake
@@ -32,8 +34,15 @@ def _vjp_sum_weighted(f, x, v):
     return v.sum() * torch.autograd.grad(f(x).sum(), x)[0]
 
 
+def _most(key: str):
+    """The largest count KEY the harness measured on any input (NaN, failing, where it measured none)."""
+    return lambda outs, cases: [max(float(o.get(key, math.nan)) for o in outs)]
+
+
 VJP = Checks(
-    harness=HARNESSES["vjp"], reference=_vjp_reference,
+    harness=HARNESSES["vjp"], reference=_vjp_reference, extra=_most("_passes"),
+    rule_hints=["you made more than one backward pass through f(x) (J row by row, or a batched call): vᵀJ is one "
+                "pass, torch.autograd.grad(f(x), x, grad_outputs=v), and J is never built"],
     mistakes=[
         Mistake(name="ones", fn=_vjp_ones,
                 diagnosis="you weighed the outputs with ones (tf.gradients's default grad_ys): that is Σ_i ∂f_i/∂x, "
@@ -130,7 +139,10 @@ def _hvp_quantities(case: dict) -> list:
 
 
 HVP = Checks(
-    harness=HARNESSES["hvp"], reference=_hvp_reference,
+    harness=HARNESSES["hvp"], reference=_hvp_reference, extra=_most("_second"),
+    rule_hints=["you differentiated the gradient more than once (H built row by row, or by a batched call): H v is "
+                "one pass through it, torch.autograd.grad(g, x, grad_outputs=v) with g = torch.autograd.grad(f(x), "
+                "x, create_graph=True)[0], and H is never built"],
     mistakes=[
         Mistake(name="H · ones", fn=_hvp_ones,
                 diagnosis="you differentiated Σ_j ∂f/∂x_j, so you got H·(1, …, 1) whatever v is: differentiate ⟨∇f, v⟩ "

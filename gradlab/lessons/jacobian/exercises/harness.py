@@ -10,12 +10,29 @@ import torch
 
 from gradlab.kit.harness import Harness, tensor_out
 
+
+def _count(t: torch.Tensor, passes: list, weight: int) -> None:
+    """One item in PASSES per backward pass that reaches T: WEIGHT items for a batched pass (autograd.grad with
+    is_grads_batched, which carries many vectors at once), so that a matrix built in one batched call counts as the
+    passes it replaces."""
+    if t.requires_grad:
+        t.register_hook(lambda grad: passes.extend([1] * (weight if torch._C._functorch.is_legacy_batchedtensor(grad)
+                                                          else 1)))
+
 # ------------------------------------------------------------------------------------------ vjp and jacobian_loop
 
-def _tanh_f(case: dict) -> Callable:
-    """f(v) = tanh(A v): m outputs of n inputs."""
+def _tanh_f(case: dict, passes: list | None = None) -> Callable:
+    """f(v) = tanh(A v): m outputs of n inputs. PASSES, when given, gets an item per backward pass through the output
+    (m for a batched one)."""
     A = case["A"]
-    return lambda v: torch.tanh(A @ v)
+
+    def f(v):
+        y = torch.tanh(A @ v)
+        if passes is not None:
+            _count(y, passes, len(A))
+        return y
+
+    return f
 
 
 def _vjp_cases(seed: int) -> list[dict]:
@@ -34,8 +51,9 @@ def _vjp_cases(seed: int) -> list[dict]:
 
 
 def _vjp_harness(fn: Callable, case: dict) -> dict:
-    got = tensor_out(fn(_tanh_f(case), case["x"].clone(), case["v"].clone()), "what vjp returned")
-    return {"vJ": got.detach()}
+    passes: list = []
+    got = tensor_out(fn(_tanh_f(case, passes), case["x"].clone(), case["v"].clone()), "what vjp returned")
+    return {"vJ": got.detach(), "_passes": torch.tensor(float(len(passes)))}
 
 
 def _jac_cases(seed: int) -> list[dict]:
@@ -57,10 +75,23 @@ def _jac_harness(fn: Callable, case: dict) -> dict:
 
 # ----------------------------------------------------------------------------------------------------------- hvp
 
-def _scalar_f(case: dict) -> Callable:
-    """f(x) = Σ softplus(A x) + 0.1 ‖x‖⁴: a scalar whose Hessian is not constant."""
+def _scalar_f(case: dict, first: list | None = None, through: list | None = None) -> Callable:
+    """f(x) = Σ softplus(A x) + 0.1 ‖x‖⁴: a scalar whose Hessian is not constant. FIRST, when given, gets an item per
+    backward pass through f's output (a gradient); THROUGH one per pass that reaches z = A x, which the first
+    derivative's graph holds (softplus' backward reads z): each gradient's pass reaches it, and so does each pass
+    through the gradient (n for a batched one). THROUGH − FIRST counts the passes through ∇f: one for H v, n to
+    build H row by row."""
     A = case["A"]
-    return lambda x: torch.nn.functional.softplus(A @ x).sum() + 0.1 * (x @ x) ** 2
+
+    def f(x):
+        z = A @ x
+        y = torch.nn.functional.softplus(z).sum() + 0.1 * (x @ x) ** 2
+        if first is not None:
+            _count(z, through, len(x))
+            _count(y, first, 1)
+        return y
+
+    return f
 
 
 def _hvp_cases(seed: int) -> list[dict]:
@@ -79,7 +110,10 @@ def _hvp_cases(seed: int) -> list[dict]:
 
 
 def _hvp_harness(fn: Callable, case: dict) -> dict:
-    return {"Hv": tensor_out(fn(_scalar_f(case), case["x"].clone(), case["v"].clone()), "what hvp returned").detach()}
+    first: list = []
+    through: list = []
+    Hv = tensor_out(fn(_scalar_f(case, first, through), case["x"].clone(), case["v"].clone()), "what hvp returned")
+    return {"Hv": Hv.detach(), "_second": torch.tensor(float(len(through) - len(first)))}
 
 
 HARNESSES: dict[str, Harness] = {

@@ -51,6 +51,10 @@ def _softplus_where(x):
     return torch.where(x > 0, x + torch.log1p(torch.exp(-x)), torch.log1p(torch.exp(x)))
 
 
+def _softplus_threshold(x):
+    return torch.where(x > 20, x, torch.log1p(torch.exp(x)))  # F.softplus's threshold, by torch.where
+
+
 def _softplus_kink(x):
     return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))  # autograd: d clamp/dx = d|x|/dx = 0 at x = 0
 
@@ -71,6 +75,11 @@ SOFTPLUS = Checks(
                           "branch it did not pick gets a zero gradient, and its exp(±x) is inf at |x| ≥ 89 in float32, "
                           "so exp's backward makes 0 · inf = NaN. Make both branches finite (clamp the argument of the "
                           "unused one), or use torch.logaddexp(x, 0)"),
+        Mistake(name="where with a threshold", fn=_softplus_threshold,
+                diagnosis="torch.where(x > 20, x, log1p(exp(x))) has the right value, but autograd differentiates "
+                          "both branches: the unused log1p(exp(x)) has exp(x) = inf at x ≥ 89 in float32 (≥ 710 in "
+                          "float64), and its zero upstream gradient times inf is NaN. Clamp the unused branch's "
+                          "argument (exp(x.clamp(max=20))), or use torch.logaddexp(x, 0)"),
         Mistake(name="kink at 0", fn=_softplus_kink,
                 diagnosis="max(x, 0) + log1p(exp(−|x|)) is right in value, but autograd takes d clamp(x, min=0)/dx = 0 "
                           "and d|x|/dx = 0 at x = 0 (so does relu), so the gradient there is 0 instead of σ(0) = 1/2. "
@@ -218,6 +227,9 @@ LOG1PEXP = Checks(
     spot=_x_spot,
     hints={("*", "family", "upstream:when dy = 1"): "summing the output (y.sum().backward()) sends dy = 1, which "
                                                     "hides a backward that ignores dy",
+           ("gradient", "plus", "dy − expected"): "dy − dy·σ(x) = dy·σ(−x): your backward returns sigmoid(−x) (or "
+                                                  "1 − sigmoid(x)), the derivative of log(1 + e^−x); it is dy · "
+                                                  "sigmoid(x)",
            ("gradient", "scale", "expected / dy"): "backward(ctx, dy) must return dy · sigmoid(x): multiply by the "
                                                    "upstream gradient dy (the chain rule)",
            ("second", "differs", "only at x = 0"): "at x = 0 autograd's derivative of |x| is 0 (and torch.where's "

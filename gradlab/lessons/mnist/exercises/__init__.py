@@ -12,12 +12,12 @@ from gradlab.kit.exercise import Exercise
 EXERCISES = [
     Exercise(
         function="sgd_step", level=1,
-        what="one SGD step of softmax regression with torch.autograd.grad, then W -= lr·g",
+        what="one SGD step of softmax regression: the gradient by autograd, then W − lr·g",
         signature="def sgd_step(W, b, x, y, lr):",
         doc="""One gradient-descent step of softmax regression, by hand.
 
         z = x W + b;  cost = mean_i(−Σ_k y_ik log softmax(z)_ik)   (the mean over the batch)
-        gW, gb = ∂cost/∂W, ∂cost/∂b                              with torch.autograd.grad
+        gW, gb = ∂cost/∂W, ∂cost/∂b                              torch.autograd.grad(cost, [W, b])
         return W − lr·gW, b − lr·gb                               new tensors; W and b are not changed
 
         Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot, lr a float. W and b arrive with

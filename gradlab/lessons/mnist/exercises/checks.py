@@ -236,6 +236,27 @@ class _WholeTensorLogSoftmax(torch.autograd.Function):
         return dy - p * dy.sum()
 
 
+class _LogOfSoftmax(_StableLogSoftmax):
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return torch.log(torch.softmax(z, dim=-1))  # the tutorial's: log 0 = −inf once a probability underflows
+
+
+class _SumOverBatch(_StableLogSoftmax):
+    @staticmethod
+    def backward(ctx, dy):
+        z, = ctx.saved_tensors
+        return dy - torch.softmax(z, dim=-1) * dy.sum(dim=0, keepdim=True)  # Σ over the rows, not the row
+
+
+class _DiagonalOnly(_StableLogSoftmax):
+    @staticmethod
+    def backward(ctx, dy):
+        z, = ctx.saved_tensors
+        return dy * (1 - torch.softmax(z, dim=-1))  # the Jacobian's diagonal alone
+
+
 LOG_SOFTMAX = Checks(
     harness=HARNESSES["LogSoftmax"], reference=_StableLogSoftmax, expected=_lsm_expected,
     mistakes=[
@@ -243,6 +264,10 @@ LOG_SOFTMAX = Checks(
                 diagnosis="log(exp(z) / Σ exp(z)) as written: exp(z) is inf in float32 above z ≈ 88.7 (inf/inf = NaN) "
                           "and 0 below z ≈ −104 (log 0 = −inf). Subtract the row's max first, or use "
                           "z − torch.logsumexp(z, dim=-1, keepdim=True)"),
+        Mistake(name="log of softmax", fn=_LogOfSoftmax,
+                diagnosis="your backward is right, but the forward takes log(softmax(z)): at logits near −1000 in "
+                          "float32 a probability underflows to 0 and its log is −inf. Compute z − logsumexp(z) "
+                          "(z − m − log Σ exp(z − m)), which never takes the log of a rounded 0"),
         Mistake(name="Σdy left out", fn=_DyOnlyLogSoftmax,
                 diagnosis="your backward returns dy − softmax(z): the Jacobian of log_softmax is I − 1·softmax(z)ᵀ, so "
                           "the vector-Jacobian product is dy − softmax(z)·Σ_j dy_j (sum dy over the row, "
@@ -256,6 +281,11 @@ LOG_SOFTMAX = Checks(
                           "logits at a time (dim=-1, keepdim=True)"),
     ],
     names={"value": "the value", "gradient": "the gradient", "second": "the second derivative"},
+    relations=[Relation(what="the backward dy − softmax(z)·Σdy with Σdy taken over the batch (dim=0), not the row",
+                        fn=_SumOverBatch, hint="sum dy over each row: dy.sum(dim=-1, keepdim=True)"),
+               Relation(what="the backward dy·(1 − softmax(z)): the Jacobian's diagonal alone", fn=_DiagonalOnly,
+                        hint="the Jacobian I − 1·softmax(z)ᵀ has off-diagonal entries too: the vector-Jacobian "
+                        "product is dy − softmax(z)·Σ_j dy_j")],
     hints={("second", "zero", "*"): "your backward is a constant to autograd: compute it from the saved z with "
                                     "torch operations (no .detach(), no value saved in forward)",
            ("*", "nonfinite", "*"): "NaN or inf at large logits: exp(z) overflows or underflows in float32; use "

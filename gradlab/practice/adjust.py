@@ -1,0 +1,185 @@
+"""What a teacher adds to what `gradlab grade` graded, applied on every run (a record keeps what its check gave under
+"graded", so that a re-run starts from it again): a late submission's penalty, from course.toml's `due`,
+`late_per_day` and `late_cap` and each student's submission time, and the teacher's own overrides.
+
+Beside the course file:
+
+    overrides.csv    student,exercise,points,penalty,reason     (points: the score to give; penalty: points to take
+                     alice,mnist.sgd_step,8,,regrade request    away; one of the two per row; the reason is shown
+                     bob,sgd_step.py,,2,copied from a classmate  to the student)
+    submitted.csv    student,time                              (when each student handed in, ISO 8601 with its
+                     alice,2026-12-02T10:15:00+01:00            offset: the times an LMS or Classroom shows)
+
+A student with no row in submitted.csv whose folder is a git clone (GitHub Classroom) is taken as handed in at its
+last commit's committer time: what the student's machine said, so a time a teacher trusts goes in submitted.csv.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import math
+import os
+import subprocess
+from dataclasses import dataclass
+
+from gradlab.errors import GradlabError
+from gradlab.practice.course import Item
+from gradlab.practice.isolate import one_line, sanitize
+
+OVERRIDES = "overrides.csv"
+SUBMITTED = "submitted.csv"
+DAY = datetime.timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class Override:
+    """One row of overrides.csv: STUDENT's EXERCISE (its name or its file) given POINTS, or PENALTY points taken away,
+    for REASON."""
+
+    line: int
+    student: str
+    exercise: str
+    points: float | None
+    penalty: float | None
+    reason: str
+
+
+def beside(course_path: str | None, name: str) -> str | None:
+    """NAME's path beside the course file, when there is one."""
+    return os.path.join(os.path.dirname(os.path.abspath(course_path)), name) if course_path else None
+
+
+def _rows(path: str, columns: tuple[str, ...]) -> list[tuple[int, dict]]:
+    """The rows of the CSV file at PATH as (line, {column: text}), its header holding COLUMNS: one line for anything
+    wrong."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                raise GradlabError(f"{path}: its first line must name the columns {','.join(columns)} (no "
+                                   f"{missing[0]!r}); nothing was written")
+            return [(reader.line_num, {k: (v or "").strip() for k, v in row.items() if k}) for row in reader]
+    except OSError as e:
+        raise GradlabError(f"{path}: {e.strerror}; nothing was written") from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise GradlabError(f"{path} is not a UTF-8 CSV file ({one_line(str(e), 80)}); nothing was written") from None
+
+
+def _number(path: str, line: int, key: str, text: str) -> float | None:
+    if text == "":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise GradlabError(f"{path} line {line}: {key} = {text!r} must be a number of points, 0 or more; nothing was "
+                           "written")
+    return value
+
+
+def read_overrides(course_path: str | None, items: list[Item]) -> list[Override]:
+    """overrides.csv beside the course file, checked (none when there is no such file)."""
+    path = beside(course_path, OVERRIDES)
+    if path is None or not os.path.exists(path):
+        return []
+    known = {i.exercise for i in items} | {i.file for i in items}
+    out = []
+    for line, row in _rows(path, ("student", "exercise", "points", "penalty", "reason")):
+        points = _number(path, line, "points", row["points"])
+        penalty = _number(path, line, "penalty", row["penalty"])
+        if not row["student"]:
+            raise GradlabError(f"{path} line {line}: no student; nothing was written")
+        if row["exercise"] not in known:
+            raise GradlabError(f"{path} line {line}: exercise {row['exercise']!r} is not one of the course's "
+                               f"({', '.join(i.exercise for i in items)}, or their files); nothing was written")
+        if (points is None) == (penalty is None):
+            raise GradlabError(f"{path} line {line}: give points (the score) or penalty (points taken away), one "
+                               "of the two; nothing was written")
+        item = next(i for i in items if row["exercise"] in (i.exercise, i.file))
+        if points is not None and points > item.points:
+            raise GradlabError(f"{path} line {line}: points = {row['points']} is more than {item.exercise}'s "
+                               f"{item.points:g}; nothing was written")
+        if not row["reason"]:
+            raise GradlabError(f"{path} line {line}: give a reason (the student reads it); nothing was written")
+        out.append(Override(line, row["student"], item.file, points, penalty, row["reason"]))
+    return out
+
+
+def read_times(course_path: str | None) -> dict[str, datetime.datetime]:
+    """{student: when they handed in} from submitted.csv beside the course file (none when there is no such file)."""
+    path = beside(course_path, SUBMITTED)
+    if path is None or not os.path.exists(path):
+        return {}
+    out = {}
+    for line, row in _rows(path, ("student", "time")):
+        try:
+            when = datetime.datetime.fromisoformat(row["time"])
+        except ValueError:
+            when = None
+        if when is None or when.utcoffset() is None:
+            raise GradlabError(f"{path} line {line}: time = {row['time']!r} must be a date and time with its time "
+                               "zone, e.g. 2026-12-02T10:15:00+01:00; nothing was written")
+        out[row["student"]] = when
+    return out
+
+
+def commit_time(folder: str) -> datetime.datetime | None:
+    """The committer time of the last commit of FOLDER/.git (a GitHub Classroom clone), or None. Git reads the
+    repository as data only: no pager, no signature check, no hook, no system or global configuration, no search
+    above the folder."""
+    git_dir = os.path.join(folder, ".git")
+    if os.path.islink(git_dir) or not os.path.isdir(git_dir):
+        return None
+    env = {"PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull,
+           "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    try:
+        r = subprocess.run(["git", "--no-pager", f"--git-dir={git_dir}", "-c", "core.fsmonitor=false", "-c",
+                            "safe.directory=*", "log", "-1", "--no-show-signature", "--format=%cI"],
+                           capture_output=True, text=True, timeout=10, env=env, stdin=subprocess.DEVNULL, check=False)
+        return datetime.datetime.fromisoformat(r.stdout.strip()) if r.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
+def apply(table: dict[str, dict[str, dict]], items: list[Item], overrides: list[Override],
+          times: dict[str, datetime.datetime]) -> list[str]:
+    """Each record's score from what its check gave ("graded"), less a late penalty, then as the teacher's overrides
+    say; "adjusted": a line per change, shown in every file written. Returns a note per override that matches no
+    student of the class."""
+    for student, recs in table.items():
+        for item in items:
+            rec = recs[item.file]
+            score = rec.setdefault("graded", rec["score"])
+            lines = []
+            when = times.get(student)
+            if item.due and when is not None and item.late_per_day and not _missing(rec):
+                due = datetime.datetime.fromisoformat(item.due)
+                days = math.ceil((when - due) / DAY)
+                if days > 0:
+                    taken = min(item.late_cap, days * item.late_per_day) * item.points
+                    score = max(0.0, score - taken)
+                    lines.append(f"late: handed in {when.isoformat()}, {days} day{'s' if days > 1 else ''} after "
+                                 f"{item.due}: −{_fmt(taken)} points")
+            for o in overrides:
+                if o.student == student and o.exercise == item.file:
+                    if o.points is not None:
+                        score = o.points
+                        lines.append(f"overridden by the teacher: {_fmt(o.points)} points ({o.reason})")
+                    else:
+                        score = max(0.0, score - o.penalty)
+                        lines.append(f"overridden by the teacher: −{_fmt(o.penalty)} points ({o.reason})")
+            rec["score"] = round(score, 2)
+            rec["adjusted"] = lines
+    return [f"{OVERRIDES} line {o.line}: no student {sanitize(o.student)!r} in this class; the row is not applied"
+            for o in overrides if o.student not in table]
+
+
+def _missing(rec: dict) -> bool:
+    return (rec.get("stopped") or "").endswith("is missing from this submission")

@@ -1,0 +1,34 @@
+"""gradlab exercise ddp.accumulated_grad (level 2): the gradient of one batch accumulated over micro-batches of
+any sizes, ≡ the whole batch's.
+
+Write the body of accumulated_grad below, then check it:
+
+    gradlab check accumulated_grad.py
+"""
+
+# gradlab-exercise: ddp.accumulated_grad
+import torch
+import torch.nn.functional as F
+
+
+def accumulated_grad(model, x, y, sizes):
+    """The gradient of the mean cross-entropy over the whole batch, computed micro-batch by micro-batch.
+
+    g = (1/B) Σ_i ∇ℓ_i = Σ_k (n_k/B) · ḡ_k             for micro-batches of n_1 … n_K samples
+    for each part k: loss_k = Σ_{i in k} ℓ_i / B; loss_k.backward()   (.backward() adds into .grad)
+
+    Shapes: model a torch.nn.Module (its .grad may hold anything on entry), x (B, 784), y (B,) class numbers,
+    sizes a list of K part sizes that add up to B (they may differ: 64, 32, 4). Use F.cross_entropy. Return
+    [p.grad for p in model.parameters()] after the last part. TF-1 had no .grad that adds up: tf.gradients
+    returns new tensors at every call, so accumulating them took variables of your own (assign_add) or
+    tf.ConditionalAccumulator ("for aggregating gradients").
+    """
+    for p in model.parameters():
+        p.grad = None
+    B = len(y)
+    start = 0
+    for n in sizes:
+        part_loss = F.cross_entropy(model(x[start:start + n]), y[start:start + n])
+        (part_loss * n / B).backward()
+        start += n
+    return [p.grad for p in model.parameters()]

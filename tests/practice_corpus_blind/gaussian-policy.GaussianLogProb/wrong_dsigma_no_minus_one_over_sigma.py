@@ -1,0 +1,45 @@
+"""gradlab exercise gaussian-policy.GaussianLogProb (level 3): the Gaussian policy's layer as a
+torch.autograd.Function: ln π forward, its three gradients in backward.
+
+Write it yourself: this exercise is to write what torch.distributions.Normal.log_prob does for you, so calling
+it fails a check of its own.
+
+Write the body of GaussianLogProb below, then check it:
+
+    gradlab check GaussianLogProb.py
+"""
+
+# gradlab-exercise: gaussian-policy.GaussianLogProb
+import torch
+import torch.nn.functional as F
+
+
+class GaussianLogProb(torch.autograd.Function):
+    """forward(ctx, a, mu, sigma) = ln N(a; μ, σ²) = −(a − μ)²/(2σ²) − ln σ − ½ ln 2π, elementwise
+    backward(ctx, dy) = (dy · ∂ln π/∂a, dy · ∂ln π/∂μ, dy · ∂ln π/∂σ), with
+    ∂ln π/∂a = −(a − μ)/σ²,  ∂ln π/∂μ = (a − μ)/σ²,  ∂ln π/∂σ = ((a − μ)² − σ²)/σ³
+    written with torch operations on the saved inputs, so that second derivatives are right too. The check
+    sends a random upstream gradient dy.
+
+    Shapes: a, mu, sigma of the same shape, float64; sigma > 0. torch.distributions.Normal(mu, sigma).log_prob
+    computes this (the check compares yours with autograd through it): write it yourself here. TF-1: the
+    tutorial's @tf.custom_gradient layer returned the scores from its forward and `_y * dy` from its
+    gradient function; here the forward is ln π and the backward the scores.
+    """
+
+    @staticmethod
+    def forward(ctx, a, mu, sigma):
+        import math
+        ctx.save_for_backward(a, mu, sigma)
+        diff = a - mu
+        return -diff ** 2 / (2 * sigma ** 2) - torch.log(sigma) - 0.5 * math.log(2 * math.pi)
+
+    @staticmethod
+    def backward(ctx, dy):
+        a, mu, sigma = ctx.saved_tensors
+        diff = a - mu
+        var = sigma ** 2
+        d_a = -diff / var
+        d_mu = diff / var
+        d_sigma = diff ** 2 / sigma ** 3
+        return dy * d_a, dy * d_mu, dy * d_sigma

@@ -1,0 +1,28 @@
+"""gradlab exercise mnist.softmax_grad (level 2): the gradient of softmax regression derived by hand, xᵀ(p −
+y)/B: no autograd at all.
+
+Write the body of softmax_grad below, then check it:
+
+    gradlab check softmax_grad.py
+"""
+
+# gradlab-exercise: mnist.softmax_grad
+import torch
+import torch.nn.functional as F
+
+
+def softmax_grad(W, b, x, y):
+    """∂cost/∂W and ∂cost/∂b of softmax regression, from the formulas, without autograd.
+
+    p = softmax(x W + b);  cost = mean_i(−Σ_k y_ik log p_ik)
+    ∂cost/∂z = (p − y)/B,  ∂cost/∂W = xᵀ (p − y)/B,  ∂cost/∂b = mean_i (p − y)
+
+    Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot; W, b, x and y are not changed. Return (gW, gb)
+    of shapes (784, 10), (10,). The inputs include logits far above 88, where exp overflows in float32.
+    TF-1: what tf.gradients(xs=[W, b], ys=cost) computes for you.
+    """
+    W_ = W.detach().requires_grad_(True)
+    b_ = b.detach().requires_grad_(True)
+    cost = -(y * F.log_softmax(x @ W_ + b_, dim=1)).sum(dim=1).mean()
+    gW, gb = torch.autograd.grad(cost, [W_, b_])
+    return gW, gb

@@ -1,0 +1,38 @@
+"""gradlab exercise mnist_graded.weighted_softmax_grad (level 2): the gradient of a per-sample weighted softmax
+cross-entropy (TF-1's tf.losses weights, divided by the number of non-zero weights), derived by hand: no
+autograd.
+
+Write the body of weighted_softmax_grad below, then hand it in as weighted_softmax_grad.py: your teacher checks it with the course's own checks,
+
+    gradlab check weighted_softmax_grad.py --course course.toml
+"""
+
+# gradlab-exercise: mnist_graded.weighted_softmax_grad
+import torch
+import torch.nn.functional as F
+
+
+def weighted_softmax_grad(W, b, x, y, w):
+    """∂cost/∂W and ∂cost/∂b of a weighted softmax regression cost, from the formulas, without autograd.
+
+    z = x W + b,  p = softmax(z) over the 10 classes,  loss_i = −Σ_k y_ik log p_ik
+    cost = Σ_i w_i · loss_i / N,  N = the number of samples whose weight w_i is not 0
+    cost = 0 when every weight is 0 (TF-1 divides "safely": nothing to learn from, so no gradient either)
+
+    This is TF-1's tf.losses.compute_weighted_loss(losses, weights) with its default reduction,
+    Reduction.SUM_BY_NONZERO_WEIGHTS (tensorflow/python/ops/losses/losses_impl.py). A sample of weight 0 is
+    padding: it neither counts in N nor moves the gradient. Derive ∂cost/∂z yourself (with every w_i = 1 it
+    is (p − y)/B, mnist.softmax_grad's).
+
+    Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot, w (B,) weights ≥ 0, some of them exactly 0.
+    Return (gW, gb) of shapes (784, 10), (10,); W, b, x, y and w are not changed. The inputs include logits
+    far above 88 (exp overflows in float32 there), a batch whose weights are all 0, one sample of weight 3,
+    and float64.
+    """
+    z = x @ W + b
+    p = torch.softmax(z, dim=1)
+    N = (w != 0).sum()
+    if N == 0:
+        return torch.zeros_like(W), torch.zeros_like(b)
+    dz = w.unsqueeze(1) * (p - y) / N
+    return x.t() @ dz, dz.sum(dim=0)
