@@ -6,8 +6,10 @@ STAMP  := $(VENV)/.installed-stamp
 # The developers' environment and CI, locked: every package at one version, with its hashes (`make lock` refreshes it)
 LOCK   := requirements.lock
 PIP    := 26.3
+# PyPA's build frontend: `make wheel` and the release workflow (.github/workflows/release.yml) build with it
+BUILD  := 1.6.1
 
-.PHONY: install demo test lint lock test-latest test-oldest bench runtimes docs docs-site notebooks wheel wheel-check clean
+.PHONY: install demo test lint lock test-latest test-oldest test-py310 test-py313 bench runtimes docs docs-site notebooks wheel wheel-check clean
 
 install: $(STAMP)
 
@@ -23,6 +25,7 @@ $(STAMP): pyproject.toml $(LOCK) Makefile | $(BIN)/python
 	@echo "  (about 70 s and 5.7 GB here: PyPI's Linux torch is the CUDA build; see docs/start/install.md for a CPU-only one)"
 	$(BIN)/python -m pip install --quiet pip==$(PIP)
 	$(BIN)/python -m pip install --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/python -m pip uninstall --quiet --yes gradlab  # gradlab's own editable install under its old name, if any
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
@@ -55,6 +58,27 @@ test-oldest: $(BIN)/python
 	.venv-oldest/bin/python -m pip install --quiet --upgrade pip
 	.venv-oldest/bin/python -m pip install -c .venv-oldest/floors.txt -e '.[full,dev,notebooks]'
 	.venv-oldest/bin/python -m pytest -q
+
+# The suite on the oldest and the newest Python the wheel declares (requires-python >=3.10; 3.11 is the lock's), each in
+# a venv of its own made by that interpreter (PY310, PY313: pyenv's where it has one, else python3.10 / python3.13 on
+# the PATH) and re-made when pyproject.toml changes:
+# gradlab editable with the extras the suite uses, unlocked (the lock is for 3.11), torch and the rest from the
+# package index (PyPI's Linux torch is the CUDA build: several GB per venv, downloaded once). PYTEST_ARGS is passed
+# on, e.g. `make test-py310 PYTEST_ARGS="-n 1"` on a busy machine.
+PY310       ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/python) python3.10)
+PY313       ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13.*/bin/python) python3.13)
+PYTEST_ARGS ?=
+
+.venv-py%/.installed-stamp: pyproject.toml Makefile
+	rm -rf .venv-py$*
+	$(PY$*) -m venv .venv-py$*
+	.venv-py$*/bin/python -m pip install --quiet pip==$(PIP)
+	.venv-py$*/bin/python -m pip install -e '.[dev,notebooks,full,docs]'
+	touch $@
+
+test-py310 test-py313: test-py%: .venv-py%/.installed-stamp
+	.venv-py$*/bin/python -c 'import sys; print("the suite on Python", sys.version.split()[0])'
+	.venv-py$*/bin/python -m pytest -q $(PYTEST_ARGS)
 
 demo: install
 	$(BIN)/gradlab mnist --dataset mnist-sample --offline
@@ -105,15 +129,20 @@ runtimes: install
 notebooks: install
 	$(BIN)/python scripts/notebooks.py build/notebooks
 
-# The wheel a class installs (dist/), with the bundled sample, the presets and the notebooks inside.
-wheel: install
+# The wheel a class installs and PyPI gets (dist/gradlab_teach-<version>-py3-none-any.whl), with the bundled sample,
+# the presets and the notebooks inside: built by PyPA's build in a small venv of its own (.venv-build: build, then the
+# backend pyproject.toml names, hatchling, in build's isolated environment), without torch or the developers'
+# environment: seconds. The release workflow builds the same way, an sdist too.
+wheel:
 	rm -rf dist
-	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
+	test -x .venv-build/bin/python || $(PYTHON) -m venv .venv-build
+	.venv-build/bin/python -m pip install --quiet build==$(BUILD)
+	.venv-build/bin/python -m build --wheel --outdir dist .
 
 # Install that wheel as a student would: a fresh venv outside the repository, a CPU-only torch first, gradlab by the
 # notebooks' own install cell; then use it (scripts/check_wheel.py). CI runs it after the tests.
 wheel-check: wheel
-	$(BIN)/python scripts/check_wheel.py dist/gradlab-*.whl
+	$(PYTHON) scripts/check_wheel.py dist/gradlab_teach-*.whl
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist site
+	rm -rf $(VENV) .venv-build .pytest_cache .ruff_cache .hypothesis build dist site

@@ -49,7 +49,7 @@ def load() -> list[float]:
 
 def machine() -> dict[str, Any]:
     """The machine and software a measurement ran on, and how busy the machine was when it started."""
-    return {"measured": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    return {"measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "cpu": cpu_model(), "cpus": os.cpu_count(), "gpu": gpu(), "torch": metadata.version("torch"),
             "python": platform.python_version(), "nice": os.nice(0), "load_average_before": load()}
 

@@ -4,11 +4,16 @@ and the quick budget, under the options the user gave."""
 
 from __future__ import annotations
 
-import tomllib
+import sys
 from pathlib import Path
 from typing import Any
 
 from gradlab.errors import GradlabError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, before it joined the standard library
+    import tomli as tomllib
 
 
 def find(path: str | Path) -> Path:

@@ -1,6 +1,6 @@
 """Install gradlab's wheel as a student would, into a fresh venv outside the repository, and use it.
 
-    python scripts/check_wheel.py dist/gradlab-<version>-py3-none-any.whl     (`make wheel-check`)
+    python scripts/check_wheel.py dist/gradlab_teach-<version>-py3-none-any.whl     (`make wheel-check`)
 
 1. A fresh venv gets a CPU-only torch first, as the README tells a student on a laptop without an NVIDIA GPU
    ($GRADLAB_CPU_TORCH, default `torch==2.13.0`: the CPU build this project's machines carry; elsewhere e.g.
@@ -91,7 +91,7 @@ def main() -> None:
         run([gradlab, "notebooks", "nbs"], work)
         assert len(list((work / "nbs").glob("*.ipynb"))) == 8
         err = run([gradlab, "mnist", "--dataset", "mnist", "--data-dir", str(work / "none")], work, expect=2).stderr
-        assert "needs torchvision" in err and "gradlab[full]" in err and len(err.strip().splitlines()) == 1, err
+        assert "needs torchvision" in err and "gradlab-teach[full]" in err and len(err.strip().splitlines()) == 1, err
         if version.endswith("+cpu"):  # the advice keeps this CPU torch: torchvision from the CPU index, torch pinned
             assert f'"torch=={version[:-4]}" --index-url https://download.pytorch.org/whl/cpu' in err, err
         print(f"ok: {wheel.name} with torch {version}, from {work}: preset by name, 3 lessons, notebooks, and the "

@@ -18,6 +18,11 @@ from click.testing import CliRunner
 from gradlab.cli.main import cli
 from gradlab.kit import data as datasets
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (make test-py310): tomli, as gradlab reads TOML there
+    import tomli as tomllib  # noqa: F401 (the tests import it from here)
+
 REPO = Path(__file__).resolve().parent.parent
 
 # The suite runs as on a machine without a GPU, whatever this one has, in this process and in every process it starts:

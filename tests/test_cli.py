@@ -106,7 +106,7 @@ def test_config_file_with_flag_override(tmp_path):
 
 
 def test_tutorial_preset_is_the_defaults():
-    import tomllib
+    from conftest import tomllib
 
     from gradlab.lessons.mnist.settings import Config
 

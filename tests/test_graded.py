@@ -12,13 +12,12 @@ import importlib.util
 import math
 import subprocess
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, require_sandbox
+from conftest import REPO, require_sandbox, tomllib
 from test_practice import perturb
 
 from gradlab.practice import all_exercises, checks_of, course

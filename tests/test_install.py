@@ -1,9 +1,12 @@
-"""What a student meets after `pip install gradlab`: presets by name from any folder, the notebooks copied out
+"""What a student meets after `pip install gradlab-teach`: presets by name from any folder, the notebooks copied out
 with `gradlab notebooks`, a notebook's own install cell, and full MNIST without torchvision (one line). The wheel
 itself is installed into a fresh venv with a CPU-only torch by `make wheel-check` (scripts/check_wheel.py), in CI."""
 
 import json
+import subprocess
 import sys
+import zipfile
+from email.parser import Parser
 
 import pytest
 from conftest import REPO, assert_one_line_error, invoke
@@ -24,11 +27,11 @@ def test_presets_by_name_work_from_any_folder(tmp_path, monkeypatch):
 def test_notebooks_are_copied_out_never_over_a_students_work(tmp_path):
     out = tmp_path / "class"
     first = invoke("notebooks", str(out))
-    assert first.exit_code == 0 and "jupyter lab" in first.output and "gradlab[notebooks]" in first.output
+    assert first.exit_code == 0 and "jupyter lab" in first.output and "gradlab-teach[notebooks]" in first.output
     assert [p.name for p in sorted(out.glob("*.ipynb"))] == [p.name for p in assets.notebooks()]
     assert len(assets.notebooks()) == len(LESSONS), "one notebook per lesson: notebooks/NN-<lesson>.ipynb"
     assert_one_line_error(invoke("notebooks", str(out)), "already has 01-mnist.ipynb", "--force")
-    wheel = "https://example.org/gradlab-0.1.0-py3-none-any.whl"
+    wheel = "https://example.org/gradlab_teach-0.1.0-py3-none-any.whl"
     assert invoke("notebooks", str(out), "--force", "--source", wheel).exit_code == 0
     for path in out.glob("*.ipynb"):
         assert f'SOURCE = "{wheel}"' in "".join(json.loads(path.read_text())["cells"][1]["source"])
@@ -42,12 +45,14 @@ def install_cell(source_line: str | None = None) -> str:
 
 
 @pytest.mark.parametrize(("wheels", "source", "installs"), [
-    (["gradlab-0.1.0-py3-none-any.whl"], None, "gradlab-0.1.0-py3-none-any.whl"),
-    (["gradlab-0.1.0-py3-none-any.whl", "gradlab-0.2.0-py3-none-any.whl"], None, "gradlab-0.2.0-py3-none-any.whl"),
+    (["gradlab_teach-0.1.0-py3-none-any.whl"], None, "gradlab_teach-0.1.0-py3-none-any.whl"),
+    (["gradlab_teach-0.1.0-py3-none-any.whl", "gradlab_teach-0.2.0-py3-none-any.whl"], None,
+     "gradlab_teach-0.2.0-py3-none-any.whl"),
     ([], 'SOURCE = "git+https://example.org/gradlab"', "git+https://example.org/gradlab"),
-    ([], None, None),
+    ([], None, "gradlab-teach"),  # PyPI's release, never PyPI's `gradlab` (another project)
+    (["gradlab-0.2.2-py3-none-any.whl"], None, "gradlab-teach"),  # a wheel named `gradlab` is that other project's
 ])
-def test_a_notebooks_install_cell_installs_the_uploaded_wheel_or_source_else_says_how(
+def test_a_notebooks_install_cell_installs_the_uploaded_wheel_or_source_else_the_release(
         tmp_path, monkeypatch, wheels, source, installs):
     """The first cell as Colab runs it where gradlab is missing (find_spec None); pip itself is not run here."""
     import importlib.util
@@ -59,13 +64,13 @@ def test_a_notebooks_install_cell_installs_the_uploaded_wheel_or_source_else_say
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda cmd, check: calls.append(cmd))
-    if installs is None:
-        with pytest.raises(RuntimeError, match=r"upload gradlab-<version>-py3-none-any\.whl"):
-            exec(install_cell(source), {})
-        assert not calls
-    else:
-        exec(install_cell(source), {})
-        assert calls == [[sys.executable, "-m", "pip", "install", "-q", installs]]
+    exec(install_cell(source), {})
+    assert calls == [[sys.executable, "-m", "pip", "install", "-q", installs]]
+
+
+def test_every_notebook_has_the_same_install_cell():
+    cells = {"".join(json.loads(p.read_text())["cells"][1]["source"]) for p in assets.notebooks()}
+    assert len(cells) == 1 and 'SOURCE = ""' in cells.pop()
 
 
 def test_full_mnist_without_torchvision_is_one_line_and_auto_falls_back_to_the_sample(tmp_path, monkeypatch):
@@ -73,15 +78,16 @@ def test_full_mnist_without_torchvision_is_one_line_and_auto_falls_back_to_the_s
     monkeypatch.setitem(sys.modules, "torchvision.datasets", None)
     empty = str(tmp_path / "data")
     assert_one_line_error(invoke("mnist", "--dataset", "mnist", "--data-dir", empty),
-                          "needs torchvision", "pip install 'gradlab[full]'")
+                          "needs torchvision", "pip install 'gradlab-teach[full]'")
     out = invoke("mnist", "--dataset", "auto", "--data-dir", empty, "--epochs", "1", "--train-size", "500")
     assert out.exit_code == 0 and "mnist-sample" in out.output
-    assert "torchvision is not installed (pip install 'gradlab[full]')" in " ".join(out.output.split())
+    assert "torchvision is not installed (pip install 'gradlab-teach[full]')" in " ".join(out.output.split())
 
 
 def test_on_a_cpu_only_torch_the_advice_keeps_it(tmp_path, monkeypatch):
-    """With a +cpu torch, `pip install 'gradlab[full]'` would replace it with PyPI's CUDA build (the newest torchvision
-    needs a newer torch): the message gives torchvision from PyTorch's CPU index, pinned to the installed torch."""
+    """With a +cpu torch, `pip install 'gradlab-teach[full]'` would replace it with PyPI's CUDA build (the newest
+    torchvision needs a newer torch): the message gives torchvision from PyTorch's CPU index, pinned to the installed
+    torch."""
     import torch
 
     monkeypatch.setattr(torch, "__version__", "2.13.0+cpu")
@@ -93,7 +99,7 @@ def test_on_a_cpu_only_torch_the_advice_keeps_it(tmp_path, monkeypatch):
     assert data.torchvision_command() == command
     empty = str(tmp_path / "data")
     assert_one_line_error(invoke("mnist", "--dataset", "mnist", "--data-dir", empty), "needs torchvision", command,
-                          "not 'gradlab[full]', which would replace this CPU-only torch")
+                          "not 'gradlab-teach[full]', which would replace this CPU-only torch")
     out = invoke("mnist", "--dataset", "auto", "--data-dir", empty, "--epochs", "1", "--train-size", "500")
     assert out.exit_code == 0 and f"torchvision is not installed ({command})" in " ".join(out.output.split())
     monkeypatch.setattr(torch, "__version__", "2.14.1+cu130")
@@ -111,3 +117,28 @@ def test_a_torchvision_built_for_another_torch_is_one_line_too(tmp_path, monkeyp
         monkeypatch.delitem(sys.modules, name)
     assert_one_line_error(invoke("mnist", "--dataset", "mnist", "--data-dir", str(tmp_path / "data")),
                           "needs torchvision", "does not load beside torch")
+
+
+def test_the_wheel_is_gradlab_teach_with_what_pypi_shows(tmp_path):
+    """The distribution's own name (PyPI's `gradlab` is another project), the command `gradlab`, and the metadata
+    PyPI shows: Python 3.10 to 3.13 (requires-python and the classifiers agree), tomli below 3.11, the license file,
+    the project's URLs and the README."""
+    proc = subprocess.run([sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [wheel] = tmp_path.glob("*.whl")
+    assert wheel.name.startswith("gradlab_teach-")
+    with zipfile.ZipFile(wheel) as z:
+        info = wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"
+        meta = Parser().parsestr(z.read(f"{info}/METADATA").decode())
+        entry_points = z.read(f"{info}/entry_points.txt").decode()
+        assert f"{info}/licenses/LICENSE" in z.namelist()
+    assert meta["Name"] == "gradlab-teach" and meta["Requires-Python"] == ">=3.10"
+    assert "gradlab = gradlab.cli:main" in entry_points
+    classifiers = meta.get_all("Classifier")
+    assert [c.rsplit(" ", 1)[1] for c in classifiers if c.startswith("Programming Language :: Python :: 3.")] == [
+        "3.10", "3.11", "3.12", "3.13"]
+    assert meta["License-Expression"] == "MIT" and meta["License-File"] == "LICENSE"
+    assert "tomli>=1.1; python_version < '3.11'" in meta.get_all("Requires-Dist")
+    assert {u.split(",")[0] for u in meta.get_all("Project-URL")} >= {"Homepage", "Source", "Issues"}
+    assert meta["Description-Content-Type"] == "text/markdown" and "# gradlab" in meta.get_payload()

@@ -199,7 +199,7 @@ def _graph_svg(name: str, quick: bool, threads: int | None) -> str:
 @click.option("--force", is_flag=True, help="Replace notebooks that are already in FOLDER.")
 def notebooks(folder: str, source: str | None, force: bool) -> int:
     """Write the eight lesson notebooks into FOLDER (created if needed), ready to open in JupyterLab
-    (`jupyter lab FOLDER`, with `pip install 'gradlab[notebooks]'`) or to upload to Colab."""
+    (`jupyter lab FOLDER`, with `pip install 'gradlab-teach[notebooks]'`) or to upload to Colab."""
     found = assets.notebooks()
     if not found:
         raise GradlabError("the notebooks are missing from this installation; reinstall gradlab")
@@ -220,7 +220,7 @@ def notebooks(folder: str, source: str | None, force: bool) -> int:
             nb["cells"][1]["source"] = set_source("".join(nb["cells"][1]["source"]), source)
         files.write_bytes(out / path.name, (json.dumps(nb, indent=1, ensure_ascii=False) + "\n").encode())
     click.echo(f"wrote {len(found)} notebooks to {folder}: open them with `jupyter lab {folder}` (JupyterLab is the "
-               f"extra: pip install 'gradlab[notebooks]'), or upload one to Colab (File > Upload notebook)")
+               f"extra: pip install 'gradlab-teach[notebooks]'), or upload one to Colab (File > Upload notebook)")
     return 0
 
 

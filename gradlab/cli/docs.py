@@ -1,5 +1,5 @@
 """`gradlab docs`: where the docs site is (site/index.html in a checkout, built by `make docs`), building it first
-when asked (`--build`, with mkdocs-material: the extra `gradlab[docs]`), opening it in a browser with `--open`."""
+when asked (`--build`, with mkdocs-material: the extra `gradlab-teach[docs]`), opening it in a browser with `--open`."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def build(quiet: bool = True) -> None:
         import material  # noqa: F401  (the theme; mkdocs comes with it)
         import mkdocstrings  # noqa: F401  (the API reference, read from the code)
     except ImportError as e:
-        raise GradlabError(f"building the docs site needs {e.name}: pip install 'gradlab[docs]' "
+        raise GradlabError(f"building the docs site needs {e.name}: pip install 'gradlab-teach[docs]' "
                            "(or make install)") from None
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", *(["--quiet"] if quiet else []),
                            "-f", str(CONFIG)], capture_output=True, text=True, cwd=CHECKOUT,

@@ -49,6 +49,9 @@ def exercise(name: str, out_path: str | None, force: bool, course_path: str | No
 @click.option("--gradescope", "gradescope_path", type=click.Path(dir_okay=False), default=None,
               help="Write Gradescope's autograder results.json for one student: a test per exercise, its points as "
                    "the course file says (default 10, carried by the claims about the answer).")
+@click.option("--classroom", "classroom_path", type=click.Path(dir_okay=False), default=None,
+              help="Write GitHub Classroom's autograding result for one student (the JSON its reporter action reads, "
+                   "base64-encoded): a test per exercise, its points as the course file says, partial credit kept.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
               help="The seed of the generated inputs (default: 0 for your own check; a fresh random one for a "
                    "course's checks, printed and recorded, so that no submission can carry the expected answers).")
@@ -58,22 +61,22 @@ def exercise(name: str, out_path: str | None, force: bool, course_path: str | No
                    "FILE.svg or - (the terminal). One file only.")
 @click.option("--quiet", is_flag=True, help="Print nothing; use the exit code (and the files).")
 def check_cmd(path: str, exercise_name: str | None, course_path: str | None, json_path: str | None,
-              junit_path: str | None, gradescope_path: str | None, seed: int | None, quiet: bool,
-              graph_path: str | None = None) -> int:
+              junit_path: str | None, gradescope_path: str | None, classroom_path: str | None, seed: int | None,
+              quiet: bool, graph_path: str | None = None) -> int:
     """Run PATH's function in a sandbox (time, memory and process limits) on generated inputs, edge cases included,
     compare it with the reference computed here, run the lesson's claims on its outputs, and name the mistake when
     a wrong answer matches a known one. Exit 0 when every check passes, 1 when one fails.
 
     PATH may be a folder of submissions (the *.py files in it, each checked on its own), summed up in one table. A
-    course's checks (a folder, --junit, --gradescope) take the exercise from the teacher, --exercise NAME or --course
-    FILE, never from the file's own '# gradlab-exercise:' line, and run only where submissions are isolated (bubblewrap:
-    as root, or not root in a user namespace of its own; or, as root, a uid of its own); a student's own check of one
-    file runs anywhere."""
+    course's checks (a folder, --junit, --gradescope, --classroom) take the exercise from the teacher, --exercise
+    NAME or --course FILE, never from the file's own '# gradlab-exercise:' line, and run only where submissions are
+    isolated (bubblewrap: as root, or not root in a user namespace of its own; or, as root, a uid of its own); a
+    student's own check of one file runs anywhere."""
     from gradlab.practice import commands
 
     return commands.check(path, exercise_name=exercise_name, course_path=course_path, json_path=json_path,
-                          junit_path=junit_path, gradescope_path=gradescope_path, seed=seed, quiet=quiet,
-                          graph_path=graph_path)
+                          junit_path=junit_path, gradescope_path=gradescope_path, classroom_path=classroom_path,
+                          seed=seed, quiet=quiet, graph_path=graph_path)
 
 
 @click.command("grade", short_help="Grade a class: a gradebook, each student's feedback and the class page.")

@@ -116,15 +116,16 @@ class _NotAvailable(GradlabError):
         self.reason = reason  # short, for the --dataset auto note
 
 
-FULL = "pip install 'gradlab[full]'"  # the extra with torchvision: right unless torch is a CPU-only build
+FULL = "pip install 'gradlab-teach[full]'"  # the extra with torchvision: right unless torch is a CPU-only build
 
 
 def torchvision_command() -> str:
     """The pip command that adds torchvision and keeps the installed torch (pinned to its version). For a CPU-only
-    build (`+cpu`) it reads PyTorch's CPU index, the one that build came from: `pip install 'gradlab[full]'` would take
-    PyPI's newest torchvision, which may need a newer torch, and pip would then replace the CPU build with PyPI's CUDA
-    one (measured: torch 2.13.0+cpu replaced by 2.15.0 and 15 nvidia-* packages). PyPI's torchvision beside a +cpu
-    torch does not even import (measured with 0.28.0 and 2.13.0+cpu: "operator torchvision::nms does not exist")."""
+    build (`+cpu`) it reads PyTorch's CPU index, the one that build came from: `pip install 'gradlab-teach[full]'`
+    would take PyPI's newest torchvision, which may need a newer torch, and pip would then replace the CPU build with
+    PyPI's CUDA one (measured: torch 2.13.0+cpu replaced by 2.15.0 and 15 nvidia-* packages). PyPI's torchvision
+    beside a +cpu torch does not even import (measured with 0.28.0 and 2.13.0+cpu: "operator torchvision::nms does not
+    exist")."""
     import torch
 
     version, _, local = torch.__version__.partition("+")
@@ -134,7 +135,7 @@ def torchvision_command() -> str:
 
 def _torchvision_class(class_name: str):
     """torchvision's dataset class, which reads (and downloads) the full datasets. torchvision is an optional
-    dependency (the extra `gradlab[full]`, or torchvision_command()): every lesson runs on the bundled sample
+    dependency (the extra `gradlab-teach[full]`, or torchvision_command()): every lesson runs on the bundled sample
     without it."""
     try:
         import torchvision.datasets
@@ -142,8 +143,8 @@ def _torchvision_class(class_name: str):
         import torch
 
         command, cpu = torchvision_command(), torch.__version__.endswith("+cpu")
-        how = (f"{command} (not 'gradlab[full]', which would replace this CPU-only torch with PyPI's CUDA build)" if cpu
-               else f"{FULL}, or {command} to keep this torch")
+        how = (f"{command} (not 'gradlab-teach[full]', which would replace this CPU-only torch with PyPI's CUDA "
+               f"build)" if cpu else f"{FULL}, or {command} to keep this torch")
         raise _NotAvailable(
             f"the full {class_name} dataset needs torchvision, which is not installed (or does not load beside torch "
             f"{torch.__version__}); {how}, or use --dataset mnist-sample",

@@ -234,7 +234,8 @@ def restore_filenames(fn, code_files: list):
 
     def fixed(code):
         consts = tuple(fixed(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-        key = (code.co_qualname, code.co_firstlineno, hashlib.sha256(code.co_code).hexdigest()[:16])
+        key = (getattr(code, "co_qualname", code.co_name), code.co_firstlineno,  # no co_qualname on Python 3.10
+               hashlib.sha256(code.co_code).hexdigest()[:16])
         return code.replace(co_filename=where.get(key, code.co_filename), co_consts=consts)
 
     roots = [fn] if not isinstance(fn, type) else list(vars(fn).values())

@@ -66,15 +66,17 @@ def write_starter(name: str, *, out_path: str | None, force: bool, course_path: 
 
 def check(path: str, *, exercise_name: str | None = None, course_path: str | None = None,
           json_path: str | None = None, junit_path: str | None = None, gradescope_path: str | None = None,
-          seed: int | None = None, quiet: bool = False, graph_path: str | None = None) -> int:
+          classroom_path: str | None = None, seed: int | None = None, quiet: bool = False,
+          graph_path: str | None = None) -> int:
     """`gradlab check PATH`: a file or a folder of submissions graded; exit code 0 when every check passes, 1 when
-    one fails. A course's checks (a folder, --junit, --gradescope) take the exercise from --exercise or --course,
-    never from the files, and run only isolated."""
+    one fails. A course's checks (a folder, --junit, --gradescope, --classroom) take the exercise from --exercise or
+    --course, never from the files, and run only isolated."""
     folder = os.path.isdir(path)
-    course_check = folder or junit_path is not None or gradescope_path is not None
+    one_student = {"--gradescope": gradescope_path, "--classroom": classroom_path}  # one student's file, a course's
+    course_check = folder or junit_path is not None or any(p is not None for p in one_student.values())
     items = _course(path, folder=folder, course_check=course_check, exercise_name=exercise_name,
-                    course_path=course_path, junit_path=junit_path, gradescope_path=gradescope_path)
-    for target, option in ((json_path, "--json"), (junit_path, "--junit"), (gradescope_path, "--gradescope")):
+                    course_path=course_path, junit_path=junit_path, one_student=one_student)
+    for target, option in ((json_path, "--json"), (junit_path, "--junit"), *((p, o) for o, p in one_student.items())):
         check_writable(target, option)
     if graph_path is not None:
         if folder:
@@ -82,7 +84,8 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
         check_graph_suffix(graph_path)
         check_writable(graph_path, "--graph")
     found = _isolation(path, folder=folder, course_check=course_check, course_path=course_path)
-    console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path))
+    console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path,
+                                                                 classroom_path))
     if found.isolated and not quiet and (note := isolate.not_isolated_message(found, capacity.limits())):
         console.print(f"gradlab: note: {note}", markup=False, highlight=False)
     files_of = {i.file: i.exercise for i in items} if items else None
@@ -109,29 +112,33 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
         _show(results[0], console, found)
         _graph(todo[0], results[0], seed, graph_path, console)
     _write(results, items, console, folder=folder, json_path=json_path, junit_path=junit_path,
-           gradescope_path=gradescope_path)
+           gradescope_path=gradescope_path, classroom_path=classroom_path)
     if graded.signum is not None:  # what was graded is written: now the stop that Ctrl-C or SIGTERM asked for
         raise Interrupted(graded.signum)
     return 0 if all(r.exit_code == 0 for r in results) else 1
 
 
 def _course(path: str, *, folder: bool, course_check: bool, exercise_name: str | None, course_path: str | None,
-            junit_path: str | None, gradescope_path: str | None) -> list[course.Item] | None:
+            junit_path: str | None, one_student: dict[str, str | None]) -> list[course.Item] | None:
     """The course file's items (None without --course), once the options are known to fit PATH: a course's check
-    names its exercise, --gradescope is one student's, a file to check exists."""
+    names its exercise, --gradescope and --classroom (ONE_STUDENT: option → path) are one student's, a file to check
+    exists."""
     if exercise_name is not None and course_path is not None:
         raise GradlabError("give --exercise or --course, not both")
     if exercise_name is not None and exercise_name not in all_exercises():
         raise GradlabError(f"unknown exercise {exercise_name!r}; gradlab exercises lists them")
     items = course.read(course_path) if course_path else None
     if course_check and exercise_name is None and items is None:
-        what = "a folder" if folder else "--junit" if junit_path else "--gradescope"
+        given = [o for o, p in one_student.items() if p is not None]
+        what = "a folder" if folder else "--junit" if junit_path else given[0]
         raise GradlabError(f"{what} grades for a course, so the exercise comes from you, not from the files: add "
                            "--exercise NAME (every file is that exercise) or --course FILE (which file is which)")
-    if folder and gradescope_path is not None and exercise_name is not None:
-        raise GradlabError(f"--gradescope writes one student's results.json, and each file of {path} is another "
-                           f"student's: grade the class with `gradlab grade {path} --exercise {exercise_name} --out "
-                           "DIR`, or check one student's file")
+    for option, target in one_student.items():
+        if folder and target is not None and exercise_name is not None:
+            what = "results.json" if option == "--gradescope" else "result"
+            raise GradlabError(f"{option} writes one student's {what}, and each file of {path} is another "
+                               f"student's: grade the class with `gradlab grade {path} --exercise {exercise_name} "
+                               "--out DIR`, or check one student's file")
     if folder and items is not None:
         _one_submission(path, {i.file for i in items})
     if not folder and not os.path.lexists(path):
@@ -212,14 +219,15 @@ def _class_table(path: str, results: list[Result]) -> Table:
 
 
 def _write(results: list[Result], items: list[course.Item] | None, console, *, folder: bool, json_path: str | None,
-           junit_path: str | None, gradescope_path: str | None) -> None:
+           junit_path: str | None, gradescope_path: str | None, classroom_path: str | None) -> None:
     """The files asked for, each said in a line unless it went to standard output: --json (a file's Result, or a
-    folder's list of them, each with its points), --junit and --gradescope."""
+    folder's list of them, each with its points), --junit, --gradescope and --classroom."""
     data = [r.to_json() | {"points": r.metrics["points"]} for r in results]
     outputs = ((json_path, lambda: json.dumps(data if folder else data[0], indent=2, ensure_ascii=False,
                                               allow_nan=False) + "\n"),
                (junit_path, lambda: grading.junit(results)),
-               (gradescope_path, lambda: grading.gradescope(results, [_scored(r, items) for r in results])))
+               (gradescope_path, lambda: grading.gradescope(results, [_scored(r, items) for r in results])),
+               (classroom_path, lambda: grading.classroom(results, [_scored(r, items) for r in results])))
     for target, text in outputs:
         if target:
             write_bytes(target, text().encode())

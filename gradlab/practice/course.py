@@ -29,7 +29,7 @@ import contextlib
 import datetime
 import hashlib
 import json
-import tomllib
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -37,6 +37,11 @@ from gradlab.errors import GradlabError
 from gradlab.kit.result import NOT_REACHED, Result
 from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, own
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, before it joined the standard library
+    import tomli as tomllib
 
 SCORINGS = ("claims", "all-or-nothing", "per-check")
 DEFAULTS = {"points": 10.0, "scoring": "claims", "deduct": 0.25, "forbidden": 1.0, "due": "", "late_per_day": 0.0,

@@ -76,7 +76,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
                                student)
     for note in adjust.apply(table, items, overrides, times):
         say(f"gradlab: note: {note}")
-    made = (f"graded {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
+    made = (f"graded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
     source = course_path or f"--exercise {exercise_name}"
     if signum is not None:  # what was graded in full is written, said so on every page; results.json keeps the rest

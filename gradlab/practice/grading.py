@@ -1,8 +1,9 @@
-"""What courses read: JUnit XML (GitHub Classroom, CI) and Gradescope's autograder results.json, from check Results.
+"""What courses read: JUnit XML (CI), Gradescope's autograder results.json and GitHub Classroom's result, from check
+Results.
 
 In JUnit and `--json` every check is worth one point: each claim (a passing claim scores 1), and a submission that
-stopped (a syntax error, an endless loop, an exception) scores 0 of the claims it would have had. Gradescope's file
-has a test per exercise, scored as the course file says (gradlab.practice.course.score).
+stopped (a syntax error, an endless loop, an exception) scores 0 of the claims it would have had. Gradescope's and
+Classroom's files have a test per exercise, scored as the course file says (gradlab.practice.course.score).
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ def points(result: Result) -> list[dict]:
             for c in result.claims]
 
 
-def gradescope(results: list[Result], scores: list) -> str:
-    """Gradescope's results.json for one student: {"score", "max_score", "tests": [{"name", "score", "max_score",
-    "output"}]}, a test per exercise scored as SCORES say (gradlab.practice.course.Score, one per result); its
-    output lists the checks with ✓/✗ and the diagnosis."""
+def _by_exercise(results: list[Result], scores: list) -> list[dict]:
+    """[{"name", "score", "max_score", "output"}] a test per exercise, scored as SCORES say
+    (gradlab.practice.course.Score, one per result); its output lists the checks with ✓/✗ and the diagnosis."""
     tests = []
     for r, s in zip(results, scores, strict=True):
         why = r.stopped or r.metrics.get("diagnosis", "")
@@ -44,9 +44,30 @@ def gradescope(results: list[Result], scores: list) -> str:
         lines += [f"{'stopped' if r.stopped else 'diagnosis'}: {why}"] if why else []
         tests.append({"name": sanitize(f"{r.metrics['exercise']} ({r.config.get('file', '')})"), "score": s.score,
                       "max_score": s.points, "output": sanitize("\n".join(lines))})
-    return json.dumps({"score": round(sum(t["score"] for t in tests), 2), "max_score": sum(t["max_score"] for t in
-                                                                                          tests),
-                       "output": "checked by gradlab check", "tests": tests}, indent=2, ensure_ascii=False,
+    return tests
+
+
+def gradescope(results: list[Result], scores: list) -> str:
+    """Gradescope's results.json for one student, in the format of Gradescope's "Autograder Specifications"
+    (gradescope-autograders.readthedocs.io/en/latest/specs/): {"score", "output", "tests": [{"name", "score",
+    "max_score", "status", "output"}]}, a test per exercise; the total of the points in "extra_data"."""
+    tests = [t | {"status": "passed" if t["score"] >= t["max_score"] else "failed"} for t in
+             _by_exercise(results, scores)]
+    return json.dumps({"score": round(sum(t["score"] for t in tests), 2), "output": "checked by gradlab check",
+                       "extra_data": {"max_score": sum(t["max_score"] for t in tests)}, "tests": tests}, indent=2,
+                      ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def classroom(results: list[Result], scores: list) -> str:
+    """GitHub Classroom's result for one student: the JSON a grader action hands, base64-encoded, to
+    classroom-resources/autograding-grading-reporter ({"version": 1, "status", "max_score", "tests": [{"name",
+    "status", "score", "message", ...}]}, as autograding-command-grader writes it), whose total is the sum of the
+    tests' "score" over the sum of the runners' "max_score": a test per exercise, so each earns part of its points."""
+    tests = [{"name": t["name"], "status": "pass" if t["score"] >= t["max_score"] else "fail", "score": t["score"],
+              "message": t["output"], "test_code": "", "filename": "", "line_no": 0, "duration": 0}
+             for t in _by_exercise(results, scores)]
+    return json.dumps({"version": 1, "status": "pass" if all(t["status"] == "pass" for t in tests) else "fail",
+                       "max_score": sum(s.points for s in scores), "tests": tests}, ensure_ascii=False,
                       allow_nan=False) + "\n"
 
 

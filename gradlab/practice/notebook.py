@@ -63,8 +63,10 @@ def pickled(fn) -> tuple[bytes, dict[str, str], list]:
 
 def code_key(code) -> list:
     """What identifies a code object on both sides of a pickle, whatever the pickler does to its file name (cloudpickle
-    3.1.3 sets every co_filename to "<dynamic-code>"): its qualified name, first line and a digest of its bytecode."""
-    return [code.co_qualname, code.co_firstlineno, hashlib.sha256(code.co_code).hexdigest()[:16]]
+    3.1.3 sets every co_filename to "<dynamic-code>"): its qualified name (its name on Python 3.10, which has no
+    co_qualname), first line and a digest of its bytecode."""
+    name = getattr(code, "co_qualname", code.co_name)
+    return [name, code.co_firstlineno, hashlib.sha256(code.co_code).hexdigest()[:16]]
 
 
 def _student_code(fn) -> list:

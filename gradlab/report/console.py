@@ -54,7 +54,7 @@ def make_console(quiet: bool = False, file=None, stderr: bool = False) -> Consol
 
 def error_line(message: str) -> None:
     """One line on stderr for bad input; no traceback. The message is text, never markup: `pip install
-    'gradlab[full]'` or a path with brackets prints as written."""
+    'gradlab-teach[full]'` or a path with brackets prints as written."""
     console = GradlabConsole(stderr=True, highlight=False, soft_wrap=True)
     console.print(f"[bold red]gradlab: error:[/] {escape(message)}", markup=True)
 
