@@ -268,8 +268,10 @@ def test_feedback_shows_the_students_own_lines_and_starters_keep_the_texts_inden
     assert "\n              z − logsumexp(z) = (z − m)" in text  # 4 for the docstring, 10 of the text's own
 
 
-def test_the_exercises_table_is_a_row_a_line_in_a_pipe():
-    """`gradlab exercises | less` wrapped every "what to write" at rich's 80 columns."""
+def test_the_exercises_table_is_a_row_a_line_in_a_pipe(monkeypatch):
+    """`gradlab exercises | less` wrapped every "what to write" at rich's 80 columns. (A pipe with no COLUMNS set:
+    pytest-xdist sets COLUMNS=80 in its workers, and a COLUMNS the user set is obeyed.)"""
+    monkeypatch.delenv("COLUMNS", raising=False)
     out = invoke("exercises").output
     for exercise in all_exercises().values():
         assert any(exercise.name in row and exercise.what in row for row in out.splitlines()), exercise.name
