@@ -11,23 +11,19 @@ import threading
 import torch
 
 from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.diagnosis import flat
 
 SEED = 3
 
 
-def _flat(value) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _flat(v)]
-    if isinstance(value, list | tuple):
-        return [t for v in value for t in _flat(v)]
-    return []
+def _tensors(cases: list[dict]) -> list[torch.Tensor]:
+    """Every tensor of the inputs, in order (their labels and sizes are constants, drawn from nothing)."""
+    return [t for t in flat(cases) if isinstance(t, torch.Tensor)]
 
 
 def test_every_exercises_inputs_are_drawn_the_same_beside_busy_threads():
     names = [n for n in all_exercises() if "." in n and not n.split(".")[0].endswith("_graded")]
-    alone = {n: _flat(checks_of(all_exercises()[n]).harness.cases(SEED)) for n in names}
+    alone = {n: _tensors(checks_of(all_exercises()[n]).harness.cases(SEED)) for n in names}
     stop = threading.Event()
 
     def churn() -> None:  # what the other threads of gradlab do: make modules, draw from torch's global generator
@@ -41,7 +37,7 @@ def test_every_exercises_inputs_are_drawn_the_same_beside_busy_threads():
     try:
         for _ in range(3):
             for n in names:
-                again = _flat(checks_of(all_exercises()[n]).harness.cases(SEED))
+                again = _tensors(checks_of(all_exercises()[n]).harness.cases(SEED))
                 assert len(again) == len(alone[n]) and all(torch.equal(a, b) for a, b in zip(again, alone[n],
                                                                                              strict=True)), n
     finally:
