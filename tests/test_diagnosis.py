@@ -624,7 +624,7 @@ def _function_backward(backward, save=None):
 def test_the_error_texts_diagnoses_look_for_are_this_torchs():
     """Every PyTorch message a diagnosis matches is the one the installed torch raises (make test-latest and make
     test-oldest run this against the newest and the oldest torch the wheel allows)."""
-    from gradlab.practice.judging.diagnosis import ERRORS
+    from gradlab.practice.judging.exception_advice import ERRORS
 
     patterns = {p for p, _ in ERRORS} | {p for e in all_exercises().values() for p, _ in checks_of(e).errors}
     assert patterns <= set(RAISES), f"no line raises {patterns - set(RAISES)}: add one to RAISES"

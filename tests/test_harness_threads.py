@@ -10,8 +10,8 @@ import threading
 
 import torch
 
+from gradlab.kit.measure import flat
 from gradlab.practice import all_exercises, checks_of
-from gradlab.practice.judging.diagnosis import flat
 
 SEED = 3
 

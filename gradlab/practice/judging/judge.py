@@ -47,9 +47,9 @@ def _not_reached(exercise: Exercise, reference: Reference | None, got: dict, res
     result.claims += [Claim.not_reached(f"{exercise.name}:extra{i}", text, bound, op)
                       for i, (text, bound, op) in enumerate(exercise.all_rules())]
     if got.get("kind") == "raised":
-        from gradlab.practice.judging import diagnosis
+        from gradlab.practice.judging import exception_advice
 
-        fix = diagnosis.explain_error(reference.checks if reference else checks_of(exercise), got["error"])
+        fix = exception_advice.explain_error(reference.checks if reference else checks_of(exercise), got["error"])
         if fix:
             result.metrics["diagnosis"] = fix
 
