@@ -82,7 +82,9 @@ def outputs_of(name: str, fn) -> dict:
                        f"input '{case['label']}': {line}"}
                 break
     watch.active = False
-    got = got or {"ok": True, "outputs": outputs}
+    first = next((i for i, o in enumerate(outputs) if child._nonfinite(o)), None) if got is None else None
+    line = child.first_nonfinite(lambda: checks.call(watched, cases[first])) if first is not None else ""
+    got = got or {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}
     got["used"] = list(watch.used)
     got["printed"] = printed.getvalue()
     got["printed_bytes"] = len(got["printed"].encode())

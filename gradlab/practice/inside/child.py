@@ -148,6 +148,71 @@ def anomaly(call) -> str:
     return ""
 
 
+def _student_line(frame) -> str:
+    """"N: code" for the student's line that FRAME's call came from ("" when the first frame outside Python and torch
+    is gradlab's: the harness's own operation)."""
+    while frame is not None and _library(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None or _gradlab(frame.f_code.co_filename):
+        return ""
+    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f"{frame.f_lineno}: {code[:80]}"
+
+
+def _nonfinite(value, depth: int = 0) -> bool:
+    """Whether VALUE (a tensor, or a list, tuple or dict of them) holds a NaN or an inf."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.is_floating_point() and value.numel() > 0 and not bool(torch.isfinite(value.detach()).all())
+    if depth < 3 and isinstance(value, list | tuple):
+        return any(_nonfinite(v, depth + 1) for v in value[:64])
+    if depth < 3 and isinstance(value, dict):
+        return any(_nonfinite(v, depth + 1) for v in list(value.values())[:64])
+    return False
+
+
+def first_nonfinite(call, most: int = 20_000) -> str:
+    """Where the first NaN or inf of CALL (one input, run again) appears, as the student's line: the first torch
+    operation called from the student's file whose result holds one while its arguments do not (the first MOST
+    operations watched), else the first backward that returns NaN (anomaly detection names the forward line behind
+    it). "" when neither names a line of the student's."""
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    found: list[str] = []
+
+    class Watch(TorchFunctionMode):
+        seen = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if not found and self.seen < most:
+                self.seen += 1
+                if _nonfinite(out) and not _nonfinite(args) and not _nonfinite(kwargs or {}):
+                    where = _student_line(sys._getframe(1))
+                    if where:
+                        found.append(f"{where} ({getattr(func, '__name__', 'an operation')} made the first NaN or "
+                                     "inf, from finite arguments)")
+            return out
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with Watch(), torch.autograd.detect_anomaly(check_nan=True):
+                call()
+        except BaseException as e:  # anomaly detection's NaN check raises: the warning before it names the line
+            failed = re.search(r"Function '(\w+)' returned nan values", str(e))
+            if not found and failed:
+                for w in caught:
+                    frames = re.findall(r'File "(.*?)", line (\d+), in .*\n\s*(.*)', str(w.message))
+                    mine = [(n, code) for f, n, code in frames if not _ours(f)]
+                    if "Traceback of forward call" in str(w.message) and mine:
+                        found.append(f"{mine[-1][0]}: {mine[-1][1].strip()[:80]} (its backward, {failed[1]}, "
+                                     "returned the first NaN)")
+    return found[0] if found else ""
+
+
 class Forbidden:
     """The calls an exercise asks students not to use (Exercise.forbidden: "torch.nn.utils.clip_grad_norm_"), wrapped
     before the submission is imported so that a call from the student's code is noted: a function, wherever a loaded
@@ -389,4 +454,9 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
             line, trace = student_trace(e, forward)
             return {"ok": False, "kind": "raised",
                     "error": f"{function}() raised on the input '{case['label']}': {line}", "trace": trace}
-    return {"ok": True, "outputs": outputs}
+    first = next((i for i, o in enumerate(outputs) if _nonfinite(o)), None)
+    if first is None or calls:
+        return {"ok": True, "outputs": outputs}
+    again = watched if not isinstance(fn, type) else fn
+    line = first_nonfinite(lambda: harness.call(again, cases[first]))
+    return {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}

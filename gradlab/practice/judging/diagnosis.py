@@ -38,8 +38,9 @@ SHOWN = 1500  # characters of diagnosis at most
 
 
 def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[dict], passed: list[bool],
-             bounds: list[float]) -> str:
-    """What to tell the author of OUTPUTS (on CASES, where REFS is right; PASSED per input, against BOUNDS)."""
+             bounds: list[float], nonfinite: dict | None = None) -> str:
+    """What to tell the author of OUTPUTS (on CASES, where REFS is right; PASSED per input, against BOUNDS;
+    NONFINITE: the sandbox's {"input", "line"} where the first NaN or inf of the student's appeared)."""
     lab = Lab(checks, cases)
     mine = [values(o) for o in outputs]
     refs = [values(r) for r in refs]
@@ -47,7 +48,8 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
     for m in checks.mistakes:  # a known mistake, matched on every input
         if all((theirs := lab.out(m, i)) is not None and same(mine[i], theirs, MATCHES) for i in range(len(cases))):
             first = failing[0] if failing else 0
-            return f"{m.name}: {m.tell(mine[first], refs[first])}"
+            departs = first_nonfinite(cases, mine, refs, nonfinite)
+            return f"{m.name}: {m.tell(mine[first], refs[first])}" + (f"; {departs}" if departs else "")
     parts = []
     shape_text, bad_shape = shapes(checks, cases, mine, refs)
     if shape_text:
@@ -59,6 +61,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
     sentences, fixes, vague, ratios = explain_outputs(checks, wrong.findings, wrong.inputs, wrong.relevant, cases)
     said = [words for words in (_experiment(e, cases, outputs, refs) for e in checks.experiments) if words]
     parts += sentences if sentences or said or ratios else vague  # "differs" alone only when nothing more is known
+    parts += [departs] if (departs := first_nonfinite(cases, mine, refs, nonfinite)) else []
     if wrong.step_note:
         parts.append(wrong.step_note)
     right = [k for k in wrong.right if not any(k == checks.word(x) for x in wrong.later)]
@@ -73,6 +76,21 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         parts.append(where)
     text = "; ".join(parts) if parts else "your output differs from the expected one"
     return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+
+
+def first_nonfinite(cases: list[dict], mine: list[dict], refs: list[dict], nonfinite: dict | None) -> str:
+    """The student's line where the first NaN or inf appeared on an input (the sandbox ran it again and watched every
+    torch operation called from the student's file, and the backward), said when the student's output there is NaN
+    or inf where the expected is finite."""
+    i = (nonfinite or {}).get("input")
+    if not isinstance(i, int) or not 0 <= i < len(cases) or not nonfinite.get("line"):
+        return ""
+    for key, exp in refs[i].items():
+        for a, b in zip(flat(mine[i].get(key, [])), flat(exp), strict=False):
+            if a.shape == b.shape and a.is_floating_point() and bool((~a.isfinite() & b.isfinite()).any()):
+                return (f"where the first NaN or inf appears (measured: '{cases[i]['label']}' run again, each torch "
+                        f"operation of your file watched): your line {nonfinite['line']}")
+    return ""
 
 
 @dataclass

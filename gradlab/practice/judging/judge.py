@@ -30,7 +30,7 @@ def judge(exercise: Exercise, reference: Reference | None, got: dict, seed: int 
                     metrics={"exercise": exercise.name}, claims=[], notes=[])
     student_output(result, got)
     if got["ok"]:
-        _compare(exercise, reference, got["outputs"], result)
+        _compare(exercise, reference, got["outputs"], result, got.get("nonfinite"))
     else:
         _not_reached(exercise, reference, got, result)
     own_code(exercise, got, result)
@@ -63,9 +63,10 @@ class _Comparison:
     passed: list[bool]
 
 
-def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], result: Result) -> None:
-    """The table of inputs, a claim per kind of input and per rule; the diagnosis when one fails, else a note on an
-    answer that is right but not exact."""
+def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], result: Result,
+             nonfinite: dict | None = None) -> None:
+    """The table of inputs, a claim per kind of input and per rule; the diagnosis when one fails (NONFINITE: the
+    sandbox's line where the first NaN or inf appeared), else a note on an answer that is right but not exact."""
     from gradlab.practice.judging import diagnosis
 
     cases = reference.cases
@@ -94,11 +95,11 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], resu
     else:
         result.metrics["diagnosis"] = _why_wrong(exercise, reference, outputs, comparison, changed=changed,
                                                  graph=measured[-1] if exercise.no_autograd else 0,
-                                                 claims=result.claims)
+                                                 claims=result.claims, nonfinite=nonfinite)
 
 
 def _why_wrong(exercise: Exercise, reference: Reference, outputs: list[dict], comparison: _Comparison, *,
-               changed: list[str], graph: float, claims: list[Claim]) -> str:
+               changed: list[str], graph: float, claims: list[Claim], nonfinite: dict | None = None) -> str:
     """What to tell the author of a failing answer: a broken rule when the values are right (an input CHANGED in
     place, an exercise's own rule, an autograd GRAPH built), else what the diagnosis finds in the values."""
     from gradlab.practice.judging import diagnosis
@@ -117,7 +118,7 @@ def _why_wrong(exercise: Exercise, reference: Reference, outputs: list[dict], co
                 "torch.autograd.grad or .backward): this exercise asks for the gradient from the formula alone, "
                 "with tensor operations on inputs that do not require grad")
     return diagnosis.diagnose(reference.checks, reference.cases, outputs, reference.outputs, comparison.passed,
-                              comparison.bounds)
+                              comparison.bounds, nonfinite=nonfinite)
 
 
 def returned(error: str) -> str:

@@ -253,6 +253,9 @@ def _checked(got, expected: list[dict] | None) -> dict:
     if expected is not None and len(outputs) != len(expected):
         raise Bad(f"are {len(outputs)} where {len(expected)} (one per input) are expected")
     budget = _Budget()
+    departs = got.get("nonfinite")  # where the first NaN or inf appeared: {"input": i, "line": "N: code (…)"}
+    if type(departs) is dict and type(departs.get("input")) is int and 0 <= departs["input"] < len(outputs):
+        out["nonfinite"] = {"input": departs["input"], "line": one_line(_text(departs.get("line", ""), 400), 300)}
     if expected is None:
         return out | {"ok": True, "outputs": [_clean(o, None, f"output {i + 1}", 0, budget)
                                               for i, o in enumerate(outputs)]}
