@@ -35,6 +35,25 @@ ANSWERS = [
             optimizer.zero_grad()
             optimizer.step()
         """, ["with every .grad empty (None or zero, measured when it ran)"], ["never called"]),
+    ("actor-critic.critic_update", "the prediction V(s) detached", """
+        def critic_update(critic, optimizer, s, r, s2, done, gamma):
+            with torch.no_grad():
+                target = r + gamma * (1 - done) * critic(s2).squeeze(1)
+            v = critic(s).squeeze(1).detach().requires_grad_()
+            loss = ((target - v) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        """, ["the prediction itself, V(s) or Q(s, a), detached"], ["compute the target under", "never called"]),
+    ("actor-critic.actor_loss", "the advantages normalised", """
+        def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+            with torch.no_grad():
+                delta = r + gamma * (1 - done) * critic(s2).squeeze(1) - critic(s).squeeze(1)
+                delta = (delta - delta.mean()) / (delta.std() + 1e-8)
+            log_pi = torch.log_softmax(actor(s), dim=1).gather(1, a.unsqueeze(1)).squeeze(1)
+            return -(log_pi * delta).mean()
+        """, ["= the loss with δ normalised over the batch", "your line 8: delta = (delta - delta.mean())",
+              "std made the first NaN"], ["a sum where the mean belongs", "broadcast"]),
     ("mnist.sgd_step", "a float64 cast in float32 code", """
         def sgd_step(W, b, x, y, lr):
             z = x.double() @ W + b

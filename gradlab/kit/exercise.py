@@ -258,7 +258,11 @@ def optimizer_steps(cases: list[dict], outputs: list[dict], refs: list[dict]) ->
                         "after handing the gradients over, p.grad = g")
             if grad_zero and not expected_zero:
                 return (f"optimizer.step() ran in update {k} on '{case['label']}' with every .grad empty (None or "
-                        "zero, measured when it ran): set p.grad = g after any zero_grad(), then call step()")
+                        "zero, measured when it ran): no gradient reached the parameters before it. Either the "
+                        "gradients were never handed over or were reset after (set p.grad = g, or call backward, "
+                        "after any zero_grad(), then step()), or the loss has no graph to the parameters: the "
+                        "prediction itself, V(s) or Q(s, a), detached or computed under torch.no_grad() (only the "
+                        "target is cut from the graph)")
             before = now
     return None
 

@@ -75,6 +75,11 @@ def _actor_softmax_dim0(actor, critic, s, a, r, s2, done, gamma):
     return -(log_pi * _advantage(critic, r, s, s2, done, gamma)).mean()
 
 
+def _actor_normalised(actor, critic, s, a, r, s2, done, gamma):
+    delta = _advantage(critic, r, s, s2, done, gamma)
+    return -(_log_pi(actor, s, a) * (delta - delta.mean()) / delta.std()).mean()
+
+
 ACTOR_LOSS = Checks(
     harness=HARNESSES["actor_loss"], reference=_actor_reference,
     mistakes=[
@@ -101,7 +106,11 @@ ACTOR_LOSS = Checks(
                Relation(what="the loss over all N × N pairs: V of shape (N, 1) broadcast against r of shape (N,) in δ",
                         fn=_actor_broadcast, hint="squeeze the critic's values to shape (N,): critic(s).squeeze(1)"),
                Relation(what="the loss with log_softmax taken over the batch (dim=0) instead of the actions",
-                        fn=_actor_softmax_dim0, hint="normalise over the actions: log_softmax(actor(s), dim=1)")],
+                        fn=_actor_softmax_dim0, hint="normalise over the actions: log_softmax(actor(s), dim=1)"),
+               Relation(what="the loss with δ normalised over the batch, (δ − mean δ) / std δ",
+                        fn=_actor_normalised, hint="weigh ln π(a|s) by δ itself: normalising the advantages (a "
+                        "trick of PPO's and A2C's implementations) changes each transition's weight, and on one "
+                        "transition std δ is NaN")],
     hints={**FAMILIES,
            ("critic", "nonzero", "*"): "gradient reaches the critic: compute δ under torch.no_grad() (or detach it)",
            ("*", "scale", "N"): "a sum over the transitions where the mean belongs"})
