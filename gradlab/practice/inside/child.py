@@ -24,6 +24,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import io
 import json
 import linecache
 import os
@@ -196,8 +197,8 @@ def first_nonfinite(call, most: int = 20_000) -> str:
                                      "inf, from finite arguments)")
             return out
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("always")  # what the student's code prints or warns again is not shown twice
         try:
             with Watch(), torch.autograd.detect_anomaly(check_nan=True):
                 call()
@@ -361,7 +362,8 @@ def main() -> None:
     graph = bool(header.get("graph")) and not calls
     if graph:
         cases = cases[:1]  # the first input alone
-    result = _outputs(harness, cases, calls, load_caught if graph else load, forbidden, function, shared.REPORTED)
+    result = _outputs(harness, cases, calls, load_caught if graph else load, forbidden, function, shared.REPORTED,
+                      rerun=not graph)  # --graph: the first backward is caught once
     if graph and result.get("ok"):
         result["graph"] = catches[-1].data if catches else None
     try:
@@ -416,10 +418,11 @@ def _load(header: dict, payload: bytes, forbidden: Forbidden):
 
 
 def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Forbidden, function: str,
-             reported: list) -> dict:
-    """The submission loaded and called on every case: {"ok": True, "outputs"}, or the first failure ({"ok": False,
-    "kind", "error", "trace"}). CALLS: the harness's prepared calls (gloo workers, whose forbidden calls arrive in
-    REPORTED), else None."""
+             reported: list, *, rerun: bool = True) -> dict:
+    """The submission loaded and called on every case: {"ok": True, "outputs"} (with "nonfinite": where the first
+    NaN or inf appeared, when an output holds one and RERUN allows running that input again), or the first failure
+    ({"ok": False, "kind", "error", "trace"}). CALLS: the harness's prepared calls (gloo workers, whose forbidden
+    calls arrive in REPORTED), else None."""
     try:
         fn = load()
     except SyntaxError as e:
@@ -455,7 +458,7 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
             return {"ok": False, "kind": "raised",
                     "error": f"{function}() raised on the input '{case['label']}': {line}", "trace": trace}
     first = next((i for i, o in enumerate(outputs) if _nonfinite(o)), None)
-    if first is None or calls:
+    if first is None or calls or not rerun:
         return {"ok": True, "outputs": outputs}
     again = watched if not isinstance(fn, type) else fn
     line = first_nonfinite(lambda: harness.call(again, cases[first]))
