@@ -35,6 +35,14 @@ ANSWERS = [
             optimizer.zero_grad()
             optimizer.step()
         """, ["with every .grad empty (None or zero, measured when it ran)"], ["never called"]),
+    ("ddp.accumulated_grad", "the loop one part short", """
+        def accumulated_grad(model, x, y, sizes):
+            model.zero_grad()
+            xs, ys = x.split(sizes), y.split(sizes)
+            for k in range(len(sizes) - 1):
+                (F.cross_entropy(model(xs[k]), ys[k], reduction="sum") / x.shape[0]).backward()
+            return [p.grad for p in model.parameters()]
+        """, ["every one None: no backward filled any .grad on this input, one part", "stops one short"], []),
     ("actor-critic.critic_update", "the prediction V(s) detached", """
         def critic_update(critic, optimizer, s, r, s2, done, gamma):
             with torch.no_grad():

@@ -46,7 +46,7 @@ def _not_reached(exercise: Exercise, reference: Reference | None, got: dict, res
                      for kind, (text, bound) in exercise.claims.items()]
     result.claims += [Claim.not_reached(f"{exercise.name}:extra{i}", text, bound, op)
                       for i, (text, bound, op) in enumerate(exercise.all_rules())]
-    if got.get("kind") in ("raised", "output"):  # an exception, or what the harness measured of a wrong return
+    if got.get("kind") == "raised":
         from gradlab.practice.judging import exception_advice
 
         fix = exception_advice.explain_error(reference.checks if reference else checks_of(exercise), got["error"])

@@ -7,8 +7,6 @@ function run on real gloo workers."""
 
 from __future__ import annotations
 
-import re
-
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -119,16 +117,6 @@ def num_words(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _acc_none_on_one_part(error: str) -> str:
-    """Every .grad None on the one-part input (measured by the harness: "a list of K items …: K of them None")."""
-    found = re.search(r"a list of (\d+) items?, not a list of tensors: (\d+) of them None", error)
-    if not found or found[1] != found[2]:
-        return ""
-    return ("on 'one part' (sizes = [100], a single micro-batch) every .grad came back None: no backward ran at all "
-            "on this input. A loop over the parts that stops one short (range(len(sizes) - 1)) or starts at 1 runs "
-            "none when there is one part, and leaves a part out when there are more: loop over every part")
-
-
 ACCUMULATE = Checks(
     harness=HARNESSES["accumulated_grad"], reference=_acc_reference,
     mistakes=[
@@ -145,7 +133,6 @@ ACCUMULATE = Checks(
                           ".grad to None) before the first backward"),
     ],
     names={"grads": "your accumulated gradient"},
-    errors=[("returned on the input 'one part'", _acc_none_on_one_part)],
     quantities=lambda case: [("B", sum(case["sizes"]), "the batch size")],
     experiments=[_acc_weights],
     hints={("*", "scale", "B"): "reduction='sum' needs the division by B, the whole batch's size",

@@ -47,7 +47,13 @@ def _acc_harness(fn: Callable, case: dict) -> dict:
     model = _model(case)
     for p, stale in zip(model.parameters(), case["stale"], strict=True):
         p.grad = stale.clone()
-    grads = tensor_list(fn(model, case["x"], case["y"], list(case["sizes"])), "what accumulated_grad returned", 4)
+    got = fn(model, case["x"], case["y"], list(case["sizes"]))
+    if len(case["sizes"]) == 1 and isinstance(got, list | tuple) and got and all(g is None for g in got):
+        raise Returned(f"what accumulated_grad returned is a list of {len(got)} items, every one None: no backward "
+                       f"filled any .grad on this input, one part (sizes = {list(case['sizes'])}). A loop over the "
+                       "parts that stops one short (range(len(sizes) - 1)) or starts at 1 runs none when there is "
+                       "one part, and leaves a part out when there are more: loop over every part")
+    grads = tensor_list(got, "what accumulated_grad returned", 4)
     return {"grads": [t.detach().clone() for t in grads]}
 
 
