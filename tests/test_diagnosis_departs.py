@@ -10,7 +10,7 @@ from gradlab.practice.inside import child
 from gradlab.practice.judging.diagnosis import first_nonfinite
 from gradlab.practice.judging.exception_advice import explain_error
 from gradlab.practice.judging.shape_relations import shape_relation
-from gradlab.practice.sandbox import process
+from gradlab.practice.sandbox import returned
 
 
 def _forward_overflow(z):
@@ -51,10 +51,10 @@ def test_the_line_is_said_only_where_the_expected_is_finite():
 
 def test_the_sandboxs_line_is_checked_and_sanitized_on_the_way_out():
     got = {"ok": True, "outputs": [{}], "nonfinite": {"input": 0, "line": "3: x\x1b[2J = y\n" + "z" * 900}}
-    line = process._checked(got, None)["nonfinite"]["line"]
+    line = returned._checked(got, None)["nonfinite"]["line"]
     assert "\x1b" not in line and "\n" not in line and len(line) <= 300
-    assert "nonfinite" not in process._checked({**got, "nonfinite": {"input": 5, "line": "3"}}, None)
-    assert "nonfinite" not in process._checked({**got, "nonfinite": "3: x"}, None)
+    assert "nonfinite" not in returned._checked({**got, "nonfinite": {"input": 5, "line": "3"}}, None)
+    assert "nonfinite" not in returned._checked({**got, "nonfinite": "3: x"}, None)
 
 
 def test_a_1d_output_the_length_of_an_inputs_other_dimension_is_said_as_the_other_axis():
