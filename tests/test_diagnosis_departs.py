@@ -72,3 +72,28 @@ def test_an_index_with_one_entry_per_column_is_said_so():
     assert "one per row" in said and "argmax(dim=0)" in said
     plain = explain_error(type("C", (), {"errors": []})(), error.replace("a (2,) int64", "a (32,) int64"))
     assert "as many entries" not in plain
+
+
+class _NanBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, dy):
+        return dy * float("nan")
+
+
+def test_a_students_own_backward_that_returns_nan_is_named():
+    def call():
+        x = torch.ones(2, requires_grad=True)
+        torch.autograd.grad(_NanBackward.apply(x).sum(), x)
+
+    line = child.first_nonfinite(call, function=_NanBackward)
+    at = _NanBackward.backward.__code__.co_firstlineno + 1  # below @staticmethod
+    assert line == f"{at}: the backward of your _NanBackward (it returned the first NaN)", line
+
+
+def test_an_operation_of_a_file_not_the_students_is_not_named():
+    line = child.first_nonfinite(lambda: _forward_overflow(torch.tensor([1.0, 100.0])), mine=lambda f: False)
+    assert line == ""

@@ -149,12 +149,12 @@ def anomaly(call) -> str:
     return ""
 
 
-def _student_line(frame) -> str:
+def _student_line(frame, mine) -> str:
     """"N: code" for the student's line that FRAME's call came from ("" when the first frame outside Python and torch
-    is gradlab's: the harness's own operation)."""
+    is not the student's, MINE(filename) false: the harness's own operation)."""
     while frame is not None and _library(frame.f_code.co_filename):
         frame = frame.f_back
-    if frame is None or _gradlab(frame.f_code.co_filename):
+    if frame is None or not mine(frame.f_code.co_filename):
         return ""
     code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     return f"{frame.f_lineno}: {code[:80]}"
@@ -173,14 +173,16 @@ def _nonfinite(value, depth: int = 0) -> bool:
     return False
 
 
-def first_nonfinite(call, most: int = 20_000) -> str:
+def first_nonfinite(call, most: int = 20_000, mine=None, function=None) -> str:
     """Where the first NaN or inf of CALL (one input, run again) appears, as the student's line: the first torch
     operation called from the student's file whose result holds one while its arguments do not (the first MOST
     operations watched), else the first backward that returns NaN (anomaly detection names the forward line behind
-    it). "" when neither names a line of the student's."""
+    it; the student's own autograd.Function FUNCTION, its backward). "" when neither names a line of the student's.
+    MINE(filename): whether a file is the student's (here: any file neither Python's, torch's nor gradlab's)."""
     import torch
     from torch.overrides import TorchFunctionMode
 
+    mine = mine or (lambda filename: not _ours(filename))
     found: list[str] = []
 
     class Watch(TorchFunctionMode):
@@ -191,7 +193,7 @@ def first_nonfinite(call, most: int = 20_000) -> str:
             if not found and self.seen < most:
                 self.seen += 1
                 if _nonfinite(out) and not _nonfinite(args) and not _nonfinite(kwargs or {}):
-                    where = _student_line(sys._getframe(1))
+                    where = _student_line(sys._getframe(1), mine)
                     if where:
                         found.append(f"{where} ({getattr(func, '__name__', 'an operation')} made the first NaN or "
                                      "inf, from finite arguments)")
@@ -204,12 +206,19 @@ def first_nonfinite(call, most: int = 20_000) -> str:
                 call()
         except BaseException as e:  # anomaly detection's NaN check raises: the warning before it names the line
             failed = re.search(r"Function '(\w+)' returned nan values", str(e))
+            own = getattr(function, "backward", None) if isinstance(function, type) else None
+            if not found and failed and own is not None and failed[1] == f"{function.__name__}Backward":
+                code = getattr(own, "__code__", None)
+                at = code.co_firstlineno if code else 0  # the def's line, below its decorators
+                at = next((k for k in range(at, at + 8) if linecache.getline(code.co_filename, k).lstrip()
+                           .startswith("def ")), at) if code else "?"
+                found.append(f"{at}: the backward of your {function.__name__} (it returned the first NaN)")
             if not found and failed:
                 for w in caught:
                     frames = re.findall(r'File "(.*?)", line (\d+), in .*\n\s*(.*)', str(w.message))
-                    mine = [(n, code) for f, n, code in frames if not _ours(f)]
-                    if "Traceback of forward call" in str(w.message) and mine:
-                        found.append(f"{mine[-1][0]}: {mine[-1][1].strip()[:80]} (its backward, {failed[1]}, "
+                    theirs = [(n, code) for f, n, code in frames if mine(f)]
+                    if "Traceback of forward call" in str(w.message) and theirs:
+                        found.append(f"{theirs[-1][0]}: {theirs[-1][1].strip()[:80]} (its backward, {failed[1]}, "
                                      "returned the first NaN)")
     return found[0] if found else ""
 
@@ -461,5 +470,5 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
     if first is None or calls or not rerun:
         return {"ok": True, "outputs": outputs}
     again = watched if not isinstance(fn, type) else fn
-    line = first_nonfinite(lambda: harness.call(again, cases[first]))
+    line = first_nonfinite(lambda: harness.call(again, cases[first]), function=fn)
     return {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}
