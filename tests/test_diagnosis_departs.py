@@ -97,3 +97,14 @@ def test_a_students_own_backward_that_returns_nan_is_named():
 def test_an_operation_of_a_file_not_the_students_is_not_named():
     line = child.first_nonfinite(lambda: _forward_overflow(torch.tensor([1.0, 100.0])), mine=lambda f: False)
     assert line == ""
+
+
+def test_the_sandbox_names_the_line_where_the_first_nan_appears(tmp_path):
+    """One real sandbox (`gradlab check`): the child's rerun, the wire, Received and the sentence together."""
+    from conftest import invoke
+
+    path = tmp_path / "softplus.py"
+    path.write_text("# gradlab-exercise: log1pexp.softplus\nimport torch\n\n\ndef softplus(x):\n"
+                    "    e = torch.exp(x)\n    return torch.log(1 + e)\n")
+    text = " ".join(invoke("check", str(path)).output.split())
+    assert "your line 6: e = torch.exp(x) (exp made the first NaN or inf, from finite arguments)" in text, text
