@@ -42,13 +42,12 @@ def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Any]]], w
     each said once for the outputs it holds on (W and b: the updates are 1/K × the expected update on every
     input)."""
     todo = {(k, i) for k, per in findings.items() for i in per}
-    keys = list(findings)
     sentences, fixes, vague = [], [], []
     ratios: dict[str, list[tuple[float, int]]] = {}
     while todo:
         cover: dict[Any, list[tuple[str, int]]] = {}
         best: dict[Any, Any] = {}
-        for (k, i) in sorted(todo, key=lambda p: (keys.index(p[0]), p[1])):  # the same words on every run
+        for (k, i) in todo:
             for f in findings[k][i]:
                 cover.setdefault(f.sig, []).append((k, i))
                 if f.sig not in best or f.prio < best[f.sig].prio:
