@@ -839,6 +839,34 @@ def test_overrides_and_late_penalties_survive_a_re_run_and_one_student_is_regrad
     (tmp_path / "overrides.csv").write_text("student,exercise,points,penalty,reason\nalice,mnist.sgd_step,8,1,x\n")
     assert_one_line_error(invoke(*args), "overrides.csv line 2: give points (the score) or penalty")
 
+def test_a_canvas_late_marker_takes_no_invented_time_and_submitted_csv_gives_one(tmp_path, stand_in):
+    """Canvas's download says LATE but not when (lib/content_zipper.rb: the name's marker; the zip's entry times are
+    when the zip was made): no penalty is made up from it, a note names the student, and a time in submitted.csv
+    applies the policy. A file's own time (what unzip sets) is never read: an old mtime changes nothing."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("leeann_LATE_222_333_sgd_step.py", "smithjohn_12345_67890_sgd_step.py", "late_44_55_sgd_step.py"):
+        (subs / name).write_text("# x\n")
+        os.utime(subs / name, (1_800_000_000, 1_800_000_000))  # 2027-01-15: weeks after the due date
+    (tmp_path / "course.toml").write_text('[grading]\ndue = 2026-12-01T23:59:00+01:00\nlate_per_day = 0.1\n'
+                                          '[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n')
+    args = ("grade", str(subs), "--course", str(tmp_path / "course.toml"), "--out", str(tmp_path / "out"))
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    note = [line for line in result.output.splitlines() if "LATE" in line]
+    assert note == ["gradlab: note: Canvas marked 1 student's files LATE (leeann), which says late but not by how "
+                    "long: no late penalty was taken from them; give their times in submitted.csv to apply the late "
+                    "policy"], result.output  # a student whose name is "late" is not marked
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8"))}
+    assert {s: r["total (10)"] for s, r in rows.items()} == {"leeann": "10", "smithjohn": "10", "late": "10"}
+    (tmp_path / "submitted.csv").write_text("student,time\nleeann,2026-12-03T08:00:00+01:00\n")
+    result = invoke(*args)
+    assert result.exit_code == 0 and "LATE" not in result.output, result.output
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8"))}
+    assert rows["leeann"]["total (10)"] == "8" and "2 days after" in rows["leeann"]["adjusted"]
+    assert rows["smithjohn"]["total (10)"] == "10"
+
+
 def test_a_changed_own_exercise_grades_the_class_again(tmp_path):
     """What a re-run compares holds a digest of the course's own exercise folders: a teacher who fixes a harness or a
     reference has the class graded again, not the last run's grades kept."""

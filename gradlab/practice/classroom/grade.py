@@ -14,7 +14,7 @@ from dataclasses import asdict
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.text import sanitize
 from gradlab.practice import all_exercises
-from gradlab.practice.classroom import adjust, course, feedback, gradebook, own, shards
+from gradlab.practice.classroom import adjust, course, feedback, gradebook, lms, own, shards
 from gradlab.practice.judging.check import installed_torch
 from gradlab.practice.sandbox import capacity, isolate
 from gradlab.report import console as report
@@ -54,6 +54,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
         todo = [t for t in todo if shard.holds(t.student)]
     if any(i.due for i in items):  # a Classroom clone's last commit, where submitted.csv has no time
         times |= {s: t for s, path in folders.items() if s not in times and (t := adjust.commit_time(path))}
+    marked = [s for s, path in folders.items() if s not in times and lms.late_marked(path)]  # late, no time known
     console = report.make_console(quiet=quiet)
 
     def say(text: str) -> None:
@@ -79,6 +80,8 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     table, signum = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done),
                                student)
     for note in adjust.apply(table, items, overrides, times):
+        say(f"gradlab: note: {note}")
+    if note := adjust.unknown_lateness([s for s in marked if s in table], items):
         say(f"gradlab: note: {note}")
     made = (f"graded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
