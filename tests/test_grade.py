@@ -867,6 +867,107 @@ def test_a_canvas_late_marker_takes_no_invented_time_and_submitted_csv_gives_one
     assert rows["smithjohn"]["total (10)"] == "10"
 
 
+# A student's file that, while its sandbox runs beside a classmate's, plants files wherever gradlab or the classmate's
+# sandbox would read them: the shared temporary folders, the classmate's sandbox through /proc, and the host paths of
+# the class (as if leaked): the output folder, the course folder (an overrides.csv there would change the gradebook
+# on the next run), the classmate's folder, the records. A right answer besides.
+PLANTER = """
+import json, os, time
+
+TAG, TARGETS = @TAG@, @TARGETS@
+wrote, t0 = set(), time.time()
+while time.time() - t0 < 4:
+    own = [d + "/" + TAG for d in ("/tmp", "/dev/shm", "/var/tmp", os.getcwd())]
+    peers = [f"/proc/{p}/{via}/{TAG}" for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()
+             for via in ("root/tmp", "root/dev/shm", "cwd")]
+    for path, text in [*TARGETS.items(), *((p, "planted " + TAG) for p in own + peers)]:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError:
+            pass
+        try:
+            with open(path, "w") as f:
+                f.write(text)
+            wrote.add(path)
+        except OSError:
+            pass
+    time.sleep(0.05)
+print("ATTACK " + json.dumps({"t0": t0, "t1": time.time(), "wrote": sorted(wrote)}), flush=True)
+"""
+# The classmate: a right answer that, while the other runs, looks for what was planted where it could read it.
+PROBE = """
+import json, os, time
+
+TAG, seen, t0 = @TAG@, set(), time.time()
+while time.time() - t0 < 3:
+    for d in ("/tmp", "/dev/shm", "/var/tmp", os.getcwd()):
+        try:
+            seen |= {d + "/" + n for n in os.listdir(d) if TAG in n}
+        except OSError:
+            pass
+    time.sleep(0.05)
+print("PROBE " + json.dumps({"t0": t0, "t1": time.time(), "seen": sorted(seen)}), flush=True)
+"""
+
+
+def test_a_planting_student_reaches_neither_a_classmate_nor_the_gradebook(tmp_path, monkeypatch):
+    """Two sandboxes at once in one real `gradlab grade`: the planter's files reach neither the classmate's sandbox
+    (it sees none of them while both run) nor the host (no file of it anywhere after: the class, the course, the
+    output, the shared temporary folders, gradlab's package), and the classmate's grade, feedback and record are what
+    their file earns. Two sandbox starts."""
+    from gradlab.practice.classroom import pool
+
+    mode = require_sandbox()
+    monkeypatch.setattr(pool, "at_once", lambda: 2)  # side by side, whatever this machine's CPUs
+    tag = f"gl-plant-{os.getpid()}"
+    subs, course_dir, out = tmp_path / "subs", tmp_path / "course", tmp_path / "out"
+    for folder in (subs / "mallory", subs / "victim", course_dir):
+        folder.mkdir(parents=True)
+    os.chmod(tmp_path, 0o700)  # the uid fallback grades only folders other users cannot read
+    course_toml = '[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n'
+    (course_dir / "course.toml").write_text(course_toml)
+    package = Path(__import__("gradlab").__file__).parent
+    targets = {str(course_dir / "overrides.csv"): "student,exercise,points,penalty,reason\nvictim,sgd_step.py,0,,x\n",
+               str(course_dir / "submitted.csv"): "student,time\nvictim,2030-01-01T00:00:00+00:00\n",
+               str(course_dir / "course.toml"): "planted", str(subs / "victim" / "sgd_step.py"): "planted",
+               str(subs / "victim" / tag): "planted", str(out / "results.json"): '{"planted": 1}',
+               str(out / "grades.csv"): "planted", str(out / "feedback" / "victim.md"): "planted",
+               str(out / tag): "planted", str(package / tag): "planted"}
+    victim = solution("mnist.sgd_step", SGD_RIGHT) + PROBE.replace("@TAG@", repr(tag))
+    (subs / "victim" / "sgd_step.py").write_text(victim)
+    (subs / "mallory" / "sgd_step.py").write_text(solution("mnist.sgd_step", SGD_RIGHT) + PLANTER.replace(
+        "@TAG@", repr(tag)).replace("@TARGETS@", repr(targets)))
+    try:
+        result = invoke("grade", str(subs), "--course", str(course_dir / "course.toml"), "--out", str(out))
+        left = [str(p) for root in (tmp_path, Path("/tmp"), Path("/dev/shm"), Path("/var/tmp"), package)
+                for p in root.glob(f"**/{tag}" if root == tmp_path else tag)]
+    finally:
+        for root in ("/tmp", "/dev/shm", "/var/tmp", str(package)):
+            Path(root, tag).unlink(missing_ok=True)
+    assert left == [], left  # nothing planted on the host
+    assert not (course_dir / "overrides.csv").exists() and not (course_dir / "submitted.csv").exists()
+    assert (course_dir / "course.toml").read_text() == course_toml
+    assert (subs / "victim" / "sgd_step.py").read_text() == victim
+    assert result.exit_code == 0, result.output
+    assert "2 at a time" in result.output, result.output
+    data = json.loads((out / "results.json").read_text())
+    recs = {s: data["students"][s]["sgd_step.py"] for s in ("mallory", "victim")}
+    attack = json.loads(recs["mallory"]["printed"].split("ATTACK ", 1)[-1])
+    probe = json.loads(recs["victim"]["printed"].split("PROBE ", 1)[-1])
+    assert max(attack["t0"], probe["t0"]) < min(attack["t1"], probe["t1"]), (attack, probe)  # they ran at once
+    assert probe["seen"] == [], probe  # nor in the classmate's sandbox
+    assert recs["victim"]["source"] == victim
+    assert recs["victim"]["passed"] and recs["victim"]["score"] == 10 and not recs["victim"]["adjusted"]
+    rows = {r["student"]: r["total (10)"] for r in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert rows == {"mallory": "10", "victim": "10"}
+    for name in ("grades.csv", "canvas.csv", "feedback/victim.md", "feedback/victim.html"):  # the planter's own
+        assert "planted" not in (out / name).read_text(encoding="utf-8"), name  # record and page quote its file
+    assert sorted(p.name for p in out.rglob("*")) == sorted(["canvas.csv", "class.html", "feedback", "grades.csv",
+                                                             "mallory.html", "mallory.md", "results.json",
+                                                             "victim.html", "victim.md"])
+    print(mode, len(attack["wrote"]), "writes, each inside the planter's own sandbox")
+
+
 def test_a_changed_own_exercise_grades_the_class_again(tmp_path):
     """What a re-run compares holds a digest of the course's own exercise folders: a teacher who fixes a harness or a
     reference has the class graded again, not the last run's grades kept."""
