@@ -269,6 +269,20 @@ def test_feedback_shows_the_students_own_lines_and_starters_keep_the_texts_inden
     assert "\n              z − logsumexp(z) = (z − m)" in text  # 4 for the docstring, 10 of the text's own
 
 
+def test_every_claim_says_what_is_measured_in_the_words_of_the_check():
+    """Claims told students "max relative |Δ|", a measure nowhere defined for them: each exercise's claims (gradlab's
+    own, the graded variants in teacher/, the own-exercise example) say kit.exercise.relative's measure, the check's
+    table heads its column with the same words, and no text a student reads says "relative |Δ|"."""
+    from gradlab.kit.exercise import DIFFERENCE
+
+    texts = [text for e in all_exercises().values() for text, _ in e.claims.values()]
+    files = [*REPO.glob("teacher/graded/*/__init__.py"), REPO / "examples/own-exercise/linreg/__init__.py",
+             *REPO.glob("gradlab/lessons/*/exercises/__init__.py"), REPO / "gradlab/practice/judging/judge.py",
+             REPO / "gradlab/practice/judging/diagnosis.py", REPO / "gradlab/practice/classroom/feedback.py"]
+    assert len(texts) > 20 and all("relative |Δ|" not in t for t in texts)
+    assert [str(f) for f in files if "relative |Δ|" in f.read_text(encoding="utf-8")] == []
+    assert sum(DIFFERENCE in t for t in texts) >= len(texts) - 3, [t for t in texts if DIFFERENCE not in t]
+
 def test_the_exercises_table_is_a_row_a_line_in_a_pipe(monkeypatch):
     """`gradlab exercises | less` wrapped every "what to write" at rich's 80 columns. (A pipe with no COLUMNS set:
     pytest-xdist sets COLUMNS=80 in its workers, and a COLUMNS the user set is obeyed.)"""
