@@ -74,8 +74,9 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], resu
     comparison = _Comparison(diffs, bounds, [d <= b for d, b in zip(diffs, bounds, strict=True)])
     rows = [[c["label"], c["kind"], d, "✓" if p else "✗"] for c, d, p in zip(cases, diffs, comparison.passed,
                                                                              strict=True)]
-    result.tables.append(Table(f"your {exercise.function}() against the reference, input by input",
-                               ["input", "checks", DIFFERENCE, ""], rows, [None, None, ".3g", None]))
+    result.tables.append(Table(f"your {exercise.function}() against the reference, input by input (difference: "
+                               f"{DIFFERENCE})", ["input", "checks", "difference", ""], rows,
+                               [None, None, ".3g", None]))
     for kind, (text, bound) in exercise.claims.items():
         worst = max(d for c, d in zip(cases, diffs, strict=True) if c["kind"] == kind)
         result.claims.append(Claim(f"{exercise.name}:{kind}", text, worst, bound))
