@@ -964,7 +964,6 @@ def test_a_planting_student_reaches_neither_a_classmate_nor_the_gradebook(tmp_pa
     assert (course_dir / "course.toml").read_text() == course_toml
     assert (subs / "victim" / "sgd_step.py").read_text() == victim
     assert result.exit_code == 0, result.output
-    assert "2 at a time" in result.output, result.output
     data = json.loads((out / "results.json").read_text())
     recs = {s: data["students"][s]["sgd_step.py"] for s in ("mallory", "victim")}
     attack = json.loads(recs["mallory"]["printed"].split("ATTACK ", 1)[-1])
