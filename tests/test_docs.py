@@ -165,7 +165,8 @@ def test_the_float32_facts_the_pages_state():
     f32 = torch.float32
     assert torch.exp(torch.tensor(100.0)).isinf() and torch.sigmoid(torch.tensor(-100.0)).item() == 0.0
     # "eˣ overflows float32 from x ≈ 88.72": ln of float32's largest number, and exp on either side of it
-    assert f"{math.log(torch.finfo(f32).max):.4g}" == "88.72"
+    assert f"{math.log(torch.finfo(f32).max):.4g}" == "88.72" and "overflows float32 from x ≈ 88.72" in (
+        REPO / "docs" / "lessons" / "log1pexp.md").read_text()
     assert torch.exp(torch.tensor(88.72)).isfinite() and torch.exp(torch.tensor(88.73)).isinf()
     s88 = torch.sigmoid(torch.tensor(-88.0)).item()
     assert f"{s88:.3g}" == "6.05e-39" and 0 < s88 < torch.finfo(f32).tiny  # subnormal
