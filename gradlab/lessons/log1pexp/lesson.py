@@ -61,7 +61,7 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from gradlab.kit import autograd_graph
-from gradlab.kit.result import Claim, Result, Table
+from gradlab.kit.result import Claim, Column, Result, Table
 from gradlab.lessons.log1pexp.settings import Config  # the settings, declared once (no torch: --help reads them)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -247,9 +247,10 @@ def chain_table(x: float, chains: dict[str, dict[str, float]]) -> Table:
              ("dy/du", "log's backward: dy/dbranch · 1/u"), ("dy/de", "add's backward: passes dy/du on"),
              ("dy/dt", "exp's backward: dy/de · e"), ("dy/dx", "dy/dt, + 1 from where's x branch")]
     return Table(f"the backward pass link by link at x = {x:g} (float32): torch.autograd.grad of y on each "
-                 f"intermediate", ["", "what autograd computes", *CHAIN_GUARDS],
+                 f"intermediate",
+                 [Column(header=""), Column(header="what autograd computes"),
+                  *(Column(header=g, format=".9g") for g in CHAIN_GUARDS)],
                  [[k, what, *[chains[g][k] for g in CHAIN_GUARDS]] for k, what in links],
-                 [None, None, ".9g", ".9g", ".9g"],
                  note="0 · inf = NaN is made in exp's backward; the 0 arriving there is exact in all three columns")
 
 
@@ -357,11 +358,12 @@ def _exact_f2(x: float) -> float:
 def f2_float32_table(kept: dict, flushed: dict | None) -> Table:
     cols = [kept] + ([flushed] if flushed else [])
     return Table("the faithful port's f'' in float32 (autograd.grad twice) against the exact sigmoid'(x) (mpmath)",
-                 ["x", "exact f''", "subnormals kept", "rel. error", *(["flushed to 0 (TF-1 CPU)", "rel. error"]
-                                                                     if flushed else [])],
+                 [Column(header="x", format="g"), Column(header="exact f''", format=".3g"),
+                  Column(header="subnormals kept", format=".3g"), Column(header="rel. error", format=".3g"),
+                  *([Column(header="flushed to 0 (TF-1 CPU)", format=".3g"), Column(header="rel. error", format=".3g")]
+                    if flushed else [])],
                  [[x, kept["exact"][x], *[v for c in cols for v in (c["f2"][x], c["relative_error"][x])]]
                   for x in F2_ROWS],
-                 ["g", ".3g"] + [".3g"] * 2 * len(cols),
                  note=f"the backward's 1/(1 + eˣ)² ≈ e⁻²ˣ is below float32's smallest normal number "
                       f"{TINY:.3g} from x = {-math.log(TINY) / 2:.1f} and rounds to 0 (below half the smallest "
                       f"subnormal, 2⁻¹⁴⁹) from x = {150 * math.log(2) / 2:.1f}")
@@ -457,7 +459,8 @@ def value_table(name: str, xs: list[float]) -> tuple[Table, list[dict]]:
                       "stable_ulps": {"value": ulps(stable["value"], v_exact, dtype),
                                       "grad": ulps(stable["grad"], g_exact, dtype)}})
     return Table(f"{name}: log(1 + eˣ) and d/dx, {len(METHODS)} ways, beside the exact answer (50 digits)",
-                 ["x", "", *METHODS, "exact"], rows, [".6g", None] + [".9g"] * (len(METHODS) + 1)), per_x
+                 [Column(header="x", format=".6g"), Column(header=""),
+                  *(Column(header=h, format=".9g") for h in [*METHODS, "exact"])], rows), per_x
 
 
 def second_derivative_table() -> tuple[Table, dict]:
@@ -473,10 +476,10 @@ def second_derivative_table() -> tuple[Table, dict]:
                "stored_e_has_grad_fn": not no_graph}
     table = Table("the second derivative of each custom Function, asked four ways with torch.autograd (float64, x = "
                   "−5..5): max |Δ| from the exact f'' = sigmoid'(x) or d²/dx² f² = 2f'² + 2f·f'', or what it raised",
-                  ["Function", "gradcheck", "gradgradcheck", *SECOND_ROUTES],
+                  [Column(header="Function"), Column(header="gradcheck"), Column(header="gradgradcheck"),
+                   *(Column(header=r, format=".3g") for r in SECOND_ROUTES)],
                   [[name, _ok(gchecks[name][0]), _ok(gchecks[name][1]), *[seconds[name][r] for r in SECOND_ROUTES]]
                    for name in FUNCTIONS],
-                  [None, None, None] + [".3g"] * len(SECOND_ROUTES),
                   note=f"measured: the e the port keeps on ctx has a grad_fn: {'no' if no_graph else 'yes'} "
                        f"(autograd records nothing inside forward); autograd.functional.hessian of the "
                        f"@once_differentiable port returned all zeros: {'yes' if once_zeros else 'no'}")
