@@ -15,8 +15,9 @@ import torch
 
 from gradlab.kit.exercise import Exercise
 from gradlab.lessons import LESSONS
-from gradlab.practice import all_exercises, checks_of, child
-from gradlab.practice.judge import Reference, judge
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.inside import child
+from gradlab.practice.judging.judge import Reference, judge
 
 NOT_SHIPPED = (".answers",)  # the model answers: in the repository only (pyproject.toml's wheel exclude)
 NOT_CANDIDATES = (".settings", ".harness")  # options, and how a submission is called: no answer in either
