@@ -137,7 +137,8 @@ def test_a_new_option_is_one_line_and_reaches_the_cli_the_api_and_config_files(t
     class Config(options.LessonConfig):
         width: int = options.option(3, "Units in the hidden layer.")  # the one line
 
-    info = LessonInfo(name="demo", config=Config, idea="an idea", short_help="A demo.", help="A demo lesson.")
+    info = LessonInfo(name="demo", config=Config, idea="an idea", short_help="A demo.", help="A demo lesson.",
+                      step_inputs={}, answered_by={}, passes_check={}, graded_variant=None)
     monkeypatch.setitem(LESSONS, "demo", info)
     command = lesson_command(info)
     out = CliRunner().invoke(command, ["--help"]).output
