@@ -61,7 +61,7 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from gradlab.kit import autograd_graph
-from gradlab.kit.result import Claim, Result, Table
+from gradlab.kit.result import Claim, Column, Result, Table
 from gradlab.lessons.log1pexp import second
 from gradlab.lessons.log1pexp.settings import Config  # the settings, declared once (no torch: --help reads them)
 
@@ -248,9 +248,10 @@ def chain_table(x: float, chains: dict[str, dict[str, float]]) -> Table:
              ("dy/du", "log's backward: dy/dbranch · 1/u"), ("dy/de", "add's backward: passes dy/du on"),
              ("dy/dt", "exp's backward: dy/de · e"), ("dy/dx", "dy/dt, + 1 from where's x branch")]
     return Table(f"the backward pass link by link at x = {x:g} (float32): torch.autograd.grad of y on each "
-                 f"intermediate", ["", "what autograd computes", *CHAIN_GUARDS],
+                 f"intermediate",
+                 [Column(header=""), Column(header="what autograd computes"),
+                  *(Column(header=g, format=".9g") for g in CHAIN_GUARDS)],
                  [[k, what, *[chains[g][k] for g in CHAIN_GUARDS]] for k, what in links],
-                 [None, None, ".9g", ".9g", ".9g"],
                  note="0 · inf = NaN is made in exp's backward; the 0 arriving there is exact in all three columns")
 
 
@@ -310,7 +311,8 @@ def value_table(name: str, xs: list[float]) -> tuple[Table, list[dict]]:
                       "stable_ulps": {"value": ulps(stable["value"], v_exact, dtype),
                                       "grad": ulps(stable["grad"], g_exact, dtype)}})
     return Table(f"{name}: log(1 + eˣ) and d/dx, {len(METHODS)} ways, beside the exact answer (50 digits)",
-                 ["x", "", *METHODS, "exact"], rows, [".6g", None] + [".9g"] * (len(METHODS) + 1)), per_x
+                 [Column(header="x", format=".6g"), Column(header=""),
+                  *(Column(header=h, format=".9g") for h in [*METHODS, "exact"])], rows), per_x
 
 
 def second_derivative_table() -> tuple[Table, dict]:
@@ -326,11 +328,11 @@ def second_derivative_table() -> tuple[Table, dict]:
                "stored_e_has_grad_fn": not no_graph}
     table = Table("the second derivative of each custom Function, asked four ways with torch.autograd (float64, x = "
                   "−5..5): max |Δ| from the exact f'' = sigmoid'(x) or d²/dx² f² = 2f'² + 2f·f'', or what it raised",
-                  ["Function", "gradcheck", "gradgradcheck", *second.SECOND_ROUTES],
+                  [Column(header="Function"), Column(header="gradcheck"), Column(header="gradgradcheck"),
+                   *(Column(header=r, format=".3g") for r in second.SECOND_ROUTES)],
                   [[name, _ok(gchecks[name][0]), _ok(gchecks[name][1]),
                     *[seconds[name][r] for r in second.SECOND_ROUTES]]
                    for name in FUNCTIONS],
-                  [None, None, None] + [".3g"] * len(second.SECOND_ROUTES),
                   note=f"measured: the e the port keeps on ctx has a grad_fn: {'no' if no_graph else 'yes'} "
                        f"(autograd records nothing inside forward); autograd.functional.hessian of the "
                        f"@once_differentiable port returned all zeros: {'yes' if once_zeros else 'no'}")

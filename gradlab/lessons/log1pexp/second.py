@@ -10,7 +10,7 @@ from collections.abc import Callable
 import mpmath
 import torch
 
-from gradlab.kit.result import Table
+from gradlab.kit.result import Column, Table
 
 SECOND_X = torch.linspace(-5, 5, 11, dtype=torch.float64)
 
@@ -113,11 +113,12 @@ def _exact_f2(x: float) -> float:
 def f2_float32_table(kept: dict, flushed: dict | None) -> Table:
     cols = [kept] + ([flushed] if flushed else [])
     return Table("the faithful port's f'' in float32 (autograd.grad twice) against the exact sigmoid'(x) (mpmath)",
-                 ["x", "exact f''", "subnormals kept", "rel. error", *(["flushed to 0 (TF-1 CPU)", "rel. error"]
-                                                                     if flushed else [])],
+                 [Column(header="x", format="g"), Column(header="exact f''", format=".3g"),
+                  Column(header="subnormals kept", format=".3g"), Column(header="rel. error", format=".3g"),
+                  *([Column(header="flushed to 0 (TF-1 CPU)", format=".3g"), Column(header="rel. error", format=".3g")]
+                    if flushed else [])],
                  [[x, kept["exact"][x], *[v for c in cols for v in (c["f2"][x], c["relative_error"][x])]]
                   for x in F2_ROWS],
-                 ["g", ".3g"] + [".3g"] * 2 * len(cols),
                  note=f"the backward's 1/(1 + eˣ)² ≈ e⁻²ˣ is below float32's smallest normal number "
                       f"{TINY:.3g} from x = {-math.log(TINY) / 2:.1f} and rounds to 0 (below half the smallest "
                       f"subnormal, 2⁻¹⁴⁹) from x = {150 * math.log(2) / 2:.1f}")

@@ -16,7 +16,7 @@ import secrets
 from rich.text import Text
 
 from gradlab.errors import GradlabError, Interrupted
-from gradlab.kit.result import Result, Table
+from gradlab.kit.result import Column, Result, Table
 from gradlab.kit.text import sanitize
 from gradlab.practice import all_exercises, listing
 from gradlab.practice.classroom import course, course_files, own, pool
@@ -212,7 +212,8 @@ def _class_table(path: str, results: list[Result]) -> Table:
              r.metrics["points"]["max_score"], "passed" if r.exit_code == 0 else
              (r.stopped or r.metrics.get("diagnosis", "a check failed"))] for r in results]
     return Table(f"gradlab check {sanitize(path)}: {sum(r.exit_code == 0 for r in results)} of "
-                 f"{len(results)} submissions pass", ["file", "exercise", "points", "of", "verdict"], rows)
+                 f"{len(results)} submissions pass",
+                 [Column(header=h) for h in ("file", "exercise", "points", "of", "verdict")], rows)
 
 
 def _write(results: list[Result], items: list[course.Item] | None, console, *, folder: bool, json_path: str | None,
