@@ -100,8 +100,8 @@ def manual_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
         cost = F.cross_entropy(torch.addmm(b, x, W), t)  # z = xW + b; cost = mean_i(−log p_i,t_i)
         gW, gb = torch.autograd.grad(cost, [W, b])  # grad_W, grad_b = tf.gradients(xs=[W, b], ys=cost)
         with torch.no_grad():  # the update itself must not be recorded by autograd
-            W.copy_(W - lr * gW)  # W.assign(W - lr * grad_W)
-            b.copy_(b - lr * gb)  # b.assign(b - lr * grad_b)
+            W.sub_(lr * gW)  # W.assign(W - lr * grad_W)
+            b.sub_(lr * gb)  # b.assign(b - lr * grad_b)
         return cost.detach()
 
     return step, (W, b)
@@ -124,14 +124,19 @@ def graphs(config: Config, pixels: int = 3, classes: int = 2, images: int = 2) -
 
 
 def analytic_gradients(x: torch.Tensor, y: torch.Tensor, W: torch.Tensor, b: torch.Tensor):
-    """Cost and the hand-derived gradients, no autograd: (cost, ∂cost/∂W, ∂cost/∂b)."""
-    z = torch.addmm(b, x, W)  # z = xW + b
-    log_p = F.log_softmax(z, dim=1)
-    p = log_p.exp()  # p = softmax(z)
-    cost = -(y * log_p).sum() / len(x)  # cost = mean_i(−Σ_k y_ik log p_ik)
-    d = (p - y) / len(x)  # ∂cost/∂z = (p − y)/B
-    gW = (d.T @ x).T if W.stride(0) == 1 else x.T @ d  # ∂cost/∂W = xᵀ(p − y)/B, in W's memory order (column_major)
-    return cost, gW, d.sum(dim=0)  # ∂cost/∂b = mean_i(p − y)
+    """Cost and the hand-derived gradients, no autograd: (cost, ∂cost/∂W, ∂cost/∂b).
+
+    Written with each matrix turned over (zᵀ = Wᵀxᵀ + b, a row per class and a column per image): the same
+    formulas, the same numbers up to float rounding, and faster on the CPU for these shapes, where MKL multiplies
+    Wᵀxᵀ and (p − y)ᵀx at about twice the speed of xW and xᵀ(p − y), and softmax runs across a class's row of B
+    images instead of along an image's 10 classes (measured: bench/bench_mnist.py)."""
+    zT = torch.addmm(b[:, None], W.T, x.T)  # zᵀ = Wᵀxᵀ + b, i.e. z = xW + b
+    log_pT = F.log_softmax(zT, dim=0)  # each column (image) over its classes
+    pT = log_pT.exp()  # pᵀ = softmax(z)ᵀ
+    cost = -(y.T * log_pT).sum() / len(x)  # cost = mean_i(−Σ_k y_ik log p_ik)
+    dT = (pT - y.T) / len(x)  # (∂cost/∂z)ᵀ = (p − y)ᵀ/B
+    gW = (dT @ x).T  # ∂cost/∂W = xᵀ(p − y)/B = ((p − y)ᵀx)ᵀ/B, in column_major's memory order
+    return cost, gW, dT.sum(dim=1)  # ∂cost/∂b = mean_i(p − y)
 
 
 def analytic_step(W0: torch.Tensor, b0: torch.Tensor, lr: float):
