@@ -5,8 +5,9 @@ The naive baseline is what many tutorials write: DataLoader(torchvision dataset 
 shuffle=True), the same model and SGD step. Ours keeps the data in memory as tensors and gathers batches, with
 gradlab's thread policy (one thread, gradlab/kit/threads.py), and for comparison with one thread per CPU; each row's
 naive loop runs in the same run with that row's thread count, so a ratio compares two loops on equal terms.
-Targets (issue "In students' hands"): autograd variants ≥ 12× the naive loop, analytic ≥ 15×, and beside two busy
-programs no more than 2× slower than quiet. Printed, not asserted: timings depend on the machine.
+Targets: autograd variants ≥ 12× the naive loop (issue "In students' hands"), analytic ≥ 20× (issue #42: met there
+on 2026-11-28, the autograd variants not), and beside two busy programs no more than 2× slower than quiet. Printed,
+not asserted: timings depend on the machine.
 Written to bench/results/mnist.json (bench/record.py) with the machine and its load, which the docs render.
 
 Data: full MNIST when present in data/MNIST/raw, else Fashion-MNIST (data/FashionMNIST/raw or Debian's
@@ -37,7 +38,7 @@ from gradlab.kit import data as datasets
 from gradlab.kit import threads
 from gradlab.lessons.mnist import lesson as M
 
-TARGETS = {"optimizer": 12, "manual": 12, "analytic": 15}
+TARGETS = {"optimizer": 12, "manual": 12, "analytic": 20}
 TRAIN = 55_000
 
 
