@@ -1,6 +1,7 @@
 """Checking one submission: the pre-flight first (a syntax error or a missing function is reported at once, before any
 process starts), then its process in the sandbox while the references are computed here, then the judging
-(gradlab/practice/judge.py). The result is a Result like a lesson's: a table of checks, claims with ✓/✗, what the
+(gradlab/practice/judging/judge.py). The result is a Result like a lesson's: a table of checks, claims with ✓/✗, what
+the
 submission printed and warned, exit code."""
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from pathlib import Path
 from gradlab.kit import threads
 from gradlab.kit.exercise import Exercise
 from gradlab.kit.result import Result
-from gradlab.practice import all_exercises, checks_of, grading, sandbox
-from gradlab.practice.isolate import one_line
-from gradlab.practice.judge import Reference, judge
-from gradlab.practice.submission import Submission, preflight
+from gradlab.kit.text import one_line
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.judging.points import per_check
+from gradlab.practice.judging.submission import Submission, preflight
+from gradlab.practice.sandbox import box
+from gradlab.practice.sandbox.returned import Received
 from gradlab.version import __version__
 
 JUDGE_S = 60.0  # gradlab's own judging of one submission (references, diagnosis) may take this long at most
@@ -33,18 +37,18 @@ def run_check(submission: Submission, seed: int = 0) -> Result:
     stop = preflight(submission.source, shown, exercise) if submission.kind == "source" else None
     if stop is not None:  # before any start-up cost
         kind = "syntax" if stop.startswith("syntax error") else "missing"
-        result = judge(exercise, None, {"ok": False, "kind": kind, "error": stop, "trace": ""}, seed)
+        result = judge(exercise, None, Received.stopped(kind, stop), seed)
         result.config = {"file": shown}
         return result
-    box = sandbox.Sandbox(exercise, seed, source=submission.source, shown=shown, kind=submission.kind,
+    sandbox = box.Sandbox(exercise, seed, source=submission.source, shown=shown, kind=submission.kind,
                           lines=submission.lines, code_files=submission.code_files)  # it imports torch
     reference = references(exercise, seed)  # while we wait
-    got = box.finish(expected=reference.outputs)
+    got = sandbox.finish(expected=reference.outputs)
     result = _judged(exercise, reference, got, seed, shown)
     result.config = {"file": shown}
-    result.metrics["sandbox"] = got["sandbox"]
-    if got.get("environment"):
-        result.metrics["environment"] = result.stopped or got["environment"]
+    result.metrics["sandbox"] = got.sandbox
+    if got.environment:
+        result.metrics["environment"] = result.stopped or got.environment
     return result
 
 
@@ -70,7 +74,7 @@ def environment_result(exercise: Exercise, shown: str, error: str, seed: int = 0
 def stopped_result(exercise: Exercise, shown: str, error: str, seed: int = 0) -> Result:
     """The Result of a submission that could not run at all (unreadable, the wrong exercise, not graded): every check
     there, not reached, with ERROR (one line) as why. It needs no reference, so it never raises."""
-    result = judge(exercise, None, {"ok": False, "kind": "died", "error": error, "trace": ""}, seed)
+    result = judge(exercise, None, Received.stopped("died", error), seed)
     result.config = {"file": shown}
     return result
 
@@ -90,7 +94,7 @@ def _references(name: str, folder: str | None, seed: int) -> Reference:
     return Reference(checks, cases, [checks.run(None, c) for c in cases])
 
 
-def _judged(exercise: Exercise, reference: Reference, got: dict, seed: int, shown: str) -> Result:
+def _judged(exercise: Exercise, reference: Reference, got: Received, seed: int, shown: str) -> Result:
     """judge(), with a time limit and no way to crash gradlab: a failure of the judging is that submission's failed
     check, said in one line, and the other submissions of a folder go on."""
     done: dict = {}
@@ -132,7 +136,7 @@ def stamp(result: Result) -> Result:
     runs on."""
     result.torch, result.version, result.device = installed_torch(), __version__, "cpu"
     result.threads, result.threads_why = 1, "the submission runs on one thread"
-    checks = grading.points(result)
+    checks = per_check(result)
     result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
     return result
 
@@ -142,23 +146,23 @@ def graphs(submission: Submission, seed: int = 0) -> list:
     (the sandbox) and sent back as plain data, and the reference's on the same input, caught here; the student's
     first node whose gradient differs is marked. Raises GradlabError when there is nothing to draw."""
     from gradlab.errors import GradlabError
-    from gradlab.practice import backward
+    from gradlab.practice.inside import backward
 
     exercise = submission.exercise
     if submission.stop is not None:
         raise GradlabError(f"--graph: {submission.stop}")
-    box = sandbox.Sandbox(exercise, seed, source=submission.source, shown=submission.shown, kind=submission.kind,
+    sandbox = box.Sandbox(exercise, seed, source=submission.source, shown=submission.shown, kind=submission.kind,
                           lines=submission.lines, code_files=submission.code_files, graph=True)
     checks = checks_of(all_exercises()[exercise.name])
     case = checks.cases(seed)[0]
     caught = backward.Caught(checks.reference, case)
-    got = box.finish(expected=[checks.call(caught, case)])
-    if not got["ok"]:
-        raise GradlabError(f"--graph: your code did not run on the input '{case['label']}': {got['error']}")
-    if got.get("graph") is None:
+    got = sandbox.finish(expected=[checks.call(caught, case)])
+    if not got.ok:
+        raise GradlabError(f"--graph: your code did not run on the input '{case['label']}': {got.error}")
+    if got.graph is None:
         raise GradlabError(f"--graph: {exercise.function}() ran no backward pass on the input '{case['label']}' "
                            "(no torch.autograd.grad, no .backward()): there is no graph of yours to draw")
-    mine = backward.graph(got["graph"], f"your {exercise.function}(): its backward pass on '{case['label']}'")
+    mine = backward.graph(got.graph, f"your {exercise.function}(): its backward pass on '{case['label']}'")
     if caught.data is None:
         mine.note = "look at: the reference computes this one without autograd, so there is no graph to compare"
         return [mine]
