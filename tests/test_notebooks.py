@@ -239,7 +239,7 @@ def test_the_notebook_runner_fails_on_a_wrong_answer_or_a_false_outcome(broken, 
     nb = runner.prepare(nbformat.v4.new_notebook(cells=cells), "ddp" if broken == "outcome" else "clip",
                         quick=True, answers=True)
     with pytest.raises(CellExecutionError, match="AssertionError"):
-        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+        NotebookClient(nb, timeout=120, kernel_name="python3", shutdown_kernel=runner.SHUTDOWN).execute()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
