@@ -92,10 +92,10 @@ def test_a_sigkill_from_outside_is_the_machines_and_a_full_sandbox_the_students(
                                 20.0, limits)
 
     outside = got(300 << 20)
-    assert outside["environment"] == "killed" and "killed from outside" in outside["error"]
-    assert "environment" not in got(limits.group_memory) and "environment" not in got(300 << 20, group="")
+    assert outside.environment == "killed" and "killed from outside" in outside.error
+    assert not got(limits.group_memory).environment and not got(300 << 20, group="").environment
     late = returned.received(Outcome(mode="bwrap", returncode=-9, stopped="startup"), None, 20.0, limits)
-    assert late["environment"] == "startup" and "not your code" in late["error"]
+    assert late.environment == "startup" and "not your code" in late.error
 
 
 def test_a_check_the_machine_ended_is_graded_again_and_the_teacher_told(tmp_path, monkeypatch):

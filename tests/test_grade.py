@@ -24,6 +24,7 @@ from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.classroom import course, feedback, gradebook, similar
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.sandbox.returned import Received
 
 SOFTMAX_RIGHT = """
 B = x.shape[0]
@@ -57,7 +58,8 @@ def judged(name: str, source: str, used: tuple[str, ...] = ()):
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
     return judge(exercise, Reference(checks, cases, refs),
-                 {"ok": True, "outputs": [checks.call(scope[exercise.function], c) for c in cases], "used": list(used)})
+                 Received(ok=True, outputs=[checks.call(scope[exercise.function], c) for c in cases],
+                          used=tuple(used)))
 
 
 # -------------------------------------------------------------------- points
@@ -634,7 +636,7 @@ def test_an_own_exercise_is_judged_as_gradlabs_are(own_course):
     for mistake in checks.mistakes:  # the teacher's known mistakes, by name
         cases = checks.cases(0)
         r = judge(all_exercises()["linreg.mse_grad"], Reference(checks, cases, [checks.run(None, c) for c in cases]),
-                  {"ok": True, "outputs": [checks.call(mistake.fn, c) for c in cases]})
+                  Received(ok=True, outputs=[checks.call(mistake.fn, c) for c in cases]))
         assert r.metrics["diagnosis"].startswith(f"{mistake.name}: "), r.metrics.get("diagnosis")
     flipped = judged("linreg.mse_grad", solution("linreg.mse_grad", MSE_RIGHT.replace("X @ w + b - y",
                                                                                        "y - X @ w - b")))
