@@ -450,3 +450,48 @@ def test_check_graph_is_one_file_and_a_known_suffix(tmp_path):
                                  str(tmp_path / "g.html")), "is a folder")
     assert_one_line_error(invoke("check", str(tmp_path / "a.py"), "--graph", str(tmp_path / "g.png")), "--graph")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+
+def test_check_graph_catches_the_backward_the_harness_runs_and_a_class_exercise():
+    """The first backward pass of the harness's call is caught, not only the function's own: dqn's td_loss returns a
+    loss the harness differentiates, log1pexp's Log1pExp is a class the harness calls; leaves are named after the
+    inputs they equal, a network's weights by their place in its list ("online[0]")."""
+    from gradlab.practice import all_exercises, checks_of
+    from gradlab.practice.inside import backward
+
+    for name in ("dqn.td_loss", "log1pexp.Log1pExp"):
+        checks = checks_of(all_exercises()[name])
+        case = checks.cases(0)[0]
+        caught = backward.Caught(checks.call, case)
+        caught(checks.reference, case)
+        data = backward.checked(caught.data)
+        assert data is not None and len(data["nodes"]) >= 2, name
+        if name == "dqn.td_loss":
+            assert {"online[0]", "online[3]"} <= {n["label"] for n in data["nodes"]}
+
+
+def test_check_graph_of_a_teachers_own_class_exercise(tmp_path):
+    """A teacher's own exercise (teacher/graded, an autograd.Function class) is drawn from the sandbox: the graph
+    its harness's backward pass runs, beside the reference's."""
+    from pathlib import Path
+
+    graded = Path(__file__).parents[1] / "teacher" / "graded"
+    answer = tmp_path / "Log1mExp.py"
+    answer.write_text((graded / "log1pexp_graded" / "answers.py").read_text())
+    out = tmp_path / "Log1mExp.html"
+    result = invoke("check", str(answer), "--course", str(graded / "course.toml"), "--graph", str(out))
+    assert result.exit_code == 0 and f"wrote {out}" in result.output, result.output
+    text = out.read_text()
+    assert "your Log1mExp(): its backward pass" in text and "the reference&#x27;s, on the same input" in text
+    assert "every node&#x27;s gradient matches the reference" in text
+
+
+def test_check_graph_of_a_gloo_exercise_is_one_line_before_anything_runs(tmp_path):
+    """ddp's gloo exercises call the function in several worker processes: --graph says so in one line, exit 2,
+    before the check runs (no table printed, no file written)."""
+    from pathlib import Path
+
+    right = Path(__file__).parent / "practice_corpus" / "ddp.average_gradients" / "right_flat_bucket.py"
+    result = invoke("check", str(right), "--graph", str(tmp_path / "g.html"))
+    assert_one_line_error(result, "gloo worker processes", "without --graph")
+    assert "average_gradients() against the reference" not in result.output and not list(tmp_path.iterdir())

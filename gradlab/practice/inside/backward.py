@@ -21,14 +21,18 @@ NAME = 80  # characters of a node's name kept
 
 
 class Caught:
-    """FN, its first backward pass caught when it is called (DATA: what catch() returned, after the call)."""
+    """A harness's CALL with the first backward pass of its first call caught (DATA: what catch() returned): the
+    function's own (torch.autograd.grad inside it), or the one the harness runs on what the function returned (a
+    loss, an autograd.Function class's output), so the graph is the submission's either way."""
 
-    def __init__(self, fn, case: dict) -> None:
-        self.fn, self.case, self.data = fn, case, None
+    def __init__(self, call, case: dict) -> None:
+        self.call, self.case, self.data = call, case, None
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, fn, case: dict):
         out = []
-        self.data = catch(lambda: out.append(self.fn(*args, **kwargs)), self.case)
+        data = catch(lambda: out.append(self.call(fn, case)), self.case)
+        if self.data is None:
+            self.data = data
         return out[0]
 
 
@@ -112,6 +116,17 @@ def _small(t):
     return None if t is None or t.numel() > MOST_NUMBERS else t.detach().clone()
 
 
+def _inputs(case: dict):
+    """CASE's tensors by name: "W", and "online[2]" for the third of a list of them (a network's weights)."""
+    import torch
+
+    for k, v in case.items():
+        if isinstance(v, torch.Tensor):
+            yield k, v
+        elif isinstance(v, list | tuple):
+            yield from ((f"{k}[{j}]", t) for j, t in enumerate(v) if isinstance(t, torch.Tensor))
+
+
 def _plain(caught: dict, case: dict) -> dict:
     import torch
 
@@ -120,8 +135,8 @@ def _plain(caught: dict, case: dict) -> dict:
         variable = getattr(fn, "variable", None)
         order, arrived, sent = caught["seen"].get(i, (None, None, []))
         label = ""
-        if variable is not None:  # a leaf: named after the input it equals ("W"), as the harness made it
-            label = next((k for k, v in case.items() if isinstance(v, torch.Tensor) and v.shape == variable.shape
+        if variable is not None:  # a leaf: named after the input it equals ("W", "online[2]"), as the harness made it
+            label = next((k for k, v in _inputs(case) if v.shape == variable.shape
                           and torch.equal(v.to(variable.dtype), variable.detach())), "")
         nodes.append({"name": type(fn).__name__[:NAME], "leaf": variable is not None, "label": label,
                       "shape": list(variable.shape) if variable is not None else None, "order": order,
