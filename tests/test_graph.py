@@ -14,6 +14,7 @@ import gradlab
 from gradlab.kit import autograd_graph
 from gradlab.lessons import LESSONS
 from gradlab.report import graph as drawing
+from gradlab.report import graph_svg
 from gradlab.report.console import make_console
 
 
@@ -51,7 +52,7 @@ def test_log1pexp_nan_is_born_in_exp_backward(graphs):
     links = chain("naive", CLAIM_X)  # the lesson's link-by-link table
     assert first is not None and first.name == "ExpBackward0"
     assert float(first.grad_in) == links["dy/de"] == 0.0 and torch.isnan(first.grads_out[0]).item()
-    assert "0 × inf" in drawing.why_nonfinite(first)
+    assert "0 × inf" in graph_svg.why_nonfinite(first)
     assert by_title(graphs["log1pexp"], "where guard").first_nonfinite.name == "ExpBackward0"
     assert by_title(graphs["log1pexp"], "stable").first_nonfinite is None
 
@@ -411,6 +412,8 @@ def test_check_graph_draws_the_students_backward_pass_beside_the_references(tmp_
     assert re.search(r"look at: MulBackward0 \(#\d+\), the first node whose gradient differs", text)
     drawn = text.split('<script type="application/json"')[0]
     assert drawn.count("≠ its gradient differs from the reference") == 1 and "http" not in text
+    # each of the student's nodes says the line of their file that made it (the reference's none)
+    assert "sgd_step.py:6  cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum()" in drawn
 
 
 def test_a_failed_check_says_how_to_draw_its_graph(capsys):
@@ -431,7 +434,7 @@ def test_check_graph_reads_what_comes_back_as_untrusted_data():
     object or an oversized tensor is refused (one line), never drawn."""
     from gradlab.practice.inside import backward
 
-    node = {"name": "Evil\x1b[31m<script>", "leaf": False, "label": "", "shape": None, "order": 0,
+    node = {"name": "Evil\x1b[31m<script>", "leaf": False, "label": "", "where": "", "shape": None, "order": 0,
             "grad_in": torch.ones(2), "grads_out": [torch.ones(2)]}
     ok = backward.checked({"nodes": [node], "edges": []})
     assert ok["nodes"][0]["name"] == "Evil[31m<script>"  # control characters dropped; the page escapes the rest
@@ -495,3 +498,30 @@ def test_check_graph_of_a_gloo_exercise_is_one_line_before_anything_runs(tmp_pat
     result = invoke("check", str(right), "--graph", str(tmp_path / "g.html"))
     assert_one_line_error(result, "gloo worker processes", "without --graph")
     assert "average_gradients() against the reference" not in result.output and not list(tmp_path.iterdir())
+
+
+def test_each_student_node_keeps_the_line_of_their_file_that_made_it(tmp_path):
+    """The sandbox's catch keeps, per node, the submission's line that made it (a TorchFunctionMode reading the
+    stack: the first frame of the student's file), sanitized and cut: it shows in the box, its tooltip and the
+    panel; a node made by the harness's own code (none here) or a leaf has none."""
+    from gradlab.practice import all_exercises, checks_of
+    from gradlab.practice.inside import backward
+
+    path = tmp_path / "sgd_step.py"
+    path.write_text(SUMMED)
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    checks = checks_of(all_exercises()["mnist.sgd_step"])
+    case = checks.cases(0)[0]
+    caught = backward.Caught(checks.call, case, mine=lambda filename: filename == str(path))
+    caught(namespace["sgd_step"], case)
+    mine = backward.graph(backward.checked(caught.data), "yours")
+    lines = {n.name: n.forward.where for n in mine.nodes if n.forward is not None}
+    assert lines["MulBackward0"].startswith("sgd_step.py:6  cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum()")
+    assert lines["SumBackward0"] == lines["MulBackward0"] and not any(n.forward for n in mine.nodes if n.leaf)
+    page = drawing.page([mine], "t")
+    assert "<title>sgd_step.py:6  cost = -(y * F.log_softmax" in page
+    evil = {**backward.checked(caught.data)}
+    evil["nodes"] = [{**n, "where": "x.py:1  \x1b[2J\u202eevil" + "z" * 400} for n in evil["nodes"]]
+    shown = backward.graph(evil, "e").nodes[0].forward.where
+    assert "\x1b" not in shown and "\u202e" not in shown and len(shown) < 2 * backward.WHERE
