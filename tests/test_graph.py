@@ -191,10 +191,10 @@ def test_the_docs_pictures_are_the_lessons_graphs(graphs):
         return Counter(re.findall(r">(\w+Backward\w*|[\w.]+  \(AccumulateGrad\))<", text))
 
     for name, gs in graphs.items():
-        fresh = node_names(drawing.svg(gs))
-        for picture in (REPO / "docs" / "graphs" / f"{name}.svg", REPO / "docs" / "graphs" / f"{name}.html"):
+        for picture, fresh in ((REPO / "docs" / "graphs" / f"{name}.svg", drawing.svg(gs)),
+                               (REPO / "docs" / "graphs" / f"{name}.html", drawing.page(gs, name))):
             assert picture.exists(), f"{picture} is missing: run `make docs`"
-            assert node_names(picture.read_text()) == fresh, f"{name}: run `make docs`"
+            assert node_names(picture.read_text()) == node_names(fresh), f"{name}: run `make docs`"
         text = (REPO / "docs" / "lessons" / f"{name}.md").read_text()
         assert f"(../graphs/{name}.svg)" in text and f'<iframe src="../graphs/{name}.html"' in text  # embedded
 
@@ -289,12 +289,13 @@ def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
     dom = subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
                           "--dump-dom", page.as_uri() + "#fold=target"], capture_output=True, text=True,
                          timeout=120).stdout
-    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)"[^>]*style="display: none;"', dom)
+    whole = dom[dom.rindex("<svg"):]  # the drawing with every node (the first has dqn's repeated layers folded)
+    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)"[^>]*style="display: none;"', whole)
     targets = [n for n in g.nodes if n.group == "target"]
     assert sorted(k for k, _ in hidden) == sorted(["node"] * len(targets) + ["edge"] * len(targets))
     assert {group for _, group in hidden} == {"target"} and 'class="folded"' in dom
     # in their place one box, the arrows into the group redrawn to it (a red one: gradient reaches the target)
-    fold = re.search(r'<g class="fold" data-fold="target" style="">(.*?)<rect', dom).group(1)
+    fold = re.search(r'<g class="fold" data-fold="target" style="">(.*?)<rect', whole).group(1)
     assert fold.count('class="edge"') == len({e.src for e in g.edges if g.nodes[e.dst].group == "target"})
     assert "#c5221f" in fold
 
@@ -525,3 +526,57 @@ def test_each_student_node_keeps_the_line_of_their_file_that_made_it(tmp_path):
     evil["nodes"] = [{**n, "where": "x.py:1  \x1b[2J\u202eevil" + "z" * 400} for n in evil["nodes"]]
     shown = backward.graph(evil, "e").nodes[0].forward.where
     assert "\x1b" not in shown and "\u202e" not in shown and len(shown) < 2 * backward.WHERE
+
+
+def test_repeated_layers_are_drawn_once_and_folded(graphs):
+    """A repeated block (dqn's Q-network: Linear → ReLU three times; a loop of the same ops) is drawn once, its other
+    copies one "×N" box, in the SVG and the terminal's tree; the drawing with every node has them all; a graph
+    without repeats (mnist's) has no box."""
+    from gradlab.report import repeats
+
+    g = by_title(graphs["dqn"], "stop-grad: TD")
+    (series,) = repeats.find(g)
+    assert (series.times, series.unit, series.layers) == (3, ["AddmmBackward0", "ReluBackward0"],
+                                                          ["online.2", "online.0"])
+    folded, whole = drawing.svg([g]), drawing.svg([g], fold=False)
+    assert ">×3  AddmmBackward0 → ReluBackward0<" in folded and ">×3" not in whole
+    assert ">online.4.weight  (AccumulateGrad)<" in folded and ">online.2.weight  (AccumulateGrad)<" not in folded
+    assert ">online.2.weight  (AccumulateGrad)<" in whole
+    assert folded.count('class="node"') == len(g.nodes) - len(series.rest) + len(g.cuts)
+    console = make_console(quiet=False, stderr=False)
+    with console.capture() as out:
+        console.print(drawing.tree(g))
+    assert "⋮ ×3  AddmmBackward0 → ReluBackward0" in out.get() and "online.2.weight" not in out.get()
+    assert not repeats.find(graphs["mnist"][0])
+    x, w = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([0.5, 0.3], requires_grad=True)
+    y = x
+    for _ in range(5):
+        y = torch.tanh(y * w)
+    (loop,) = repeats.find(gradlab.graph(y.sum(), names={"x": x, "w": w}).graphs[0])
+    assert (loop.times, loop.unit) == (5, ["TanhBackward0", "MulBackward0"])
+
+
+def test_a_click_on_a_folded_series_unfolds_it_in_the_browser(graphs, tmp_path):
+    """In Chromium the page opens with dqn's repeated layers folded; a click on the "×3" box shows the drawing with
+    every node, where a folded layer's weight can be clicked and its chain rule read."""
+    browser = headless_browser("the page")
+    g = by_title(graphs["dqn"], "stop-grad: TD")
+    weight = next(n for n in g.nodes if n.label == "2.weight")
+    page = tmp_path / "dqn.html"
+    page.write_text(drawing.page([g], "dqn"))
+    tools = _DevTools(browser, page.as_uri(), tmp_path / "p")
+    try:
+        for _ in range(100):
+            if tools.js("document.body && document.body.getAttribute('data-drawn')"):
+                break
+            time.sleep(0.1)
+        shown = "Array.from(document.querySelectorAll('#view svg')).map(s => s.style.display).join(',')"
+        assert tools.js(shown) == ",none"  # folded first
+        tools.click("#fit")  # the whole drawing in view
+        tools.click("g.series")
+        assert tools.js(shown) == "none,"
+        tools.key("0", 48)  # fit the unfolded drawing
+        tools.click(f'#view svg:nth-of-type(2) g.node[data-node="g0n{weight.id}"]')
+        assert tools.js("document.querySelector('#panel h2').textContent").startswith("online.2.weight")
+    finally:
+        tools.close()

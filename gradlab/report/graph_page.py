@@ -9,15 +9,31 @@ import html
 import json
 
 from gradlab.kit.autograd_graph import Graph, Node
-from gradlab.report import chain
+from gradlab.report import chain, repeats
 from gradlab.report.graph_svg import svg
 
 PAGE_SCRIPT = r"""
 // The page is the step-through: click a node (or use the arrow keys) for its chain rule. Pan (drag), zoom (wheel,
-// + and -), fit (0); fold a parameter group to one box (its button). Plain DOM, nothing fetched.
+// + and -), fit (0); fold a parameter group to one box (its button). Repeated layers come folded (a "×3" box): a
+// click on it, the "unfold repeats" button or a step onto a folded node shows the drawing with every node (the
+// second svg). Plain DOM, nothing fetched.
 var data = JSON.parse(document.getElementById('graph-data').textContent);
-var svg = document.querySelector('#view svg'), box = svg.viewBox.baseVal, W = box.width, H = box.height;
+var svgs = document.querySelectorAll('#view svg'), svg, box, W, H;
 var drag = null, moved = 0, current = -1, predict = document.getElementById('predict');
+function use(i) {  // show drawing I (0: repeats folded, 1: every node), as fitted as the one it replaces
+  svgs.forEach(function (s, k) { s.style.display = k === i ? '' : 'none'; });
+  svg = svgs[i]; box = svg.viewBox.baseVal; W = +svg.getAttribute('width'); H = +svg.getAttribute('height');
+  var b = document.getElementById('repeats');
+  if (b) b.textContent = i ? 'fold repeats' : 'unfold repeats';
+}
+use(0);
+function nodeEl(key) {  // KEY's box in the drawing shown; a folded node unfolds the repeats first
+  var el = svg.querySelector('g.node[data-node="' + key + '"]');
+  if (!el && svgs.length > 1 && svg === svgs[0] && svgs[1].querySelector('g.node[data-node="' + key + '"]')) {
+    use(1); focus(null); el = svg.querySelector('g.node[data-node="' + key + '"]');
+  }
+  return el;
+}
 function toView(cx, cy) {
   var pt = svg.createSVGPoint(); pt.x = cx; pt.y = cy;
   return pt.matrixTransform(svg.getScreenCTM().inverse());
@@ -37,17 +53,27 @@ function focus(el) {  // readable: one unit a pixel (or all of it, when it fits)
   box.x = Math.max(0, Math.min(W - box.width, p.x - box.width / 2)); box.y = Math.max(0, p.y - 120);
 }
 if (window.self !== window.top) document.body.classList.add('embedded');  // in a docs page: the drawing first
-focus(document.querySelector('g.node[data-node="g0n0"]'));
+focus(nodeEl('g0n0'));
 document.querySelectorAll('#looks li[data-node]').forEach(function (li) {
   li.addEventListener('click', function () {
     var key = li.getAttribute('data-node');
-    focus(document.querySelector('g.node[data-node="' + key + '"]')); show(key);
+    focus(nodeEl(key)); show(key);
   });
 });
-svg.addEventListener('wheel', function (e) {
-  e.preventDefault(); zoom(e.deltaY > 0 ? 1.15 : 1 / 1.15, e.clientX, e.clientY);
-}, {passive: false});
-svg.addEventListener('mousedown', function (e) { drag = [e.clientX, e.clientY]; moved = 0; });
+svgs.forEach(function (s) {
+  s.addEventListener('wheel', function (e) {
+    e.preventDefault(); zoom(e.deltaY > 0 ? 1.15 : 1 / 1.15, e.clientX, e.clientY);
+  }, {passive: false});
+  s.addEventListener('mousedown', function (e) { drag = [e.clientX, e.clientY]; moved = 0; });
+});
+document.querySelectorAll('g.series').forEach(function (el) {
+  el.addEventListener('click', function () {  // the first folded node, where the box was
+    if (moved < 5) { use(1); focus(nodeEl(el.getAttribute('data-first'))); }
+  });
+});
+if (document.getElementById('repeats')) document.getElementById('repeats').addEventListener('click', function () {
+  use(svg === svgs[0] ? 1 : 0); focus(null);
+});
 window.addEventListener('mouseup', function () { drag = null; });
 window.addEventListener('mousemove', function (e) {
   if (!drag) return;
@@ -80,7 +106,7 @@ function show(key) {
   if (!d) return;
   current = data.order.indexOf(key);
   document.querySelectorAll('g.node.sel').forEach(function (el) { el.classList.remove('sel'); });
-  var el = document.querySelector('g.node[data-node="' + key + '"]');
+  var el = nodeEl(key);
   if (el) { el.classList.add('sel'); centre(el); }
   var p = document.getElementById('panel');
   p.textContent = '';
@@ -145,7 +171,7 @@ document.querySelectorAll('button[data-group]').forEach(function (b) {
 });
 show((location.hash.match(/node=(g\d+n\d+)/) || [])[1]);
 if (/fit/.test(location.hash)) fit();
-document.body.setAttribute('data-drawn', document.querySelectorAll('g.node').length);
+document.body.setAttribute('data-drawn', svgs[svgs.length - 1].querySelectorAll('g.node').length);
 """
 
 PAGE_STYLE = (
@@ -156,8 +182,9 @@ PAGE_STYLE = (
     "white-space:pre-wrap;overflow-wrap:anywhere} #panel h2{font-size:16px}"
     " #panel h3{font-size:13px;margin:.8em 0 .2em}"
     "#panel .from{font-size:12px;color:#555} #panel .sum{background:#e8f0fe} .right{color:#137333} .wrong{color:"
-    "#c5221f} g.node{cursor:pointer} g.node.sel rect{stroke:#f29900;stroke-width:4} button{margin:0 .3em .4em 0}"
-    "button.folded{background:#ddd} #looks li{cursor:pointer;margin:.2em 0} #looks li:hover{background:#f1f3f4}"
+    "#c5221f} g.node,g.series{cursor:pointer} g.node.sel rect{stroke:#f29900;stroke-width:4}"
+    " button{margin:0 .3em .4em 0} button.folded{background:#ddd} #looks li{cursor:pointer;margin:.2em 0}"
+    " #looks li:hover{background:#f1f3f4}"
     " @media (max-width:900px){#wrap{flex-direction:column}#panel{max-height:none}}"
     " body.embedded{margin:.4em} body.embedded h1,body.embedded p.help,body.embedded #looks{display:none}"
     " body.embedded #view svg{height:calc(100vh - 5em)} body.embedded #panel{max-height:calc(100vh - 5em)}"
@@ -174,12 +201,16 @@ def _order(graph: Graph) -> list[Node]:
 def page(graphs: list[Graph], title: str, side_by_side: bool = False) -> str:
     """A self-contained HTML page that steps: the SVG inline, a panel with the clicked node's chain rule (each
     gradient arriving, their sum, the local derivative, what it sends on), predict mode, a fold button per
-    parameter group; no external resource."""
+    parameter group; repeated layers folded, a click unfolds them (the drawing with every node, a second svg);
+    no external resource."""
     groups = list(dict.fromkeys(n.group for g in graphs for n in g.nodes if n.group))
     buttons = "".join(f'<button data-group="{html.escape(g)}">fold {html.escape(g)}</button>' for g in groups)
     data = {"nodes": {f"g{i}n{n.id}": chain.panel(g, n) for i, g in enumerate(graphs) for n in g.nodes},
             "order": [f"g{i}n{n.id}" for i, g in enumerate(graphs) for n in _order(g)]}
-    drawing = svg(graphs, inline=True, side_by_side=side_by_side)
+    drawing = svg(graphs, inline=True, side_by_side=side_by_side, clickable=True)
+    if any(repeats.find(g) for g in graphs):
+        drawing += svg(graphs, inline=True, side_by_side=side_by_side, fold=False)
+        buttons = '<button id="repeats">unfold repeats</button>' + buttons
     payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")  # nothing in it can close the script
     looks = "".join(f'<li data-node="g{i}n0"><b>{html.escape(g.title)}</b>'
                     f'{"<br>" + html.escape(g.note) if g.note else ""}</li>' for i, g in enumerate(graphs))

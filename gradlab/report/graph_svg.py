@@ -16,6 +16,7 @@ from grandalf.graphs import Vertex
 from grandalf.layouts import SugiyamaLayout
 
 from gradlab.kit.autograd_graph import Cut, Graph, Node, norm, summary
+from gradlab.report import repeats
 
 CHAR_W, LINE_H, PAD = 7.2, 16, 8  # 12px monospace: a character's width, a line's height; a box's padding
 CHAR_W, LINE_H, PAD = 7.2, 16, 8  # 12px monospace: a character's width, a line's height; a box's padding
@@ -75,12 +76,13 @@ def why_nonfinite(node: Node) -> str:
 
 @dataclass
 class _Box:
-    """A box to place: a node of the graph, or a cut feeding one."""
+    """A box to place: a node of the graph, a cut feeding one, or a series of repeated layers folded."""
 
     key: str
     lines: list[str]
     node: Node | None = None
     cut: Cut | None = None
+    series: repeats.Series | None = None
     x: float = 0.0
     y: float = 0.0
 
@@ -106,16 +108,29 @@ class _View:
         self.w, self.h, self.xy = w, h, (0.0, 0.0)
 
 
-def _boxes(graph: Graph) -> _Layout:
-    boxes = {f"n{n.id}": _Box(f"n{n.id}", box_lines(graph, n), node=n) for n in graph.nodes}
-    layout = _Layout(boxes)
+def _boxes(graph: Graph, fold: bool, clickable: bool) -> _Layout:
+    """The boxes and arrows to place; FOLD: each series of repeated layers (gradlab.report.repeats) as one box after
+    its first copy, the arrows into and out of its other copies redrawn to it."""
+    series = repeats.find(graph) if fold else []
+    hide = repeats.hidden(series)
+    boxes = {f"n{n.id}": _Box(f"n{n.id}", box_lines(graph, n), node=n) for n in graph.nodes if n.id not in hide}
+    for s in series:
+        marked = ["a node inside is marked: unfold it"] if _marked(graph, s) else []
+        boxes[s.key] = _Box(s.key, s.lines(clickable) + marked, series=s)
+    layout, drawn = _Layout(boxes), set()
     for e in graph.edges:
+        a, b = (hide[i].key if i in hide else f"n{i}" for i in (e.src, e.dst))
+        if a == b or (a, b) in drawn:
+            continue
+        drawn.add((a, b))
         g = graph.edge_grad(e)
         label = "" if g is None else f"‖∇‖ {norm(g):.3g}"
         style = {"color": RED if e.forbidden or (g is not None and not bool(g.isfinite().all())) else "#444"}
         style["group"] = _edge_group(graph, e)
-        layout.arrows.append((f"n{e.src}", f"n{e.dst}", label, style))
+        layout.arrows.append((a, b, label, style))
     for k, (node, cut) in enumerate(graph.cuts):
+        if node.id in hide:
+            continue
         key = f"c{k}"
         boxes[key] = _Box(key, [f"✂ cut: {cut.why}", cut.where[:60]], cut=cut)
         # drawn as the input it is, below the node it feeds: the gradient stops there
@@ -131,9 +146,10 @@ def _edge_group(graph: Graph, e) -> str:
     return ""
 
 
-def layout(graph: Graph) -> _Layout:
-    """Place every box with grandalf's Sugiyama layout; components side by side."""
-    lay = _boxes(graph)
+def layout(graph: Graph, fold: bool = True, clickable: bool = False) -> _Layout:
+    """Place every box with grandalf's Sugiyama layout; components side by side. FOLD: repeated layers folded (into
+    a box that says it unfolds on a click, where CLICKABLE)."""
+    lay = _boxes(graph, fold, clickable)
     vertices = {k: Vertex(k) for k in lay.boxes}
     for k, v in vertices.items():
         v.view = _View(lay.boxes[k].w, lay.boxes[k].h)
@@ -156,11 +172,34 @@ def layout(graph: Graph) -> _Layout:
 
 
 def _fill(box: _Box, groups: list[str]) -> str:
+    if box.series is not None:
+        return "#fff8e1"
     if box.cut is not None:
         return "#f1f3f4"
     if box.node.leaf:
         return GROUP_FILL[groups.index(box.node.group) % len(GROUP_FILL)] if box.node.group in groups else "#e6f4ea"
     return "#ffffff"
+
+
+def _marked(graph: Graph, series: repeats.Series) -> bool:
+    """Whether a folded node is where a NaN is born or where a student's gradient first differs."""
+    return any(born_here(graph, graph.nodes[i]) or any(f.startswith("≠") for f in graph.nodes[i].facts)
+               for i in series.rest)
+
+
+def _series_svg(box: _Box, graph: Graph, index: int) -> str:
+    """A series' folded box: "×3", its ops, what it folds; red when a folded node is where a NaN is born or where a
+    student's gradient differs. The page unfolds it on a click."""
+    s, red, bold = box.series, _marked(graph, box.series), ' font-weight="700"'
+    text = "".join(f'<text x="{box.x + PAD:.1f}" y="{box.y + PAD / 2 + (i + 0.8) * LINE_H:.1f}"'
+                   f'{bold if i == 0 else ""} fill="{RED if red and i == len(box.lines) - 1 else "#111"}">'
+                   f"{html.escape(line)}</text>" for i, line in enumerate(box.lines))
+    return (f'<g class="series" data-series="g{index}{s.key}" data-first="g{index}n{s.rest[0]}">'
+            f'<title>{html.escape(", ".join(s.layers))}</title>'
+            f'<rect x="{box.x + 4:.1f}" y="{box.y + 4:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" rx="5" '
+            f'fill="{_fill(box, [])}" stroke="#999"/><rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.w:.1f}" '
+            f'height="{box.h:.1f}" rx="5" fill="{_fill(box, [])}" stroke="{RED if red else "#b06000"}" '
+            f'stroke-width="{3 if red else 1.6}"/>{text}</g>')
 
 
 def _box_svg(box: _Box, graph: Graph, groups: list[str], key: str) -> str:
@@ -251,9 +290,11 @@ def header(graph: Graph, drawing: bool = True) -> list[str]:
     return lines
 
 
-def svg(graphs: list[Graph], inline: bool = False, side_by_side: bool = False) -> str:
+def svg(graphs: list[Graph], inline: bool = False, side_by_side: bool = False, fold: bool = True,
+        clickable: bool = False) -> str:
     """Every graph in one SVG, each under its header: one under the other, or SIDE_BY_SIDE (a student's graph beside
-    the reference's). INLINE: for an HTML page, which needs no XML namespace (so the page holds no URL at all)."""
+    the reference's). INLINE: for an HTML page, which needs no XML namespace (so the page holds no URL at all).
+    FOLD: each series of repeated layers drawn once, the other copies one box ("×3"; CLICKABLE: in the page)."""
     parts, x, y, width, height = [], 10.0, 10.0, 0.0, 0.0
     for index, graph in enumerate(graphs):
         groups = list(dict.fromkeys(n.group for n in graph.nodes if n.group))
@@ -272,12 +313,13 @@ def svg(graphs: list[Graph], inline: bool = False, side_by_side: bool = False) -
             parts.append(f'<text x="{x:.1f}" y="{y + (i + 1) * 18:.1f}"{bold} fill="{colour}">{html.escape(line)}'
                          "</text>")
         top = y + len(lines) * 18 + 20
-        lay = layout(graph)
+        lay = layout(graph, fold, clickable)
         parts.append(f'<g transform="translate({x:.1f},{top:.1f})">')
         for a, b, label, style in lay.arrows:
             parts.append(_arrow_svg(lay.boxes[a], lay.boxes[b], label, style, style["group"]))
         key = f"g{index}n"
-        parts.extend(_box_svg(box, graph, groups, key) for box in lay.boxes.values())
+        parts.extend(_series_svg(box, graph, index) if box.series else _box_svg(box, graph, groups, key)
+                     for box in lay.boxes.values())
         parts.extend(_fold_svg(lay, graph, g, GROUP_FILL[k % len(GROUP_FILL)]) for k, g in enumerate(groups))
         parts.append("</g>")
         column = max(lay.width + 20, max(len(s) for s in lines) * 7.6 + 20)

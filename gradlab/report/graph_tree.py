@@ -6,6 +6,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from gradlab.kit.autograd_graph import Graph, Node
+from gradlab.report import repeats
 from gradlab.report.graph_svg import born_here, box_lines, header, why_nonfinite
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -24,12 +25,17 @@ def _tree_label(graph: Graph, node: Node, forbidden: bool) -> str:
 
 def tree(graph: Graph) -> Tree:
     """The graph as a tree from each output down (joined graphs have one per part); a node reached twice is drawn
-    once, then referred to; the steps after backward (clip, all-reduce) come last, with what they measured."""
+    once, then referred to; repeated layers once, their other copies one line (gradlab.report.repeats); the steps
+    after backward (clip, all-reduce) come last, with what they measured."""
     root = Tree("\n".join(f"[bold]{escape(line)}[/]" if i == 0 else escape(line)
                           for i, line in enumerate(header(graph, drawing=False))))
-    seen: set[int] = set()
+    seen: set[int | str] = set()
+    hide = repeats.hidden(repeats.find(graph))
 
     def add(parent: Tree, node: Node, forbidden: bool) -> None:
+        if node.id in hide:
+            folded(parent, hide[node.id])
+            return
         if node.id in seen:
             parent.add(f"[dim]↑ #{node.id} {escape(node.name)} again: the gradients it receives add up[/]")
             return
@@ -37,6 +43,19 @@ def tree(graph: Graph) -> Tree:
         branch = parent.add(_tree_label(graph, node, forbidden))
         for e in graph.outgoing(node):
             if not graph.nodes[e.dst].outside:
+                add(branch, graph.nodes[e.dst], e.forbidden)
+
+    def folded(parent: Tree, series: repeats.Series) -> None:
+        """A series' other copies as one line, then what comes after them."""
+        if series.key in seen:
+            return
+        seen.add(series.key)
+        head, more, _ = series.lines(clickable=False)
+        branch = parent.add(f"[dim]⋮ {escape(head)}: {escape(more)} ({len(series.rest)} nodes folded; --graph "
+                            "FILE.html unfolds them)[/]")
+        inside = set(series.rest)
+        for e in (e for i in series.rest for e in graph.outgoing(graph.nodes[i])):
+            if e.dst not in inside and not graph.nodes[e.dst].outside:
                 add(branch, graph.nodes[e.dst], e.forbidden)
 
     fed = {e.dst for e in graph.edges}
