@@ -580,3 +580,16 @@ def test_a_click_on_a_folded_series_unfolds_it_in_the_browser(graphs, tmp_path):
         assert tools.js("document.querySelector('#panel h2').textContent").startswith("online.2.weight")
     finally:
         tools.close()
+
+
+def test_the_exercises_on_gloo_workers_say_so_and_suggest_no_graph():
+    """Exercise.on_workers (torch-free: the starter and a failed check read it) is true exactly where the harness
+    starts gloo workers; their starters do not suggest --graph, the others' do."""
+    from gradlab.practice import all_exercises, checks_of
+    from gradlab.practice.classroom.starter import starter
+
+    for name, exercise in all_exercises().items():
+        assert exercise.on_workers == (checks_of(exercise).harness.prepare is not None), name
+        text = starter(exercise, f"{exercise.function}.py")
+        assert ("--graph" in text) == (not exercise.no_autograd and not exercise.on_workers), name
+    assert all_exercises()["ddp.average_gradients"].on_workers

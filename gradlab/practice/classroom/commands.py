@@ -210,7 +210,8 @@ def _graph(todo: submission.Submission, result: Result, seed: int, graph_path: s
     """--graph: the submission's backward pass beside the reference's, written to GRAPH_PATH; without it, a check
     that failed says how to get it."""
     if graph_path is None:
-        if result.exit_code == 1 and todo.kind == "source" and not getattr(todo.exercise, "no_autograd", True):
+        if result.exit_code == 1 and todo.kind == "source" and not getattr(todo.exercise, "no_autograd", True) \
+                and not getattr(todo.exercise, "on_workers", False):
             console.print(f"see where your gradient goes wrong: gradlab check {todo.shown} --graph "
                           f"{os.path.splitext(os.path.basename(todo.shown))[0]}.html", style="dim", markup=False,
                           highlight=False, soft_wrap=True)  # a command is never broken across lines
