@@ -552,8 +552,11 @@ def test_repeated_layers_are_drawn_once_and_folded(graphs):
     y = x
     for _ in range(5):
         y = torch.tanh(y * w)
-    (loop,) = repeats.find(gradlab.graph(y.sum(), names={"x": x, "w": w}).graphs[0])
+    looped = gradlab.graph(y.sum(), names={"x": x, "w": w}).graphs[0]
+    (loop,) = repeats.find(looped)
     assert (loop.times, loop.unit) == (5, ["TanhBackward0", "MulBackward0"])
+    looped.nodes[loop.rest[-1]].facts.append("≠ its gradient differs")  # check --graph's mark, on a folded node
+    assert ">a node inside is marked: unfold it<" in drawing.svg([looped])
 
 
 def test_a_click_on_a_folded_series_unfolds_it_in_the_browser(graphs, tmp_path):
