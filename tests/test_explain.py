@@ -18,6 +18,7 @@ from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, answer_source, checks_of
 from gradlab.practice.classroom import course
 from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.sandbox.returned import Received
 from gradlab.report.explain import explanation, print_explanation, short_names
 
 SCREEN = 60  # lines, at WIDTH columns
@@ -136,6 +137,6 @@ def test_no_function_explain_prints_passes_an_exercise(name):
         except Exception:  # a function that cannot even be called this way is no answer
             continue
         reference = Reference(checks=checks, cases=cases, outputs=refs)
-        if judge(exercise, reference, {"ok": True, "outputs": outputs}).exit_code == 0:
+        if judge(exercise, reference, Received(ok=True, outputs=outputs)).exit_code == 0:
             passing.append(shown)
     assert not passing, f"gradlab {exercise.lesson} --explain full prints {passing}, which pass {name}"
