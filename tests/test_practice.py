@@ -273,7 +273,6 @@ def test_the_gradescope_autograder_installs_into_a_venv_and_grades_a_submission(
     import shutil
     import subprocess
     import sys
-    from pathlib import Path
 
     from conftest import REPO, require_sandbox
 
@@ -298,12 +297,6 @@ def test_the_gradescope_autograder_installs_into_a_venv_and_grades_a_submission(
     setup = subprocess.run(["bash", str(source / "setup.sh")], env=env, capture_output=True, text=True, timeout=600)
     assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
     assert f"made by {system / 'python3'}" in setup.stdout and (root / "gradlab-venv" / "bin" / "gradlab").exists()
-    library = f"libpython{sys.version_info.major}.{sys.version_info.minor}.so.1.0"
-    linked = library in subprocess.run(["ldd", str(system / "python3")], capture_output=True, text=True).stdout
-    if linked and not any((Path(d) / library).exists() for d in ("/usr/lib", "/usr/lib/x86_64-linux-gnu")):
-        # the copied interpreter finds its libpython through the original's RUNPATH (pyenv's prefix), which the
-        # sandbox, binding only /usr and this prefix, does not show; a Python of Debian's or a static one is fine
-        pytest.skip(f"setup.sh checked; run_autograder not: no {library} under /usr for the copied interpreter")
     proc = subprocess.run(["bash", str(source / "run_autograder")], env=env, cwd=root, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -120,7 +120,7 @@ def _detect_userns(cap: str) -> Detected:
         return Detected("plain", "GRADLAB_SANDBOX=uid, and the uid fallback needs root")
     if not shutil.which("bwrap"):
         return Detected("plain", "not root, and no bwrap on PATH")
-    binds = [a for tree in bwrap.python_trees() for a in ("--ro-bind", tree, tree)]
+    binds = [a for path in (*bwrap.python_trees(), *bwrap.python_libraries()) for a in ("--ro-bind", path, path)]
     try:
         r = subprocess.run(["bwrap", *bwrap.namespaces(user=True), *bwrap.system_binds(), "--proc", "/proc",
                             "--dev", "/dev",
