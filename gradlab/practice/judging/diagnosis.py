@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gradlab.kit.exercise import CHANGED, Checks, relative, same, values
+from gradlab.kit.exercise import CHANGED, DIFFERENCE, Checks, relative, same, values
 from gradlab.kit.measure import MATCHES, flat
 from gradlab.practice.judging.sentences import explain_outputs, families, joined, locate
 from gradlab.practice.judging.shape_relations import dtypes, shapes
@@ -162,8 +162,8 @@ def accepted(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         if all(t is not None for t in theirs) and all(
                 relative(values(outputs[i]), t) <= max(diffs[i] / 10, rounding(refs[i]))
                 for i, t in zip(above, theirs, strict=True)):
-            return (f"your answer is not exact: it differs from the reference by up to {diffs[worst]:.2g} (max "
-                    f"relative |Δ|, on '{cases[worst]['label']}'), which is {v.what}; within the bound, accepted")
+            return (f"your answer is not exact: it differs from the reference by up to {diffs[worst]:.2g} "
+                    f"({DIFFERENCE}, on '{cases[worst]['label']}'), which is {v.what}; within the bound, accepted")
     return ""
 
 
