@@ -12,8 +12,8 @@ first, with its own bounds: at most MOST_HEADER bytes, MOST_TENSORS tensors name
 MOST_DIMS dimensions, nesting by MOST_DEPTH, numbers by int_max_str_digits (JSON's strings hash with a random seed: no
 colliding keys). Only then does safetensors' reader check every tensor's offsets and size against the bytes actually
 there (it refuses a tensor declaring 10¹² values in 4 bytes, overlapping or uncovered bytes, a header length of 2⁶³).
-Measured on 2026-11-28 (safetensors 0.8.0 and 0.4.5): its reader alone takes 9.1 s and 1.4 GB for a header of
-1,000,000 tensors (57 MB; it allows 100 MB), hence gradlab's bounds first. torch.load of a pickle, even weights_only, can be made
+Measured on 2026-11-28 (safetensors 0.8.0 and 0.4.5): its reader alone takes 9.1 s and 1.4 GB for a header of 1,000,000
+tensors (57 MB; it allows 100 MB), hence gradlab's bounds first. torch.load of a pickle, even weights_only, can be made
 quadratic (400,000 int keys that hash alike) and hold gradlab for hours.
 
 Both ends run on one machine, so the bytes are in its order: little-endian on every machine the isolated modes run on
