@@ -20,6 +20,7 @@ import pytest
 from conftest import HEADLESS, REPO, assert_one_line_error, headless_browser, invoke, once, require_sandbox
 from test_practice import SGD_RIGHT, solution
 
+from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.classroom import course, feedback, gradebook, similar
 from gradlab.practice.classroom.starter import starter
@@ -563,12 +564,14 @@ def test_a_re_run_grades_only_what_changed(graded, tmp_path):
 def test_the_answers_a_student_has_are_the_ones_listed(name):
     """Every function and class of a lesson's folder that the wheel ships (the lesson's code, and the references in
     its exercises/checks.py) or that those import from gradlab, run through the exercise's check as a submission:
-    what passes is course.ANSWERED's list, and gradlab grade's note names it (the wheel's checks.py references
-    answered clip.clip_across_ranks, ddp.* and mnist.LogSoftmax, copied, and the note named none of them)."""
+    what passes is the list its lesson declares (LessonInfo.passes_check), and gradlab grade's note names it (the
+    wheel's checks.py references answered clip.clip_across_ranks, ddp.* and mnist.LogSoftmax, copied, and the note
+    named none of them)."""
     from answered import answered
 
     found = answered(name)
-    assert sorted(found) == sorted(course.ANSWERED.get(name, ())), (name, found)
+    exercise = all_exercises()[name]
+    assert sorted(found) == sorted(LESSONS[exercise.lesson].passes_check.get(exercise.function, ())), (name, found)
     note = course.lesson_answer_note(name)
     assert all(where.rpartition(".")[2] in note for where in found) if found else True, note
 

@@ -581,7 +581,7 @@ def test_course_files_need_isolation(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADLAB_SANDBOX", "plain")
     (tmp_path / "a.py").write_text(HEAD)
     out = invoke("check", str(tmp_path), "--exercise", CLIP, "--junit", str(tmp_path / "r.json"))
-    assert_one_line_error(out, "grades other people's code", "apt-get install bubblewrap", "nothing was written")
+    assert_one_line_error(out, "runs other people's code", "apt-get install bubblewrap", "nothing was written")
     assert not (tmp_path / "r.json").exists()
     one = invoke("check", str(tmp_path / "a.py"), "--exercise", CLIP, "--junit", str(tmp_path / "j.xml"))
     assert_one_line_error(one, "apt-get install bubblewrap")

@@ -85,17 +85,17 @@ class _Class:
 
 
 def _isolation(submissions: str, course_path: str | None, out_dir: str) -> modes.Detected:
-    """The sandbox's mode, or one line and nothing written: SUBMISSIONS not a folder, no isolation here, or (the uid
-    fallback) a folder other users may read."""
+    """The sandbox's mode, or one line and nothing written: SUBMISSIONS not a folder, or what
+    modes.for_others_code refuses (no isolation here; the uid fallback beside the class's folder, the course file's
+    (a teacher's own exercise's checks.py lives there) or the output folder readable by other users)."""
     if not os.path.isdir(submissions):
         raise GradlabError(f"{submissions} is not a folder; give the folder of submissions (one per student)")
-    found = modes.detect()
-    if not found.isolated:
-        raise GradlabError(f"grading a class runs other people's code, and {modes.not_isolated_message(found)}; "
-                           "nothing was written")
-    if found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
-        _refuse_readable(submissions, course_path, out_dir)
-    return found
+    folders = [os.path.abspath(submissions)]
+    if course_path is not None:
+        folders.append(os.path.dirname(os.path.abspath(course_path)))
+    if os.path.isdir(out_dir):
+        folders.append(os.path.abspath(out_dir))
+    return modes.for_others_code("grading a class", folders)
 
 
 def _find(submissions: str, items: list[course.Item], by_file: bool, out_dir: str, shard: shards.Shard | None,
@@ -229,23 +229,6 @@ def _items(course_path: str | None, exercise_name: str | None) -> list[course.It
     if exercise_name not in all_exercises():
         raise GradlabError(f"unknown exercise {exercise_name!r}; gradlab exercises lists them")
     return [course.Item(f"{all_exercises()[exercise_name].function}.py", exercise_name)]
-
-
-def _refuse_readable(submissions: str, course_path: str | None, out_dir: str) -> None:
-    """In the uid fallback (no mount namespace), one line and nothing written when the class's folder, the course
-    file's (a teacher's own exercise's checks.py lives there) or the output folder is readable by a sandbox uid: a
-    submission could copy a classmate's file, the checks or the other students' feedback (as `gradlab check` refuses
-    a readable folder)."""
-    folders = [os.path.abspath(submissions)]
-    if course_path is not None:
-        folders.append(os.path.dirname(os.path.abspath(course_path)))
-    if os.path.isdir(out_dir):
-        folders.append(os.path.abspath(out_dir))
-    readable = modes.readable_by_sandbox(folders)
-    if readable:
-        raise GradlabError(f"{sanitize(readable)} is readable by other users, so a submission could copy it (a "
-                           "classmate's file, the course's checks, the feedback): chmod o-rwx it and its folder; "
-                           "nothing was written")
 
 
 def _prepare(out_dir: str, private: bool = False) -> None:

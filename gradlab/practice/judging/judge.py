@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from gradlab.kit.exercise import DIFFERENCE, GRAPH, Checks, Exercise, relative, values
-from gradlab.kit.result import Claim, Result, Table
+from gradlab.kit.result import Claim, Column, Result, Table
 from gradlab.practice import checks_of
 from gradlab.practice.sandbox.returned import Received
 
@@ -76,8 +76,9 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], resu
     rows = [[c["label"], c["kind"], d, "✓" if p else "✗"] for c, d, p in zip(cases, diffs, comparison.passed,
                                                                              strict=True)]
     result.tables.append(Table(f"your {exercise.function}() against the reference, input by input (difference: "
-                               f"{DIFFERENCE})", ["input", "checks", "difference", ""], rows,
-                               [None, None, ".3g", None]))
+                               f"{DIFFERENCE})",
+                               [Column(header="input"), Column(header="checks"),
+                                Column(header="difference", format=".3g"), Column(header="")], rows))
     for kind, (text, bound) in exercise.claims.items():
         worst = max(d for c, d in zip(cases, diffs, strict=True) if c["kind"] == kind)
         result.claims.append(Claim(f"{exercise.name}:{kind}", text, worst, bound))
