@@ -127,7 +127,8 @@ def _tensors(data: bytes, n: int) -> list:
     except SafetensorError as e:
         raise Malformed(f"are not safetensors ({str(e)[:160]})") from None
     out: list = [None] * n
-    for name, view in views:
+    while views:  # each tensor's bytes let go once copied: at most one tensor held twice
+        name, view = views.pop()
         kind = getattr(torch, TORCH_NAMES[view["dtype"]])
         raw = bytearray(view["data"])  # writable, exactly its values
         out[int(name)] = torch.frombuffer(raw, dtype=kind).reshape(view["shape"]) if raw else \
