@@ -11,10 +11,12 @@ import contextlib
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -288,9 +290,9 @@ def send(data):
     os._exit(0)
 
 
-def raw(header, tensors=b""):  # a result in the channel's format, its header as given
-    head = json.dumps(header).encode()
-    return wire.MAGIC + struct.pack("<I", len(head)) + head + tensors
+def raw(tree, specs, tensors=b"", text=None):  # a result in safetensors' format (the channel's), its header as given
+    head = json.dumps({"__metadata__": {"gradlab": json.dumps(tree) if text is None else text}, **specs}).encode()
+    return struct.pack("<Q", len(head)) + head + tensors
 
 
 def saved(value, **kw):
@@ -305,9 +307,14 @@ MALFORMED = {
     "out_strings.py": (f'send(wire.encode({{"ok": True, "outputs": [{{"grads": ["a", "b", "c"], KEPT: ZERO}}] * '
                        f'{N_CASES}}}))', "is a str, not a tensor"),
     # a tensor that declares 10¹² values and sends 4 bytes
-    "out_declared.py": (f'send(raw({{"result": {{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}]}}] * '
-                        f'{N_CASES}}}, "tensors": [{{"dtype": "float32", "shape": [10**12]}}]}}, bytes(4)))',
-                        "declare 4,000,000,000,000 bytes of tensors and hold 4"),
+    "out_declared.py": (f'send(raw({{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}]}}] * {N_CASES}}}, '
+                        f'{{"0": {{"dtype": "F32", "shape": [10**12], "data_offsets": [0, 4]}}}}, bytes(4)))',
+                        "are not safetensors ("),  # its reader's words follow
+    # two tensors over the same bytes
+    "out_overlap.py": (f'send(raw({{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}, {{"$tensor": 1}}]}}] * '
+                       f'{N_CASES}}}, {{"0": {{"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, '
+                       f'"1": {{"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}}}, bytes(12)))',
+                       "are not safetensors ("),
     "out_cases.py": ('send(wire.encode({"ok": True, "outputs": [{"grads": []}] * 2}))',
                      f"are 2 where {N_CASES} (one per input) are expected"),
     "out_notdict.py": ("send(wire.encode([1, 2, 3]))", "not the result gradlab's child sends"),
@@ -316,12 +323,14 @@ MALFORMED = {
     "out_pickle.py": ('send(saved({"ok": True, "outputs": [{"grads": [ZERO] * 3, KEPT: ZERO}] * 5}))',
                       "are not a gradlab result"),
     "out_huge.py": ('send(b"PK" * (33 << 20))', "sent back more than 64 MB"),
-    "out_header.py": ('send(wire.MAGIC + struct.pack("<I", 1 << 31) + bytes(100))', "declare a header of"),
-    "out_deep.py": ('send(wire.MAGIC + struct.pack("<I", 200_000) + b"[" * 100_000 + b"]" * 100_000)',
-                    "not JSON (RecursionError)"),
+    "out_header.py": ('send(struct.pack("<Q", 1 << 63) + bytes(100))', "declare a header of 9,223,372,036,854,775,808"),
+    "out_deep.py": ('send(struct.pack("<Q", 200_000) + b"[" * 100_000 + b"]" * 100_000)',
+                    "header that is not JSON (RecursionError)"),
+    "out_deeptree.py": ('send(raw(None, {}, text="[" * 100_000 + "]" * 100_000))',
+                        "tree that is not JSON (RecursionError)"),
     # one tensor named by every output: the tree would share it (a few KB standing for 64³ references)
-    "out_shared.py": (f'send(raw({{"result": {{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}] * 3}}] * '
-                      f'{N_CASES}}}, "tensors": [{{"dtype": "float32", "shape": [1]}}]}}, bytes(4)))',
+    "out_shared.py": (f'send(raw({{"ok": True, "outputs": [{{"grads": [{{"$tensor": 0}}] * 3}}] * {N_CASES}}}, '
+                      f'{{"0": {{"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}}}, bytes(4)))',
                       "was used already"),
     # 64³ numbers in a few hundred KB: walking them is bounded
     "out_many.py": ('nested = [0] * 64\nfor _ in range(2):\n    nested = [nested] * 64\n'
@@ -1307,15 +1316,47 @@ def test_the_channel_sends_values_only_and_refuses_what_it_cannot_hold():
 
     view = torch.arange(1_000_000, dtype=torch.float32)[10:20]  # a view: only its 10 values travel
     data = wire.encode({"x": view, "n": [1, 2.5, None, True, "a"]})
-    assert len(data) < 200 and torch.equal(wire.decode(data)["x"], view)
+    assert len(data) < 250 and torch.equal(wire.decode(data)["x"], view)
     assert wire.decode(data)["x"].untyped_storage().nbytes() == 40 and wire.decode(data)["n"] == [1, 2.5, None, True,
                                                                                                     "a"]
     for value in (torch.zeros(2, dtype=torch.complex64), object(), {1: torch.zeros(1)}):
         with pytest.raises(TypeError):
             wire.encode(value)
-    many = wire.encode([torch.zeros(0)] * (wire.MOST_TENSORS + 1))  # each tensor costs a torch call to read
-    with pytest.raises(wire.Malformed, match="at most"):
-        wire.decode(many)
+    assert wire.decode(wire.encode([torch.zeros(0, 3, dtype=torch.int8)] * 2))[1].shape == (0, 3)  # 0 values
+
+
+def _safetensors(header: bytes | dict, tensors: bytes = b"") -> bytes:
+    head = header if type(header) is bytes else json.dumps(header).encode()
+    return struct.pack("<Q", len(head)) + head + tensors
+
+
+TREE = {"__metadata__": {"gradlab": '{"$tensor": 0}'}}
+F32 = {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}
+
+
+@pytest.mark.parametrize(("data", "fragment"), [
+    (struct.pack("<Q", 1 << 63) + b"{}", "declare a header of 9,223,372,036,854,775,808 bytes"),
+    (_safetensors(b"[" * ((4 << 20) - 8)), "header that is not JSON (RecursionError)"),
+    (_safetensors(b'{"__metadata__": {"gradlab": "\xff"}}'), "header that is not JSON (UnicodeDecodeError)"),
+    (_safetensors({"__metadata__": {"gradlab": "9" * 1_000_000}}), "tree that is not JSON (ValueError)"),
+    (_safetensors({**TREE, "0": {**F32, "shape": [10**12]}}, bytes(4)), "are not safetensors ("),
+    (_safetensors({**TREE, "0": F32, "1": {**F32, "data_offsets": [2, 6]}}, bytes(6)), "are not safetensors ("),
+    (_safetensors(b'{"__metadata__": {"gradlab": "{\\"$tensor\\": 0}"}, "0": {"dtype": "F32", "shape": [1], '
+                  b'"data_offsets": [0, 4]}, "0": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}', bytes(8)),
+     "are not safetensors ("),
+    (_safetensors({**TREE, "0": {**F32, "dtype": "C64", "data_offsets": [0, 8]}}, bytes(8)), "not a dtype gradlab"),
+    (_safetensors({**TREE, "x": F32}, bytes(4)), "name tensors other than 0, 1, 2"),
+    (_safetensors({**TREE, **{str(i): 0 for i in range(wire.MOST_TENSORS + 1)}}), "(at most 20,000)"),
+    (_safetensors({"0": F32}, bytes(4)), "their header lacks its tree"),
+], ids=["length 2**63", "4 MB of [", "bad UTF-8", "10**6 digits", "10**12 values in 4 bytes", "overlapping",
+        "a name twice", "complex64", "a name not a number", "20,001 tensors", "no tree"])
+def test_hostile_safetensors_bytes_are_refused_in_one_line_at_once(data, fragment):
+    """The attacks measured against safetensors 0.8.0 (gradlab/practice/inside/wire.py): each is refused before any
+    tensor is built, in milliseconds."""
+    started = time.monotonic()
+    with pytest.raises(wire.Malformed, match=re.escape(fragment)) as caught:
+        wire.decode(data)
+    assert time.monotonic() - started < 0.5 and "\n" not in str(caught.value)
 
 
 def colliding_pickle(n: int) -> bytes:

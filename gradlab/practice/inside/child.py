@@ -11,8 +11,7 @@ $GRADLAB_IN ("fd:N" or a path) holds a JSON header line, then the submission: it
 cloudpickle (gradlab.check in a notebook; unpickled here, never in gradlab's process). The header names the harness
 module, the function, the seed (the child makes the inputs itself, from the seed, while gradlab makes the same ones for
 the references), the file's name as the student knows it, and the calls the exercise asks students not to use. The
-result goes to $GRADLAB_OUT in gradlab/practice/inside/wire.py's format (JSON and raw tensor bytes): {"ok", "outputs" |
-"kind",
+result goes to $GRADLAB_OUT in gradlab/practice/inside/wire.py's format (safetensors'): {"ok", "outputs" | "kind",
 "error", "trace"; "warnings", "used"}. The process then leaves with os._exit: a thread the submission left running
 cannot keep it alive.
 """

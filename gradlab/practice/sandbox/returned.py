@@ -1,10 +1,10 @@
 """What came back from a sandbox, checked before anything of gradlab's uses it.
 
-Everything that comes back is untrusted: plain data (gradlab/practice/inside/wire.py: JSON and raw tensor bytes, read
-in time linear in their size, within a size cap; never a pickle, which can be made to hold gradlab for hours); then its
-structure is checked against the references' (one output per input, the same keys, the same number of tensors, plain
-CPU tensors of the expected shapes whose storage is no larger than they need); every string in it is sanitized. Any
-violation is a failed check of that submission, said in one line."""
+Everything that comes back is untrusted: plain data (gradlab/practice/inside/wire.py: safetensors' format, JSON and raw
+tensor bytes, read in time linear in their size, within a size cap; never a pickle, which can be made to hold gradlab
+for hours); then its structure is checked against the references' (one output per input, the same keys, the same number
+of tensors, plain CPU tensors of the expected shapes whose storage is no larger than they need); every string in it is
+sanitized. Any violation is a failed check of that submission, said in one line."""
 
 from __future__ import annotations
 
