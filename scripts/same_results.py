@@ -104,7 +104,7 @@ def texts(out: Path) -> int:
     """Every command's --help and every bad input's message (stderr) and exit code, as OUT/texts.json."""
     env = {**os.environ, "COLUMNS": "100", "PYTHONHASHSEED": "0", "NO_COLOR": "1"}
     commands = [[]] + [[c] for c in json.loads(subprocess.run(
-        [sys.executable, "-c", "import json, gradlab.cli as c; print(json.dumps(list(c.cli.commands)))"],
+        [sys.executable, "-c", "import json, gradlab.cli.main as c; print(json.dumps(list(c.cli.commands)))"],
         capture_output=True, text=True, env=env, check=True).stdout)]
     found = {}
     for command in commands:
