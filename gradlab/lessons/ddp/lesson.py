@@ -83,13 +83,13 @@ import torch
 
 from gradlab.errors import OptionError, check
 from gradlab.kit import autograd_graph, distributed
+from gradlab.kit.exercise import relative_to_largest
 from gradlab.kit.result import Claim, Result
 from gradlab.lessons.ddp.batches import (  # noqa: F401 — the names --explain shows and the tests use, in one place
     full_batch_grads,
     global_batches,
     micro_batch_sizes,
     new_model,
-    relative,
     shard_sizes,
     summed_cross_entropy,
 )
@@ -158,7 +158,7 @@ def graphs(config: Config, images: int = 4) -> list[autograd_graph.Graph]:
         graph, "all_reduce(SUM)", [n.id for rank in per_rank for n in rank], result=flat,
         facts=[f"one flat buffer of {flat.numel()} numbers (one DDP bucket)",
                *facts, f"every rank gets the sum: ‖Σ‖ = {autograd_graph.norm(flat):.6g}",
-               f"the full batch's gradient differs by {relative(summed, full):.2g} (max rel)"])
+               f"the full batch's gradient differs by {relative_to_largest(summed, full):.2g} (max rel)"])
     graph.note = ("look at: all_reduce(SUM) under the leaves: each rank's gradient is a share; their sum is the full "
                   "batch's")
     return [graph]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import torch
 
+from gradlab.kit.exercise import relative_to_largest
 from gradlab.kit.training import cross_entropy, global_norm
 from gradlab.lessons.ddp.batches import (
     Batches,
@@ -15,7 +16,6 @@ from gradlab.lessons.ddp.batches import (
     flat,
     micro_batch_sizes,
     new_model,
-    relative,
     same_signs,
     summed_cross_entropy,
 )
@@ -68,9 +68,9 @@ def accumulation(config: Config, batches: Batches, device,
             got = [p.grad.clone() for p in ref.parameters()]
             out["norm_ratio"][recipe].append(float(global_norm(got) / g_norm))
             if recipe == FORGOT_K:
-                out["forgot_k"].append(relative(got, [K * t for t in g]))  # against K·g
+                out["forgot_k"].append(relative_to_largest(got, [K * t for t in g]))  # against K·g
             else:
-                out["mean_k" if recipe == MEAN_K else "sum_b"].append(relative(got, g))
+                out["mean_k" if recipe == MEAN_K else "sum_b"].append(relative_to_largest(got, g))
         out["flipped"].append(flipped)
         for p, gp in zip(ref.parameters(), g, strict=True):  # the reference steps with its own gradient
             p.grad = gp
@@ -84,7 +84,8 @@ def accumulation(config: Config, batches: Batches, device,
         stop_if_cancelled()
     out["wall_s"] = time.perf_counter() - start
     out["final"] = {"full": flat(ref), **{recipe: flat(m) for recipe, m in trained.items()}}
-    out["weights_vs_full"] = {recipe: relative(out["final"][recipe], out["final"]["full"]) for recipe in trained}
+    out["weights_vs_full"] = {recipe: relative_to_largest(out["final"][recipe], out["final"]["full"])
+                              for recipe in trained}
     return out
 
 
