@@ -180,8 +180,10 @@ class Spec:
 
     def convert(self, value: Any) -> Any:
         """VALUE (of the option's kind) as the option holds it, a whole number made a float where a number is wanted
-        (OverflowError when too large for one), checked against the option's choices, range and kind of path as
-        click checks a flag: ValueError says what is wrong in click's words."""
+        (OverflowError when too large for one), checked against the option's choices, range and kind of path: the
+        one check of these, for a flag typed (gradlab.cli.options hands click's parse here), a --config value and
+        gradlab.run's keyword arguments. ValueError says what is wrong in the words click uses for its own checks,
+        so that every error on the command line reads alike."""
         if self.kind == "a number":
             return float(value)
         if self.opt.choices and value not in self.opt.choices:
@@ -213,6 +215,8 @@ def _check_path(path: str, kind: str) -> None:
         raise ValueError(f"{what} {shown!r} is a file.")
     if kind == "file" and stat.S_ISDIR(mode):
         raise ValueError(f"{what} {shown!r} is a directory.")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{what} {shown!r} is not readable.")
 
 
 def specs(cls: type) -> list[Spec]:
