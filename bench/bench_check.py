@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gradlab.practice import all_exercises, answer_source
-from gradlab.practice.starter import HEADER, starter
+from gradlab.practice.classroom.starter import HEADER, starter
 
 TARGET_S = 3.0
 

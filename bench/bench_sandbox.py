@@ -1,5 +1,6 @@
 """What the sandbox costs: start-up of `python -I -c pass` as a bare subprocess and through
-gradlab.practice.isolate.run in each mode this machine allows (plain always; bwrap as root with bubblewrap; uid with
+gradlab.practice.sandbox.isolate.run in each mode this machine allows (plain always; bwrap as root with bubblewrap; uid
+with
 GRADLAB_SANDBOX=uid where the fallback is possible), then a whole `gradlab check` of one model answer in each. Every
 variant once per round, N rounds (a noisy neighbour hits them all alike); the minimum is the figure to trust on a
 shared machine. Printed, never asserted, and written to bench/results/sandbox.json (bench/record.py), which the docs
@@ -19,10 +20,11 @@ from pathlib import Path
 
 import record
 
-from gradlab.practice import all_exercises, answer_source, cgroups, isolate, sandbox
-from gradlab.practice.check import run_check
-from gradlab.practice.starter import HEADER
-from gradlab.practice.submission import Submission
+from gradlab.practice import all_exercises, answer_source
+from gradlab.practice.classroom.starter import HEADER
+from gradlab.practice.judging.check import run_check
+from gradlab.practice.judging.submission import Submission
+from gradlab.practice.sandbox import cgroups, isolate, process
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 
@@ -43,7 +45,7 @@ def main() -> None:
     header, start = record.machine(), time.perf_counter()
     found = isolate.detect()
     modes = ["plain"] + ([found.mode] if found.isolated else [])
-    package = sandbox.sandbox_files("gradlab.lessons.clip.exercises.harness")
+    package = process.sandbox_files("gradlab.lessons.clip.exercises.harness")
     variants = {"subprocess python -c pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}
     for mode in modes:
         def one(mode=mode) -> None:

@@ -90,6 +90,6 @@ def list_exercises() -> list[dict]:
 def check(fn, exercise: str):
     """Check FN (a function or class you wrote, e.g. in a notebook cell) against exercise EXERCISE, as `gradlab
     check` does; return the Result, which Jupyter shows as the table of checks with the diagnosis."""
-    from gradlab.practice.notebook import check_function  # the grader loads when first used
+    from gradlab.practice.classroom.notebook import check_function  # the grader loads when first used
 
     return check_function(fn, exercise)

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from gradlab.practice import all_exercises
-from gradlab.practice.starter import starter
+from gradlab.practice.classroom.starter import starter
 
 COURSE = """# Two exercises of the mnist lesson; softmax_grad is worth more (see the README's "Grading a course")
 [grading]

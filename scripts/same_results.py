@@ -2,6 +2,7 @@
 
     python scripts/same_results.py capture OUT          # run every lesson, default and --quick budgets, save JSON
     python scripts/same_results.py texts OUT            # every --help text and the bad inputs' messages
+    python scripts/same_results.py checks OUT           # `gradlab check` of every corpus file: verdict, diagnosis
     python scripts/same_results.py compare OLD NEW      # the two captures agree, timings aside (exit 1 if not)
 
 Capture the commit before a change (e.g. from a `git worktree` of it: `PYTHONPATH=WORKTREE python
@@ -23,6 +24,8 @@ import tempfile
 from pathlib import Path
 
 from gradlab.lessons import LESSONS
+
+ROOT = Path(__file__).resolve().parent.parent
 
 NEEDS_DATA = {name for name, info in LESSONS.items() if info.needs_data}
 BUDGETS = {"default": [], "quick": ["--quick"]}
@@ -127,6 +130,36 @@ def texts(out: Path) -> int:
     return 0
 
 
+CORPORA = [ROOT / "tests" / "practice_corpus", ROOT / "tests" / "practice_corpus_blind"]
+GRADED = ROOT / "teacher" / "graded"
+
+
+def checks(out: Path) -> int:
+    """Every corpus file through the real `gradlab check FOLDER --seed 0 --json` (the sandbox, the judge, the
+    diagnosis), one exercise's folder at a time; a graded variant's through a course file naming the teacher's
+    exercise folder. What is kept: each file's exit code, claims, checks, diagnosis and notes (timings aside)."""
+    out.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for corpus in CORPORA:
+        for folder in sorted(p for p in corpus.iterdir() if p.is_dir()):
+            target = out / f"check-{corpus.name}-{folder.name}.json"
+            with tempfile.TemporaryDirectory() as tmp:
+                if "_graded." in folder.name:
+                    variant = folder.name.split(".")[0]
+                    course = Path(tmp) / "course.toml"
+                    files = "\n".join(f'"{f.name}" = "{folder.name}"' for f in sorted(folder.glob("*.py")))
+                    course.write_text(f'own = ["{GRADED / variant}"]\n[exercises]\n{files}\n', encoding="utf-8")
+                    chosen = ["--course", str(course)]
+                else:
+                    chosen = ["--exercise", folder.name]
+                run = subprocess.run([sys.executable, "-m", "gradlab", "check", str(folder), *chosen, "--seed", "0",
+                                      "--json", str(target), "--quiet"], capture_output=True, text=True)
+            ok = run.returncode in (0, 1) and target.exists()
+            print(f"{corpus.name}/{folder.name:40} {'kept' if ok else 'FAILED: ' + run.stderr.strip()[-300:]}")
+            failed += not ok
+    return 1 if failed else 0
+
+
 def strip(value):
     """VALUE without what is measured in seconds (see VOLATILE_KEYS and VOLATILE_COLUMNS); ports masked."""
     if isinstance(value, dict):
@@ -191,12 +224,16 @@ def main() -> int:
     c.add_argument("--lessons", default=",".join(LESSONS))
     t = sub.add_parser("texts")
     t.add_argument("out", type=Path)
+    k = sub.add_parser("checks")
+    k.add_argument("out", type=Path)
     d = sub.add_parser("compare")
     d.add_argument("old", type=Path)
     d.add_argument("new", type=Path)
     args = parser.parse_args()
     if args.command == "capture":
         return capture(args.out, args.lessons.split(","))
+    if args.command == "checks":
+        return checks(args.out)
     if args.command == "texts":
         return texts(args.out)
     return compare(args.old, args.new)

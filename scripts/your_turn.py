@@ -29,7 +29,7 @@ INTRO = ("## Your turn\n\nWrite the gradient code yourself. Fill in the function
 
 def starter_cell(exercise) -> str:
     """The exercise's starter, as a cell: the signature, the docstring, a body that raises NotImplementedError."""
-    from gradlab.practice.starter import starter
+    from gradlab.practice.classroom.starter import starter
 
     text = starter(exercise)
     return text[text.index(exercise.signature):].rstrip()

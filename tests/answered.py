@@ -2,7 +2,8 @@
 folder (its lesson, its modules, its exercises' checks.py: the references among them) or that those import from
 gradlab (the kit's global_norm), run through the exercise's
 check in this process as a submission would be (its forbidden calls noted as the sandbox notes them). What passes
-every check answers it. tests/test_grade.py keeps gradlab.practice.course.ANSWERED equal to what this finds."""
+every check answers it. tests/test_grade.py keeps gradlab.practice.classroom.course.ANSWERED equal to what this
+finds."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import torch
 
 from gradlab.kit.exercise import Exercise
 from gradlab.lessons import LESSONS
-from gradlab.practice import all_exercises, checks_of, child
-from gradlab.practice.judge import Reference, judge
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.inside import child
+from gradlab.practice.judging.judge import Reference, judge
 
 NOT_SHIPPED = (".answers",)  # the model answers: in the repository only (pyproject.toml's wheel exclude)
 NOT_CANDIDATES = (".settings", ".harness")  # options, and how a submission is called: no answer in either

@@ -188,7 +188,7 @@ def require_sandbox(mode: str | None = None) -> str:
     mode; under CI (.ci/run sets GRADLAB_REQUIRE_SANDBOX=1) a missing sandbox is a failure, not a skip."""
     import os
 
-    from gradlab.practice import isolate
+    from gradlab.practice.sandbox import isolate
 
     found = isolate.detect()
     if found.isolated and (mode is None or found.mode == mode):
@@ -203,7 +203,7 @@ def require_sandbox(mode: str | None = None) -> str:
 def check_file(path, name: str, seed: int = 0):
     """The Result `gradlab check PATH --exercise NAME` shows, without the command: the file read once and checked in
     the sandbox."""
-    from gradlab.practice import submission
-    from gradlab.practice.check import run_check
+    from gradlab.practice.judging import submission
+    from gradlab.practice.judging.check import run_check
 
     return run_check(submission.own(str(path), submission.read(str(path), follow=True), name), seed)

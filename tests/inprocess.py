@@ -11,20 +11,22 @@ import traceback
 import warnings
 
 from gradlab.kit.harness import Returned
-from gradlab.practice import all_exercises, checks_of, child
-from gradlab.practice.judge import Reference, judge
-from gradlab.practice.submission import preflight
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.inside import child
+from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.judging.submission import preflight
 
 _CASES: dict[str, tuple[list[dict], list[dict]]] = {}
 _FORBIDDEN: dict = {}
 
 
 def forbidden(name: str):
-    """The child's watch over exercise NAME's forbidden calls (gradlab.practice.child.Forbidden), made once per test
+    """The child's watch over exercise NAME's forbidden calls (gradlab.practice.inside.child.Forbidden), made once per
+    test
     (restore_library() puts the library back after each: tests/conftest.py): it wraps the library's functions, and
     notes a call only while a submission's function runs."""
     if name not in _FORBIDDEN:
-        from gradlab.practice.child import Forbidden
+        from gradlab.practice.inside.child import Forbidden
 
         _FORBIDDEN[name] = Forbidden(list(all_exercises()[name].forbidden))
     return _FORBIDDEN[name]

@@ -16,7 +16,8 @@ import pytest
 from conftest import invoke
 from test_practice import SGD_RIGHT, solution
 
-from gradlab.practice import capacity, cgroups, check, isolate, sandbox
+from gradlab.practice.judging import check
+from gradlab.practice.sandbox import capacity, cgroups, isolate, process
 from gradlab.version import __version__
 
 GB = 1 << 30
@@ -86,13 +87,13 @@ def test_a_sigkill_from_outside_is_the_machines_and_a_full_sandbox_the_students(
     limits = isolate.Limits()
 
     def got(peak, group="v1"):
-        return sandbox.received(isolate.Outcome(mode="bwrap", returncode=-9, cgroup=group, memory_peak=peak), None,
+        return process.received(isolate.Outcome(mode="bwrap", returncode=-9, cgroup=group, memory_peak=peak), None,
                                 20.0, limits)
 
     outside = got(300 << 20)
     assert outside["environment"] == "killed" and "killed from outside" in outside["error"]
     assert "environment" not in got(limits.group_memory) and "environment" not in got(300 << 20, group="")
-    late = sandbox.received(isolate.Outcome(mode="bwrap", returncode=-9, stopped="startup"), None, 20.0, limits)
+    late = process.received(isolate.Outcome(mode="bwrap", returncode=-9, stopped="startup"), None, 20.0, limits)
     assert late["environment"] == "startup" and "not your code" in late["error"]
 
 
@@ -130,7 +131,7 @@ def test_a_check_the_machine_ended_is_graded_again_and_the_teacher_told(tmp_path
 def test_zeros_an_older_gradlab_kept_from_the_machine_are_graded_again(tmp_path):
     """results.json written before records said "environment" (the issue's container: every check "gradlab could not
     check this file") is not kept by the next run."""
-    from gradlab.practice import course, gradebook
+    from gradlab.practice.classroom import course, gradebook
 
     (tmp_path / "ann.py").write_text("# ann\n")
     [task] = gradebook.tasks(str(tmp_path), [course.Item("sgd_step.py", "mnist.sgd_step")], by_file=True)
@@ -189,7 +190,7 @@ def test_two_shards_merged_write_exactly_what_one_run_writes(tmp_path, monkeypat
     stand-in that judges each file in this process (what is tested is the split and the merge)."""
     from test_grade import SOFTMAX_IN_PLACE, SOFTMAX_NO_B, SOFTMAX_RIGHT, judged
 
-    from gradlab.practice import shards
+    from gradlab.practice.classroom import shards
 
     bodies = {"right": SOFTMAX_RIGHT, "no_b": SOFTMAX_NO_B, "in_place": SOFTMAX_IN_PLACE}
     results = {}

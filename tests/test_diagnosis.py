@@ -13,11 +13,12 @@ import torch
 from conftest import invoke
 from inprocess import judged
 
-from gradlab.practice import all_exercises, checks_of, submission
-from gradlab.practice.check import run_check
-from gradlab.practice.judge import Reference, judge
-from gradlab.practice.starter import starter
-from gradlab.practice.submission import preflight
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.classroom.starter import starter
+from gradlab.practice.judging import submission
+from gradlab.practice.judging.check import run_check
+from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.judging.submission import preflight
 
 
 def fn_of(name: str, source: str):
@@ -462,12 +463,12 @@ def test_a_close_but_not_exact_answer_says_by_how_much_and_why():
 
 
 def test_preflight_reports_a_syntax_error_and_a_missing_function_without_a_process(tmp_path, monkeypatch):
-    from gradlab.practice import sandbox
 
     def no_process(*args, **kwargs):
         raise AssertionError("the pre-flight must not start the sandbox")
 
-    monkeypatch.setattr(sandbox, "Sandbox", no_process)
+    from gradlab.practice.sandbox import process
+    monkeypatch.setattr(process, "Sandbox", no_process)
     ex = all_exercises()["mnist.sgd_step"]
     bad = tmp_path / "bad.py"
     bad.write_text("# gradlab-exercise: mnist.sgd_step\ndef sgd_step(W, b, x, y, lr)\n    return W, b\n")
@@ -623,7 +624,7 @@ def _function_backward(backward, save=None):
 def test_the_error_texts_diagnoses_look_for_are_this_torchs():
     """Every PyTorch message a diagnosis matches is the one the installed torch raises (make test-latest and make
     test-oldest run this against the newest and the oldest torch the wheel allows)."""
-    from gradlab.practice.diagnosis import ERRORS
+    from gradlab.practice.judging.diagnosis import ERRORS
 
     patterns = {p for p, _ in ERRORS} | {p for e in all_exercises().values() for p, _ in checks_of(e).errors}
     assert patterns <= set(RAISES), f"no line raises {patterns - set(RAISES)}: add one to RAISES"

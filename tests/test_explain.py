@@ -15,8 +15,9 @@ from conftest import assert_one_line_error, invoke
 from rich.console import Console
 
 from gradlab.lessons import LESSONS
-from gradlab.practice import all_exercises, answer_source, checks_of, course
-from gradlab.practice.judge import Reference, judge
+from gradlab.practice import all_exercises, answer_source, checks_of
+from gradlab.practice.classroom import course
+from gradlab.practice.judging.judge import Reference, judge
 from gradlab.report.explain import explanation, print_explanation, short_names
 
 SCREEN = 60  # lines, at WIDTH columns

@@ -20,9 +20,10 @@ import pytest
 from conftest import HEADLESS, REPO, assert_one_line_error, headless_browser, invoke, once, require_sandbox
 from test_practice import SGD_RIGHT, solution
 
-from gradlab.practice import all_exercises, checks_of, course, feedback, gradebook, similar
-from gradlab.practice.judge import Reference, judge
-from gradlab.practice.starter import starter
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.classroom import course, feedback, gradebook, similar
+from gradlab.practice.classroom.starter import starter
+from gradlab.practice.judging.judge import Reference, judge
 
 SOFTMAX_RIGHT = """
 B = x.shape[0]
@@ -568,7 +569,7 @@ def test_model_answers_are_left_out_of_the_wheel():
 def test_what_is_graded_is_the_bytes_that_were_hashed(tmp_path, monkeypatch):
     """TOCTOU: tasks() hashed the file, the check read it again later; a student who swapped in a right file while
     it was graded (and back after) kept its 10 of 10 under the wrong file's digest on every re-run."""
-    from gradlab.practice import check
+    from gradlab.practice.judging import check
 
     (tmp_path / "subs" / "mallory").mkdir(parents=True)
     path = tmp_path / "subs" / "mallory" / "softplus.py"
@@ -651,8 +652,8 @@ def test_an_own_exercise_gets_a_starter(own_course, tmp_path):
 
 @pytest.mark.parametrize(("change", "fragment"), [
     (lambda c: (c / "linreg" / "checks.py").unlink(), "has no checks.py"),
-    (lambda c: (c / "linreg" / "harness.py").write_text("from gradlab.practice.check import judge\n"),
-     "imports gradlab.practice.check, which does not exist in the sandbox"),
+    (lambda c: (c / "linreg" / "harness.py").write_text("from gradlab.practice.judging.check import judge\n"),
+     "imports gradlab.practice.judging.check, which does not exist in the sandbox"),
     (lambda c: (c / "course.toml").write_text('own = ["nowhere"]\n[exercises]\n"a.py" = "mnist.sgd_step"\n'),
      "is not a folder"),
     (lambda c: (c / "linreg" / "__init__.py").write_text("EXERCISES = []\n"), "declares no EXERCISES"),
@@ -707,14 +708,15 @@ def test_an_own_exercise_runs_in_the_sandbox_without_its_checks(tmp_path):
 
 
 def test_gradescope_gets_a_test_per_exercise_with_the_courses_points():
-    from gradlab.practice import grading
+    from gradlab.practice.classroom import course_files
 
     wrong = judged("mnist.softmax_grad", solution("mnist.softmax_grad", SOFTMAX_NO_B))
     in_place = judged("mnist.softmax_grad", solution("mnist.softmax_grad", SOFTMAX_IN_PLACE))
     for r, name in ((wrong, "a.py"), (in_place, "b.py")):
         r.config = {"file": name}
     item = course.Item("softmax_grad.py", "mnist.softmax_grad", points=20)
-    data = json.loads(grading.gradescope([wrong, in_place], [course.score(wrong, item), course.score(in_place, item)]))
+    scores = [course.score(wrong, item), course.score(in_place, item)]
+    data = json.loads(course_files.gradescope([wrong, in_place], scores))
     assert [(t["score"], t["max_score"]) for t in data["tests"]] == [(0, 20), (15, 20)]
     assert data["score"] == 15 and data["extra_data"] == {"max_score": 40}  # Gradescope's page lists no max_score
     assert [t["status"] for t in data["tests"]] == ["failed", "failed"]
@@ -733,7 +735,9 @@ def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
     import threading
     from types import SimpleNamespace
 
-    from gradlab.practice import check, isolate, pool
+    from gradlab.practice.classroom import pool
+    from gradlab.practice.judging import check
+    from gradlab.practice.sandbox import isolate
 
     calls = []
 
@@ -782,7 +786,8 @@ def stand_in(monkeypatch):
     import threading
     from types import SimpleNamespace
 
-    from gradlab.practice import check, isolate
+    from gradlab.practice.judging import check
+    from gradlab.practice.sandbox import isolate
 
     calls = []
 
@@ -839,7 +844,7 @@ def test_a_changed_own_exercise_grades_the_class_again(tmp_path):
     reference has the class graded again, not the last run's grades kept."""
     import shutil
 
-    from gradlab.practice.course import own_digest
+    from gradlab.practice.classroom.course import own_digest
 
     shutil.copytree(REPO / "examples" / "own-exercise", tmp_path / "course")
     course = tmp_path / "course" / "course.toml"
@@ -856,7 +861,7 @@ def test_a_changed_own_exercise_grades_the_class_again(tmp_path):
 def test_a_file_is_reported_even_when_the_references_cannot_be_made(monkeypatch):
     """A teacher's reference that raises on the course's seed (its seed-0 self-test passed) makes each file a failed
     check said in one line: stopped_result itself never raises, so a folder's grading never waits on a dead thread."""
-    from gradlab.practice import check as C
+    from gradlab.practice.judging import check as C
 
     def broken(exercise, seed):
         raise NameError("name 'undefined_name' is not defined")
@@ -869,8 +874,8 @@ def test_a_file_is_reported_even_when_the_references_cannot_be_made(monkeypatch)
 def test_a_checkpoint_saves_the_files_graded_so_far(monkeypatch):
     """Every CHECKPOINT graded files results.json is saved with what was graded (it was saved empty: the records
     the checkpoint read were never filled, so a crash left a gradebook with no student in it)."""
-    from gradlab.practice import grade as grade_module
-    from gradlab.practice import gradebook
+    from gradlab.practice.classroom import grade as grade_module
+    from gradlab.practice.classroom import gradebook
 
     recs = [record(f"s{i}", "softmax_grad.py", score=i) for i in range(6)]
 

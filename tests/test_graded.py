@@ -20,9 +20,10 @@ import torch
 from conftest import REPO, require_sandbox, tomllib
 from test_practice import perturb
 
-from gradlab.practice import all_exercises, checks_of, course
-from gradlab.practice.judge import Reference, judge
-from gradlab.practice.starter import starter
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.classroom import course
+from gradlab.practice.classroom.starter import starter
+from gradlab.practice.judging.judge import Reference, judge
 
 KIT = REPO / "teacher" / "graded"
 OURS = {"mnist_graded": "weighted_softmax_grad", "clip_graded": "clip_by_norm", "jacobian_graded": "batch_jacobian",

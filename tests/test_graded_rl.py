@@ -15,9 +15,10 @@ from conftest import check_file
 from test_practice import perturb
 
 from gradlab.kit.harness import Returned
-from gradlab.practice import all_exercises, answer, checks_of, course, own
-from gradlab.practice.judge import Reference, judge
-from gradlab.practice.starter import starter
+from gradlab.practice import all_exercises, answer, checks_of
+from gradlab.practice.classroom import course, own
+from gradlab.practice.classroom.starter import starter
+from gradlab.practice.judging.judge import Reference, judge
 
 KIT = Path(__file__).resolve().parent.parent / "teacher" / "graded"
 VARIANTS = {"gaussian_policy_graded.score": "gaussian-policy.score", "dqn_graded.td_loss": "dqn.td_loss",
@@ -28,7 +29,8 @@ SEEDS = (0, 1, 2, 3, 4)
 
 @pytest.fixture(scope="module", autouse=True)
 def loaded():
-    """The four folders loaded as a course loads them (gradlab.practice.own); all_exercises() as it was, afterwards."""
+    """The four folders loaded as a course loads them (gradlab.practice.classroom.own); all_exercises() as it was,
+    afterwards."""
     before = dict(all_exercises())
     for name in VARIANTS:
         own.load(KIT / name.split(".")[0], "tests/test_graded_rl.py")

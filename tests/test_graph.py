@@ -417,7 +417,7 @@ def test_a_failed_check_says_how_to_draw_its_graph(capsys):
     """Without --graph, a check that failed ends with the command that draws the student's graph."""
     from types import SimpleNamespace
 
-    from gradlab.practice import commands
+    from gradlab.practice.classroom import commands
 
     todo = SimpleNamespace(kind="source", shown="work/sgd_step.py", exercise=SimpleNamespace(no_autograd=False))
     commands._graph(todo, SimpleNamespace(exit_code=1), 0, None, make_console(quiet=False, stderr=False))
@@ -429,7 +429,7 @@ def test_a_failed_check_says_how_to_draw_its_graph(capsys):
 def test_check_graph_reads_what_comes_back_as_untrusted_data():
     """What the sandbox sends back is checked: a name cut to printable text, an index out of range, a pickle-like
     object or an oversized tensor is refused (one line), never drawn."""
-    from gradlab.practice import backward
+    from gradlab.practice.inside import backward
 
     node = {"name": "Evil\x1b[31m<script>", "leaf": False, "label": "", "shape": None, "order": 0,
             "grad_in": torch.ones(2), "grads_out": [torch.ones(2)]}

@@ -11,7 +11,7 @@ import threading
 import torch
 
 from gradlab.practice import all_exercises, checks_of
-from gradlab.practice.diagnosis import flat
+from gradlab.practice.judging.diagnosis import flat
 
 SEED = 3
 

@@ -14,7 +14,7 @@ from conftest import require_sandbox
 from test_grade import SOFTMAX_RIGHT
 from test_practice import solution
 
-from gradlab.practice import course, gradebook, lms
+from gradlab.practice.classroom import course, gradebook, lms
 
 ITEMS = [course.Item("softmax_grad.py", "mnist.softmax_grad"), course.Item("sgd_step.py", "mnist.sgd_step")]
 

@@ -1,4 +1,5 @@
-"""A teacher's own exercise (gradlab.practice.own) when the teacher's files are wrong: every mistake in __init__.py,
+"""A teacher's own exercise (gradlab.practice.classroom.own) when the teacher's files are wrong: every mistake in
+__init__.py,
 harness.py or checks.py is one line naming the teacher's file and line and what to fix, exit 2, said as the course's
 fault (nothing graded, nothing counted against a student), checked before any student's file runs, on seed 0 and on
 the seed a course draws, bounded in time; the inputs' labels and kinds compared between two seeds; `gradlab
@@ -14,7 +15,9 @@ from types import SimpleNamespace
 import pytest
 from conftest import REPO, assert_one_line_error, invoke
 
-from gradlab.practice import all_exercises, isolate, own
+from gradlab.practice import all_exercises
+from gradlab.practice.classroom import own
+from gradlab.practice.sandbox import isolate
 
 OWN = REPO / "examples" / "own-exercise"
 RIGHT = "def mse_grad(w, b, X, y):\n    r = X @ w + b - y\n    return 2 * X.T @ r / len(y), 2 * r.mean()\n"
@@ -117,7 +120,7 @@ def test_inputs_that_differ_between_two_seeds_are_said(course):
     """An edge case drawn from the seed (here: only on even seeds) is missing from the course's seed: a note."""
     edit(course, "harness.py", "    return out\n", "    if seed % 2 == 0:\n        out.append({**out[0], 'label': "
          "'large X', 'X': out[0]['X'] * 1e3})\n    return out\n")
-    from gradlab.practice import course as courses
+    from gradlab.practice.classroom import course as courses
 
     courses.read(str(course / "course.toml"))
     assert own.ready(["linreg.mse_grad"], 4, "c") == []
@@ -164,8 +167,8 @@ def test_the_examples_fixed_edge_case_fails_a_nan_answer_on_every_seed(course, s
     """The example's perfect fit is there whatever the seed: an answer that divides by the residuals' norm is right
     on every drawn input and NaN there, and fails on every seed (as the reference page says)."""
     from gradlab.practice import checks_of
-    from gradlab.practice import course as courses
-    from gradlab.practice.judge import Reference, judge
+    from gradlab.practice.classroom import course as courses
+    from gradlab.practice.judging.judge import Reference, judge
 
     def normalised(w, b, X, y):
         r = X @ w + b - y

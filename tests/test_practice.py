@@ -13,9 +13,9 @@ import torch
 from conftest import assert_one_line_error, check_file, invoke
 
 from gradlab.practice import all_exercises, answer, checks_of
-from gradlab.practice import sandbox as sandbox_module
-from gradlab.practice.judge import Reference, judge
-from gradlab.practice.starter import starter
+from gradlab.practice.classroom.starter import starter
+from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.sandbox import process as sandbox_module
 
 NAMES = list(all_exercises())
 CHECKS = {name: checks_of(e) for name, e in all_exercises().items()}
@@ -167,7 +167,7 @@ def test_every_starter_imports_and_fails_cleanly(tmp_path, name):
     path = tmp_path / "s.py"
     path.write_text(starter(all_exercises()[name]))
     compile(path.read_text(), str(path), "exec")
-    from gradlab.practice import submission
+    from gradlab.practice.judging import submission
 
     assert submission.own(str(path), path.read_bytes(), None).exercise.name == name
 
@@ -443,7 +443,7 @@ def test_gradlabs_threads_never_parse_python_at_the_same_time(monkeypatch):
     import threading
     import time
 
-    from gradlab.practice.submission import preflight
+    from gradlab.practice.judging.submission import preflight
 
     real, inside, overlaps = ast.parse, [0], []
     lock = threading.Lock()
@@ -489,7 +489,8 @@ def test_ctrl_c_on_a_folder_starts_no_queued_file(tmp_path, monkeypatch):
     import time
     from types import SimpleNamespace
 
-    from gradlab.practice import check, isolate
+    from gradlab.practice.judging import check
+    from gradlab.practice.sandbox import isolate
 
     started = []
 

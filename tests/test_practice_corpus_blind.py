@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from inprocess import judged_file
 
-from gradlab.practice import all_exercises, course
+from gradlab.practice import all_exercises
+from gradlab.practice.classroom import course
 
 CORPUS = Path(__file__).parent / "practice_corpus_blind"
 JUDGED = json.loads((CORPUS / "JUDGED.json").read_text(encoding="utf-8"))

@@ -27,8 +27,11 @@ import pytest
 from conftest import REPO, assert_one_line_error, check_file, invoke, once, require_sandbox
 
 import gradlab
-from gradlab.practice import all_exercises, checks_of, isolate, sandbox, wire
-from gradlab.practice.starter import starter
+from gradlab.kit.text import one_line, sanitize
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.classroom.starter import starter
+from gradlab.practice.inside import wire
+from gradlab.practice.sandbox import isolate, process
 
 CLIP = "clip.clip_by_global_norm"
 HEAD = '''# gradlab-exercise: clip.clip_by_global_norm
@@ -68,8 +71,9 @@ def clip_by_global_norm(grads, clip_norm):  # walks every frame above it for gra
             if any(w in str(k).lower() for w in ("reference", "mistake", "answer", "checks")):
                 found["frames"].append(f"{f.f_code.co_filename}:{k}")
         f = f.f_back
-    for name in ("gradlab.practice.check", "gradlab.kit.exercise", "gradlab.lessons.clip.exercises.checks",
-                 "gradlab.lessons.clip.exercises.answers", "gradlab.lessons.clip.lesson", "gradlab.practice.sandbox"):
+    for name in ("gradlab.practice.judging.check", "gradlab.kit.exercise", "gradlab.lessons.clip.exercises.checks",
+                 "gradlab.lessons.clip.exercises.answers", "gradlab.lessons.clip.lesson",
+                 "gradlab.practice.sandbox.process"):
         try:
             importlib.import_module(name)
             found["imports"].append(name)
@@ -271,7 +275,7 @@ SEND = '''
 import io
 import struct
 
-from gradlab.practice import wire
+from gradlab.practice.inside import wire
 
 KEPT, ZERO = "inputs changed", torch.zeros(1)  # the rule output the harness adds beside "grads"
 
@@ -404,12 +408,13 @@ def _batch(tmp_path_factory):
     os.chmod(scratch, 0o666)
     listener = Listener()
     package = Path(gradlab.__file__).parent
-    known = [str(package / "lessons/clip/exercises/checks.py"), str(package / "practice/check.py"),
+    known = [str(package / "lessons/clip/exercises/checks.py"), str(package / "practice/judging/check.py"),
              str(REPO / "gradlab/lessons/clip/exercises/answers.py"),
              *(str(p) for d in isolate.masked_dirs() for p in Path(d).rglob("*") if p.is_file())][:50]
     fills = {"@PATHS@": repr(known), "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + isolate.SLOTS),
              "@RESULTS@": str(out / "all.json"), "@MARKER@": str(drop / "daemon-was-here"),
-             "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port)}
+             "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/inside/child.py"),
+             "@PORT@": str(listener.port)}
     for name, body in ATTACKS.items():
         for key, value in fills.items():
             body = body.replace(key, value)
@@ -470,9 +475,9 @@ def test_the_batch_ran_as_a_course_grades(batch):
 def test_copying_finds_no_reference(batch):
     found = batch["reports"]["copy.py"]
     assert found["frames"] == [] and found["imports"] == [] and found["files"] == [], found
-    assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.child", "gradlab.kit",
-                                     "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.wire",
-                                     "gradlab.practice.backward",
+    assert set(found["modules"]) <= {"gradlab", "gradlab.practice", "gradlab.practice.inside.child", "gradlab.kit",
+                                     "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.inside.wire",
+                                     "gradlab.practice.inside.backward",
                                      "gradlab.lessons",
                                      "gradlab.lessons.clip",
                                      "gradlab.lessons.clip.exercises", "gradlab.lessons.clip.exercises.harness"}, \
@@ -582,7 +587,7 @@ def test_a_students_own_check_runs_unisolated_and_says_so(tmp_path, monkeypatch)
 
 def test_a_crash_on_one_file_does_not_stop_the_others(tmp_path, monkeypatch):
     require_sandbox()
-    from gradlab.practice import check as check_module
+    from gradlab.practice.judging import check as check_module
 
     real = check_module.run_check
 
@@ -656,7 +661,7 @@ def test_sigterm_ends_a_folder_at_once_and_writes_what_was_graded(tmp_path):
 
 
 BARE = {f"gradlab/{n}.py": str(Path(gradlab.__file__).parent / f"{n}.py")
-        for n in ("practice/stage1", "kit/seccomp")}  # what isolate.run needs for a non-child command
+        for n in ("practice/inside/stage1", "kit/seccomp")}  # what isolate.run needs for a non-child command
 STARTED = 'import os\nos.write(int(os.environ["GRADLAB_OUT"][3:]), b"S")\n'  # the time limit starts now
 
 
@@ -706,7 +711,7 @@ def test_a_cpu_flood_leaves_its_neighbour_the_cpu_it_needs():
     honest = STARTED + ("import time\nt = time.monotonic()\ntime.sleep(1)\nwhile time.process_time() < 1:\n"
                         "    pass\nprint(f'done in {time.monotonic() - t:.1f} s')\n")
     script = f'''import json, os, sys, threading
-from gradlab.practice import isolate
+from gradlab.practice.sandbox import isolate
 os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
 limits, found = isolate.Limits(timeout_s=15), {{}}
 def run(name, code):
@@ -728,7 +733,7 @@ print(json.dumps(found))
 
 def test_a_sandbox_without_a_cgroup_is_said_in_the_line_that_names_the_mode(tmp_path, monkeypatch):
     require_sandbox()
-    from gradlab.practice import cgroups
+    from gradlab.practice.sandbox import cgroups
 
     monkeypatch.setattr(cgroups, "available", lambda: ("", "no cgroupfs (test)"))
     (tmp_path / "a.py").write_text(HEAD)
@@ -844,10 +849,10 @@ def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():
     from gradlab.practice import harness_module
 
     harnesses = sorted({harness_module(e) for e in all_exercises().values()})
-    allowed = {h: sorted(sandbox.gradlab_imports(h)) for h in harnesses}
+    allowed = {h: sorted(process.gradlab_imports(h)) for h in harnesses}
     package: dict[str, str] = {}
     for h in harnesses:
-        package |= sandbox.sandbox_files(h)
+        package |= process.sandbox_files(h)
     code = r'''
 import importlib, json, os, sys
 root = sys.argv[1]
@@ -872,7 +877,7 @@ for harness, modules in allowed.items():
     except Exception as e:
         out[harness] = f"{type(e).__name__}: {e}"
 Gate.only = None
-for name in ("gradlab.practice.check", "gradlab.kit.exercise", "gradlab.lessons.clip.exercises.checks"):
+for name in ("gradlab.practice.judging.check", "gradlab.kit.exercise", "gradlab.lessons.clip.exercises.checks"):
     out[name] = importlib.util.find_spec(name) is not None
 print("RESULT " + json.dumps(out))
 '''
@@ -884,7 +889,7 @@ print("RESULT " + json.dumps(out))
     for h in harnesses:
         names = {e.function for e in all_exercises().values() if harness_module(e) == h}
         assert isinstance(got[h], list) and names <= set(got[h]), (h, got[h])
-    assert not any(got[n] for n in ("gradlab.practice.check", "gradlab.kit.exercise",
+    assert not any(got[n] for n in ("gradlab.practice.judging.check", "gradlab.kit.exercise",
                                     "gradlab.lessons.clip.exercises.checks"))
     assert set(got["files"]) == set(package) | set(isolate.init_stubs(package))
     assert not any(f.endswith(("checks.py", "answers.py")) for f in got["files"])
@@ -961,11 +966,11 @@ def test_reading_a_submission_never_follows_a_link_or_blocks(tmp_path):
     (tmp_path / "f.py").write_text("x = 1\n")
     os.symlink(tmp_path / "f.py", tmp_path / "l.py")
     os.mkfifo(tmp_path / "p.py")
-    assert sandbox.read_submission(str(tmp_path / "f.py"), follow=False) == b"x = 1\n"
-    assert sandbox.read_submission(str(tmp_path / "l.py")) == b"x = 1\n"  # a student's own check follows links
+    assert process.read_submission(str(tmp_path / "f.py"), follow=False) == b"x = 1\n"
+    assert process.read_submission(str(tmp_path / "l.py")) == b"x = 1\n"  # a student's own check follows links
     for name, fragment in (("l.py", "symbolic link"), ("p.py", "not a regular file")):
         with pytest.raises(ValueError, match=fragment):
-            sandbox.read_submission(str(tmp_path / name), follow=False)
+            process.read_submission(str(tmp_path / name), follow=False)
     assert stat.S_ISFIFO(os.lstat(tmp_path / "p.py").st_mode)
 
 
@@ -984,8 +989,8 @@ def test_two_files_that_look_alike_are_neither_graded(tmp_path):
 
 
 def test_sanitize_leaves_text_and_escapes_controls():
-    assert isolate.sanitize("a\tb\nc ✓ ∂") == "a\tb\nc ✓ ∂"
-    assert isolate.sanitize("\x1b[2J\r\x07\x9b\u202e" + os.fsdecode(b"\xe9")) == "\\x1b[2J\\r\\x07\\u009b\\u202e\\xe9"
+    assert sanitize("a\tb\nc ✓ ∂") == "a\tb\nc ✓ ∂"
+    assert sanitize("\x1b[2J\r\x07\x9b\u202e" + os.fsdecode(b"\xe9")) == "\\x1b[2J\\r\\x07\\u009b\\u202e\\xe9"
 
 
 @pytest.mark.parametrize(("one", "other"), [
@@ -998,10 +1003,10 @@ def test_sanitize_leaves_text_and_escapes_controls():
 def test_names_that_differ_are_shown_differently(one, other):
     import unicodedata
 
-    shown = isolate.sanitize(one), isolate.sanitize(other)
+    shown = sanitize(one), sanitize(other)
     assert shown[0] != shown[1]
     assert all(c == " " or unicodedata.category(c)[0] not in "CZ" for c in "".join(shown)), shown  # all visible
-    assert isolate.one_line("a\nb\tc", 10) == "a b c"
+    assert one_line("a\nb\tc", 10) == "a b c"
 
 
 def test_detection_is_cached():
@@ -1135,7 +1140,8 @@ def _uid_batch(tmp_path_factory):
     scratch.write_text("unchanged\n")  # world-writable file would be writable)
     os.chmod(scratch, 0o644)
     fills = {"@RESULTS@": str(out / "all.json"), "@MARKER@": str(drop / "daemon-was-here"),
-             "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/child.py"), "@PORT@": str(listener.port),
+             "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/inside/child.py"),
+             "@PORT@": str(listener.port),
              "@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py")]),
              "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + isolate.SLOTS)}
     for name in ("copy.py", "forge.py", "daemon.py", "site.py", "net.py", "flood.py"):
@@ -1259,7 +1265,7 @@ def test_outputs_are_checked_against_the_references_shape(value, fragment):
                "missing": [{"ys": [torch.zeros(2), torch.zeros(3)]}],
                "nested": [{"x": torch.zeros(10), "ys": [[torch.zeros(2), torch.zeros(3)]]}]}
     got = {"ok": True, "outputs": outputs.get(value, want), **({"warnings": {"a": 1}} if value == "warnings" else {})}
-    r = sandbox.received(_outcome(got), want, 20)
+    r = process.received(_outcome(got), want, 20)
     assert not r["ok"] and r["kind"] == "output" and fragment in r["error"], r["error"]
     assert r["printed"] == "hi \\x1b[2J\n" and r["printed_bytes"] == 9 and r["isolated"]
 
@@ -1272,7 +1278,7 @@ def test_outputs_are_checked_against_the_references_shape(value, fragment):
 def test_a_wrong_shape_says_what_it_usually_means(got, want, fragment):
     """The reader stops at a shape it did not expect (the values cannot be compared in another shape): the message
     names what that shape usually comes from, so a shape-changing mistake is not just "has shape …"."""
-    hint = sandbox.shape_hint(got, want)
+    hint = process.shape_hint(got, want)
     assert (fragment in hint) if fragment else hint == "", hint
 
 
@@ -1283,7 +1289,7 @@ def test_right_outputs_come_back_as_plain_tensors_of_their_own():
     sent = {"ok": True, "outputs": [{"x": torch.nn.Parameter(torch.ones(20)[::2]), "ys": [torch.zeros(2),
                                                                                           torch.zeros(3)]}],
             "warnings": ["UserWarning: \x1b[31m"], "used": []}
-    r = sandbox.received(_outcome(sent), want, 20)
+    r = process.received(_outcome(sent), want, 20)
     x = r["outputs"][0]["x"]
     assert r["ok"] and type(x) is torch.Tensor and x.is_contiguous() and not x.requires_grad and x.sum() == 10
     assert r["warnings"] == ["UserWarning: \\x1b[31m"]
@@ -1326,7 +1332,7 @@ def colliding_pickle(n: int) -> bytes:
 def test_a_result_that_would_hold_gradlab_for_hours_is_refused_at_once():
     # 30,000 colliding keys: about 8 s in torch.load (400,000: hours); the channel never unpickles
     started = time.monotonic()
-    r = sandbox.received(_outcome(raw=colliding_pickle(30_000)), None, 20)
+    r = process.received(_outcome(raw=colliding_pickle(30_000)), None, 20)
     assert time.monotonic() - started < 2 and r["kind"] == "output" and "not a gradlab result" in r["error"]
 
 
@@ -1336,14 +1342,14 @@ def test_reading_the_largest_result_takes_little_time():
     want = [{"x": torch.zeros(4000, 1000)} for _ in range(4)]  # 64 MB of float32, the channel's cap
     data = wire.encode({"ok": True, "outputs": want})
     started = time.monotonic()
-    r = sandbox.received(_outcome(raw=data), want, 20)
+    r = process.received(_outcome(raw=data), want, 20)
     assert r["ok"] and time.monotonic() - started < 2
 
 
 def test_a_child_that_stopped_is_said_in_one_line():
-    r = sandbox.received(isolate.Outcome(mode="bwrap", returncode=-9, output=b""), None, 20)
+    r = process.received(isolate.Outcome(mode="bwrap", returncode=-9, output=b""), None, 20)
     assert r["kind"] == "died" and "killed by SIGKILL (out of memory?)" in r["error"]
-    r = sandbox.received(isolate.Outcome(mode="bwrap", returncode=None, stopped="timeout"), None, 3)
+    r = process.received(isolate.Outcome(mode="bwrap", returncode=None, stopped="timeout"), None, 3)
     assert r["kind"] == "timeout" and "longer than 3 s" in r["error"]
 
 

@@ -175,9 +175,16 @@ def test_imports_run_downward():
 
 
 # The wings, from the ground up (docs/develop/architecture.md): a module imports its own wing or a lower one.
+# The grader's wing (gradlab/practice/) is four rooms over its registry: the classroom (a class, a course, the files
+# it writes) -> judging (a submission, the check, the judge, the diagnosis) -> the sandbox (isolation, cgroups, the
+# process) -> inside (what runs in the sandbox: the only folder of practice/ bound into it).
 FLOORS = [("gradlab.errors", "gradlab.version", "gradlab.assets", "gradlab.ascii"), ("gradlab.kit",),
-          ("gradlab.lessons",), ("gradlab.report", "gradlab.presets"), ("gradlab.practice", "gradlab.runner"),
-          ("gradlab.api",), ("gradlab.cli",), ("gradlab", "gradlab.__main__")]
+          ("gradlab.lessons",), ("gradlab.report", "gradlab.presets"), ("gradlab.practice",),
+          ("gradlab.practice.inside",), ("gradlab.practice.sandbox",), ("gradlab.practice.judging",),
+          ("gradlab.practice.classroom", "gradlab.runner"), ("gradlab.api",), ("gradlab.cli",),
+          ("gradlab", "gradlab.__main__")]
+ROOMS = ("gradlab.practice.classroom", "gradlab.practice.judging", "gradlab.practice.sandbox",
+         "gradlab.practice.inside")
 
 
 def _wing(module: str) -> tuple[int, str]:
@@ -210,6 +217,45 @@ def test_the_stairs_run_one_way():
         if any(n == "click" or n.startswith("click.") for n in names) and p.parent.name != "cli":
             clicky.append(str(p.relative_to(ROOT)))
     assert not clicky, clicky
+
+
+def _floors(graph: dict[str, set[str]], room: str) -> dict[str, int]:
+    """Each module of ROOM's floor inside it: 1 for one that imports nothing of ROOM's, else one above the highest it
+    imports."""
+    inner = {m: {t for t in ts if t.startswith(room + ".")} for m, ts in graph.items() if m.startswith(room + ".")}
+    floor: dict[str, int] = {}
+
+    def of(m: str) -> int:
+        if m not in floor:
+            floor[m] = 1 + max((of(t) for t in inner.get(m, ()) if t in inner), default=0)
+        return floor[m]
+
+    for m in inner:
+        of(m)
+    return floor
+
+
+def test_each_room_of_the_grader_has_at_most_four_floors():
+    graph = _imports()
+    for room in ROOMS:
+        floors = _floors(graph, room)
+        assert floors, room
+        assert max(floors.values()) <= 4, (room, sorted(floors.items(), key=lambda kv: -kv[1]))
+
+
+def test_the_sandbox_binds_one_folder_of_the_grader():
+    """What enters the sandbox from gradlab/practice/ is the inside room, and the inside room imports nothing of the
+    grader's: the security boundary is a folder."""
+    from gradlab.practice.sandbox import process
+
+    grader = {m for m in process.ALWAYS if m.startswith("gradlab.practice")}
+    assert grader and all(m.startswith("gradlab.practice.inside.") for m in grader)
+    inside = {p.stem for p in (ROOT / "gradlab" / "practice" / "inside").glob("*.py") if p.stem != "__init__"}
+    assert {m.rsplit(".", 1)[1] for m in grader} == inside
+    graph = _imports()
+    leaks = {f"{m} -> {t}" for m, ts in graph.items() if m.startswith("gradlab.practice.inside")
+             for t in ts if t.startswith("gradlab.practice") and not t.startswith("gradlab.practice.inside")}
+    assert not leaks, leaks
 
 
 def test_gradlab_lessons_is_the_subpackage_and_list_lessons_the_function():

@@ -24,7 +24,7 @@ import pytest
 from conftest import REPO, once
 from test_sandbox import ATTACKS, CLIP, HEAD, Listener
 
-from gradlab.practice import cgroups, isolate
+from gradlab.practice.sandbox import cgroups, isolate
 
 TEACHER = 1_690_000 + os.getpid() % 10_000  # a uid of its own, in no passwd file: its processes are the test's
 CROWD = 100  # processes the teacher runs meanwhile: more than a sandbox's RLIMIT_NPROC allows
@@ -287,7 +287,7 @@ def test_the_userns_line_says_what_is_bounded_as_a_whole_and_what_per_process():
 def test_without_a_cgroup_the_userns_mode_grades_one_sandbox_at_a_time(monkeypatch, mode, cgroup, most):
     """Nothing bounds the CPU of a userns sandbox without a cgroup as a whole: a flood in one would starve the one
     beside it, so none runs beside it; root's modes are unchanged."""
-    from gradlab.practice import pool
+    from gradlab.practice.classroom import pool
 
     monkeypatch.setattr(isolate, "detect", lambda: isolate.Detected(mode, ""))
     monkeypatch.setattr(cgroups, "available", lambda: (cgroup, "" if cgroup else "none (test)"))

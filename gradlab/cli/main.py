@@ -4,8 +4,8 @@ Only click, the lessons' settings and the torch-free runner are imported at star
 themselves are imported when a lesson runs, so `gradlab --help` stays fast. A lesson's command parses its options
 (declared once, as its Config's fields: gradlab.kit.options; made click options by gradlab.cli.options), hands the
 ones the user typed to gradlab.runner.resolve (the one path from options to a run, with --quick and --config), runs
-the lesson and hands the Result to the report layer. The classroom, step and practice commands live in
-gradlab.cli.classroom, gradlab.cli.step and gradlab.cli.practice.
+the lesson and hands the Result to the report layer. The classroom, step and student (practice) commands live in
+gradlab.cli.classroom, gradlab.cli.step and gradlab.cli.student.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from click.core import ParameterSource
 
 from gradlab import runner
 from gradlab.ascii import printable
-from gradlab.cli import classroom, practice, process, step
+from gradlab.cli import classroom, process, step, student
 from gradlab.cli import docs as docs_site
 from gradlab.cli.options import click_params
 from gradlab.errors import GradlabError, Interrupted, RunFailed
@@ -168,8 +168,8 @@ def write_outputs(result, run, console) -> None:
                 console.print(f"wrote {path}", markup=False)
 
 
-for _command in (classroom.list_lessons, classroom.all_lessons, classroom.report, practice.exercises,
-                 practice.exercise, practice.check_cmd, practice.grade, classroom.notebooks, classroom.show, step.step,
+for _command in (classroom.list_lessons, classroom.all_lessons, classroom.report, student.exercises,
+                 student.exercise, student.check_cmd, student.grade, classroom.notebooks, classroom.show, step.step,
                  step.graph, docs_site.docs):  # after the lessons: `gradlab --help` lists them in this order
     cli.add_command(_command)
 

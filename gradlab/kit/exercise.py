@@ -43,7 +43,7 @@ class Exercise:
     # class such as torch.optim.Optimizer: any of its subclasses) is a failed check of its own; the starter says so
     forbidden: tuple[str, ...] = ()
     lesson: str = ""  # filled in by gradlab.practice from the folder the exercise is declared in
-    # filled in for a teacher's own exercise (gradlab.practice.own): the package its folder is imported as
+    # filled in for a teacher's own exercise (gradlab.practice.classroom.own): the package its folder is imported as
     package: str = ""
     folder: str = ""  # filled in for a teacher's own exercise: its folder
 
@@ -107,7 +107,7 @@ class Checks:
     """One exercise's machinery, on gradlab's side (never beside the submission): the HARNESS (its inputs, and how a
     function is called on each), the REFERENCE answer, the MISTAKES, and what the diagnosis measures.
 
-    Diagnosis by experiment (gradlab/practice/diagnosis.py) reads:
+    Diagnosis by experiment (gradlab/practice/judging/diagnosis.py) reads:
       names       output key -> the words for it ("∂cost/∂W")
       base        case -> {key: tensor}: relations are measured on yours − base (an update W_new − W)
       quantities  case -> [(symbol, value, meaning)]: a scale that equals one is named ("B", 100, "the batch size")

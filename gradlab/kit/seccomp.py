@@ -1,6 +1,7 @@
-"""seccomp filters in plain Python (ctypes, no libseccomp), for the submission's process (gradlab/practice/isolate.py).
+"""seccomp filters in plain Python (ctypes, no libseccomp), for the submission's process
+(gradlab/practice/sandbox/isolate.py).
 
-Stage 1 (gradlab/practice/stage1.py) installs BASE before it execs the child; where the sandbox has no network
+Stage 1 (gradlab/practice/inside/stage1.py) installs BASE before it execs the child; where the sandbox has no network
 namespace of its own (the uid fallback), the child also installs INET once the harness has opened the loopback
 connections it needs and before any code of the submission runs (gradlab.kit.harness.seal). This file is bound
 into the sandbox, so it imports nothing but the standard library.

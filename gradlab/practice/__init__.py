@@ -4,7 +4,8 @@ Each lesson declares its exercises in its own folder, gradlab/lessons/<lesson>/e
 (__init__.py), how a submission is called (harness.py), the references, known mistakes and claims (checks.py) and
 model answers (answers.py); the vocabulary they are written in is gradlab/kit/exercise.py. This index collects
 them from the lesson registry and imports nothing heavy (`gradlab exercises` and the starter files read it). The
-student's code runs in a sandbox (gradlab/practice/sandbox.py, isolated by gradlab/practice/isolate.py) with the
+student's code runs in a sandbox (gradlab/practice/sandbox/process.py, isolated by gradlab/practice/sandbox/isolate.py)
+with the
 exercise's harness alone; the reference values are computed here, in the gradlab process, so code under test cannot
 make a check pass by changing gradlab.
 """
@@ -25,7 +26,7 @@ from gradlab.lessons import LESSONS
 def all_exercises() -> dict[str, Exercise]:
     """{name: Exercise}: every lesson's exercises, lesson by lesson in teaching order, by level within a lesson,
     collected on first use (it imports each lesson's exercises/ texts, not torch). A course's own exercises are
-    added to this dict when its course file is read (gradlab.practice.own)."""
+    added to this dict when its course file is read (gradlab.practice.classroom.own)."""
     found = []
     for info in LESSONS.values():
         module = importlib.import_module(f"{info.package}.exercises")
@@ -34,7 +35,8 @@ def all_exercises() -> dict[str, Exercise]:
 
 
 def _package(exercise: Exercise) -> str:
-    """The package EXERCISE's files are in: its lesson's exercises/, or a teacher's folder (gradlab.practice.own)."""
+    """The package EXERCISE's files are in: its lesson's exercises/, or a teacher's folder
+    (gradlab.practice.classroom.own)."""
     return exercise.package or f"{LESSONS[exercise.lesson].package}.exercises"
 
 

@@ -1,4 +1,5 @@
-"""The teacher's own exercise: what students write (gradlab.practice.own). Torch-free: the starter and the pre-flight
+"""The teacher's own exercise: what students write (gradlab.practice.classroom.own). Torch-free: the starter and the
+pre-flight
 read it."""
 
 from gradlab.kit.exercise import Exercise

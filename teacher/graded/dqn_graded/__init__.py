@@ -34,7 +34,8 @@ EXERCISES = [
         target (just synced), with no transition terminal and with every one terminal, for one transition and for
         a batch.""",
         # the gradient to target's parameters is compared too (autograd's is 0): a leak fails the claim itself,
-        # rather than a rule of its own that course scoring would count as half the points (gradlab.practice.course)
+        # rather than a rule of its own that course scoring would count as half the points
+        # (gradlab.practice.classroom.course)
         claims={"td": ("your loss, its gradient to online's parameters and to target's (0) ≡ autograd through the "
                        "stop-gradient Double DQN loss, float64 (max relative |Δ|)", 1e-9)}),
 ]

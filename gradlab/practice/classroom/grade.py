@@ -1,6 +1,6 @@
 """`gradlab grade SUBMISSIONS --course course.toml --out DIR`: a class graded in one command, as `otter grade` and
-`nbgrader autograde` do. The command and its options are gradlab.cli.practice; the finding, grading and keeping is
-gradlab.practice.gradebook, the writing gradlab.practice.feedback."""
+`nbgrader autograde` do. The command and its options are gradlab.cli.student; the finding, grading and keeping is
+gradlab.practice.classroom.gradebook, the writing gradlab.practice.classroom.feedback."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ import sys
 from dataclasses import asdict
 
 from gradlab.errors import GradlabError, Interrupted
-from gradlab.practice import adjust, all_exercises, capacity, course, feedback, gradebook, isolate, own, shards
-from gradlab.practice.check import installed_torch
+from gradlab.kit.text import sanitize
+from gradlab.practice import all_exercises
+from gradlab.practice.classroom import adjust, course, feedback, gradebook, own, shards
+from gradlab.practice.judging.check import installed_torch
+from gradlab.practice.sandbox import capacity, isolate
 from gradlab.report import console as report
 from gradlab.report.files import write_bytes
 from gradlab.version import __version__
@@ -23,7 +26,8 @@ RESULTS = shards.RESULTS
 
 def grade_class(submissions: str, *, course_path: str | None, exercise_name: str | None, out_dir: str,
                 seed: int | None, quiet: bool, shard: shards.Shard | None = None, student: str | None = None) -> int:
-    """`gradlab grade`: every student in SUBMISSIONS graded (with SHARD, its part of them: gradlab.practice.shards),
+    """`gradlab grade`: every student in SUBMISSIONS graded (with SHARD, its part of them:
+    gradlab.practice.classroom.shards),
     and grades.csv, the feedback, class.html and results.json written in OUT_DIR. STUDENT: that student's files
     graded again, every other student's kept from the last run (graded when it has none). Exit code 0 when the class
     was graded, 1 when the machine kept some files from being graded."""
@@ -43,7 +47,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir, notes=notes,
                            folders=folders)
     if student is not None and student not in folders:
-        raise GradlabError(f"--student {isolate.sanitize(student)}: no such student in {submissions} (a student is a "
+        raise GradlabError(f"--student {sanitize(student)}: no such student in {submissions} (a student is a "
                            "folder's name, as grades.csv shows it); nothing was written")
     order = {student: n for n, student in enumerate(dict.fromkeys(t.student for t in todo))}  # the whole class's
     if shard is not None:
@@ -83,27 +87,28 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
         students = len({t.student for t in todo})
         made = f"PARTIAL: {len(table)} of {students} students graded in full (the run was stopped); " + made
         written = _write(out_dir, items, table, seed, made, old_slugs, source, partial=True)
-        say(f"gradlab: stopped: wrote a partial set in {isolate.sanitize(out_dir)} ({', '.join(written)}): "
+        say(f"gradlab: stopped: wrote a partial set in {sanitize(out_dir)} ({', '.join(written)}): "
             f"{len(table)} of {students} students graded in full, the others left out; run the same command again "
             "to grade the rest")
         raise Interrupted(signum)
     part = {} if shard is None else {"shard": shard.label(), "source": source,
                                      "order": {s: order[s] for s in table}}  # what --merge needs
     written = _write(out_dir, items, table, seed, made, old_slugs, source, part)
-    say(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)}"
+    say(f"wrote {sanitize(out_dir)}: {', '.join(written)}"
         + (f" (part {shard} of the class: {len(table)} of {len(order)} students)" if shard else ""))
     return _environment_note(table)
 
 
 def merge_parts(parts: list[str], out_dir: str, quiet: bool) -> int:
-    """`gradlab grade --merge PART... --out OUT`: the parts of one class (gradlab.practice.shards) written into OUT
+    """`gradlab grade --merge PART... --out OUT`: the parts of one class (gradlab.practice.classroom.shards) written
+    into OUT
     as one run over the whole class would have written them."""
     whole = shards.merged(parts)
     _prepare(out_dir)
     _, _, old_slugs = _previous(out_dir, lambda line: None)
     written = _write(out_dir, whole.items, whole.table, whole.seed, whole.made, old_slugs, whole.source)
     if not quiet:
-        print(f"wrote {isolate.sanitize(out_dir)}: {', '.join(written)} (from {whole.parts} parts)")
+        print(f"wrote {sanitize(out_dir)}: {', '.join(written)} (from {whole.parts} parts)")
     return _environment_note(whole.table)
 
 
@@ -190,7 +195,7 @@ def _refuse_readable(submissions: str, course_path: str | None, out_dir: str) ->
         folders.append(os.path.abspath(out_dir))
     readable = isolate.readable_by_sandbox(folders)
     if readable:
-        raise GradlabError(f"{isolate.sanitize(readable)} is readable by other users, so a submission could copy it (a "
+        raise GradlabError(f"{sanitize(readable)} is readable by other users, so a submission could copy it (a "
                            "classmate's file, the course's checks, the feedback): chmod o-rwx it and its folder; "
                            "nothing was written")
 
@@ -235,7 +240,8 @@ def _previous(out_dir: str, say) -> tuple[dict, int | None, dict]:
 def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: dict, source: str,
            part: dict | None = None, partial: bool = False) -> list[str]:
     """Every output file, each written atomically; feedback files of students no longer in the class removed. PART:
-    what a shard's results.json holds besides (gradlab.practice.shards). PARTIAL (a stopped run): results.json (saved
+    what a shard's results.json holds besides (gradlab.practice.classroom.shards). PARTIAL (a stopped run):
+    results.json (saved
     already, with every record) and the other students' feedback are left as they are."""
     slug = gradebook.slugs(list(table))
     for student, recs in table.items():

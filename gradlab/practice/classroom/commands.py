@@ -1,7 +1,9 @@
-"""What `gradlab exercises`, `exercise` and `check` do; their click commands and options are gradlab.cli.practice.
+"""What `gradlab exercises`, `exercise` and `check` do; their click commands and options are gradlab.cli.student.
 
-`gradlab check PATH` reads each file once into a Submission (gradlab.practice.submission), grades them as many at a
-time as fit (gradlab.practice.pool: each in a sandbox of its own) and reports the Results: a file's checks, or a
+`gradlab check PATH` reads each file once into a Submission (gradlab.practice.judging.submission), grades them as many
+at a
+time as fit (gradlab.practice.classroom.pool: each in a sandbox of its own) and reports the Results: a file's checks,
+or a
 folder's table, and the course files (--json, --junit, --gradescope)."""
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from rich.text import Text
 
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.result import Result, Table
-from gradlab.practice import all_exercises, capacity, course, grading, isolate, listing, own, pool, submission
-from gradlab.practice.check import graphs as check_graphs
-from gradlab.practice.check import stamp, stopped_result
-from gradlab.practice.starter import starter
+from gradlab.kit.text import sanitize
+from gradlab.practice import all_exercises, listing
+from gradlab.practice.classroom import course, course_files, own, pool
+from gradlab.practice.classroom.starter import starter
+from gradlab.practice.judging import submission
+from gradlab.practice.judging.check import graphs as check_graphs
+from gradlab.practice.judging.check import stamp, stopped_result
+from gradlab.practice.sandbox import capacity, isolate
 from gradlab.report import console as report
 from gradlab.report.files import STDOUT, check_graph_suffix, check_writable, write_bytes
 
@@ -158,7 +164,7 @@ def _isolation(path: str, *, folder: bool, course_check: bool, course_path: str 
         readable = isolate.readable_by_sandbox(shown + ([os.path.dirname(os.path.abspath(course_path))]
                                                         if course_path else []))
         if readable:
-            raise GradlabError(f"{isolate.sanitize(readable)} is readable by other users, so a submission could "
+            raise GradlabError(f"{sanitize(readable)} is readable by other users, so a submission could "
                                f"copy it (a classmate's file, the wheel's model answers): chmod o-rwx it and its "
                                f"folder; nothing was written")
     return found
@@ -214,7 +220,7 @@ def _class_table(path: str, results: list[Result]) -> Table:
     rows = [[os.path.basename(r.config["file"]), r.metrics["exercise"], r.metrics["points"]["score"],
              r.metrics["points"]["max_score"], "passed" if r.exit_code == 0 else
              (r.stopped or r.metrics.get("diagnosis", "a check failed"))] for r in results]
-    return Table(f"gradlab check {isolate.sanitize(path)}: {sum(r.exit_code == 0 for r in results)} of "
+    return Table(f"gradlab check {sanitize(path)}: {sum(r.exit_code == 0 for r in results)} of "
                  f"{len(results)} submissions pass", ["file", "exercise", "points", "of", "verdict"], rows)
 
 
@@ -225,14 +231,14 @@ def _write(results: list[Result], items: list[course.Item] | None, console, *, f
     data = [r.to_json() | {"points": r.metrics["points"]} for r in results]
     outputs = ((json_path, lambda: json.dumps(data if folder else data[0], indent=2, ensure_ascii=False,
                                               allow_nan=False) + "\n"),
-               (junit_path, lambda: grading.junit(results)),
-               (gradescope_path, lambda: grading.gradescope(results, [_scored(r, items) for r in results])),
-               (classroom_path, lambda: grading.classroom(results, [_scored(r, items) for r in results])))
+               (junit_path, lambda: course_files.junit(results)),
+               (gradescope_path, lambda: course_files.gradescope(results, [_scored(r, items) for r in results])),
+               (classroom_path, lambda: course_files.classroom(results, [_scored(r, items) for r in results])))
     for target, text in outputs:
         if target:
             write_bytes(target, text().encode())
             if target != STDOUT:
-                console.print(f"wrote {isolate.sanitize(target)}", markup=False)
+                console.print(f"wrote {sanitize(target)}", markup=False)
 
 
 def _scored(result: Result, items: list[course.Item] | None) -> course.Score:

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gradlab.kit.result import Result
-from gradlab.practice import capacity, check, isolate
-from gradlab.practice.submission import Submission
+from gradlab.practice.judging import check
+from gradlab.practice.judging.submission import Submission
+from gradlab.practice.sandbox import capacity, isolate
 
 WAKE_S = 0.1  # the main thread looks for a stop signal at least this often
 

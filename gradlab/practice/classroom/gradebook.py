@@ -3,7 +3,8 @@ grades a folder), scored by the course's points, and kept as records (plain JSON
 written.
 
 A student is a folder of SUBMISSIONS (its name is the student's), the files and folders a Canvas or Moodle download
-names after one student id (gradlab.practice.lms), or with --exercise a .py file at its top (its name without .py). A
+names after one student id (gradlab.practice.classroom.lms), or with --exercise a .py file at its top (its name without
+.py). A
 course file is looked for inside the student's folders at any depth (a GitHub Classroom clone:
 alice/src/sgd_step.py), the shallowest copy wins, a name an LMS or a browser changed (softmax_grad-1.py) when the
 exact one is not there; links are never followed. A record stores the SHA-256 of the file it graded and the key of
@@ -20,10 +21,11 @@ from dataclasses import dataclass, field
 
 from gradlab.errors import GradlabError
 from gradlab.kit.result import json_safe
-from gradlab.practice import all_exercises, lms, pool
-from gradlab.practice.course import Item, is_rule, score
-from gradlab.practice.isolate import alike, escaped, sanitize
-from gradlab.practice.submission import Submission, of_course
+from gradlab.kit.text import alike, escaped, sanitize
+from gradlab.practice import all_exercises
+from gradlab.practice.classroom import lms, pool
+from gradlab.practice.classroom.course import Item, is_rule, score
+from gradlab.practice.judging.submission import Submission, of_course
 
 MAX_DEPTH = 6  # how deep inside a student's folder a course file is looked for
 SKIPPED = {"__pycache__", "node_modules"}  # and every hidden folder (.git)
@@ -48,9 +50,11 @@ class Task:
 def students(root: str, items: list[Item], by_file: bool, skip: str = "", notes: list[str] | None = None
              ) -> dict[str, list[str]]:
     """{student: their folders and files} in SUBMISSIONS (ROOT): a folder is a student; a file or folder an LMS named
-    (gradlab.practice.lms: Canvas's flat files, Moodle's files and folders) is its student's, by the id in its name.
+    (gradlab.practice.classroom.lms: Canvas's flat files, Moodle's files and folders) is its student's, by the id in
+    its name.
     BY_FILE (--exercise): any other top-level .py file is a student too. Hidden entries are skipped, and SKIP (the
-    output folder, were it inside ROOT). Names that look alike (isolate.alike) are each graded, with every character
+    output folder, were it inside ROOT). Names that look alike (gradlab.kit.text.alike) are each graded, with every
+    character
     outside ASCII shown as its \\u escape in every file written (аlice as \\u0430lice), so that no row reads as
     another's; NOTES gets a line saying so."""
     try:
@@ -225,7 +229,8 @@ def grade_all(todo: list[Task], seed: int, version: str, old: dict[tuple[str, st
               progress: Callable[[int, int, dict, float], None], only: str | None = None
               ) -> tuple[dict[tuple[str, str], dict], int | None]:
     """{(student, file): record} for every task: OLD's records where they still hold, the others graded as many at a
-    time as fit, each in its own sandbox (gradlab.practice.pool); PROGRESS(done, of, record, seconds) after each
+    time as fit, each in its own sandbox (gradlab.practice.classroom.pool); PROGRESS(done, of, record, seconds) after
+    each
     graded one. Also the number of the signal (Ctrl-C, SIGTERM) that stopped the grading, None when it ended: the
     records are then those graded before it. ONLY (--student): that student's files graded again, the others' last
     records kept."""

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 
 from gradlab.errors import GradlabError
-from gradlab.practice import course
-from gradlab.practice.isolate import sanitize
+from gradlab.kit.text import sanitize
+from gradlab.practice.classroom import course
 from gradlab.version import __version__
 
 
@@ -47,12 +47,13 @@ def parse(text: str) -> Shard:
     return Shard(int(m[1]), int(m[2]))
 
 
-RESULTS = "results.json"  # what a part's --out folder holds (gradlab.practice.grade writes it)
+RESULTS = "results.json"  # what a part's --out folder holds (gradlab.practice.classroom.grade writes it)
 
 
 @dataclass(frozen=True)
 class Merged:
-    """The parts of one class joined: what one run over the whole class would write from (gradlab.practice.grade)."""
+    """The parts of one class joined: what one run over the whole class would write from
+    (gradlab.practice.classroom.grade)."""
 
     items: list[course.Item]
     table: dict[str, dict[str, dict]]  # {student: {file: record}}, in the order the whole class's folder lists them

@@ -1,15 +1,18 @@
-"""The submission's process (started by gradlab/practice/sandbox.py through gradlab/practice/isolate.py): run the
+"""The submission's process (started by gradlab/practice/sandbox/process.py through
+gradlab/practice/sandbox/isolate.py): run the
 student's code on every input through the exercise's harness and send back the outputs, tensors only. gradlab itself
 never imports this module; in the sandbox it is one of the few files of gradlab's that exist (with the harness, the
 shared harness module, stage 1 and the seccomp filters), so it imports nothing else of gradlab's at module level.
 
-    python -I -c "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()" PKG
+    python -I -c "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.inside.child import main; main()"
+    PKG
 
 $GRADLAB_IN ("fd:N" or a path) holds a JSON header line, then the submission: its source, or a function pickled by
 cloudpickle (gradlab.check in a notebook; unpickled here, never in gradlab's process). The header names the harness
 module, the function, the seed (the child makes the inputs itself, from the seed, while gradlab makes the same ones for
 the references), the file's name as the student knows it, and the calls the exercise asks students not to use. The
-result goes to $GRADLAB_OUT in gradlab/practice/wire.py's format (JSON and raw tensor bytes): {"ok", "outputs" | "kind",
+result goes to $GRADLAB_OUT in gradlab/practice/inside/wire.py's format (JSON and raw tensor bytes): {"ok", "outputs" |
+"kind",
 "error", "trace"; "warnings", "used"}. The process then leaves with os._exit: a thread the submission left running
 cannot keep it alive.
 """
@@ -31,7 +34,8 @@ import traceback
 import types
 import warnings
 
-PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # gradlab's files, here
+# gradlab's files, here: the folder above gradlab/practice/inside/child.py's gradlab/
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 WARNINGS_KEPT = 20
 
 
@@ -60,7 +64,8 @@ def _library(filename: str) -> bool:
 
 def _gradlab(filename: str) -> bool:
     """Whether a frame's file is one of gradlab's package here (the child, the harness) or a teacher's own exercise's
-    harness (its package gradlab_own_*, gradlab.practice.own), not a file that merely lies beside it (a checkout's
+    harness (its package gradlab_own_*, gradlab.practice.classroom.own), not a file that merely lies beside it (a
+    checkout's
     examples/ or tests/): neither is the student's code, in a traceback or as the caller of a forbidden function."""
     return filename.startswith((os.path.join(PKG_ROOT, "gradlab") + os.sep, os.path.join(PKG_ROOT, "gradlab_own_")))
 
@@ -227,7 +232,8 @@ class Forbidden:
 
 def restore_filenames(fn, code_files: list):
     """FN, unpickled, with each of its code objects' file name put back (the notebook cell it came from: CODE_FILES,
-    [qualname, first line, bytecode digest, file name] each, made by gradlab.practice.notebook.pickled), whatever the
+    [qualname, first line, bytecode digest, file name] each, made by gradlab.practice.classroom.notebook.pickled),
+    whatever the
     pickler wrote there, so that a traceback shows the student's cell lines. The key is computed as in notebook.code_key
     (this module imports nothing of gradlab's)."""
     where = {(q, line, digest): name for q, line, digest, name in code_files}
@@ -256,7 +262,7 @@ def main() -> None:
     out = _writer(os.environ["GRADLAB_OUT"])
     # gradlab's few files in the sandbox, imported before any code of the submission runs
     from gradlab.kit import harness as shared
-    from gradlab.practice import backward, wire
+    from gradlab.practice.inside import backward, wire
 
     function = header["function"]
     harness = importlib.import_module(header["harness"]).HARNESSES[function]

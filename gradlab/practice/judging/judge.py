@@ -1,5 +1,5 @@
 """Judging what a submission's sandbox returned: a row per input against the reference, a claim per kind of input and
-per rule, and, when one fails, the diagnosis (gradlab/practice/diagnosis.py, which imports torch: it is imported
+per rule, and, when one fails, the diagnosis (gradlab/practice/judging/diagnosis.py, which imports torch: it is imported
 when a submission's outputs are judged, so that a syntax error is reported without torch)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _not_reached(exercise: Exercise, reference: Reference | None, got: dict, res
     result.claims += [Claim.not_reached(f"{exercise.name}:extra{i}", text, bound, op)
                       for i, (text, bound, op) in enumerate(exercise.all_rules())]
     if got.get("kind") == "raised":
-        from gradlab.practice import diagnosis
+        from gradlab.practice.judging import diagnosis
 
         fix = diagnosis.explain_error(reference.checks if reference else checks_of(exercise), got["error"])
         if fix:
@@ -66,7 +66,7 @@ class _Comparison:
 def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], result: Result) -> None:
     """The table of inputs, a claim per kind of input and per rule; the diagnosis when one fails, else a note on an
     answer that is right but not exact."""
-    from gradlab.practice import diagnosis
+    from gradlab.practice.judging import diagnosis
 
     cases = reference.cases
     diffs = [relative(values(o), values(r)) for o, r in zip(outputs, reference.outputs, strict=True)]
@@ -101,7 +101,7 @@ def _why_wrong(exercise: Exercise, reference: Reference, outputs: list[dict], co
                changed: list[str], graph: float, claims: list[Claim]) -> str:
     """What to tell the author of a failing answer: a broken rule when the values are right (an input CHANGED in
     place, an exercise's own rule, an autograd GRAPH built), else what the diagnosis finds in the values."""
-    from gradlab.practice import diagnosis
+    from gradlab.practice.judging import diagnosis
 
     if all(comparison.passed) and changed:
         return (f"your values are right, but your function changed {', '.join(changed)} in place (an in-place "

@@ -24,8 +24,8 @@ import subprocess
 from dataclasses import dataclass
 
 from gradlab.errors import GradlabError
-from gradlab.practice.course import Item
-from gradlab.practice.isolate import one_line, sanitize
+from gradlab.kit.text import one_line, sanitize
+from gradlab.practice.classroom.course import Item
 
 OVERRIDES = "overrides.csv"
 SUBMITTED = "submitted.csv"

@@ -1,4 +1,5 @@
-"""What `gradlab grade` writes from its records (gradlab.practice.gradebook.record): the gradebook (grades.csv), each
+"""What `gradlab grade` writes from its records (gradlab.practice.classroom.gradebook.record): the gradebook
+(grades.csv), each
 student's feedback (Markdown and HTML: what `gradlab check` would have shown them) and the class page (class.html).
 Pages are self-contained: inline CSS, no script, nothing fetched. Everything a student chose (their code's output,
 their folder's name) is escaped."""
@@ -15,10 +16,11 @@ from dataclasses import dataclass, field
 from html import escape
 
 from gradlab.kit.result import NOT_REACHED, mark
-from gradlab.practice import all_exercises, similar
-from gradlab.practice.course import Item
-from gradlab.practice.lms import canvas_id
-from gradlab.practice.starter import starter
+from gradlab.practice import all_exercises
+from gradlab.practice.classroom import similar
+from gradlab.practice.classroom.course import Item
+from gradlab.practice.classroom.lms import canvas_id
+from gradlab.practice.classroom.starter import starter
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:72em;padding:0 1em;color:#222}
@@ -55,7 +57,8 @@ def fmt(x: float) -> str:
 # -------------------------------------------------------------------- the gradebook
 def grades_csv(items: list[Item], table: dict[str, dict[str, dict]]) -> str:
     """A row per student, a column per exercise (its score) and the total: TABLE is {student: {file: record}}. When a
-    score was adjusted (late, or the teacher's override: gradlab.practice.adjust), a last column `adjusted` says how."""
+    score was adjusted (late, or the teacher's override: gradlab.practice.classroom.adjust), a last column `adjusted`
+    says how."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     noted = any(adjusted(r) for recs in table.values() for r in recs.values())
@@ -406,7 +409,8 @@ def _example(text: str, who: list[str]) -> str:
 
 
 def _similar(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str]) -> str:
-    """The pairs of near-identical files per exercise (gradlab.practice.similar), side by side: a hint, never a
+    """The pairs of near-identical files per exercise (gradlab.practice.classroom.similar), side by side: a hint, never
+    a
     grade."""
     found = []
     for item in items:

@@ -1,4 +1,5 @@
-"""Stage 1 of the sandbox (gradlab/practice/isolate.py): the few lines that run as root (userns mode: as the caller, in
+"""Stage 1 of the sandbox (gradlab/practice/sandbox/isolate.py): the few lines that run as root (userns mode: as the
+caller, in
 its own user namespace), before anything of the submission, in bwrap's namespaces or directly (the uid fallback). Run
 as `python -I -S` (nothing from site-packages or the environment is imported); bound into the sandbox, so it imports
 nothing but the standard library and gradlab/kit/seccomp.py (bound beside it).
@@ -23,7 +24,9 @@ import sys
 
 def main() -> None:
     # -I -S: no path but the standard library's; kit/seccomp.py, bound into the sandbox, is found through its folder
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kit"))
+    # gradlab/practice/inside/stage1.py: three folders up is gradlab/
+    gradlab_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(gradlab_dir, "kit"))
     import seccomp
     spec, argv = json.loads(sys.argv[1]), sys.argv[2:]
     with contextlib.suppress(OSError):

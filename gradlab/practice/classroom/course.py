@@ -10,13 +10,13 @@
     late_cap = 0.5            # at most this share in all
 
 A teacher's overrides (overrides.csv) and the students' submission times (submitted.csv) sit beside the course file:
-gradlab.practice.adjust.
+gradlab.practice.classroom.adjust.
 
     [exercises]
     "sgd_step.py" = "mnist.sgd_step"
     "softmax_grad.py" = { exercise = "mnist.softmax_grad", points = 20, scoring = "all-or-nothing" }
 
-A Result's claims are of two kinds (gradlab.practice.judge): those about the answer (its comparison with the
+A Result's claims are of two kinds (gradlab.practice.judging.judge): those about the answer (its comparison with the
 reference on each kind of input, and the exercise's own properties of it, such as "the clipped norm is at most c")
 and the rules every exercise of that shape has (its inputs left as it found them, no autograd graph, no call to the
 library function it asks students to write). score() turns them into points; an answer that no comparison with the
@@ -36,7 +36,8 @@ from pathlib import Path
 from gradlab.errors import GradlabError
 from gradlab.kit.result import NOT_REACHED, Result
 from gradlab.lessons import LESSONS
-from gradlab.practice import all_exercises, own
+from gradlab.practice import all_exercises
+from gradlab.practice.classroom import own
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -116,7 +117,8 @@ def own_digest(path: str | None) -> str:
 
 
 def _own(path: str, folders) -> None:
-    """A teacher's own exercises, in the folders OWN names (relative to the course file): gradlab.practice.own."""
+    """A teacher's own exercises, in the folders OWN names (relative to the course file):
+    gradlab.practice.classroom.own."""
     if isinstance(folders, str):
         folders = [folders]
     if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):

@@ -3,7 +3,7 @@ Results.
 
 In JUnit and `--json` every check is worth one point: each claim (a passing claim scores 1), and a submission that
 stopped (a syntax error, an endless loop, an exception) scores 0 of the claims it would have had. Gradescope's and
-Classroom's files have a test per exercise, scored as the course file says (gradlab.practice.course.score).
+Classroom's files have a test per exercise, scored as the course file says (gradlab.practice.classroom.course.score).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import re
 from xml.sax.saxutils import escape, quoteattr
 
 from gradlab.kit.result import Result
-from gradlab.practice.isolate import sanitize
+from gradlab.kit.text import sanitize
+from gradlab.practice.judging.points import per_check
 
 # What XML 1.0 cannot hold at all, even escaped: sanitize() already shows them as escapes; this is the last guard
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -23,20 +24,10 @@ def _xml(text: str) -> str:
     return _NOT_XML.sub("\ufffd", sanitize(text, backslash=False))
 
 
-def points(result: Result) -> list[dict]:
-    """[{"name", "score", "max_score", "output"}] one per check, the diagnosis in the output of those that fail."""
-    why = result.stopped or result.metrics.get("diagnosis", "")
-    return [{"name": sanitize(f"{result.metrics['exercise']}: {c.text}", backslash=False), "score": int(c.passed),
-             "max_score": 1, "output": sanitize(f"measured {c.value:.6g}, bound {c.op} {c.bound:.6g}"
-                                                + ("" if c.passed or not why else
-                                                   f"\n{'stopped' if result.stopped else 'diagnosis'}: {why}"),
-                                                backslash=False)}
-            for c in result.claims]
-
-
 def _by_exercise(results: list[Result], scores: list) -> list[dict]:
     """[{"name", "score", "max_score", "output"}] a test per exercise, scored as SCORES say
-    (gradlab.practice.course.Score, one per result); its output lists the checks with ✓/✗ and the diagnosis."""
+    (gradlab.practice.classroom.course.Score, one per result); its output lists the checks with ✓/✗ and the
+    diagnosis."""
     tests = []
     for r, s in zip(results, scores, strict=True):
         why = r.stopped or r.metrics.get("diagnosis", "")
@@ -75,7 +66,7 @@ def junit(results: list[Result]) -> str:
     """JUnit XML: one testsuite per submission, one testcase per check, a <failure> with the diagnosis."""
     suites = []
     for r in results:
-        cases, tests = [], points(r)
+        cases, tests = [], per_check(r)
         for t in tests:
             failure = "" if t["score"] else f"<failure message={quoteattr(_xml(t['output'].splitlines()[-1]))}>" \
                                             f"{escape(_xml(t['output']))}</failure>"

@@ -12,7 +12,8 @@ MOST_HEADER, every tensor's size by the bytes that are actually there. torch.loa
 be made quadratic (400,000 int keys that hash alike) and hold gradlab for hours.
 
 Both ends run on one machine, so the bytes are in its order: little-endian on every machine the isolated modes run on
-(x86_64, aarch64: gradlab/kit/seccomp.py). The child (gradlab/practice/child.py) writes with encode(); this file is
+(x86_64, aarch64: gradlab/kit/seccomp.py). The child (gradlab/practice/inside/child.py) writes with encode(); this file
+is
 bound into the sandbox, so it imports nothing but the standard library at module level (torch lazily, where a tensor is
 made or read).
 """

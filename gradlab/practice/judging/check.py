@@ -1,6 +1,7 @@
 """Checking one submission: the pre-flight first (a syntax error or a missing function is reported at once, before any
 process starts), then its process in the sandbox while the references are computed here, then the judging
-(gradlab/practice/judge.py). The result is a Result like a lesson's: a table of checks, claims with ✓/✗, what the
+(gradlab/practice/judging/judge.py). The result is a Result like a lesson's: a table of checks, claims with ✓/✗, what
+the
 submission printed and warned, exit code."""
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from pathlib import Path
 from gradlab.kit import threads
 from gradlab.kit.exercise import Exercise
 from gradlab.kit.result import Result
-from gradlab.practice import all_exercises, checks_of, grading, sandbox
-from gradlab.practice.isolate import one_line
-from gradlab.practice.judge import Reference, judge
-from gradlab.practice.submission import Submission, preflight
+from gradlab.kit.text import one_line
+from gradlab.practice import all_exercises, checks_of
+from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.judging.points import per_check
+from gradlab.practice.judging.submission import Submission, preflight
+from gradlab.practice.sandbox import process
 from gradlab.version import __version__
 
 JUDGE_S = 60.0  # gradlab's own judging of one submission (references, diagnosis) may take this long at most
@@ -36,7 +39,7 @@ def run_check(submission: Submission, seed: int = 0) -> Result:
         result = judge(exercise, None, {"ok": False, "kind": kind, "error": stop, "trace": ""}, seed)
         result.config = {"file": shown}
         return result
-    box = sandbox.Sandbox(exercise, seed, source=submission.source, shown=shown, kind=submission.kind,
+    box = process.Sandbox(exercise, seed, source=submission.source, shown=shown, kind=submission.kind,
                           lines=submission.lines, code_files=submission.code_files)  # it imports torch
     reference = references(exercise, seed)  # while we wait
     got = box.finish(expected=reference.outputs)
@@ -132,7 +135,7 @@ def stamp(result: Result) -> Result:
     runs on."""
     result.torch, result.version, result.device = installed_torch(), __version__, "cpu"
     result.threads, result.threads_why = 1, "the submission runs on one thread"
-    checks = grading.points(result)
+    checks = per_check(result)
     result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
     return result
 
@@ -142,12 +145,12 @@ def graphs(submission: Submission, seed: int = 0) -> list:
     (the sandbox) and sent back as plain data, and the reference's on the same input, caught here; the student's
     first node whose gradient differs is marked. Raises GradlabError when there is nothing to draw."""
     from gradlab.errors import GradlabError
-    from gradlab.practice import backward
+    from gradlab.practice.inside import backward
 
     exercise = submission.exercise
     if submission.stop is not None:
         raise GradlabError(f"--graph: {submission.stop}")
-    box = sandbox.Sandbox(exercise, seed, source=submission.source, shown=submission.shown, kind=submission.kind,
+    box = process.Sandbox(exercise, seed, source=submission.source, shown=submission.shown, kind=submission.kind,
                           lines=submission.lines, code_files=submission.code_files, graph=True)
     checks = checks_of(all_exercises()[exercise.name])
     case = checks.cases(seed)[0]

@@ -36,7 +36,7 @@ from pathlib import Path
 from gradlab.errors import GradlabError
 from gradlab.kit.exercise import RESERVED, Checks, Exercise, values
 from gradlab.practice import all_exercises
-from gradlab.practice.check import references
+from gradlab.practice.judging.check import references
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 PARTS = ("__init__.py", "harness.py", "checks.py")

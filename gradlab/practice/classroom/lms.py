@@ -1,5 +1,5 @@
 """Submissions as learning-management systems download them: who handed in each file, and which exercise a renamed file
-is. `gradlab grade` reads a class's folder through these (gradlab/practice/gradebook.py).
+is. `gradlab grade` reads a class's folder through these (gradlab/practice/classroom/gradebook.py).
 
 Canvas, "Download Submissions" (instructure/canvas-lms, lib/content_zipper.rb, get_filename and add_upload_submission):
 one flat folder, each file named `{name}_{LATE_}{user id}_{attachment id}_{file's name}`: the student's sortable name

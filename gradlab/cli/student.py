@@ -1,5 +1,6 @@
 """The practice commands: `gradlab exercises`, `exercise`, `check` and `grade`, their options and help. Registered on
-the `gradlab` group by gradlab.cli.main; what they do is gradlab.practice.commands and gradlab.practice.grade, imported
+the `gradlab` group by gradlab.cli.main; what they do is gradlab.practice.classroom.commands and
+gradlab.practice.classroom.grade, imported
 when a command runs (as the classroom commands import the lessons), so that `gradlab --help` stays fast."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import click
               help="A course file: its own exercises (its `own` folders) are listed too, after gradlab's.")
 def exercises(json_path: str | None, course_path: str | None) -> int:
     """Every exercise: its lesson, its name, what to write, its level. `gradlab exercise NAME` writes a starter."""
-    from gradlab.practice import commands
+    from gradlab.practice.classroom import commands
 
     return commands.list_exercises(json_path, course_path=course_path)
 
@@ -29,7 +30,7 @@ def exercises(json_path: str | None, course_path: str | None) -> int:
 def exercise(name: str, out_path: str | None, force: bool, course_path: str | None) -> int:
     """Write the starter file of exercise NAME: the function to write, its math and shapes, the TF-1 line it
     replaces, a body that raises NotImplementedError, and the command that checks it."""
-    from gradlab.practice import commands
+    from gradlab.practice.classroom import commands
 
     click.echo(commands.write_starter(name, out_path=out_path, force=force, course_path=course_path))
     return 0
@@ -72,7 +73,7 @@ def check_cmd(path: str, exercise_name: str | None, course_path: str | None, jso
     NAME or --course FILE, never from the file's own '# gradlab-exercise:' line, and run only where submissions are
     isolated (bubblewrap: as root, or not root in a user namespace of its own; or, as root, a uid of its own); a
     student's own check of one file runs anywhere."""
-    from gradlab.practice import commands
+    from gradlab.practice.classroom import commands
 
     return commands.check(path, exercise_name=exercise_name, course_path=course_path, json_path=json_path,
                           junit_path=junit_path, gradescope_path=gradescope_path, classroom_path=classroom_path,
@@ -117,8 +118,8 @@ def grade(submissions: tuple[str, ...], course_path: str | None, exercise_name: 
     or not root where the kernel allows user namespaces; or, as root, the uid fallback). Exit 0 when the class was
     graded, 1 when some files could not be graded because of the machine."""
     from gradlab.errors import GradlabError
-    from gradlab.practice import shards
-    from gradlab.practice.grade import grade_class, merge_parts
+    from gradlab.practice.classroom import shards
+    from gradlab.practice.classroom.grade import grade_class, merge_parts
 
     if merge:
         if shard or course_path or exercise_name or seed is not None or student is not None:

@@ -31,11 +31,13 @@ time. Four modes; detect() picks the strongest this machine allows, once per pro
          caller, with a time limit, and on POSIX a memory limit, a file size limit and its own process group. Fine for
          checking one's own code; gradlab refuses to write a course's files (--junit, --gradescope, a folder) from it.
 
-In the isolated modes, stage 1 (gradlab/practice/stage1.py) sets the rlimits, drops to the sandbox's uid (UID_BASE +
+In the isolated modes, stage 1 (gradlab/practice/inside/stage1.py) sets the rlimits, drops to the sandbox's uid
+(UID_BASE +
 slot, a slot held by an flock across gradlab processes; userns: keeps the caller's), empties every capability set,
 sets no_new_privs and a seccomp filter (gradlab/kit/seccomp.py), then execs the child. Inputs arrive on a memfd;
 outputs and printed text leave through pipes that gradlab drains and caps. Every string that comes out (errors,
-tracebacks, printed text, file names) goes through sanitize() before a terminal, JUnit or Gradescope sees it.
+tracebacks, printed text, file names) goes through gradlab.kit.text.sanitize() before a terminal, JUnit or Gradescope
+sees it.
 
 GRADLAB_SANDBOX=plain|userns|uid|bwrap caps the mode (tests use it to check what happens without isolation): plain
 none; uid (root) no namespaces; userns (not root) the user-namespace mode, and as root nothing (plain); bwrap any. It
@@ -58,11 +60,10 @@ import sys
 import tempfile
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradlab.practice import cgroups
+from gradlab.practice.sandbox import cgroups
 
 MODES = ("plain", "userns", "uid", "bwrap")  # what GRADLAB_SANDBOX may name (userns: not root only)
 UID_BASE = int(os.environ.get("GRADLAB_SANDBOX_UID_BASE", "1600000"))  # sandbox uids: UID_BASE + slot
@@ -86,7 +87,7 @@ class Limits:
     box_bytes: int = 16 << 20  # bwrap: tmpfs /box, the working folder
     printed_kept: int = 16 << 10  # bytes of stdout + stderr kept: the last ones
     printed_max: int = 64 << 20  # printing more stops the run
-    output_max: int = 64 << 20  # bytes of the result (gradlab/practice/wire.py) accepted
+    output_max: int = 64 << 20  # bytes of the result (gradlab/practice/inside/wire.py) accepted
     group_memory: int = 2 << 30  # the cgroup: memory of all the sandbox's processes together (measured: a gloo
     cpus: float = 2.0  # exercise's four processes, torch imported, 330 MB at most), and the CPUs they may use together
 
@@ -200,7 +201,7 @@ else:
 
 def not_isolated_message(found: Detected | None = None, limits: Limits | None = None) -> str | None:
     """One line on what the mode leaves open and how to get full isolation; None in bwrap mode with a cgroup per
-    sandbox. LIMITS: a sandbox's (gradlab.practice.capacity.limits()), for the figures the userns line gives."""
+    sandbox. LIMITS: a sandbox's (gradlab.practice.sandbox.capacity.limits()), for the figures the userns line gives."""
     found = found or detect()
     cgroup, why_not = cgroups.available() if found.isolated else ("", "")
     unbounded = "" if cgroup or not found.isolated else (f"; no cgroup here ({why_not}): a sandbox's processes "
@@ -281,7 +282,7 @@ def readable_by_sandbox(folders: list[str]) -> str | None:
 
 def package_dir() -> str:
     """The folder of the gradlab package this process runs."""
-    return str(Path(__file__).resolve().parent.parent)
+    return str(Path(__file__).resolve().parent.parent.parent)
 
 
 def _lock_dir_problem() -> str | None:
@@ -624,7 +625,7 @@ def _stage1(uid: int | None, limits: Limits, keep_fds: list[int], pkg: str, cgro
         "CORE": 0, "AS": limits.memory, "FSIZE": limits.fsize, "NOFILE": limits.nofile, "NPROC": limits.nproc,
         # CPU seconds per process: an orphan that outlives a gradlab killed mid-check (uid mode) stops burning
         "CPU": int(limits.timeout_s + STARTUP_S) + 10}}
-    return [sys.executable, "-I", "-S", f"{pkg}/gradlab/practice/stage1.py", json.dumps(spec)]
+    return [sys.executable, "-I", "-S", f"{pkg}/gradlab/practice/inside/stage1.py", json.dumps(spec)]
 
 
 # ------------------------------------------------------------------------------------------------------------- run
@@ -944,76 +945,3 @@ def _plain_limits(limits: Limits):
             with contextlib.suppress(ValueError, OSError):  # macOS refuses some of them
                 resource.setrlimit(getattr(resource, "RLIMIT_" + name), (value, value))
     return apply
-
-
-# -------------------------------------------------------------------------------------------- text that came out
-
-_HIDDEN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"}  # controls, format (zero-width, bidi), surrogates, private,
-# unassigned, line and paragraph separators, spaces other than " ": shown as an escape
-
-
-def sanitize(text: str, most: int | None = None, *, backslash: bool = True) -> str:
-    """Text that came out of a sandbox (or a file name a student chose), safe for a terminal, JUnit and JSON, and
-    distinct when its input was: every control character but newline and tab (ANSI escapes, carriage returns, C1
-    codes), every format character (zero-width ones, bidi overrides), separators and spaces other than " ", and
-    undecodable bytes are shown as a visible escape, never interpreted; a backslash as two, so that an escape
-    shown is never the student's own text. MOST: keep at most that many characters. BACKSLASH=False: the last guard
-    on text sanitized already (JUnit, Gradescope): what is still unsafe is escaped, a backslash kept (escaping it
-    again would show every escape twice)."""
-    text = str(text)
-    if most is not None and len(text) > most:
-        text = text[:most] + "…"
-    out = []
-    for c in text:
-        o = ord(c)
-        if c == "\\":
-            out.append("\\\\" if backslash else c)
-        elif c in "\n\t" or (0x20 <= o < 0x7F) or (o >= 0xA0 and unicodedata.category(c) not in _HIDDEN):
-            out.append(c)
-        elif 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
-            out.append(f"\\x{o - 0xDC00:02x}")
-        elif o < 0x80:  # \r, \x1b
-            out.append(c.encode("unicode_escape").decode("ascii"))
-        else:  # \u009b: a C1 code, never to be read as the undecodable byte \x9b
-            out.append(f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}")
-    return "".join(out)
-
-
-def looks_alike(name: str) -> str:
-    """What NAME shows as, give or take case, accents and compatibility forms (ｆｕｌｌｗｉｄｔｈ, ﬁ, é as é or as
-    e + ◌́): its NFKD form without combining marks, case-folded."""
-    return "".join(c for c in unicodedata.normalize("NFKD", name) if not unicodedata.combining(c)).casefold()
-
-
-def alike(names: list[str]) -> dict[str, list[str]]:
-    """{name: the other NAMES it looks like}, for those that look like another: the same looks_alike(), or the same
-    but where one has a letter outside ASCII and the other an ASCII one (Cyrillic а for a, Greek ο for o: Unicode's
-    look-alikes are thousands; any non-ASCII letter in place of an ASCII one is taken for one). Two names no one
-    reading a table of grades tells apart are among them."""
-    def same(x: str, y: str) -> bool:
-        return all(a == b or a.isascii() != b.isascii() for a, b in zip(x, y, strict=True))  # one length
-
-    keys = {n: looks_alike(n) for n in names}
-    by_length: dict[int, list[str]] = {}
-    for n in names:
-        by_length.setdefault(len(keys[n]), []).append(n)
-    out: dict[str, list[str]] = {}
-    for group in by_length.values():
-        for i, n in enumerate(group):
-            for m in group[i + 1:]:
-                if same(keys[n], keys[m]):
-                    out.setdefault(n, []).append(m)
-                    out.setdefault(m, []).append(n)
-    return out
-
-
-def escaped(name: str) -> str:
-    """NAME (sanitize()d: a backslash of its own is two already) with every character outside ASCII as its \\u
-    escape (аlice: \\u0430lice): two names alike() pairs, shown so that they read apart."""
-    return "".join(c if c.isascii() else f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
-                   for c in name)
-
-
-def one_line(text: str, most: int = 300) -> str:
-    """sanitize(TEXT) on one line: newlines and tabs are spaces, runs of spaces one."""
-    return " ".join(sanitize(text, most * 4).split())[:most]

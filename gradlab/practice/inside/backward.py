@@ -4,7 +4,7 @@ In the sandbox (this file is bound there, beside the child: it imports nothing o
 runs) catch() calls the harness on one input with torch.autograd.grad and torch.autograd.backward wrapped: the first
 of them the code calls walks the graph of the tensor it differentiates, puts a hook on every node and lets the real
 call run, so each node's arriving and sent gradients are the ones the submission's own backward computed. What comes
-back is names, indices and tensors (gradlab/practice/wire.py's format, never a pickle); checked() reads it in
+back is names, indices and tensors (gradlab/practice/inside/wire.py's format, never a pickle); checked() reads it in
 gradlab's process as the untrusted data it is, and graph() makes it a gradlab.kit.autograd_graph.Graph to draw. The
 reference runs through the same catch() in gradlab's process.
 """

@@ -1,9 +1,10 @@
 """A submission: the student's code, read once, with the exercise it is graded as.
 
 A file is read once, where gradlab meets it (`gradlab check FILE` or FOLDER here, `gradlab grade` in
-gradlab.practice.gradebook), by sandbox.read_submission: a regular file only, at most 1 MB, through a link only for
+gradlab.practice.classroom.gradebook), by sandbox.read_submission: a regular file only, at most 1 MB, through a link
+only for
 a student's own check. Its `# gradlab-exercise: NAME` line is parsed once, here; a notebook's function is pickled
-once (gradlab.practice.notebook). Everything after that (the pre-flight, the sandbox, the judging) reads the
+once (gradlab.practice.classroom.notebook). Everything after that (the pre-flight, the sandbox, the judging) reads the
 Submission, never the file again.
 """
 
@@ -17,10 +18,10 @@ from dataclasses import dataclass, field
 
 from gradlab.errors import GradlabError
 from gradlab.kit.exercise import Exercise
+from gradlab.kit.text import alike, one_line, sanitize
 from gradlab.practice import all_exercises
-from gradlab.practice.isolate import alike, one_line, sanitize
-from gradlab.practice.parsing import parse
-from gradlab.practice.sandbox import read_submission
+from gradlab.practice.sandbox.parsing import parse
+from gradlab.practice.sandbox.process import read_submission
 
 MARKER = re.compile(r"^# gradlab-exercise: (\S+)\s*$", re.M)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from gradlab.errors import GradlabError, check
 from gradlab.kit.result import Result
 from gradlab.practice import all_exercises
-from gradlab.practice.check import run_check, stamp
-from gradlab.practice.submission import Submission
+from gradlab.practice.judging.check import run_check, stamp
+from gradlab.practice.judging.submission import Submission
 from gradlab.report.html import for_notebook  # the Result as Jupyter draws it
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from gradlab.practice import cgroups, isolate
+from gradlab.practice.sandbox import cgroups, isolate
 
 CHECK_MEMORY = 512 << 20  # what one check is counted as (its measured peak, 330 MB, and room)
 GRADLAB_MEMORY = 1 << 30  # what gradlab's own process is counted as (757 MB measured)

@@ -1,13 +1,15 @@
 """The submission's process, seen from gradlab: which of gradlab's files it gets, how it is started, and what comes
 back, checked before anything of gradlab's uses it.
 
-The process runs gradlab/practice/child.py through gradlab/practice/isolate.py (bubblewrap, as root or in a user
+The process runs gradlab/practice/inside/child.py through gradlab/practice/sandbox/isolate.py (bubblewrap, as root or
+in a user
 namespace of its own; a uid of its own; or a plain child process: isolate.detect()). It gets only the child, the
 exercise's harness module and what the harness imports of gradlab (gradlab.kit.harness and the seccomp filter it
 installs: SHARED), found by reading its imports; never the references, the known mistakes or the model answers. It
 is started at once, so that it imports torch while gradlab computes the references.
 
-Everything that comes back is untrusted: plain data (gradlab/practice/wire.py: JSON and raw tensor bytes, read in time
+Everything that comes back is untrusted: plain data (gradlab/practice/inside/wire.py: JSON and raw tensor bytes, read
+in time
 linear in their size, within a size cap; never a pickle, which can be made to hold gradlab for hours); then its
 structure is checked against the references' (one output per input, the same keys, the same number of tensors, plain CPU
 tensors of the expected shapes whose storage is no larger than they need); every string in it is sanitized. Any
@@ -26,22 +28,26 @@ import sys
 import threading
 from pathlib import Path
 
-from gradlab.practice import backward, capacity, harness_module, isolate, wire
-from gradlab.practice.parsing import parse
+from gradlab.kit.text import one_line, sanitize
+from gradlab.practice import harness_module
+from gradlab.practice.inside import backward, wire
+from gradlab.practice.sandbox import capacity, isolate
+from gradlab.practice.sandbox.parsing import parse
 
 TIMEOUT_S = 20.0
-SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.judge)
+SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.judging.judge)
 MAX_SOURCE = 1 << 20  # bytes of a submission's file
-GRADLAB = Path(__file__).resolve().parent.parent  # the package's folder
+GRADLAB = Path(__file__).resolve().parents[2]  # the package's folder
 # What a harness may import of gradlab, besides itself: the shared harness module, the names it shares with gradlab's
 # side (gradlab.kit.shared: the rule outputs' keys, the loopback's port and interface, which gradlab.kit.distributed
 # uses too) and the seccomp filter its seal() installs. Nothing here may hold a reference, a known mistake or a model
 # answer: tests/test_sandbox.py checks every harness's imports against it.
 SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.kit.seccomp")
-ALWAYS = ("gradlab.practice.child", "gradlab.kit.harness", "gradlab.kit.shared", "gradlab.practice.stage1",
-          "gradlab.kit.seccomp", "gradlab.practice.wire", "gradlab.practice.backward")
+ALWAYS = ("gradlab.practice.inside.child", "gradlab.kit.harness", "gradlab.kit.shared",
+          "gradlab.practice.inside.stage1",
+          "gradlab.kit.seccomp", "gradlab.practice.inside.wire", "gradlab.practice.inside.backward")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
-CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.child import main; main()"
+CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.inside.child import main; main()"
 
 
 def module_file(name: str) -> Path | None:
@@ -101,7 +107,7 @@ class Sandbox:
 
     SOURCE is the submission: a file's bytes (KIND "source"), or a function pickled by cloudpickle ("pickle"); SHOWN
     the name the student knows it by (their file's path); LINES the text of notebook cells, for tracebacks, and
-    CODE_FILES the cell file of each pickled code object (gradlab.practice.notebook.pickled)."""
+    CODE_FILES the cell file of each pickled code object (gradlab.practice.classroom.notebook.pickled)."""
 
     def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
                  lines: dict[str, str] | None = None, code_files: list | None = None, timeout_s: float | None = None,
@@ -112,10 +118,12 @@ class Sandbox:
         header = {"harness": harness_module(exercise), "function": exercise.function, "seed": seed, "kind": kind,
                   "shown": shown, "lines": lines or {}, "code_files": code_files or [],
                   "forbidden": list(getattr(exercise, "forbidden", ())), "graph": graph}
-        self.graph = graph  # GRAPH: the first input only, its backward pass caught (gradlab/practice/backward.py)
+        # GRAPH: the first input only, its backward pass caught (gradlab/practice/inside/backward.py)
+        self.graph = graph
         inputs = json.dumps(header).encode() + b"\n" + source
         package = sandbox_files(harness_module(exercise))
-        if getattr(exercise, "package", ""):  # a teacher's own exercise (gradlab.practice.own): its harness alone
+        # a teacher's own exercise (gradlab.practice.classroom.own): its harness alone
+        if getattr(exercise, "package", ""):
             package[f"{exercise.package}/harness.py"] = str(Path(exercise.folder) / "harness.py")
         self._outcome: dict = {}
 
@@ -152,7 +160,7 @@ def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: f
     backward pass, or None)."""
     limits = limits or isolate.Limits()
     printed = outcome.printed.decode("utf-8", errors="replace")
-    base = {"printed": isolate.sanitize(printed), "printed_bytes": int(outcome.printed_bytes), "warnings": [],
+    base = {"printed": sanitize(printed), "printed_bytes": int(outcome.printed_bytes), "warnings": [],
             "used": [], "trace": "", "isolated": outcome.mode != "plain", "sandbox": outcome.mode}
     if outcome.stopped == "startup":
         return base | {"ok": False, "kind": "died", "environment": "startup",
@@ -182,9 +190,9 @@ def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: f
             base["graph"] = backward.checked(got.pop("graph", None))
         return base | _checked(got, expected)
     except backward.Bad as e:
-        return base | {"ok": False, "kind": "output", "error": isolate.one_line(f"your code's graph: {e}", 400)}
+        return base | {"ok": False, "kind": "output", "error": one_line(f"your code's graph: {e}", 400)}
     except (Bad, wire.Malformed) as e:
-        return base | {"ok": False, "kind": "output", "error": isolate.one_line(f"your code's outputs {e}", 400)}
+        return base | {"ok": False, "kind": "output", "error": one_line(f"your code's outputs {e}", 400)}
 
 
 AGAIN = "the next run of gradlab grade checks it again"
@@ -232,13 +240,13 @@ def _checked(got, expected: list[dict] | None) -> dict:
     """GOT, the child's dict, checked and cleaned: its strings sanitized, its outputs shaped as EXPECTED."""
     if type(got) is not dict or type(got.get("ok")) is not bool:
         raise Bad(f"are {_kind(got)}, not the result gradlab's child sends")
-    out = {"warnings": [isolate.one_line(_text(w, 600), 500) for w in _items(got.get("warnings", []), 50)],
-           "used": [isolate.one_line(_text(u, 200), 120) for u in _items(got.get("used", []), 50)]}
+    out = {"warnings": [one_line(_text(w, 600), 500) for w in _items(got.get("warnings", []), 50)],
+           "used": [one_line(_text(u, 200), 120) for u in _items(got.get("used", []), 50)]}
     if not got["ok"]:
         kind = got.get("kind")
         return out | {"ok": False, "kind": kind if kind in KINDS else "raised",
-                      "error": isolate.one_line(_text(got.get("error", ""), 4000), 1000),
-                      "trace": isolate.sanitize(_text(got.get("trace", ""), 20_000))}
+                      "error": one_line(_text(got.get("error", ""), 4000), 1000),
+                      "trace": sanitize(_text(got.get("trace", ""), 20_000))}
     outputs = got.get("outputs")
     if type(outputs) not in (list, tuple):
         raise Bad(f"are {_kind(outputs)} where a list of outputs is expected")
