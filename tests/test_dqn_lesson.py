@@ -82,6 +82,17 @@ def test_no_stop_grad_drags_the_target_network():
     assert any(not torch.equal(p, q) for p, q in zip(before, target_net.parameters(), strict=True))
 
 
+def test_the_two_relative_measures_say_by_their_names_what_they_divide_by():
+    """kit.exercise.relative (the checker's) is in units of max(1, |b|); relative_to_largest (the anatomy's, ddp's)
+    in units of |b| itself, however small."""
+    from gradlab.kit.exercise import relative, relative_to_largest
+
+    a, b = torch.tensor([1e-3]), torch.tensor([2e-3])
+    assert relative_to_largest(a, b) == pytest.approx(0.5)
+    assert relative({"x": a}, {"x": b}) == pytest.approx(1e-3)
+    assert relative_to_largest([a, 2 * a], [b, 2 * b]) == pytest.approx(0.5)  # lists: one scale, B's largest
+
+
 def test_epsilon_schedule():
     c = D.Config(total_steps=1000, eps_fraction=0.5)
     assert D.epsilon(c, 0) == 1.0 and D.epsilon(c, 250) == pytest.approx(0.52) and D.epsilon(c, 900) == c.eps_end

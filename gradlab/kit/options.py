@@ -3,8 +3,9 @@ Config (a LessonConfig), each with its help text and how it is spelled on the co
 shares are the fields of RunOptions. From these declarations come the click command of each lesson
 (gradlab.cli.options builds it), the keyword arguments of `gradlab.run`, the keys a `--config` preset may hold and
 the options column of `gradlab list`; gradlab.runner.resolve is the one path from what a user gave to a run. A Spec
-knows what a value of its option must be (its kind, choices, range, kind of path), so that values which never pass
-through click's parser (gradlab.run's keywords, a preset's) are checked here, in plain Python, as click checks flags.
+knows what a value of its option must be (its kind, choices, range, kind of path) and checks it in one place,
+Spec.convert, in plain Python: click's types hand it the flags they parsed, gradlab.runner the values that never pass
+through click (gradlab.run's keywords, a preset's).
 
     hidden: int = option(64, "Units in each hidden layer.")
 
@@ -55,7 +56,8 @@ class Bounds:
         """What is wrong with VALUE, said after the option's name: "must be at least 1, got 0"."""
         got = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
         low, high = self.low, self.high
-        if low == 0 and self.low_open:  # a step size, a cap: positive, and (HIGH) a number float32 can hold
+        if low == 0 and self.low_open and (high is None or high > 1e30):  # positive(): a step size, a cap, up
+            # to what float32 (or Adam's first step in float32) can hold
             most = f" (at most {high:.3g} here)" if high is not None and math.isfinite(high) else ""
             return f"must be a positive finite number, got {got}{most}"
         if high == math.inf:
