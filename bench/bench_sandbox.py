@@ -1,6 +1,5 @@
 """What the sandbox costs: start-up of `python -I -c pass` as a bare subprocess and through
-gradlab.practice.sandbox.isolate.run in each mode this machine allows (plain always; bwrap as root with bubblewrap; uid
-with
+gradlab.practice.sandbox.box.run in each mode this machine allows (plain always; bwrap as root with bubblewrap; uid with
 GRADLAB_SANDBOX=uid where the fallback is possible), then a whole `gradlab check` of one model answer in each. Every
 variant once per round, N rounds (a noisy neighbour hits them all alike); the minimum is the figure to trust on a
 shared machine. Printed, never asserted, and written to bench/results/sandbox.json (bench/record.py), which the docs
@@ -24,7 +23,7 @@ from gradlab.practice import all_exercises, answer_source
 from gradlab.practice.classroom.starter import HEADER
 from gradlab.practice.judging.check import run_check
 from gradlab.practice.judging.submission import Submission
-from gradlab.practice.sandbox import cgroups, isolate, process
+from gradlab.practice.sandbox import box, bwrap, cgroups, files, modes
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 10
 
@@ -43,21 +42,21 @@ def timed(variants: dict, rounds: int) -> dict:
 
 def main() -> None:
     header, start = record.machine(), time.perf_counter()
-    found = isolate.detect()
-    modes = ["plain"] + ([found.mode] if found.isolated else [])
-    package = process.sandbox_files("gradlab.lessons.clip.exercises.harness")
+    found = modes.detect()
+    tried = ["plain"] + ([found.mode] if found.isolated else [])
+    package = files.sandbox_files("gradlab.lessons.clip.exercises.harness")
     variants = {"subprocess python -c pass": lambda: subprocess.run([sys.executable, "-c", "pass"], check=True)}
-    for mode in modes:
+    for mode in tried:
         def one(mode=mode) -> None:
-            o = isolate.run([sys.executable, "-I", "-c", "pass"], package=package, inputs=b"", mode=mode)
+            o = box.run([sys.executable, "-I", "-c", "pass"], package=package, inputs=b"", mode=mode)
             assert o.returncode == 0 and not o.stopped, (mode, o.printed[-500:])
-        variants[f"isolate.run({mode}) python -c pass"] = one
+        variants[f"box.run({mode}) python -c pass"] = one
     if cgroups.available()[0]:  # the cgroup each isolated sandbox gets: made, its limits written, removed
         variants[f"cgroup {cgroups.available()[0]} made and removed"] = lambda: cgroups.Group(
             memory=2 << 30, pids=96, cpus=2.0).remove()
     if found.mode == "bwrap":
         variants["bare bwrap (namespaces, /usr, proc, dev, tmpfs) true"] = lambda: subprocess.run(
-            ["bwrap", *isolate._namespaces(), *isolate._system_binds(), "--proc", "/proc", "--dev", "/dev", "--size",
+            ["bwrap", *bwrap.namespaces(), *bwrap.system_binds(), "--proc", "/proc", "--dev", "/dev", "--size",
              "1048576", "--tmpfs", "/tmp", "/usr/bin/true"], check=True)
     print(f"machine: {found.mode} ({found.why or 'full isolation'}); {N} rounds; ms (min, median)")
     rows = []
@@ -70,14 +69,14 @@ def main() -> None:
         path.write_text(HEADER + answer_source(exercise))
         submission = Submission(shown=str(path), exercise=exercise, source=path.read_bytes())
         checks = {}
-        for mode in modes:
+        for mode in tried:
             def check(mode=mode) -> None:
-                old = isolate.detect
-                isolate.detect = lambda: isolate.Detected(mode, "bench")
+                old = modes.detect
+                modes.detect = lambda: modes.Detected(mode, "bench")
                 try:
                     assert run_check(submission).exit_code == 0
                 finally:
-                    isolate.detect = old
+                    modes.detect = old
             checks[f"gradlab check (clip's model answer), {mode}"] = check
         for k, (lo, med) in timed(checks, max(3, N // 3)).items():
             print(f"  {k:55} {lo:8.1f} {med:8.1f}")

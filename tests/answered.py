@@ -18,6 +18,7 @@ from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.inside import child
 from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.sandbox.returned import Received
 
 NOT_SHIPPED = (".answers",)  # the model answers: in the repository only (pyproject.toml's wheel exclude)
 NOT_CANDIDATES = (".settings", ".harness")  # options, and how a submission is called: no answer in either
@@ -71,7 +72,7 @@ def passes(exercise: Exercise, obj, reference: Reference) -> bool:
     finally:
         child._gradlab = ours
         forbidden.restore()
-    return judge(exercise, reference, {"ok": True, "outputs": outputs, "used": forbidden.used}).exit_code == 0
+    return judge(exercise, reference, Received(ok=True, outputs=outputs, used=tuple(forbidden.used))).exit_code == 0
 
 
 def answered(name: str) -> list[str]:

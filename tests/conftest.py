@@ -188,9 +188,9 @@ def require_sandbox(mode: str | None = None) -> str:
     mode; under CI (.ci/run sets GRADLAB_REQUIRE_SANDBOX=1) a missing sandbox is a failure, not a skip."""
     import os
 
-    from gradlab.practice.sandbox import isolate
+    from gradlab.practice.sandbox import modes
 
-    found = isolate.detect()
+    found = modes.detect()
     if found.isolated and (mode is None or found.mode == mode):
         return found.mode
     wanted = f" in {mode} mode" if mode else ""

@@ -15,6 +15,7 @@ from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.inside import child
 from gradlab.practice.judging.judge import Reference, judge
 from gradlab.practice.judging.submission import preflight
+from gradlab.practice.sandbox.returned import Received
 
 _CASES: dict[str, tuple[list[dict], list[dict]]] = {}
 _FORBIDDEN: dict = {}
@@ -48,9 +49,9 @@ def reference(name: str) -> Reference:
     return _CASES[name]
 
 
-def outputs_of(name: str, fn) -> dict:
-    """What the sandbox would return for FN: {"ok", "outputs"} or {"ok": False, "kind", "error"}, with "printed"
-    and "warnings"."""
+def outputs_of(name: str, fn) -> Received:
+    """What the sandbox would return for FN (a Received: its outputs, or how it stopped), with what it printed
+    and warned."""
     exercise, checks = all_exercises()[name], checks_of(all_exercises()[name])
     cases = reference(name).cases
     watch = forbidden(name)
@@ -83,11 +84,9 @@ def outputs_of(name: str, fn) -> dict:
                 break
     watch.active = False
     got = got or {"ok": True, "outputs": outputs}
-    got["used"] = list(watch.used)
-    got["printed"] = printed.getvalue()
-    got["printed_bytes"] = len(got["printed"].encode())
-    got["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
-    return got
+    return Received(**got, used=tuple(watch.used), printed=printed.getvalue(),
+                    printed_bytes=len(printed.getvalue().encode()),
+                    warnings=tuple(f"{w.category.__name__}: {w.message}" for w in caught))
 
 
 def judged(name: str, fn):

@@ -17,7 +17,8 @@ from conftest import invoke
 from test_practice import SGD_RIGHT, solution
 
 from gradlab.practice.judging import check
-from gradlab.practice.sandbox import capacity, cgroups, isolate, process
+from gradlab.practice.sandbox import box, capacity, cgroups, modes, returned, slots
+from gradlab.practice.sandbox.limits import Limits, Outcome
 from gradlab.version import __version__
 
 GB = 1 << 30
@@ -67,7 +68,7 @@ def test_a_container_without_a_cgroup_namespace_reads_its_own_folder_at_the_root
     (1.0, 64 * GB, None, 1, "1 CPU"),  # docker run --cpus=1: one at a time
     (0.5, 64 * GB, None, 1, "0.5 CPUs"),
     (2, 64 * GB, None, 2, "2 CPUs"),
-    (64, 256 * GB, None, isolate.SLOTS, f"{isolate.SLOTS} sandbox slots"),
+    (64, 256 * GB, None, slots.SLOTS, f"{slots.SLOTS} sandbox slots"),
     (16, 2 * GB, None, 2, "2048 MB of memory"),  # (2 GB - gradlab's 1 GB) / 512 MB a check
     (16, 64 * GB, 100, 3, "100 free tasks"),
 ])
@@ -75,7 +76,7 @@ def test_checks_at_once_and_each_sandbox_fit_what_gradlab_is_given(cpus, memory,
     plan = capacity.plan_for(cgroups.Budget(cpus=cpus, quota=None, memory=memory, pids=pids))
     assert (plan.at_once, plan.why) == (at_once, why)
     assert plan.cpus == min(2.0, cpus)  # never a quota above gradlab's own (EINVAL under cgroup v1)
-    assert capacity.CHECK_MEMORY <= plan.group_memory <= isolate.Limits().group_memory
+    assert capacity.CHECK_MEMORY <= plan.group_memory <= Limits().group_memory
     assert plan.at_once * plan.group_memory <= max(memory - capacity.GRADLAB_MEMORY, capacity.CHECK_MEMORY)
     assert pids is None or plan.at_once * plan.nproc <= pids
     assert capacity.plan_for(cgroups.Budget(cpus=cpus, quota=None, memory=memory, pids=pids), True).at_once == 1
@@ -84,16 +85,16 @@ def test_checks_at_once_and_each_sandbox_fit_what_gradlab_is_given(cpus, memory,
 def test_a_sigkill_from_outside_is_the_machines_and_a_full_sandbox_the_students():
     """The sandbox killed while its cgroup held far less than its limit: the container's OOM killer (or anyone) did
     it, not the submission's own limit; a sandbox at its limit, or with no cgroup to tell, is the student's."""
-    limits = isolate.Limits()
+    limits = Limits()
 
     def got(peak, group="v1"):
-        return process.received(isolate.Outcome(mode="bwrap", returncode=-9, cgroup=group, memory_peak=peak), None,
+        return returned.received(Outcome(mode="bwrap", returncode=-9, cgroup=group, memory_peak=peak), None,
                                 20.0, limits)
 
     outside = got(300 << 20)
     assert outside["environment"] == "killed" and "killed from outside" in outside["error"]
     assert "environment" not in got(limits.group_memory) and "environment" not in got(300 << 20, group="")
-    late = process.received(isolate.Outcome(mode="bwrap", returncode=-9, stopped="startup"), None, 20.0, limits)
+    late = returned.received(Outcome(mode="bwrap", returncode=-9, stopped="startup"), None, 20.0, limits)
     assert late["environment"] == "startup" and "not your code" in late["error"]
 
 
@@ -110,8 +111,8 @@ def test_a_check_the_machine_ended_is_graded_again_and_the_teacher_told(tmp_path
                                             "gradlab could not check this file: OSError: [Errno 22] Invalid argument")
         return check.stopped_result(submission.exercise, submission.shown, "stand-in", seed)
 
-    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
-    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())
+    monkeypatch.setattr(modes, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(box, "_STOPPING", threading.Event())
     for name in ("ann", "bob", "cy"):
         (tmp_path / f"{name}.py").write_text(f"# {name}\n")
     args = ("grade", str(tmp_path), "--exercise", "mnist.sgd_step", "--out", str(tmp_path / "out"), "--seed", "1")
@@ -167,11 +168,12 @@ def _cpu_quota_parent(tmp_path: Path) -> tuple[Path, str]:
 def test_a_right_answer_gets_full_marks_under_a_one_cpu_quota(tmp_path):
     """The issue's container: gradlab in a cgroup whose quota is 1 CPU. Each sandbox's cgroup asked for 2 CPUs, the
     kernel refused it (EINVAL) and every check ended "gradlab could not check this file". One sandbox start."""
-    if isolate.detect().mode not in ("bwrap", "uid"):
-        pytest.skip(f"needs the root sandbox ({isolate.detect().why})")
+    if modes.detect().mode not in ("bwrap", "uid"):
+        pytest.skip(f"needs the root sandbox ({modes.detect().why})")
     (tmp_path / "sgd_step.py").write_text(solution("mnist.sgd_step", SGD_RIGHT))
     folder, version = _cpu_quota_parent(tmp_path)
-    code = ("from gradlab.practice import capacity; p = capacity.plan(); print('plan', p.at_once, p.cpus, flush=True);"
+    code = ("from gradlab.practice.sandbox import capacity, modes; p = capacity.plan(modes.detect().mode); "
+            "print('plan', p.at_once, p.cpus, flush=True);"
             "from gradlab.cli.main import cli; cli(['check', 'sgd_step.py'])")
     try:
         r = subprocess.run(["/bin/sh", "-c", f'echo $$ > {folder}/cgroup.procs && exec "$@"', "sh", sys.executable,
@@ -205,8 +207,8 @@ def test_two_shards_merged_write_exactly_what_one_run_writes(tmp_path, monkeypat
         result.config = {"file": submission.shown}
         return result
 
-    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
-    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())
+    monkeypatch.setattr(modes, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(box, "_STOPPING", threading.Event())
     monkeypatch.setattr(check, "result_of", fake)
     subs = tmp_path / "subs"
     names = ["ann", "Bob", "cy", "dee", "Eve Ng", "fay", "gus", "hal"]
@@ -247,7 +249,7 @@ def test_two_shards_merged_write_exactly_what_one_run_writes(tmp_path, monkeypat
 def test_bad_shard_or_merge_is_one_line(tmp_path, monkeypatch, args, fragment):
     from conftest import assert_one_line_error
 
-    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(modes, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
     (tmp_path / "subs" / "ann").mkdir(parents=True)
     where = [] if "--merge" in args else [str(tmp_path / "subs"), "--exercise", "mnist.sgd_step"]
     out = invoke("grade", *where, *args, "--out", str(tmp_path / "out"))
@@ -294,7 +296,8 @@ def test_the_many_machines_examples_shard_the_same_class_and_merge_it():
 
 def test_the_userns_line_gives_the_sandbox_the_quota_allows(monkeypatch):
     """Not root with a delegated cgroup under a 1-CPU quota: the note says 1 CPU, as the sandbox gets (it said 2)."""
-    monkeypatch.setattr(isolate, "detect", lambda: isolate.Detected("userns", "not root"))
+    monkeypatch.setattr(modes, "detect", lambda: modes.Detected("userns", "not root"))
     monkeypatch.setattr(cgroups, "available", lambda: ("v2", ""))
     monkeypatch.setattr(cgroups, "budget", lambda: cgroups.Budget(cpus=1.0, quota=1.0, memory=64 * GB, pids=None))
-    assert "(2 GB of memory, 1 CPU, 96 processes and threads)" in isolate.not_isolated_message(None, capacity.limits())
+    said = modes.not_isolated_message(None, capacity.limits("userns"))
+    assert "(2 GB of memory, 1 CPU, 96 processes and threads)" in said

@@ -19,6 +19,7 @@ from gradlab.practice.judging import submission
 from gradlab.practice.judging.check import run_check
 from gradlab.practice.judging.judge import Reference, judge
 from gradlab.practice.judging.submission import preflight
+from gradlab.practice.sandbox.returned import Received
 
 
 def fn_of(name: str, source: str):
@@ -467,8 +468,8 @@ def test_preflight_reports_a_syntax_error_and_a_missing_function_without_a_proce
     def no_process(*args, **kwargs):
         raise AssertionError("the pre-flight must not start the sandbox")
 
-    from gradlab.practice.sandbox import process
-    monkeypatch.setattr(process, "Sandbox", no_process)
+    from gradlab.practice.sandbox import box
+    monkeypatch.setattr(box, "Sandbox", no_process)
     ex = all_exercises()["mnist.sgd_step"]
     bad = tmp_path / "bad.py"
     bad.write_text("# gradlab-exercise: mnist.sgd_step\ndef sgd_step(W, b, x, y, lr)\n    return W, b\n")
@@ -494,9 +495,9 @@ def test_the_students_output_and_warnings_are_shown_under_the_checks_and_in_json
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
     printed = "".join(f"step {i}: loss 0.{i}\n" for i in range(100))
-    got = {"ok": True, "outputs": [checks.call(checks.reference, c) for c in cases], "printed": printed,
-           "printed_bytes": 123456, "warnings": ["UserWarning: Using a target size (torch.Size([32])) that is "
-                                                 "different to the input size (torch.Size([32, 1]))"]}
+    got = Received(ok=True, outputs=[checks.call(checks.reference, c) for c in cases], printed=printed,
+                   printed_bytes=123456, warnings=("UserWarning: Using a target size (torch.Size([32])) that is "
+                                                   "different to the input size (torch.Size([32, 1]))",))
     r = judge(ex, Reference(checks, cases, refs), got)
     assert r.metrics["printed"].splitlines()[-1] == "step 99: loss 0.99" and len(r.metrics["printed"].splitlines()) \
         == 20 and r.metrics["printed_bytes"] == 123456 and "target size" in r.metrics["warnings"][0]

@@ -737,7 +737,7 @@ def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
 
     from gradlab.practice.classroom import pool
     from gradlab.practice.judging import check
-    from gradlab.practice.sandbox import isolate
+    from gradlab.practice.sandbox import box, modes
 
     calls = []
 
@@ -750,8 +750,8 @@ def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return check.stopped_result(submission.exercise, submission.shown, "stand-in", seed)
 
-    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
-    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())  # the stop kills this process's sandboxes: none after
+    monkeypatch.setattr(modes, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(box, "_STOPPING", threading.Event())  # the stop kills this process's sandboxes: none after
     monkeypatch.setattr(pool, "at_once", lambda: 2)  # two at a time whatever the machine: the counts below assume it
     for i in range(10):
         (tmp_path / f"s{i}.py").write_text(f"# {i}\n")
@@ -770,7 +770,7 @@ def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
     said = [line for line in first.output.splitlines() if "partial set" in line]
     assert len(said) == 1 and f"{kept} of 10 students graded in full" in said[0], first.output
     calls.clear()
-    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())
+    monkeypatch.setattr(box, "_STOPPING", threading.Event())
     monkeypatch.setattr(check, "result_of", fake)
     again = invoke(*args)
     assert again.exit_code == 0 and f"({kept} unchanged since the last run, kept)" in again.output
@@ -787,7 +787,7 @@ def stand_in(monkeypatch):
     from types import SimpleNamespace
 
     from gradlab.practice.judging import check
-    from gradlab.practice.sandbox import isolate
+    from gradlab.practice.sandbox import box, modes
 
     calls = []
 
@@ -795,8 +795,8 @@ def stand_in(monkeypatch):
         calls.append(submission.shown)
         return check.stopped_result(submission.exercise, submission.shown, "stand-in", seed)
 
-    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
-    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())
+    monkeypatch.setattr(modes, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(box, "_STOPPING", threading.Event())
     monkeypatch.setattr(check, "result_of", fake)
     monkeypatch.setattr(gradebook, "score", lambda result, item: course.Score(10.0, 10.0, "stand-in"))
     return calls

@@ -24,6 +24,7 @@ from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.classroom import course
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.sandbox.returned import Received
 
 KIT = REPO / "teacher" / "graded"
 OURS = {"mnist_graded": "weighted_softmax_grad", "clip_graded": "clip_by_norm", "jacobian_graded": "batch_jacobian",
@@ -65,7 +66,7 @@ def judged(name: str, fn, seed: int = 0):
     cases = checks.cases(seed)
     refs = [checks.run(None, c) for c in cases]
     return judge(all_exercises()[name], Reference(checks, cases, refs),
-                 {"ok": True, "outputs": [checks.call(fn, c) for c in cases]})
+                 Received(ok=True, outputs=[checks.call(fn, c) for c in cases]))
 
 
 def fails(name: str, fn) -> bool:
@@ -111,8 +112,8 @@ def test_a_small_perturbation_of_the_reference_fails(name):
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
     r = judge(all_exercises()[name], Reference(checks, cases, refs),
-              {"ok": True, "outputs": [{**o, **perturb({k: v for k, v in o.items() if not k.startswith("_")})}
-                                       for o in refs]})
+              Received(ok=True, outputs=[{**o, **perturb({k: v for k, v in o.items() if not k.startswith("_")})}
+                                         for o in refs]))
     assert r.exit_code == 1, [(c.text, c.value) for c in r.claims]
 
 

@@ -17,7 +17,7 @@ from conftest import REPO, assert_one_line_error, invoke
 
 from gradlab.practice import all_exercises
 from gradlab.practice.classroom import own
-from gradlab.practice.sandbox import isolate
+from gradlab.practice.sandbox import modes
 
 OWN = REPO / "examples" / "own-exercise"
 RIGHT = "def mse_grad(w, b, X, y):\n    r = X @ w + b - y\n    return 2 * X.T @ r / len(y), 2 * r.mean()\n"
@@ -93,7 +93,7 @@ def test_a_broken_own_exercise_is_the_courses_fault_in_one_line(course, tmp_path
 
 def test_a_course_seed_the_reference_fails_on_stops_the_grading_before_any_student(course, tmp_path, monkeypatch):
     """Seed 0 passes the self-test; the seed the course draws does not: no student is graded, nothing is written."""
-    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(modes, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
     edit(course, "harness.py", "    g = torch.Generator().manual_seed(seed)\n",
          "    g = torch.Generator().manual_seed(seed)\n    assert seed < 7, 'seed'\n")
     (tmp_path / "subs" / "alice").mkdir(parents=True)

@@ -15,7 +15,9 @@ from conftest import assert_one_line_error, check_file, invoke
 from gradlab.practice import all_exercises, answer, checks_of
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging.judge import Reference, judge
-from gradlab.practice.sandbox import process as sandbox_module
+from gradlab.practice.sandbox import box as sandbox_box
+from gradlab.practice.sandbox import files as sandbox_files
+from gradlab.practice.sandbox.returned import Received
 
 NAMES = list(all_exercises())
 CHECKS = {name: checks_of(e) for name, e in all_exercises().items()}
@@ -27,7 +29,7 @@ def judged(name: str, fn) -> "object":
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
     return judge(all_exercises()[name], Reference(checks, cases, refs),
-                 {"ok": True, "outputs": [checks.call(fn, c) for c in cases]})
+                 Received(ok=True, outputs=[checks.call(fn, c) for c in cases]))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -60,8 +62,8 @@ def test_a_small_perturbation_of_the_reference_fails_and_shows_where(name):
     checks = CHECKS[name]
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
-    r = judge(all_exercises()[name], Reference(checks, cases, refs), {"ok": True,
-                                                                      "outputs": [perturb(o) for o in refs]})
+    r = judge(all_exercises()[name], Reference(checks, cases, refs),
+              Received(ok=True, outputs=[perturb(o) for o in refs]))
     assert r.exit_code == 1 and "first difference" in r.metrics["diagnosis"], r.metrics.get("diagnosis")
 
 
@@ -136,7 +138,7 @@ HOSTILE = {
 
 
 def test_hostile_submissions_are_one_line_each(tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox_module, "TIMEOUT_S", 3.0)
+    monkeypatch.setattr(sandbox_box, "TIMEOUT_S", 3.0)
     files = {}
     for key, (body, _) in HOSTILE.items():
         path = tmp_path / f"{key}.py"
@@ -463,7 +465,7 @@ def test_gradlabs_threads_never_parse_python_at_the_same_time(monkeypatch):
     exercise = all_exercises()["mnist.sgd_step"]
     source = starter(exercise).encode()
     jobs = [lambda: preflight(source, "a.py", exercise),
-            lambda: sandbox_module.gradlab_imports("gradlab.lessons.mnist.exercises.harness")] * 4
+            lambda: sandbox_files.gradlab_imports("gradlab.lessons.mnist.exercises.harness")] * 4
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(lambda job: job(), jobs))
     assert len(overlaps) >= 8 and not any(overlaps)
@@ -490,7 +492,7 @@ def test_ctrl_c_on_a_folder_starts_no_queued_file(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from gradlab.practice.judging import check
-    from gradlab.practice.sandbox import isolate
+    from gradlab.practice.sandbox import box, modes
 
     started = []
 
@@ -502,8 +504,8 @@ def test_ctrl_c_on_a_folder_starts_no_queued_file(tmp_path, monkeypatch):
         time.sleep(0.15)
         return check.stopped_result(submission.exercise, submission.shown, "graded by a stand-in", seed)
 
-    monkeypatch.setattr(isolate, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
-    monkeypatch.setattr(isolate, "_STOPPING", threading.Event())  # the stop kills this process's sandboxes: none after
+    monkeypatch.setattr(modes, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
+    monkeypatch.setattr(box, "_STOPPING", threading.Event())  # the stop kills this process's sandboxes: none after
     monkeypatch.setattr(check, "result_of", stand_in)
     for i in range(8):
         (tmp_path / f"s{i}.py").write_text(f"# {i}\n")

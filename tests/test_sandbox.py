@@ -31,7 +31,8 @@ from gradlab.kit.text import one_line, sanitize
 from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.inside import wire
-from gradlab.practice.sandbox import isolate, process
+from gradlab.practice.sandbox import box, bwrap, files, modes, returned, slots
+from gradlab.practice.sandbox.limits import Limits, Outcome, package_dir
 
 CLIP = "clip.clip_by_global_norm"
 HEAD = '''# gradlab-exercise: clip.clip_by_global_norm
@@ -73,7 +74,7 @@ def clip_by_global_norm(grads, clip_norm):  # walks every frame above it for gra
         f = f.f_back
     for name in ("gradlab.practice.judging.check", "gradlab.kit.exercise", "gradlab.lessons.clip.exercises.checks",
                  "gradlab.lessons.clip.exercises.answers", "gradlab.lessons.clip.lesson",
-                 "gradlab.practice.sandbox.process"):
+                 "gradlab.practice.sandbox.box"):
         try:
             importlib.import_module(name)
             found["imports"].append(name)
@@ -344,13 +345,13 @@ def _processes(match) -> list[int]:
 
 # The attack batches run their checks on sandbox uids of their own (GRADLAB_SANDBOX_UID_BASE), so that a process
 # left behind is theirs and not a check another test runs at the same time (pytest-xdist runs tests side by side).
-PRIVATE_BASE = 1_700_000 + (os.getpid() % 10_000) * isolate.SLOTS
+PRIVATE_BASE = 1_700_000 + (os.getpid() % 10_000) * slots.SLOTS
 PRIVATE_ENV = {"GRADLAB_SANDBOX_UID_BASE": str(PRIVATE_BASE)}
 
 
 def _sandbox_processes() -> list[int]:
     """The processes on this batch's sandbox uids."""
-    return _processes(lambda p: PRIVATE_BASE <= os.stat(f"/proc/{p}").st_uid < PRIVATE_BASE + isolate.SLOTS)
+    return _processes(lambda p: PRIVATE_BASE <= os.stat(f"/proc/{p}").st_uid < PRIVATE_BASE + slots.SLOTS)
 
 
 def _named(comm: str) -> list[int]:
@@ -410,8 +411,8 @@ def _batch(tmp_path_factory):
     package = Path(gradlab.__file__).parent
     known = [str(package / "lessons/clip/exercises/checks.py"), str(package / "practice/judging/check.py"),
              str(REPO / "gradlab/lessons/clip/exercises/answers.py"),
-             *(str(p) for d in isolate.masked_dirs() for p in Path(d).rglob("*") if p.is_file())][:50]
-    fills = {"@PATHS@": repr(known), "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + isolate.SLOTS),
+             *(str(p) for d in bwrap.masked_dirs() for p in Path(d).rglob("*") if p.is_file())][:50]
+    fills = {"@PATHS@": repr(known), "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + slots.SLOTS),
              "@RESULTS@": str(out / "all.json"), "@MARKER@": str(drop / "daemon-was-here"),
              "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/inside/child.py"),
              "@PORT@": str(listener.port)}
@@ -512,17 +513,17 @@ def test_no_network_but_a_private_loopback(batch):
 
 
 def test_a_process_flood_is_bounded_and_spares_its_neighbour(batch):
-    assert 0 < batch["reports"]["flood.py"]["children"] < isolate.Limits().nproc
+    assert 0 < batch["reports"]["flood.py"]["children"] < Limits().nproc
     assert passed(batch["by_file"]["flood.py"]) and passed(batch["by_file"]["honest.py"])
     assert batch["after"]["sandbox_processes"] == []
 
 
 def test_disk_memory_and_the_kernel_are_bounded(batch):
     found = batch["reports"]["limits.py"]
-    limits = isolate.Limits()
+    limits = Limits()
     assert found["/tmp MB"] <= limits.tmp_bytes >> 20 and found[". MB"] <= limits.box_bytes >> 20, found
     assert found["memfd_create"] == found["shmget"] == found["unshare user+mount"] == "Operation not permitted"
-    assert batch["uid_base"] <= found["uid"] < batch["uid_base"] + isolate.SLOTS and found["nproc"] == limits.nproc
+    assert batch["uid_base"] <= found["uid"] < batch["uid_base"] + slots.SLOTS and found["nproc"] == limits.nproc
 
 
 def test_what_a_submission_prints_or_raises_comes_back_escaped(batch):
@@ -661,7 +662,7 @@ def test_sigterm_ends_a_folder_at_once_and_writes_what_was_graded(tmp_path):
 
 
 BARE = {f"gradlab/{n}.py": str(Path(gradlab.__file__).parent / f"{n}.py")
-        for n in ("practice/inside/stage1", "kit/seccomp")}  # what isolate.run needs for a non-child command
+        for n in ("practice/inside/stage1", "kit/seccomp")}  # what box.run needs for a non-child command
 STARTED = 'import os\nos.write(int(os.environ["GRADLAB_OUT"][3:]), b"S")\n'  # the time limit starts now
 
 
@@ -690,8 +691,8 @@ try:
 except OSError:
     print("refused")
 '''
-    limits = isolate.Limits(timeout_s=30, group_memory=512 << 20)
-    o = isolate.run([sys.executable, "-c", code], package=BARE, inputs=b"", limits=limits)
+    limits = Limits(timeout_s=30, group_memory=512 << 20)
+    o = box.run([sys.executable, "-c", code], package=BARE, inputs=b"", limits=limits)
     printed = o.printed.decode()
     assert o.cgroup in ("v1", "v2") and o.memory_peak <= 512 << 20 and o.leftovers == [], (o, printed)
     assert "killed 0" not in printed and "killed" in printed and "oom 1000" in printed, printed
@@ -711,11 +712,12 @@ def test_a_cpu_flood_leaves_its_neighbour_the_cpu_it_needs():
     honest = STARTED + ("import time\nt = time.monotonic()\ntime.sleep(1)\nwhile time.process_time() < 1:\n"
                         "    pass\nprint(f'done in {time.monotonic() - t:.1f} s')\n")
     script = f'''import json, os, sys, threading
-from gradlab.practice.sandbox import isolate
 os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
-limits, found = isolate.Limits(timeout_s=15), {{}}
+from gradlab.practice.sandbox import box
+from gradlab.practice.sandbox.limits import Limits
+limits, found = Limits(timeout_s=15), {{}}
 def run(name, code):
-    o = isolate.run([sys.executable, "-c", code], package={BARE!r}, inputs=b"", limits=limits)
+    o = box.run([sys.executable, "-c", code], package={BARE!r}, inputs=b"", limits=limits)
     found[name] = {{"stopped": o.stopped, "printed": o.printed.decode()[-300:], "cgroup": o.cgroup}}
 threads = [threading.Thread(target=run, args=a) for a in (("flood", {flood!r}), ("honest", {honest!r}))]
 for t in threads:
@@ -749,7 +751,7 @@ def test_a_posix_message_queue_is_refused():
     code = STARTED + ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
                       "fd = libc.syscall(240 if os.uname().machine == 'x86_64' else 180, b'gl-q', 0o102, 0o600, None)\n"
                       "print('mq_open', fd, os.strerror(ctypes.get_errno()) if fd < 0 else 'opened')\n")
-    o = isolate.run([sys.executable, "-c", code], package=BARE, inputs=b"", limits=isolate.Limits(timeout_s=20))
+    o = box.run([sys.executable, "-c", code], package=BARE, inputs=b"", limits=Limits(timeout_s=20))
     assert "mq_open -1 Operation not permitted" in o.printed.decode(), o.printed
 
 
@@ -764,7 +766,7 @@ def test_the_uid_cleanup_runs_as_the_uid_walks_any_depth_and_covers_run_lock(tmp
     in /run/lock too."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    uid = PRIVATE_BASE + isolate.SLOTS - 1
+    uid = PRIVATE_BASE + slots.SLOTS - 1
     tag = f"gl-clean-{os.getpid()}"
     _as_uid(uid, f'''import os
 os.makedirs("/tmp/{tag}", exist_ok=True)
@@ -777,7 +779,7 @@ for folder in ("/run/lock", "/dev/shm", "/var/tmp"):
     if os.path.isdir(folder):
         open(f"{{folder}}/{tag}", "w").close()
 ''')
-    assert isolate.clean_as_uid(uid)
+    assert slots.clean_as_uid(uid)
     assert not os.path.lexists(f"/tmp/{tag}") and not any(os.path.lexists(f"{d}/{tag}") for d in
                                                            ("/run/lock", "/dev/shm", "/var/tmp"))
     guarded = Path(tempfile.mkdtemp(prefix="gl-guarded-"))  # a folder the uid cannot write in, holding a file of
@@ -785,7 +787,7 @@ for folder in ("/run/lock", "/dev/shm", "/var/tmp"):
         os.chmod(guarded, 0o755)
         (guarded / "victim").write_text("kept")
         os.chown(guarded / "victim", uid, uid)
-        assert not isolate.clean_as_uid(uid, (str(guarded),)) and (guarded / "victim").read_text() == "kept"
+        assert not slots.clean_as_uid(uid, (str(guarded),)) and (guarded / "victim").read_text() == "kept"
     finally:
         shutil.rmtree(guarded)
 
@@ -793,11 +795,11 @@ for folder in ("/run/lock", "/dev/shm", "/var/tmp"):
 def test_a_uid_whose_cleanup_failed_is_not_used_again(tmp_path, monkeypatch):
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    monkeypatch.setattr(isolate, "LOCK_DIR", tmp_path)
-    monkeypatch.setattr(isolate, "UID_BASE", PRIVATE_BASE)
-    monkeypatch.setattr(isolate, "recover", lambda uid: uid != PRIVATE_BASE)  # slot 0's leftovers stay
+    monkeypatch.setattr(slots, "LOCK_DIR", tmp_path)
+    monkeypatch.setattr(slots, "UID_BASE", PRIVATE_BASE)
+    monkeypatch.setattr(slots, "recover", lambda uid: uid != PRIVATE_BASE)  # slot 0's leftovers stay
     (tmp_path / "slot-0.used").write_text("a gradlab that died mid-check\n")
-    slot = isolate.Slot("uid")
+    slot = slots.Slot("uid")
     assert slot.uid == PRIVATE_BASE + 1 and (tmp_path / "slot-1.used").exists()
     slot.release(cleaned=True)
     assert not (tmp_path / "slot-1.used").exists() and (tmp_path / "slot-0.used").exists()
@@ -811,9 +813,9 @@ def test_two_slots_planting_in_each_others_tmp_cannot_retire_each_other(tmp_path
     once that is gone (before: both cleanups failed on every try, and both slots were retired for good)."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    a, b = PRIVATE_BASE + isolate.SLOTS - 3, PRIVATE_BASE + isolate.SLOTS - 2
-    monkeypatch.setattr(isolate, "LOCK_DIR", tmp_path)
-    monkeypatch.setattr(isolate, "UID_BASE", a)  # slot 0 is a, slot 1 is b
+    a, b = PRIVATE_BASE + slots.SLOTS - 3, PRIVATE_BASE + slots.SLOTS - 2
+    monkeypatch.setattr(slots, "LOCK_DIR", tmp_path)
+    monkeypatch.setattr(slots, "UID_BASE", a)  # slot 0 is a, slot 1 is b
     tag = f"gl-plant-{os.getpid()}"
     plant = '''import os
 mine, theirs = "/tmp/{tag}-{me}", "/tmp/{tag}-{other}"
@@ -828,11 +830,11 @@ if os.path.isdir(theirs):
     for me, other, uid in (("a", "b", a), ("b", "a", b), ("a", "b", a)):
         _as_uid(uid, plant.format(tag=tag, me=me, other=other))
     try:
-        assert not isolate.clean_as_uid(a)  # its own plant in b's folder, which a may not list, is left
+        assert not slots.clean_as_uid(a)  # its own plant in b's folder, which a may not list, is left
         (tmp_path / "slot-0.used").write_text("retired\n")
-        assert isolate.clean_as_uid(b)  # a's plant in b's folder does not stop it
+        assert slots.clean_as_uid(b)  # a's plant in b's folder does not stop it
         assert not os.path.lexists(f"/tmp/{tag}-a") and not os.path.lexists(f"/tmp/{tag}-b")
-        slot = isolate.Slot("uid")  # slot 0 (a), retired, is recovered now that its files are gone
+        slot = slots.Slot("uid")  # slot 0 (a), retired, is recovered now that its files are gone
         assert slot.uid == a
         slot.release(cleaned=True)
         assert not (tmp_path / "slot-0.used").exists()
@@ -849,10 +851,10 @@ def test_every_harness_imports_in_the_sandbox_with_only_its_own_files():
     from gradlab.practice import harness_module
 
     harnesses = sorted({harness_module(e) for e in all_exercises().values()})
-    allowed = {h: sorted(process.gradlab_imports(h)) for h in harnesses}
+    allowed = {h: sorted(files.gradlab_imports(h)) for h in harnesses}
     package: dict[str, str] = {}
     for h in harnesses:
-        package |= process.sandbox_files(h)
+        package |= files.sandbox_files(h)
     code = r'''
 import importlib, json, os, sys
 root = sys.argv[1]
@@ -881,7 +883,7 @@ for name in ("gradlab.practice.judging.check", "gradlab.kit.exercise", "gradlab.
     out[name] = importlib.util.find_spec(name) is not None
 print("RESULT " + json.dumps(out))
 '''
-    outcome = isolate.run([sys.executable, "-I", "-c", code, "{pkg}", json.dumps(allowed)], package=package,
+    outcome = box.run([sys.executable, "-I", "-c", code, "{pkg}", json.dumps(allowed)], package=package,
                           inputs=b"")
     text = outcome.printed.decode()
     line = next(line for line in text.splitlines() if line.startswith("RESULT "))
@@ -891,7 +893,7 @@ print("RESULT " + json.dumps(out))
         assert isinstance(got[h], list) and names <= set(got[h]), (h, got[h])
     assert not any(got[n] for n in ("gradlab.practice.judging.check", "gradlab.kit.exercise",
                                     "gradlab.lessons.clip.exercises.checks"))
-    assert set(got["files"]) == set(package) | set(isolate.init_stubs(package))
+    assert set(got["files"]) == set(package) | set(bwrap.init_stubs(package))
     assert not any(f.endswith(("checks.py", "answers.py")) for f in got["files"])
 
 
@@ -966,11 +968,11 @@ def test_reading_a_submission_never_follows_a_link_or_blocks(tmp_path):
     (tmp_path / "f.py").write_text("x = 1\n")
     os.symlink(tmp_path / "f.py", tmp_path / "l.py")
     os.mkfifo(tmp_path / "p.py")
-    assert process.read_submission(str(tmp_path / "f.py"), follow=False) == b"x = 1\n"
-    assert process.read_submission(str(tmp_path / "l.py")) == b"x = 1\n"  # a student's own check follows links
+    assert files.read_submission(str(tmp_path / "f.py"), follow=False) == b"x = 1\n"
+    assert files.read_submission(str(tmp_path / "l.py")) == b"x = 1\n"  # a student's own check follows links
     for name, fragment in (("l.py", "symbolic link"), ("p.py", "not a regular file")):
         with pytest.raises(ValueError, match=fragment):
-            process.read_submission(str(tmp_path / name), follow=False)
+            files.read_submission(str(tmp_path / name), follow=False)
     assert stat.S_ISFIFO(os.lstat(tmp_path / "p.py").st_mode)
 
 
@@ -1010,7 +1012,7 @@ def test_names_that_differ_are_shown_differently(one, other):
 
 
 def test_detection_is_cached():
-    assert isolate.detect() is isolate.detect()
+    assert modes.detect() is modes.detect()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1105,7 +1107,7 @@ def simulated_uid(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
         if os.environ.get("GRADLAB_REQUIRE_SANDBOX"):
             pytest.fail(why)
         pytest.skip(why)
-    package = isolate.package_dir()
+    package = package_dir()
     copies = [package, *(os.path.join(p, "gradlab") for p in sys.path if p and os.path.isdir(
         os.path.join(p, "gradlab", "practice")) and os.path.realpath(os.path.join(p, "gradlab")) !=
         os.path.realpath(package))]
@@ -1113,7 +1115,7 @@ def simulated_uid(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
     aside = tempfile.mkdtemp(prefix="gl-sim-")  # the mounts live in the namespace only: empty folders after it
     try:
         cmd = ["unshare", "-m", "--propagation", "private", "--", sys.executable, "-c", SIMULATE, json.dumps(copies),
-               json.dumps(isolate.python_trees()), json.dumps(keep), aside, *argv]
+               json.dumps(bwrap.python_trees()), json.dumps(keep), aside, *argv]
         return subprocess.run(cmd, capture_output=True, timeout=600, cwd=cwd,
                               env={**os.environ, "COLUMNS": "160", **PRIVATE_ENV})
     finally:
@@ -1143,7 +1145,7 @@ def _uid_batch(tmp_path_factory):
              "@SCRATCH@": str(scratch), "@CHILD@": str(package / "practice/inside/child.py"),
              "@PORT@": str(listener.port),
              "@PATHS@": repr([str(package / "lessons/clip/exercises/checks.py")]),
-             "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + isolate.SLOTS)}
+             "@UID_LO@": str(PRIVATE_BASE), "@UID_HI@": str(PRIVATE_BASE + slots.SLOTS)}
     for name in ("copy.py", "forge.py", "daemon.py", "site.py", "net.py", "flood.py"):
         body = ATTACKS[name]
         for key, value in fills.items():
@@ -1229,7 +1231,7 @@ def test_the_uid_fallback_stops_copying_forging_daemons_and_writes(uid_batch):
     assert isinstance(json.loads(after["written"]), list)  # gradlab's, not the forged {"score": 999}
     assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
     assert all(v != "opened" for v in reports["site.py"].values()) and after["scratch"] == "unchanged\n"
-    assert 0 < reports["flood.py"]["children"] < isolate.Limits().nproc
+    assert 0 < reports["flood.py"]["children"] < Limits().nproc
 
 
 def test_the_uid_fallback_seals_the_network_after_gloo_connects(uid_batch):
@@ -1245,10 +1247,10 @@ def test_the_uid_fallback_seals_the_network_after_gloo_connects(uid_batch):
 # What comes back, checked in gradlab's process (no sandbox needed: the bytes are made here)
 # ---------------------------------------------------------------------------------------------------------------
 
-def _outcome(value=None, raw: bytes | None = None) -> isolate.Outcome:
+def _outcome(value=None, raw: bytes | None = None) -> Outcome:
     if raw is None:
         raw = wire.encode(value)
-    return isolate.Outcome(mode="bwrap", returncode=0, output=raw, printed=b"hi \x1b[2J\n", printed_bytes=9)
+    return Outcome(mode="bwrap", returncode=0, output=raw, printed=b"hi \x1b[2J\n", printed_bytes=9)
 
 
 @pytest.mark.parametrize(("value", "fragment"), [
@@ -1265,9 +1267,9 @@ def test_outputs_are_checked_against_the_references_shape(value, fragment):
                "missing": [{"ys": [torch.zeros(2), torch.zeros(3)]}],
                "nested": [{"x": torch.zeros(10), "ys": [[torch.zeros(2), torch.zeros(3)]]}]}
     got = {"ok": True, "outputs": outputs.get(value, want), **({"warnings": {"a": 1}} if value == "warnings" else {})}
-    r = process.received(_outcome(got), want, 20)
-    assert not r["ok"] and r["kind"] == "output" and fragment in r["error"], r["error"]
-    assert r["printed"] == "hi \\x1b[2J\n" and r["printed_bytes"] == 9 and r["isolated"]
+    r = returned.received(_outcome(got), want, 20)
+    assert not r.ok and r.kind == "output" and fragment in r.error, r.error
+    assert r.printed == "hi \\x1b[2J\n" and r.printed_bytes == 9 and r.isolated
 
 
 @pytest.mark.parametrize(("got", "want", "fragment"), [
@@ -1278,7 +1280,7 @@ def test_outputs_are_checked_against_the_references_shape(value, fragment):
 def test_a_wrong_shape_says_what_it_usually_means(got, want, fragment):
     """The reader stops at a shape it did not expect (the values cannot be compared in another shape): the message
     names what that shape usually comes from, so a shape-changing mistake is not just "has shape …"."""
-    hint = process.shape_hint(got, want)
+    hint = returned.shape_hint(got, want)
     assert (fragment in hint) if fragment else hint == "", hint
 
 
@@ -1289,10 +1291,10 @@ def test_right_outputs_come_back_as_plain_tensors_of_their_own():
     sent = {"ok": True, "outputs": [{"x": torch.nn.Parameter(torch.ones(20)[::2]), "ys": [torch.zeros(2),
                                                                                           torch.zeros(3)]}],
             "warnings": ["UserWarning: \x1b[31m"], "used": []}
-    r = process.received(_outcome(sent), want, 20)
-    x = r["outputs"][0]["x"]
-    assert r["ok"] and type(x) is torch.Tensor and x.is_contiguous() and not x.requires_grad and x.sum() == 10
-    assert r["warnings"] == ["UserWarning: \\x1b[31m"]
+    r = returned.received(_outcome(sent), want, 20)
+    x = r.outputs[0]["x"]
+    assert r.ok and type(x) is torch.Tensor and x.is_contiguous() and not x.requires_grad and x.sum() == 10
+    assert r.warnings == ("UserWarning: \\x1b[31m",)
 
 
 def test_the_channel_sends_values_only_and_refuses_what_it_cannot_hold():
@@ -1332,8 +1334,8 @@ def colliding_pickle(n: int) -> bytes:
 def test_a_result_that_would_hold_gradlab_for_hours_is_refused_at_once():
     # 30,000 colliding keys: about 8 s in torch.load (400,000: hours); the channel never unpickles
     started = time.monotonic()
-    r = process.received(_outcome(raw=colliding_pickle(30_000)), None, 20)
-    assert time.monotonic() - started < 2 and r["kind"] == "output" and "not a gradlab result" in r["error"]
+    r = returned.received(_outcome(raw=colliding_pickle(30_000)), None, 20)
+    assert time.monotonic() - started < 2 and r.kind == "output" and "not a gradlab result" in r.error
 
 
 def test_reading_the_largest_result_takes_little_time():
@@ -1342,15 +1344,15 @@ def test_reading_the_largest_result_takes_little_time():
     want = [{"x": torch.zeros(4000, 1000)} for _ in range(4)]  # 64 MB of float32, the channel's cap
     data = wire.encode({"ok": True, "outputs": want})
     started = time.monotonic()
-    r = process.received(_outcome(raw=data), want, 20)
-    assert r["ok"] and time.monotonic() - started < 2
+    r = returned.received(_outcome(raw=data), want, 20)
+    assert r.ok and time.monotonic() - started < 2
 
 
 def test_a_child_that_stopped_is_said_in_one_line():
-    r = process.received(isolate.Outcome(mode="bwrap", returncode=-9, output=b""), None, 20)
-    assert r["kind"] == "died" and "killed by SIGKILL (out of memory?)" in r["error"]
-    r = process.received(isolate.Outcome(mode="bwrap", returncode=None, stopped="timeout"), None, 3)
-    assert r["kind"] == "timeout" and "longer than 3 s" in r["error"]
+    r = returned.received(Outcome(mode="bwrap", returncode=-9, output=b""), None, 20)
+    assert r.kind == "died" and "killed by SIGKILL (out of memory?)" in r.error
+    r = returned.received(Outcome(mode="bwrap", returncode=None, stopped="timeout"), None, 3)
+    assert r.kind == "timeout" and "longer than 3 s" in r.error
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -286,9 +286,9 @@ def test_each_room_of_the_grader_has_at_most_four_floors():
 def test_the_sandbox_binds_one_folder_of_the_grader():
     """What enters the sandbox from gradlab/practice/ is the inside room, and the inside room imports nothing of the
     grader's: the security boundary is a folder."""
-    from gradlab.practice.sandbox import process
+    from gradlab.practice.sandbox import files
 
-    grader = {m for m in process.ALWAYS if m.startswith("gradlab.practice")}
+    grader = {m for m in files.ALWAYS if m.startswith("gradlab.practice")}
     assert grader and all(m.startswith("gradlab.practice.inside.") for m in grader)
     inside = {p.stem for p in (ROOT / "gradlab" / "practice" / "inside").glob("*.py") if p.stem != "__init__"}
     assert {m.rsplit(".", 1)[1] for m in grader} == inside

@@ -24,7 +24,8 @@ import pytest
 from conftest import REPO, once
 from test_sandbox import ATTACKS, CLIP, HEAD, Listener
 
-from gradlab.practice.sandbox import cgroups, isolate
+from gradlab.practice.sandbox import cgroups, modes
+from gradlab.practice.sandbox.limits import Limits, package_dir
 
 TEACHER = 1_690_000 + os.getpid() % 10_000  # a uid of its own, in no passwd file: its processes are the test's
 CROWD = 100  # processes the teacher runs meanwhile: more than a sandbox's RLIMIT_NPROC allows
@@ -164,7 +165,7 @@ def _grade_in(home: Path) -> dict:
     secret.write_text("the teacher's secret\n")
     os.chown(secret, TEACHER, TEACHER)
     os.chmod(secret, 0o600)
-    package = Path(isolate.package_dir())
+    package = Path(package_dir())
     victim = subprocess.Popen(["sleep", "600"], user=TEACHER, group=TEACHER, extra_groups=[], cwd=home)
     crowd = [subprocess.Popen(["sleep", "600"], user=TEACHER, group=TEACHER, extra_groups=[], cwd=home)
              for _ in range(CROWD)]
@@ -241,7 +242,7 @@ def test_a_fork_bomb_is_bounded_in_its_own_namespace_while_the_teacher_runs_more
     """RLIMIT_NPROC set inside the sandbox's user namespace counts its tasks alone: the teacher ran CROWD processes
     (more than the limit) and the bomb still forked, up to the limit and no further."""
     children = graded["reports"]["flood"]["children"]
-    assert isolate.Limits().nproc < CROWD and 0 < children < isolate.Limits().nproc, children
+    assert Limits().nproc < CROWD and 0 < children < Limits().nproc, children
     assert passed(graded["records"]["flood"]) and graded["after"]["crowd"] == CROWD
 
 
@@ -256,7 +257,7 @@ def test_nothing_outlives_its_check(graded):
 
 
 def test_disk_capabilities_and_the_kernel_are_bounded(graded):
-    found, limits = graded["reports"]["limits"], isolate.Limits()
+    found, limits = graded["reports"]["limits"], Limits()
     assert found["/tmp MB"] <= limits.tmp_bytes >> 20 and found[". MB"] <= limits.box_bytes >> 20, found
     assert found["memfd_create"] == found["shmget"] == found["unshare user+mount"] == "Operation not permitted"
     assert found["remount_usr"] == "Operation not permitted", found
@@ -270,16 +271,16 @@ def test_as_root_the_userns_mode_is_never_picked(monkeypatch):
     """Root keeps its modes: GRADLAB_SANDBOX=userns as root gives plain, and says why."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    found = isolate._detect("userns")
+    found = modes.detect_capped("userns")
     assert found.mode == "plain" and "userns is for other users" in found.why
 
 
 def test_the_userns_line_says_what_is_bounded_as_a_whole_and_what_per_process():
-    without = isolate.userns_message("", "not delegated (test)")
+    without = modes.userns_message("", "not delegated (test)")
     assert "no cgroup here (not delegated (test))" in without
     assert "bounded as a whole in processes and threads (96, counted in its user namespace)" in without
     assert "in memory (4 GB) and CPU time only per process" in without
-    assert "a cgroup bounds each sandbox as a whole (2 GB of memory, 2 CPUs, 96" in isolate.userns_message("v2", "")
+    assert "a cgroup bounds each sandbox as a whole (2 GB of memory, 2 CPUs, 96" in modes.userns_message("v2", "")
 
 
 @pytest.mark.parametrize(("mode", "cgroup", "most"), [("userns", "", 1), ("userns", "v2", 2), ("bwrap", "", 2),
@@ -289,12 +290,12 @@ def test_without_a_cgroup_the_userns_mode_grades_one_sandbox_at_a_time(monkeypat
     beside it, so none runs beside it; root's modes are unchanged."""
     from gradlab.practice.classroom import pool
 
-    monkeypatch.setattr(isolate, "detect", lambda: isolate.Detected(mode, ""))
+    monkeypatch.setattr(modes, "detect", lambda: modes.Detected(mode, ""))
     monkeypatch.setattr(cgroups, "available", lambda: (cgroup, "" if cgroup else "none (test)"))
     monkeypatch.setattr(cgroups, "budget", lambda: cgroups.Budget(cpus=2, quota=None, memory=64 << 30, pids=None))
     assert pool.at_once() == most  # (2 CPUs given: tests/test_capacity.py sizes it from what gradlab is given)
     if mode == "userns":  # and its note says so
-        assert ("so they run one at a time" in isolate.userns_message(cgroup, "none (test)")) == (most == 1)
+        assert ("so they run one at a time" in modes.userns_message(cgroup, "none (test)")) == (most == 1)
 
 
 def _fake_cgroupfs(root: Path, own: str, writable: bool) -> Path:

@@ -2,12 +2,12 @@
 inputs and calls a function on them the way the lesson uses it; it is the only code of an exercise that runs beside
 a submission.
 
-The sandbox's contract (gradlab/practice/sandbox/isolate.py binds these files one by one and nothing else of gradlab;
+The sandbox's contract (gradlab/practice/sandbox/box.py binds these files one by one and nothing else of gradlab;
 tests/
 test_sandbox.py imports every harness inside the real sandbox with only its own files bound):
   * a harness module imports torch, the standard library and this module; nothing else of gradlab (no reference,
     no known mistake, no model answer: those stay in checks.py and answers.py, on gradlab's side); the modules a
-    harness may import are named in gradlab.practice.sandbox.process.SHARED (this one, the names it shares with
+    harness may import are named in gradlab.practice.sandbox.files.SHARED (this one, the names it shares with
     gradlab's side in gradlab.kit.shared, and the seccomp filter seal() loads);
   * this module imports only torch, the standard library and gradlab.kit.shared;
   * a harness opens no socket in `call`: an exercise whose function runs on gloo workers forms their groups in

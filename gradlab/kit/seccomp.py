@@ -1,5 +1,5 @@
 """seccomp filters in plain Python (ctypes, no libseccomp), for the submission's process
-(gradlab/practice/sandbox/isolate.py).
+(gradlab/practice/sandbox/box.py).
 
 Stage 1 (gradlab/practice/inside/stage1.py) installs BASE before it execs the child; where the sandbox has no network
 namespace of its own (the uid fallback), the child also installs INET once the harness has opened the loopback

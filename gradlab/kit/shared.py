@@ -1,5 +1,5 @@
 """The few names both sides of the sandbox use: gradlab's process, and the submission's, where gradlab binds only the
-modules gradlab.practice.sandbox.process.SHARED names (this is one of them). Plain standard library, no torch, so that
+modules gradlab.practice.sandbox.files.SHARED names (this is one of them). Plain standard library, no torch, so that
 gradlab.kit.exercise and gradlab.kit.distributed, which `gradlab --help` imports, import it as well as
 gradlab.kit.harness does. Every sandbox binds it: it holds no reference, no known mistake and no model answer.
 """

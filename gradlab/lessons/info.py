@@ -12,9 +12,9 @@ A lesson is a folder, gradlab/lessons/<package>/:
                     function is called: the only code of the lesson that runs beside a submission), checks.py (the
                     references, the known mistakes, what each check claims), answers.py (model answers)
 
-A harness.py runs in the sandbox (gradlab/practice/sandbox/isolate.py), where gradlab binds it and what it imports of
+A harness.py runs in the sandbox (gradlab/practice/sandbox/box.py), where gradlab binds it and what it imports of
 gradlab one file at a time: it imports torch, the standard library and gradlab.kit.harness, nothing else of
-gradlab (a worker launcher named in gradlab.practice.sandbox.process.SHARED is the one exception), and it opens sockets
+gradlab (a worker launcher named in gradlab.practice.sandbox.files.SHARED is the one exception), and it opens sockets
 only
 in its Harness's prepare, before the submission loads (gradlab/kit/harness.py says why);
 tests/test_sandbox.py imports every harness in the real sandbox with only those files.

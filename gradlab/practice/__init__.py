@@ -4,7 +4,7 @@ Each lesson declares its exercises in its own folder, gradlab/lessons/<lesson>/e
 (__init__.py), how a submission is called (harness.py), the references, known mistakes and claims (checks.py) and
 model answers (answers.py); the vocabulary they are written in is gradlab/kit/exercise.py. This index collects
 them from the lesson registry and imports nothing heavy (`gradlab exercises` and the starter files read it). The
-student's code runs in a sandbox (gradlab/practice/sandbox/process.py, isolated by gradlab/practice/sandbox/isolate.py)
+student's code runs in a sandbox (gradlab/practice/sandbox/box.py, isolated by gradlab/practice/sandbox/box.py)
 with the
 exercise's harness alone; the reference values are computed here, in the gradlab process, so code under test cannot
 make a check pass by changing gradlab.

@@ -24,7 +24,7 @@ from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging import submission
 from gradlab.practice.judging.check import graphs as check_graphs
 from gradlab.practice.judging.check import stamp, stopped_result
-from gradlab.practice.sandbox import capacity, isolate
+from gradlab.practice.sandbox import capacity, modes
 from gradlab.report import console as report
 from gradlab.report.files import STDOUT, check_graph_suffix, check_writable, write_bytes
 
@@ -92,7 +92,7 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
     found = _isolation(path, folder=folder, course_check=course_check, course_path=course_path)
     console = report.make_console(quiet=quiet, stderr=STDOUT in (json_path, junit_path, gradescope_path,
                                                                  classroom_path))
-    if found.isolated and not quiet and (note := isolate.not_isolated_message(found, capacity.limits())):
+    if found.isolated and not quiet and (note := modes.not_isolated_message(found, capacity.limits(found.mode))):
         console.print(f"gradlab: note: {note}", markup=False, highlight=False)
     files_of = {i.file: i.exercise for i in items} if items else None
     todo = (submission.of_folder(path, exercise_name=exercise_name, files_of=files_of) if folder else
@@ -152,16 +152,16 @@ def _course(path: str, *, folder: bool, course_check: bool, exercise_name: str |
     return items
 
 
-def _isolation(path: str, *, folder: bool, course_check: bool, course_path: str | None) -> isolate.Detected:
+def _isolation(path: str, *, folder: bool, course_check: bool, course_path: str | None) -> modes.Detected:
     """How submissions run here; a course's check refuses to run them unisolated, or (the uid fallback, with no mount
     namespace) beside files that other users, and so a submission, may read."""
-    found = isolate.detect()
+    found = modes.detect()
     if course_check and not found.isolated:
         raise GradlabError(f"{'checking a folder' if folder else 'a course file'} grades other people's code, and "
-                           f"{isolate.not_isolated_message(found)}; nothing was written")
+                           f"{modes.not_isolated_message(found)}; nothing was written")
     if course_check and found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
         shown = [os.path.abspath(path) if folder else os.path.dirname(os.path.abspath(path))]
-        readable = isolate.readable_by_sandbox(shown + ([os.path.dirname(os.path.abspath(course_path))]
+        readable = modes.readable_by_sandbox(shown + ([os.path.dirname(os.path.abspath(course_path))]
                                                         if course_path else []))
         if readable:
             raise GradlabError(f"{sanitize(readable)} is readable by other users, so a submission could "
@@ -184,7 +184,7 @@ def _one_submission(path: str, files: set[str]) -> None:
                            "FILE --out DIR`")
 
 
-def _show(result: Result, console, found: isolate.Detected) -> None:
+def _show(result: Result, console, found: modes.Detected) -> None:
     """One file's Result: its checks, the student's traceback, and whether it ran isolated."""
     report.render(result, console)
     if result.metrics.get("trace"):

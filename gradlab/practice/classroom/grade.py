@@ -16,7 +16,7 @@ from gradlab.kit.text import sanitize
 from gradlab.practice import all_exercises
 from gradlab.practice.classroom import adjust, course, feedback, gradebook, own, shards
 from gradlab.practice.judging.check import installed_torch
-from gradlab.practice.sandbox import capacity, isolate
+from gradlab.practice.sandbox import capacity, modes
 from gradlab.report import console as report
 from gradlab.report.files import write_bytes
 from gradlab.version import __version__
@@ -36,9 +36,9 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     times = adjust.read_times(course_path)
     if not os.path.isdir(submissions):
         raise GradlabError(f"{submissions} is not a folder; give the folder of submissions (one per student)")
-    found = isolate.detect()
+    found = modes.detect()
     if not found.isolated:
-        raise GradlabError(f"grading a class runs other people's code, and {isolate.not_isolated_message(found)}; "
+        raise GradlabError(f"grading a class runs other people's code, and {modes.not_isolated_message(found)}; "
                            "nothing was written")
     if found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
         _refuse_readable(submissions, course_path, out_dir)
@@ -62,7 +62,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     for note in notes:
         say(f"gradlab: note: {note}")
 
-    if not quiet and (note := isolate.not_isolated_message(found, capacity.limits())):  # as check says it
+    if not quiet and (note := modes.not_isolated_message(found, capacity.limits(found.mode))):  # as check says it
         say(f"gradlab: note: {note}")
     for note in filter(None, map(course.lesson_answer_note, dict.fromkeys(i.exercise for i in items))):
         say(f"gradlab: note: {note}")
@@ -142,7 +142,7 @@ def _gradebook(todo: list[gradebook.Task], old: dict, seed: int, stamp: str, say
     done = {(t.student, t.item.file): old[(t.student, t.item.file)] for t in todo
             if gradebook.kept(old.get((t.student, t.item.file)), t, seed, stamp, only)}
     kept = len(done)
-    plan = capacity.plan()  # what gradlab is given: how many at a time, and what bounded it
+    plan = capacity.plan(modes.detect().mode)  # what gradlab is given: how many at a time, and what bounded it
     say(f"grading {len(todo) - kept} files of {len({t.student for t in todo})} students with seed {seed}"
         + (f" ({kept} unchanged since the last run, kept)" if kept else "")
         + f", {plan.at_once} at a time ({plan.why})")
@@ -193,7 +193,7 @@ def _refuse_readable(submissions: str, course_path: str | None, out_dir: str) ->
         folders.append(os.path.dirname(os.path.abspath(course_path)))
     if os.path.isdir(out_dir):
         folders.append(os.path.abspath(out_dir))
-    readable = isolate.readable_by_sandbox(folders)
+    readable = modes.readable_by_sandbox(folders)
     if readable:
         raise GradlabError(f"{sanitize(readable)} is readable by other users, so a submission could copy it (a "
                            "classmate's file, the course's checks, the feedback): chmod o-rwx it and its folder; "

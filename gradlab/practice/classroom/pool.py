@@ -4,7 +4,7 @@ SIGTERM. `gradlab check FOLDER` and `gradlab grade` both grade through grade_all
 
 Only the calling (main) thread starts a check, and it waits in short slices, so a stop signal is seen within one
 slice, wherever it landed, and before another check starts: after Ctrl-C no queued submission starts. The running
-checks are then killed (isolate.stop_all). Their threads are daemons: a check in progress never holds gradlab's exit.
+checks are then killed (box.stop_all). Their threads are daemons: a check in progress never holds gradlab's exit.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from gradlab.kit.result import Result
 from gradlab.practice.judging import check
 from gradlab.practice.judging.submission import Submission
-from gradlab.practice.sandbox import capacity, isolate
+from gradlab.practice.sandbox import box, capacity, modes
 
 WAKE_S = 0.1  # the main thread looks for a stop signal at least this often
 
@@ -60,15 +60,15 @@ def grade_all(submissions: list[Submission], seed: int,
             done = ended.get()
             if done.error is None:
                 results[done.index] = done.result
-        isolate.stop_all()
+        box.stop_all()
         return Graded(results, getattr(e, "signum", 2))
 
 
 def at_once() -> int:
     """Submissions graded at the same time (capacity.plan()): 1 in the userns mode without a cgroup
-    (isolate.userns_message), where nothing bounds a sandbox's CPU as a whole and a CPU flood in one would starve the
+    (modes.userns_message), where nothing bounds a sandbox's CPU as a whole and a CPU flood in one would starve the
     right answer beside it."""
-    return capacity.plan().at_once
+    return capacity.plan(modes.detect().mode).at_once
 
 
 def _grade(submissions: list[Submission], seed: int, each, results: list[Result | None],

@@ -1,11 +1,11 @@
-"""The submission's process (started by gradlab/practice/sandbox/process.py through
-gradlab/practice/sandbox/isolate.py): run the
-student's code on every input through the exercise's harness and send back the outputs, tensors only. gradlab itself
-never imports this module; in the sandbox it is one of the few files of gradlab's that exist (with the harness, the
-shared harness module, stage 1 and the seccomp filters), so it imports nothing else of gradlab's at module level.
+"""The submission's process (started by gradlab/practice/sandbox/box.py: bubblewrap, a uid of its own or a plain child
+process): run the student's code on every input through the exercise's harness and send back the outputs, tensors only.
+gradlab itself never imports this module; in the sandbox it is one of the few files of gradlab's that exist (with the
+harness, the shared harness module, stage 1 and the seccomp filters), so it imports nothing else of gradlab's at module
+level.
 
-    python -I -c "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.inside.child import main; main()"
-    PKG
+    python -I -c "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.inside.child import main; main()" \
+        PKG
 
 $GRADLAB_IN ("fd:N" or a path) holds a JSON header line, then the submission: its source, or a function pickled by
 cloudpickle (gradlab.check in a notebook; unpickled here, never in gradlab's process). The header names the harness
@@ -281,7 +281,7 @@ def main() -> None:
         shared.WORKER_REPORT = lambda: list(forbidden.used)
         calls = harness.prepare(cases, lambda: forbidden.watch(load()))
     shared.seal()
-    out.write(b"S")  # gradlab's clock for the submission starts now (isolate.START)
+    out.write(b"S")  # gradlab's clock for the submission starts now (gradlab.practice.sandbox.limits.START)
     out.flush()
     catches: list = []
 

@@ -1,4 +1,4 @@
-"""Stage 1 of the sandbox (gradlab/practice/sandbox/isolate.py): the few lines that run as root (userns mode: as the
+"""Stage 1 of the sandbox (gradlab/practice/sandbox/box.py): the few lines that run as root (userns mode: as the
 caller, in
 its own user namespace), before anything of the submission, in bwrap's namespaces or directly (the uid fallback). Run
 as `python -I -S` (nothing from site-packages or the environment is imported); bound into the sandbox, so it imports

@@ -21,7 +21,8 @@ from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.judging.judge import Reference, judge
 from gradlab.practice.judging.points import per_check
 from gradlab.practice.judging.submission import Submission, preflight
-from gradlab.practice.sandbox import process
+from gradlab.practice.sandbox import box
+from gradlab.practice.sandbox.returned import Received
 from gradlab.version import __version__
 
 JUDGE_S = 60.0  # gradlab's own judging of one submission (references, diagnosis) may take this long at most
@@ -36,18 +37,18 @@ def run_check(submission: Submission, seed: int = 0) -> Result:
     stop = preflight(submission.source, shown, exercise) if submission.kind == "source" else None
     if stop is not None:  # before any start-up cost
         kind = "syntax" if stop.startswith("syntax error") else "missing"
-        result = judge(exercise, None, {"ok": False, "kind": kind, "error": stop, "trace": ""}, seed)
+        result = judge(exercise, None, Received.stopped(kind, stop), seed)
         result.config = {"file": shown}
         return result
-    box = process.Sandbox(exercise, seed, source=submission.source, shown=shown, kind=submission.kind,
+    sandbox = box.Sandbox(exercise, seed, source=submission.source, shown=shown, kind=submission.kind,
                           lines=submission.lines, code_files=submission.code_files)  # it imports torch
     reference = references(exercise, seed)  # while we wait
-    got = box.finish(expected=reference.outputs)
+    got = sandbox.finish(expected=reference.outputs)
     result = _judged(exercise, reference, got, seed, shown)
     result.config = {"file": shown}
-    result.metrics["sandbox"] = got["sandbox"]
-    if got.get("environment"):
-        result.metrics["environment"] = result.stopped or got["environment"]
+    result.metrics["sandbox"] = got.sandbox
+    if got.environment:
+        result.metrics["environment"] = result.stopped or got.environment
     return result
 
 
@@ -73,7 +74,7 @@ def environment_result(exercise: Exercise, shown: str, error: str, seed: int = 0
 def stopped_result(exercise: Exercise, shown: str, error: str, seed: int = 0) -> Result:
     """The Result of a submission that could not run at all (unreadable, the wrong exercise, not graded): every check
     there, not reached, with ERROR (one line) as why. It needs no reference, so it never raises."""
-    result = judge(exercise, None, {"ok": False, "kind": "died", "error": error, "trace": ""}, seed)
+    result = judge(exercise, None, Received.stopped("died", error), seed)
     result.config = {"file": shown}
     return result
 
@@ -93,7 +94,7 @@ def _references(name: str, folder: str | None, seed: int) -> Reference:
     return Reference(checks, cases, [checks.run(None, c) for c in cases])
 
 
-def _judged(exercise: Exercise, reference: Reference, got: dict, seed: int, shown: str) -> Result:
+def _judged(exercise: Exercise, reference: Reference, got: Received, seed: int, shown: str) -> Result:
     """judge(), with a time limit and no way to crash gradlab: a failure of the judging is that submission's failed
     check, said in one line, and the other submissions of a folder go on."""
     done: dict = {}
@@ -150,18 +151,18 @@ def graphs(submission: Submission, seed: int = 0) -> list:
     exercise = submission.exercise
     if submission.stop is not None:
         raise GradlabError(f"--graph: {submission.stop}")
-    box = process.Sandbox(exercise, seed, source=submission.source, shown=submission.shown, kind=submission.kind,
+    sandbox = box.Sandbox(exercise, seed, source=submission.source, shown=submission.shown, kind=submission.kind,
                           lines=submission.lines, code_files=submission.code_files, graph=True)
     checks = checks_of(all_exercises()[exercise.name])
     case = checks.cases(seed)[0]
     caught = backward.Caught(checks.reference, case)
-    got = box.finish(expected=[checks.call(caught, case)])
-    if not got["ok"]:
-        raise GradlabError(f"--graph: your code did not run on the input '{case['label']}': {got['error']}")
-    if got.get("graph") is None:
+    got = sandbox.finish(expected=[checks.call(caught, case)])
+    if not got.ok:
+        raise GradlabError(f"--graph: your code did not run on the input '{case['label']}': {got.error}")
+    if got.graph is None:
         raise GradlabError(f"--graph: {exercise.function}() ran no backward pass on the input '{case['label']}' "
                            "(no torch.autograd.grad, no .backward()): there is no graph of yours to draw")
-    mine = backward.graph(got["graph"], f"your {exercise.function}(): its backward pass on '{case['label']}'")
+    mine = backward.graph(got.graph, f"your {exercise.function}(): its backward pass on '{case['label']}'")
     if caught.data is None:
         mine.note = "look at: the reference computes this one without autograd, so there is no graph to compare"
         return [mine]

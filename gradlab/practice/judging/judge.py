@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from gradlab.kit.exercise import GRAPH, Checks, Exercise, relative, values
 from gradlab.kit.result import Claim, Result, Table
 from gradlab.practice import checks_of
+from gradlab.practice.sandbox.returned import Received
 
 
 @dataclass(frozen=True)
@@ -22,34 +23,34 @@ class Reference:
     outputs: list[dict]
 
 
-def judge(exercise: Exercise, reference: Reference | None, got: dict, seed: int = 0) -> Result:
-    """The Result of a submission whose sandbox returned GOT ({"ok": True, "outputs"} or {"ok": False, "kind",
-    "error", "trace"}, with what it printed), judged against REFERENCE. A submission that stopped needs none: its
+def judge(exercise: Exercise, reference: Reference | None, got: Received, seed: int = 0) -> Result:
+    """The Result of a submission whose sandbox returned GOT (its outputs, or how it stopped, with what it printed),
+    judged against REFERENCE. A submission that stopped needs none: its
     checks are all there, not reached."""
     result = Result(lesson="check", title=f"{exercise.name}: {exercise.what}", config={}, seed=seed,
                     metrics={"exercise": exercise.name}, claims=[], notes=[])
     student_output(result, got)
-    if got["ok"]:
-        _compare(exercise, reference, got["outputs"], result)
+    if got.ok:
+        _compare(exercise, reference, got.outputs, result)
     else:
         _not_reached(exercise, reference, got, result)
     own_code(exercise, got, result)
     return result
 
 
-def _not_reached(exercise: Exercise, reference: Reference | None, got: dict, result: Result) -> None:
+def _not_reached(exercise: Exercise, reference: Reference | None, got: Received, result: Result) -> None:
     """Every check there, not reached (NaN fails): a course's points add up the same way as for an answer that ran;
     an exception students often meet gets its fix."""
-    result.stopped = returned(got["error"])
-    result.metrics["trace"] = got.get("trace", "")
+    result.stopped = returned(got.error)
+    result.metrics["trace"] = got.trace
     result.claims = [Claim.not_reached(f"{exercise.name}:{kind}", text, bound)
                      for kind, (text, bound) in exercise.claims.items()]
     result.claims += [Claim.not_reached(f"{exercise.name}:extra{i}", text, bound, op)
                       for i, (text, bound, op) in enumerate(exercise.all_rules())]
-    if got.get("kind") == "raised":
+    if got.kind == "raised":
         from gradlab.practice.judging import diagnosis
 
-        fix = diagnosis.explain_error(reference.checks if reference else checks_of(exercise), got["error"])
+        fix = diagnosis.explain_error(reference.checks if reference else checks_of(exercise), got.error)
         if fix:
             result.metrics["diagnosis"] = fix
 
@@ -131,33 +132,33 @@ def returned(error: str) -> str:
 PRINTED_LINES = 20  # the last lines of what the submission printed that a check shows
 
 
-def student_output(result: Result, got: dict) -> None:
+def student_output(result: Result, got: Received) -> None:
     """What the submission printed (its last lines, with the total size) and the warnings it raised, on the Result:
     the report shows them under the checks, --json writes them (metrics printed, printed_bytes, warnings)."""
-    printed = got.get("printed") or ""
+    printed = got.printed
     if printed.strip():
         lines = printed.rstrip("\n").splitlines()
         tail = "\n".join(lines[-PRINTED_LINES:])[-2000:]
         result.metrics["printed"] = tail
-        result.metrics["printed_bytes"] = int(got.get("printed_bytes", len(printed.encode())))
+        result.metrics["printed_bytes"] = got.printed_bytes or len(printed.encode())
         result.metrics["printed_lines"] = len(lines)
-    warnings = [str(w) for w in got.get("warnings") or []]
+    warnings = list(got.warnings)
     if warnings:  # at most 10, each cut to 300 characters
         result.metrics["warnings"] = [w if len(w) <= 300 else w[:299] + "…" for w in warnings[:10]]
 
 
-def own_code(exercise: Exercise, got: dict, result: Result) -> None:
+def own_code(exercise: Exercise, got: Received, result: Result) -> None:
     """The check of an exercise that asks students to write what a library already does (Exercise.forbidden): a call
     to one of those, noted in the sandbox, fails it, and says which ("uses torch.nn.utils.clip_grad_norm_, which
     this exercise asks you to write"). Not reached when the submission stopped."""
     if not exercise.forbidden:
         return
-    used = [u for u in got.get("used", []) if isinstance(u, str)]
+    used = list(got.used)
     shown = [n for n in exercise.forbidden if not n.startswith(("torch.ops.", "torch._"))] or exercise.forbidden
     one = len(shown) == 1  # torch's private aliases and aten ops of those (forbidden too) are not listed
     text = (f"your code {'does not use' if one else 'uses none of'} {', '.join(shown)} (the exercise "
             f"is to write what {'it does' if one else 'they do'})")
-    result.claims.append(Claim(f"{exercise.name}:own", text, float(len(used)), 0) if got.get("ok")
+    result.claims.append(Claim(f"{exercise.name}:own", text, float(len(used)), 0) if got.ok
                          else Claim.not_reached(f"{exercise.name}:own", text, 0))
     if used:
         why = f"uses {', '.join(used)}, which this exercise asks you to write"

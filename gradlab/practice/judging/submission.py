@@ -20,8 +20,8 @@ from gradlab.errors import GradlabError
 from gradlab.kit.exercise import Exercise
 from gradlab.kit.text import alike, one_line, sanitize
 from gradlab.practice import all_exercises
+from gradlab.practice.sandbox.files import read_submission
 from gradlab.practice.sandbox.parsing import parse
-from gradlab.practice.sandbox.process import read_submission
 
 MARKER = re.compile(r"^# gradlab-exercise: (\S+)\s*$", re.M)
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from gradlab.practice.sandbox import cgroups, isolate
+from gradlab.practice.sandbox import cgroups, slots
+from gradlab.practice.sandbox.limits import Limits
 
 CHECK_MEMORY = 512 << 20  # what one check is counted as (its measured peak, 330 MB, and room)
 GRADLAB_MEMORY = 1 << 30  # what gradlab's own process is counted as (757 MB measured)
-GLOO_TASKS = 32  # the fewest tasks a sandbox needs (gloo with 3 workers: isolate.Limits.nproc)
+GLOO_TASKS = 32  # the fewest tasks a sandbox needs (gloo with 3 workers: Limits.nproc)
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,10 @@ class Plan:
 def plan_for(budget: cgroups.Budget, one_at_a_time: bool = False) -> Plan:
     """The Plan that fits BUDGET; ONE_AT_A_TIME (the userns mode without a cgroup, pool.at_once): one check at a time,
     whatever the budget."""
-    limits, spare = isolate.Limits(), budget.memory - GRADLAB_MEMORY
+    limits, spare = Limits(), budget.memory - GRADLAB_MEMORY
     bounds = {f"{budget.cpus:g} CPU{'' if budget.cpus == 1 else 's'}": math.floor(budget.cpus),
               f"{budget.memory >> 20} MB of memory": spare // CHECK_MEMORY,
-              f"{isolate.SLOTS} sandbox slots": isolate.SLOTS}
+              f"{slots.SLOTS} sandbox slots": slots.SLOTS}
     if budget.pids is not None:
         bounds[f"{budget.pids} free tasks"] = budget.pids // GLOO_TASKS
     if one_at_a_time:
@@ -49,15 +50,15 @@ def plan_for(budget: cgroups.Budget, one_at_a_time: bool = False) -> Plan:
     return Plan(at_once=at_once, cpus=min(limits.cpus, budget.cpus), group_memory=memory, nproc=nproc, why=why)
 
 
-def plan() -> Plan:
-    """This process's Plan (the budget is read once: cgroups.budget)."""
-    one = isolate.detect().mode == "userns" and not cgroups.available()[0]
-    return plan_for(cgroups.budget(), one)
+def plan(mode: str) -> Plan:
+    """This process's Plan for sandboxes of MODE (gradlab.practice.sandbox.modes.detect(); the budget is read once:
+    cgroups.budget)."""
+    return plan_for(cgroups.budget(), mode == "userns" and not cgroups.available()[0])
 
 
-def limits(timeout_s: float | None = None) -> isolate.Limits:
-    """A sandbox's Limits under plan(): the CPUs, memory and tasks of its cgroup (and RLIMIT_NPROC) fitted; TIMEOUT_S
-    its time limit (default Limits')."""
-    p, base = plan(), isolate.Limits()
+def limits(mode: str, timeout_s: float | None = None) -> Limits:
+    """A sandbox's Limits under plan(MODE): the CPUs, memory and tasks of its cgroup (and RLIMIT_NPROC) fitted;
+    TIMEOUT_S its time limit (default Limits')."""
+    p, base = plan(mode), Limits()
     return replace(base, timeout_s=timeout_s or base.timeout_s, cpus=p.cpus, group_memory=p.group_memory,
                    nproc=p.nproc)

@@ -1,4 +1,4 @@
-"""One cgroup per sandbox (gradlab/practice/sandbox/isolate.py): the submission's processes bounded as a whole, as
+"""One cgroup per sandbox (gradlab/practice/sandbox/box.py): the submission's processes bounded as a whole, as
 PrairieLearn
 and Jobe bound theirs. RLIMIT_AS bounds each process; 80 processes of 130 MB each, all within it, made the kernel's
 OOM killer pick gradlab itself, and 88 busy processes left a neighbour's right answer 1/89th of the CPU.

@@ -1,170 +1,73 @@
-"""The submission's process, seen from gradlab: which of gradlab's files it gets, how it is started, and what comes
-back, checked before anything of gradlab's uses it.
-
-The process runs gradlab/practice/inside/child.py through gradlab/practice/sandbox/isolate.py (bubblewrap, as root or
-in a user
-namespace of its own; a uid of its own; or a plain child process: isolate.detect()). It gets only the child, the
-exercise's harness module and what the harness imports of gradlab (gradlab.kit.harness and the seccomp filter it
-installs: SHARED), found by reading its imports; never the references, the known mistakes or the model answers. It
-is started at once, so that it imports torch while gradlab computes the references.
+"""What came back from a sandbox, checked before anything of gradlab's uses it.
 
 Everything that comes back is untrusted: plain data (gradlab/practice/inside/wire.py: JSON and raw tensor bytes, read
-in time
-linear in their size, within a size cap; never a pickle, which can be made to hold gradlab for hours); then its
-structure is checked against the references' (one output per input, the same keys, the same number of tensors, plain CPU
-tensors of the expected shapes whose storage is no larger than they need); every string in it is sanitized. Any
-violation is a failed check of that submission, said in one line.
-"""
+in time linear in their size, within a size cap; never a pickle, which can be made to hold gradlab for hours); then its
+structure is checked against the references' (one output per input, the same keys, the same number of tensors, plain
+CPU tensors of the expected shapes whose storage is no larger than they need); every string in it is sanitized. Any
+violation is a failed check of that submission, said in one line."""
 
 from __future__ import annotations
 
-import ast
-import json
 import math
-import os
 import signal
-import stat
-import sys
-import threading
-from pathlib import Path
+from dataclasses import dataclass
 
 from gradlab.kit.text import one_line, sanitize
-from gradlab.practice import harness_module
 from gradlab.practice.inside import backward, wire
-from gradlab.practice.sandbox import capacity, isolate
-from gradlab.practice.sandbox.parsing import parse
+from gradlab.practice.sandbox.limits import STARTUP_S, Limits, Outcome
 
-TIMEOUT_S = 20.0
 SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.judging.judge)
-MAX_SOURCE = 1 << 20  # bytes of a submission's file
-GRADLAB = Path(__file__).resolve().parents[2]  # the package's folder
-# What a harness may import of gradlab, besides itself: the shared harness module, the names it shares with gradlab's
-# side (gradlab.kit.shared: the rule outputs' keys, the loopback's port and interface, which gradlab.kit.distributed
-# uses too) and the seccomp filter its seal() installs. Nothing here may hold a reference, a known mistake or a model
-# answer: tests/test_sandbox.py checks every harness's imports against it.
-SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.kit.seccomp")
-ALWAYS = ("gradlab.practice.inside.child", "gradlab.kit.harness", "gradlab.kit.shared",
-          "gradlab.practice.inside.stage1",
-          "gradlab.kit.seccomp", "gradlab.practice.inside.wire", "gradlab.practice.inside.backward")
 KINDS = ("syntax", "import", "missing", "todo", "raised", "timeout", "died", "output")
-CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.inside.child import main; main()"
 
 
-def module_file(name: str) -> Path | None:
-    """The file of gradlab module NAME (a module or a package's __init__), None when there is none."""
-    parts = name.split(".")
-    if parts[0] != "gradlab":
-        return None
-    base = GRADLAB.joinpath(*parts[1:])
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def gradlab_imports(name: str) -> set[str]:
-    """Every gradlab module NAME imports, at any depth and anywhere in its code (inside functions too), read from the
-    source: what the sandbox must provide for it."""
-    seen, todo = set(), [name]
-    while todo:
-        current = todo.pop()
-        path = module_file(current)
-        if current in seen or path is None:
-            continue
-        seen.add(current)
-        package = current if path.name == "__init__.py" else current.rpartition(".")[0]
-        for node in ast.walk(parse(path.read_bytes(), str(path))):
-            found = []
-            if isinstance(node, ast.Import):
-                found = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base
-                                                                                                        else []))
-                found = [f"{base}.{a.name}" if module_file(f"{base}.{a.name}") else base for a in node.names]
-            todo += [f for f in found if f.split(".")[0] == "gradlab" and module_file(f) is not None]
-    return seen
-
-
-def sandbox_files(harness_module: str) -> dict[str, str]:
-    """{path under the sandbox's package folder: the file}: the child's files and the harness with what it imports
-    of gradlab. A harness that imports anything else of gradlab is refused (a developer's error, not a student's)."""
-    modules = gradlab_imports(harness_module)
-    extra = sorted(m for m in modules - {harness_module} if m not in SHARED and not m.endswith(".__init__"))
-    if extra:
-        raise RuntimeError(f"{harness_module} imports {', '.join(extra)}: a harness may import only torch and "
-                           f"{', '.join(SHARED)} of gradlab (gradlab/kit/harness.py)")
-    files = {}
-    for name in {*modules, *ALWAYS}:
-        path = module_file(name)
-        files[str(path.relative_to(GRADLAB.parent)).replace("\\", "/")] = str(path)
-    return files
-
-
-class Sandbox:
-    """The submission's process, started at once (it imports torch while gradlab computes the references).
-
-    SOURCE is the submission: a file's bytes (KIND "source"), or a function pickled by cloudpickle ("pickle"); SHOWN
-    the name the student knows it by (their file's path); LINES the text of notebook cells, for tracebacks, and
-    CODE_FILES the cell file of each pickled code object (gradlab.practice.classroom.notebook.pickled)."""
-
-    def __init__(self, exercise, seed: int, *, source: bytes, shown: str, kind: str = "source",
-                 lines: dict[str, str] | None = None, code_files: list | None = None, timeout_s: float | None = None,
-                 mode: str | None = None, graph: bool = False) -> None:
-        self.timeout_s = timeout_s or TIMEOUT_S
-        self.limits = capacity.limits(self.timeout_s)
-        self.mode = mode or isolate.detect().mode
-        header = {"harness": harness_module(exercise), "function": exercise.function, "seed": seed, "kind": kind,
-                  "shown": shown, "lines": lines or {}, "code_files": code_files or [],
-                  "forbidden": list(getattr(exercise, "forbidden", ())), "graph": graph}
-        # GRAPH: the first input only, its backward pass caught (gradlab/practice/inside/backward.py)
-        self.graph = graph
-        inputs = json.dumps(header).encode() + b"\n" + source
-        package = sandbox_files(harness_module(exercise))
-        # a teacher's own exercise (gradlab.practice.classroom.own): its harness alone
-        if getattr(exercise, "package", ""):
-            package[f"{exercise.package}/harness.py"] = str(Path(exercise.folder) / "harness.py")
-        self._outcome: dict = {}
-
-        def run() -> None:
-            try:
-                self._outcome["value"] = isolate.run([sys.executable, "-I", "-c", CHILD, "{pkg}"], package=package,
-                                                     inputs=inputs, limits=self.limits, mode=self.mode)
-            except BaseException as e:  # gradlab's own failure: reported as such, never as the student's
-                self._outcome["error"] = e
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-
-    def finish(self, expected: list[dict] | None = None) -> dict:
-        """What came back, checked: {"ok": True, "outputs": [...]} or {"ok": False, "kind", "error" (one line),
-        "trace"}; either way "printed" (its last part, sanitized), "printed_bytes", "warnings", "used" (forbidden
-        calls), "isolated" and "sandbox" (the mode). EXPECTED (the references' outputs) gives the structure the
-        outputs must have. Waits for the process, at most the time limit from its start."""
-        self._thread.join()
-        if "error" in self._outcome:
-            raise self._outcome["error"]
-        return received(self._outcome["value"], expected, self.timeout_s, self.limits, graph=self.graph)
-
-
-# ------------------------------------------------------------------------------------------------ what came back
 
 class Bad(Exception):
     """What came back is not what the exercise's outputs look like: the message says what is wrong."""
 
 
-def received(outcome: isolate.Outcome, expected: list[dict] | None, timeout_s: float,
-             limits: isolate.Limits | None = None, graph: bool = False) -> dict:
-    """OUTCOME as the dict judge() reads, every part of it checked and sanitized (GRAPH: and its "graph", the caught
+@dataclass(frozen=True, kw_only=True)
+class Received:
+    """What a submission's sandbox returned, every part checked and sanitized: what gradlab.practice.judging.judge
+    reads. OK: the function ran on every input and OUTPUTS holds its outputs, one per input (tensors, shaped as the
+    references'); else KIND (one of KINDS) says how it stopped and ERROR says it in one line, TRACE its traceback."""
+
+    ok: bool
+    outputs: list | None = None  # OK: one output per input
+    kind: str = ""  # not OK: syntax, import, missing, todo, raised, timeout, died, output
+    error: str = ""  # not OK: one line, sanitized
+    trace: str = ""  # not OK: the traceback cut to the student's own file, sanitized
+    printed: str = ""  # the last part of what it printed, sanitized
+    printed_bytes: int = 0  # how much it printed in all
+    warnings: tuple[str, ...] = ()  # the warnings it raised, one line each
+    used: tuple[str, ...] = ()  # the forbidden calls it made (Exercise.forbidden)
+    isolated: bool = False  # it ran in an isolated sandbox (not "plain")
+    sandbox: str = ""  # the mode: bwrap, userns, uid, plain
+    environment: str = ""  # "startup" or "killed": it ended by the machine's doing, not the student's (never kept)
+    graph: dict | None = None  # check --graph: the backward pass it ran, caught (gradlab/practice/inside/backward.py)
+
+    @classmethod
+    def stopped(cls, kind: str, error: str, **rest) -> Received:
+        """A submission that did not run to its outputs (gradlab's own pre-flight too: a syntax error, a missing
+        function)."""
+        return cls(ok=False, kind=kind, error=error, **rest)
+
+
+def received(outcome: Outcome, expected: list[dict] | None, timeout_s: float,
+             limits: Limits | None = None, graph: bool = False) -> Received:
+    """OUTCOME as judge() reads it, every part of it checked and sanitized (GRAPH: and its "graph", the caught
     backward pass, or None)."""
-    limits = limits or isolate.Limits()
+    found = _received(outcome, expected, timeout_s, limits or Limits(), graph)
+    found["warnings"], found["used"] = tuple(found["warnings"]), tuple(found["used"])
+    return Received(**found)
+
+
+def _received(outcome: Outcome, expected: list[dict] | None, timeout_s: float, limits: Limits, graph: bool) -> dict:
     printed = outcome.printed.decode("utf-8", errors="replace")
     base = {"printed": sanitize(printed), "printed_bytes": int(outcome.printed_bytes), "warnings": [],
             "used": [], "trace": "", "isolated": outcome.mode != "plain", "sandbox": outcome.mode}
     if outcome.stopped == "startup":
         return base | {"ok": False, "kind": "died", "environment": "startup",
-                       "error": f"gradlab's sandbox did not start your code within {isolate.STARTUP_S:g} s (a busy "
+                       "error": f"gradlab's sandbox did not start your code within {STARTUP_S:g} s (a busy "
                                 f"machine: not your code's doing); {AGAIN}"}
     if outcome.stopped:
         why = {"timeout": f"your code ran longer than {timeout_s:g} s and was stopped (an endless loop?)",
@@ -199,7 +102,7 @@ AGAIN = "the next run of gradlab grade checks it again"
 OWN_OOM = 0.9  # a sandbox SIGKILLed with its cgroup's memory peak above this share of its limit hit its own limit
 
 
-def killed_from_outside(outcome: isolate.Outcome, limits: isolate.Limits) -> str:
+def killed_from_outside(outcome: Outcome, limits: Limits) -> str:
     """Why a SIGKILL that gradlab did not send came from outside the sandbox, in words, or "" when it may be the
     sandbox's own: only a cgroup's memory peak tells (below OWN_OOM of its limit, its own out-of-memory killer did not
     act). A submission that SIGKILLs itself is graded again on every run (and scores 0 each time)."""
@@ -373,29 +276,3 @@ def _kind(value) -> str:
     if type(value).__module__ == "torch" and hasattr(value, "shape"):
         return f"{article} {name} of shape {tuple(value.shape)}"
     return f"{article} {name}"
-
-
-def read_submission(path: str, *, follow: bool = True) -> bytes:
-    """A submission's bytes, as gradlab (often root) must read them: a regular file only (not a FIFO that would block,
-    not a device), at most MAX_SOURCE bytes; without FOLLOW never through a symbolic link (a link in a class's folder
-    could name a file only root may read). Raises OSError or ValueError with what is wrong."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not follow:
-        if os.path.islink(path):
-            raise ValueError("it is a symbolic link: gradlab reads only regular files in a folder")
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("it is not a regular file")
-        if st.st_size > MAX_SOURCE:
-            raise ValueError(f"it is larger than {MAX_SOURCE >> 20} MB ({st.st_size:,} bytes)")
-        data = b""
-        while len(data) <= MAX_SOURCE and (chunk := os.read(fd, 1 << 20)):
-            data += chunk
-        if len(data) > MAX_SOURCE:
-            raise ValueError(f"it is larger than {MAX_SOURCE >> 20} MB")
-        return data
-    finally:
-        os.close(fd)
