@@ -78,8 +78,6 @@ COMPARE = [
 # transitions in another order (measured: below 1e-6 on seeds 0–99, see tests/test_dqn_lesson.py)
 BY_HAND = 1e-5
 
-
-
 # The curves' reference lines: the "learns" claims' mark and CartPole-v1's registered threshold (gradlab.kit.rl)
 MARKS = {f"learns ({rl.LEARNED:.0f}: v0's 'solved')": rl.LEARNED,
          f"v1's 'solved' ({rl.registered()[1]:.0f})": rl.registered()[1]}
@@ -129,10 +127,6 @@ class ReplayBuffer:
     def sample(self, n: int) -> Batch:
         idx = self.rng.integers(0, self.size, n)
         return Batch(*(torch.from_numpy(x[idx]) for x in (self.s, self.a, self.r, self.s2, self.done)))
-
-    def all(self) -> Batch:
-        """Every slot of the buffer, in order (a full buffer: the anatomy's fixed batch)."""
-        return Batch(*(torch.from_numpy(x) for x in (self.s, self.a, self.r, self.s2, self.done)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -211,12 +205,8 @@ class Run:
     eval_last: list[float] = field(default_factory=list)  # the last network's, on the same episodes
 
     @property
-    def eval_mean(self) -> float:
+    def eval_mean(self) -> float:  # the claim's number
         return float(np.mean(self.eval))
-
-    @property
-    def eval_last_mean(self) -> float:
-        return float(np.mean(self.eval_last))
 
 
 def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> Run:
@@ -297,7 +287,7 @@ def anatomy_batch(config: Config, n: int = 256) -> Batch:
         buffer.add(s, a, r, s2, float(terminated))
         s = s2 if not (terminated or truncated) else env.reset()[0]
     env.close()
-    return buffer.all()
+    return Batch(*(torch.from_numpy(x) for x in (buffer.s, buffer.a, buffer.r, buffer.s2, buffer.done)))
 
 
 def anatomy_networks(config: Config, mode: str, separate: bool):
@@ -391,14 +381,14 @@ def run(config: Config, device: torch.device | None = None,
     metrics = {name: {"window_mean_return": windows[name], "eval_returns": r.eval,
                       "eval_mean": r.eval_mean, "best_step": r.checkpoint.best_step,
                       "checkpoint_returns": [score for _, score in r.checkpoint.history],
-                      "eval_last_mean": r.eval_last_mean, "episodes": len(r.episodes),
+                      "eval_last_mean": float(np.mean(r.eval_last)), "episodes": len(r.episodes),
                       "mean_loss": r.loss, "steps_per_s": r.steps_per_s, "wall_s": r.wall_s}
                for name, r in runs.items()}
     metrics["anatomy"] = {row[0]: {"online_grad_norm": row[1], "target_grad_norm": row[2],
                                    "max_diff_from_stop_grad": row[3], "by_hand_max_relative": row[4]}
                           for row in anatomy_rows}
     collapsed = [note for name, r in runs.items() if not r.stopped
-                 for note in rl.collapse_note(name, r.checkpoint.best_step, r.eval_mean, r.eval_last_mean,
+                 for note in rl.collapse_note(name, r.checkpoint.best_step, r.eval_mean, float(np.mean(r.eval_last)),
                                               config.total_steps)]
     centers = [(lo + hi) / 2 for lo, hi in edges]
     first = next(iter(runs.values())).checkpoint
@@ -498,8 +488,8 @@ def training_claims(config: Config, runs: dict[str, Run]) -> list[Claim]:
 
 def summary_table(config: Config, runs: dict[str, Run]) -> Table:
     """Each variant's best checkpoint and last policy, on fresh greedy episodes."""
-    rows = [[name, r.checkpoint.best_step, r.eval_mean, min(r.eval), r.eval_last_mean,
-             rl.after_best(r.eval_mean, r.eval_last_mean), len(r.episodes), r.loss, r.steps_per_s, r.wall_s]
+    rows = [[name, r.checkpoint.best_step, r.eval_mean, min(r.eval), float(np.mean(r.eval_last)),
+             rl.after_best(r.eval_mean, float(np.mean(r.eval_last))), len(r.episodes), r.loss, r.steps_per_s, r.wall_s]
             for name, r in runs.items()]
     return Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes, of the best checkpoint "
                  f"and of the last policy",
