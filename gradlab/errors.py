@@ -1,5 +1,7 @@
 """The exceptions every front end knows: bad input (GradlabError, exit 2), a run that could not finish (RunFailed,
-exit 1) and a stop asked for by a signal (Interrupted, exit 128 + the signal's number)."""
+a GradlabError, exit 1) and a stop asked for by a signal (Interrupted, exit 128 + the signal's number). Each carries
+its exit code (as click's UsageError.exit_code), so the command line ends every GradlabError the same way: its one
+line, then exit(e.exit_code)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,10 @@ from typing import Any
 
 
 class GradlabError(Exception):
-    """Bad input (a number, a name, a file, a device): the message says what is wrong and how to fix it."""
+    """Bad input (a number, a name, a file, a device): the message says what is wrong and how to fix it, in one line.
+    Its subclasses say in exit_code how else the command line ends (RunFailed: 1)."""
+
+    exit_code = 2  # what the command line exits with after printing the message
 
 
 class OptionError(GradlabError):
@@ -69,9 +74,11 @@ def check_option(condition: bool, name: str, problem: str | Callable[..., str], 
         raise OptionError(name, problem, example=example)
 
 
-class RunFailed(Exception):
+class RunFailed(GradlabError):
     """A run that could not finish for a reason other than bad input (a worker process died or stopped answering):
-    the CLI prints the message as one line and exits with code 1."""
+    the CLI prints the message as one line and exits with code 1 (no claim could be checked)."""
+
+    exit_code = 1
 
 
 class Interrupted(Exception):
@@ -81,3 +88,4 @@ class Interrupted(Exception):
     def __init__(self, signum: int = 2) -> None:
         super().__init__(signum)
         self.signum = signum
+        self.exit_code = 128 + signum  # as a shell reports a process the signal ended: 130 for Ctrl-C

@@ -67,7 +67,7 @@ CHECKS = {
             "import math\n"
             "for table in far.tables[:2]:\n"
             "    rows = {(x, what): row for x, what, *row in table.rows}\n"
-            "    columns = table.columns[2:]\n"
+            "    columns = table.headers[2:]\n"
             "    at = {c: rows[(1000.0, 'gradient')][i] for i, c in enumerate(columns)}\n"
             "    assert math.isnan(at['naive log(1+exp(x))']), (table.title, at)\n"
             "    assert math.isnan(at['torch.where guard']), (table.title, at)\n"

@@ -2,7 +2,7 @@
 folder (its lesson, its modules, its exercises' checks.py: the references among them) or that those import from
 gradlab (the kit's global_norm), run through the exercise's
 check in this process as a submission would be (its forbidden calls noted as the sandbox notes them). What passes
-every check answers it. tests/test_grade.py keeps gradlab.practice.classroom.course.ANSWERED equal to what this
+every check answers it. tests/test_grade.py keeps each lesson's passes_check (its LessonInfo) equal to what this
 finds."""
 
 from __future__ import annotations

@@ -100,6 +100,6 @@ def judged_file(path: str, name: str):
     with open(path, "rb") as f:
         stop = preflight(f.read(), path, exercise)
     if stop is not None:
-        return judge(exercise, None, {"ok": False, "kind": "syntax", "error": stop, "trace": ""})
+        return judge(exercise, None, Received.stopped("syntax", stop))
     namespace = runpy.run_path(path, run_name="student")
     return judged(name, namespace[exercise.function])

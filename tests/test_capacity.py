@@ -92,10 +92,10 @@ def test_a_sigkill_from_outside_is_the_machines_and_a_full_sandbox_the_students(
                                 20.0, limits)
 
     outside = got(300 << 20)
-    assert outside["environment"] == "killed" and "killed from outside" in outside["error"]
-    assert "environment" not in got(limits.group_memory) and "environment" not in got(300 << 20, group="")
+    assert outside.environment == "killed" and "killed from outside" in outside.error
+    assert not got(limits.group_memory).environment and not got(300 << 20, group="").environment
     late = returned.received(Outcome(mode="bwrap", returncode=-9, stopped="startup"), None, 20.0, limits)
-    assert late["environment"] == "startup" and "not your code" in late["error"]
+    assert late.environment == "startup" and "not your code" in late.error
 
 
 def test_a_check_the_machine_ended_is_graded_again_and_the_teacher_told(tmp_path, monkeypatch):
@@ -183,6 +183,107 @@ def test_a_right_answer_gets_full_marks_under_a_one_cpu_quota(tmp_path):
         folder.rmdir()
     assert r.returncode == 0 and "all 4 claims hold" in r.stdout, (version, r.stdout[-2000:], r.stderr[-2000:])
     assert "plan 1 1.0" in r.stdout
+
+
+def _cgroup2_mount() -> Path | None:
+    """Where cgroup v2 is mounted (/sys/fs/cgroup itself on a v2 machine; /sys/fs/cgroup/unified beside the v1
+    hierarchies on a hybrid one), from /proc/self/mountinfo; None without one."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        if fields[fields.index("-") + 1] == "cgroup2":
+            return Path(fields[4])
+    return None
+
+
+V2_PROBE = """
+import json, sys
+from pathlib import Path
+import {module} as cgroups
+root = Path(sys.argv[1])
+cgroups.ROOT = root
+found = cgroups.budget.__wrapped__(root)
+out = {{"own": str(cgroups._own_folder("", root)), "cgroup": Path("/proc/self/cgroup").read_text(),
+        "quota": found.quota, "memory": found.memory, "pids": found.pids, "said": found.said,
+        "available": list(cgroups.available.__wrapped__())}}
+if out["available"][0] == "v2":
+    group = cgroups.Group(memory=256 << 20, pids=16, cpus=2.0)
+    out["group"] = {{"folder": str(group.dirs[0]), "cpu.max": (group.dirs[0] / "cpu.max").read_text().strip()}}
+    group.remove()
+print(json.dumps(out))
+"""
+
+
+def test_cgroup_v2_for_real_in_a_subtree_and_in_a_cgroup_namespace(tmp_path):
+    """cgroups.py on a real cgroup v2 hierarchy, not a folder tree laid out as one: a process moved into a new
+    subtree (JOB) reads its budget and makes its group there, seen from the host (/proc/self/cgroup names the path)
+    and from a cgroup namespace with cgroup2 mounted inside (a container's view: its own cgroup at the mount's root).
+    Where v2 has cpu, memory and pids, JOB gets a 1-CPU cpu.max, 1 GiB and 64 tasks, which both views must read,
+    and a sandbox's group asking for 2 CPUs must get 1. Where v2 holds none of them (a hybrid machine whose v1
+    hierarchies have them all), the tree is still read for real (no limit found, and available() says why no group
+    can be made there), then the test is skipped with what was measured. Two short processes, no sandbox."""
+    if os.geteuid() != 0:
+        pytest.skip("making a cgroup needs root")
+    mount = _cgroup2_mount()
+    if mount is None:
+        pytest.skip("no cgroup v2 mount here")
+    wanted = {"cpu", "memory", "pids"}
+    controllers = set((mount / "cgroup.controllers").read_text().split())
+    limits = wanted <= controllers
+    if limits and not wanted <= set((mount / "cgroup.subtree_control").read_text().split()):
+        try:
+            (mount / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))
+        except OSError as e:
+            pytest.skip(f"cgroup v2 at {mount} has {' '.join(sorted(wanted))} but cannot delegate them ({e})")
+    parent = mount / f"gradlab-test-v2-{os.getpid()}"
+    job, inside = parent / "job", tmp_path / "cgroup2"
+    inside.mkdir()
+    parent.mkdir()
+    try:
+        if limits:
+            (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted)))
+        job.mkdir()
+        if limits:  # on JOB itself, as a container's runtime sets them on the container's own cgroup
+            for key, value in {"cpu.max": "100000 100000", "memory.max": str(GB), "pids.max": "64"}.items():
+                (job / key).write_text(value)
+        code = V2_PROBE.format(module=cgroups.__name__)
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        views = {}
+        for view, command in {
+                "host": f'exec "$0" -c "$1" {mount}',
+                "namespace": f'exec unshare --cgroup --mount sh -c \'mount -t cgroup2 none {inside} && '
+                             f'exec "$0" -c "$1" {inside}\' "$0" "$1"'}.items():
+            r = subprocess.run(["/bin/sh", "-c", f"echo $$ > {job}/cgroup.procs && {command}", sys.executable, code],
+                               capture_output=True, text=True, timeout=120, env=env)
+            assert r.returncode == 0, (view, r.stdout[-2000:], r.stderr[-2000:])
+            views[view] = json.loads(r.stdout)
+    finally:
+        for folder in (job, parent):
+            for _ in range(50):  # a process that just ended leaves its cgroup a moment later
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    threading.Event().wait(0.02)
+    host, namespace = views["host"], views["namespace"]
+    assert host["own"] == str(job) and f"0::/{parent.name}/job\n" in host["cgroup"], host
+    assert namespace["own"] == str(inside) and "0::/\n" in namespace["cgroup"], namespace
+    if limits:
+        for view in (host, namespace):
+            assert view["quota"] == 1.0 and 0 < view["pids"] <= 63 and view["memory"] <= GB, view
+            assert view["available"] == ["v2", ""], view
+            assert view["group"]["cpu.max"] == "100000 100000", view  # 2 CPUs asked, 1 given: JOB's quota
+        return
+    for view in (host, namespace):
+        assert (view["quota"], view["pids"]) == (None, None) and not any("cgroup" in s for s in view["said"]), view
+        assert view["available"] == ["", f"no cgroup could be made (cgroup v2 at {view['own']} lacks cpu memory pids "
+                                          "controllers)"], view
+    bound = {line.split()[0]: line.split()[1] for line in Path("/proc/cgroups").read_text().splitlines()[1:]}
+    pytest.skip(f"cgroup v2 at {mount} has controllers [{' '.join(sorted(controllers))}]: "
+                + ", ".join(f"{c} is in cgroup v1 hierarchy {bound.get(c, '?')}" for c in sorted(wanted - controllers))
+                + " (a controller is in one hierarchy at a time), so no v2 cgroup can take a limit here; the v2 tree "
+                "was read for real, from the host and from a cgroup namespace")
 
 
 # -------------------------------------------------------------------- a class over several machines

@@ -10,7 +10,7 @@ from conftest import assert_one_line_error, invoke
 
 import gradlab
 from gradlab.cli.main import cli
-from gradlab.errors import GradlabError
+from gradlab.errors import GradlabError, Interrupted, RunFailed
 from gradlab.kit import data as datasets
 from gradlab.kit import device as devices
 
@@ -287,3 +287,21 @@ def test_a_device_found_missing_while_running_is_worded_for_the_caller(monkeypat
         gradlab.run("log1pexp", device="cuda")
     assert str(e.value).startswith("gradlab.run('log1pexp'): device='cuda' asked for") and "--" not in str(e.value)
     assert "use device='cpu' (or device='auto')" in str(e.value)
+
+
+class _Unwritable(GradlabError):
+    exit_code = 3  # a code no gradlab error uses: only the exception can have said it
+
+
+@pytest.mark.parametrize("error, code", [(GradlabError("bad"), 2), (RunFailed("a worker died"), 1),
+                                         (_Unwritable("odd"), 3)])
+def test_the_exit_code_is_the_errors_own(monkeypatch, error, code):
+    """The command line ends every GradlabError one way: its one line, then the exit code it carries (2 for bad
+    input, 1 for a run that could not finish), as click's UsageError carries its own."""
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr("gradlab.runner.execute", fail)
+    result = invoke("log1pexp", "--quiet")
+    assert result.exit_code == code and result.stderr == f"gradlab: error: {error}\n", result.output
+    assert GradlabError.exit_code == 2 and RunFailed.exit_code == 1 and Interrupted(15).exit_code == 143

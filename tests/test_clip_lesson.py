@@ -92,7 +92,7 @@ def test_the_longest_step_is_shown_not_claimed_and_measured_on_the_parameters(sa
     result = C.run(C.Config(**SMALL), sample)
     assert "step-bounded" not in {c.id for c in result.claims}
     summary = next(t for t in result.tables if t.title == "after training")
-    column = summary.columns.index("longest step ÷ lr·clip_norm")
+    column = summary.headers.index("longest step ÷ lr·clip_norm")
     shown = {row[0]: row[column] for row in summary.rows}
     assert shown["global-norm"] == result.metrics["global-norm"]["longest_step"] <= 1 + 1e-5
     assert shown["none"] > 2

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from gradlab.errors import GradlabError
 from gradlab.lessons.gaussian_policy import lesson as G
 from gradlab.lessons.log1pexp import lesson as L
+from gradlab.lessons.log1pexp import second as S
 
 # --- log1pexp -------------------------------------------------------------------------------------------------
 
@@ -103,31 +104,31 @@ def test_gradgradcheck_stable_and_faithful_pass_e_on_ctx_fails():
 def test_second_derivatives_of_the_ports():
     """Issue #26, 2: the faithful port (e rebuilt from x in backward, as TF-1's graph did) has f'' = sigmoid'; the port
     that keeps e on ctx silently drops the f'' term of d²/dx² Σ f², or raises, depending on how it is asked."""
-    stable, faithful = L.second_derivatives(L.StableLog1pExp.apply), L.second_derivatives(L.FaithfulPort.apply)
-    for r in L.SECOND_ROUTES:
+    stable, faithful = S.second_derivatives(L.StableLog1pExp.apply), S.second_derivatives(L.FaithfulPort.apply)
+    for r in S.SECOND_ROUTES:
         assert stable[r] < 1e-12 and faithful[r] < 1e-12, r  # includes x = 0, where |x| is not smooth
-    port = L.second_derivatives(L.PortEOnCtx.apply)
+    port = S.second_derivatives(L.PortEOnCtx.apply)
     assert port["f'': grad twice of Σ f"] == 'raises "does not require grad"'
-    f2 = torch.sigmoid(L.SECOND_X) * (1 - torch.sigmoid(L.SECOND_X))
-    missing = float((2 * torch.log1p(torch.exp(L.SECOND_X)) * f2).abs().max())  # max |2f·f''| = 0.516
-    for r in L.SECOND_ROUTES[1:]:
+    f2 = torch.sigmoid(S.SECOND_X) * (1 - torch.sigmoid(S.SECOND_X))
+    missing = float((2 * torch.log1p(torch.exp(S.SECOND_X)) * f2).abs().max())  # max |2f·f''| = 0.516
+    for r in S.SECOND_ROUTES[1:]:
         assert port[r] == pytest.approx(missing, rel=1e-12), r
-    assert L.port_without_f2_term() < 1e-12  # exactly 2f'²: the f'' term is what is missing
-    x = L.SECOND_X.clone().requires_grad_(True)
+    assert S.port_without_f2_term(L.PortEOnCtx.apply) < 1e-12  # exactly 2f'²: the f'' term is what is missing
+    x = S.SECOND_X.clone().requires_grad_(True)
     (g,) = torch.autograd.grad((L.PortEOnCtx.apply(x) ** 2).sum(), x, create_graph=True)
     (h,) = torch.autograd.grad(g.sum(), x)
-    assert torch.allclose(h, 2 * torch.sigmoid(L.SECOND_X) ** 2, rtol=0, atol=1e-15)
-    assert L.stored_e_has_no_graph()
+    assert torch.allclose(h, 2 * torch.sigmoid(S.SECOND_X) ** 2, rtol=0, atol=1e-15)
+    assert S.stored_e_has_no_graph(L.PortEOnCtx.apply)
 
 
 def test_once_differentiable_raises_on_backward_but_not_everywhere():
     """What @once_differentiable does, measured: .backward() raises its message, autograd.grad says x
     was not used, autograd.functional.hessian returns zeros without a word."""
-    once = L.second_derivatives(L.PortEOnCtxOnce.apply)
+    once = S.second_derivatives(L.PortEOnCtxOnce.apply)
     assert once["Σ f²: .backward() on the grad"] == 'raises "trying to differentiate twice"'
     assert "marked with @once_differentiable" in once["Σ f²: .backward() on the grad (message)"]
     assert once["Σ f²: grad twice"] == 'raises "appears to not have been used in the graph"'
-    assert L.hessian_is_zero(L.PortEOnCtxOnce.apply) and not L.hessian_is_zero(L.FaithfulPort.apply)
+    assert S.hessian_is_zero(L.PortEOnCtxOnce.apply) and not S.hessian_is_zero(L.FaithfulPort.apply)
 
 
 def test_a_right_port_would_fail_the_port_claim(monkeypatch):
@@ -321,9 +322,9 @@ def test_gaussian_policy_bad_inputs(args, fragment):
 
 def test_the_faithful_ports_float32_second_derivative_underflows_before_ex_overflows():
     """Issue #47, 1: f'' = e · 1/(1 + e)² is 0 in float32 while eˣ is finite and the exact f'' a normal float."""
-    kept = L.faithful_f2_float32(False)
+    kept = S.f2_float32(L.FaithfulPort.apply, False)
     assert 40 <= kept["last_right_x"] < kept["first_zero_x"] < 89 == kept["first_nan_x"]
     assert kept["exact_at_first_zero"] > torch.finfo(torch.float32).tiny
-    flushed = L.faithful_f2_float32(True)
+    flushed = S.f2_float32(L.FaithfulPort.apply, True)
     assert flushed is None or flushed["first_zero_x"] < kept["first_zero_x"]
     assert torch.tensor(1e-40) != 0  # the flush was undone

@@ -4,6 +4,7 @@ real browser, and the README stays a short page that links into it.
 The site is built once per test process into a temporary folder (about 3 s); `make docs` builds the same into site/.
 """
 
+import math
 import os
 import re
 import subprocess
@@ -154,14 +155,19 @@ def test_gradlab_docs_without_a_site_is_one_line_and_exit_2(tmp_path):
 
 def test_the_float32_facts_the_pages_state():
     """What docs/lessons/log1pexp.md and the lesson's comments say about float32, measured: torch.sigmoid(−100) is 0
-    because e¹⁰⁰ overflows (not a flush: −88 still gives a subnormal), the unit roundoff is 6e-8 and the ulp of 1 is
-    1.2e-7, and the faithful port of the tutorial's custom gradient has a NaN second derivative once eˣ overflows."""
+    because e¹⁰⁰ overflows (eˣ does from x ≈ 88.72; not a flush: −88 still gives a subnormal), the unit roundoff is
+    6e-8 and the ulp of 1 is 1.2e-7, and the faithful port of the tutorial's custom gradient has a NaN second
+    derivative once eˣ overflows."""
     import torch
 
     from gradlab.lessons.log1pexp.lesson import FaithfulPort
 
     f32 = torch.float32
     assert torch.exp(torch.tensor(100.0)).isinf() and torch.sigmoid(torch.tensor(-100.0)).item() == 0.0
+    # "eˣ overflows float32 from x ≈ 88.72": ln of float32's largest number, and exp on either side of it
+    assert f"{math.log(torch.finfo(f32).max):.4g}" == "88.72" and "overflows float32 from x ≈ 88.72" in (
+        REPO / "docs" / "lessons" / "log1pexp.md").read_text()
+    assert torch.exp(torch.tensor(88.72)).isfinite() and torch.exp(torch.tensor(88.73)).isinf()
     s88 = torch.sigmoid(torch.tensor(-88.0)).item()
     assert f"{s88:.3g}" == "6.05e-39" and 0 < s88 < torch.finfo(f32).tiny  # subnormal
     assert f"{torch.finfo(f32).eps:.2g}" == "1.2e-07" and f"{torch.finfo(f32).eps / 2:.2g}" == "6e-08"

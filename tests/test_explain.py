@@ -16,8 +16,8 @@ from rich.console import Console
 
 from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, answer_source, checks_of
-from gradlab.practice.classroom import course
 from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.sandbox.returned import Received
 from gradlab.report.explain import explanation, print_explanation, short_names
 
 SCREEN = 60  # lines, at WIDTH columns
@@ -111,7 +111,8 @@ def test_explain_shows_no_model_answer(lesson):
     printed = doc + "\n" + "\n".join(s.code for s in snippets)
     assert not shown_answers(printed), f"gradlab {lesson} --explain full prints these answers: {shown_answers(printed)}"
     # an exercise's function by its name, or a lesson function known to answer one under another name
-    exercised = {course.ANSWERED_BY.get(n, e.function) for n, e in all_exercises().items() if e.lesson == lesson}
+    exercised = {LESSONS[lesson].answered_by.get(e.function, e.function) for e in all_exercises().values()
+                 if e.lesson == lesson}
     assert not exercised & {s.name for s in snippets}, "EXPLAIN names a function that answers an exercise"
 
 
@@ -136,6 +137,6 @@ def test_no_function_explain_prints_passes_an_exercise(name):
         except Exception:  # a function that cannot even be called this way is no answer
             continue
         reference = Reference(checks=checks, cases=cases, outputs=refs)
-        if judge(exercise, reference, {"ok": True, "outputs": outputs}).exit_code == 0:
+        if judge(exercise, reference, Received(ok=True, outputs=outputs)).exit_code == 0:
             passing.append(shown)
     assert not passing, f"gradlab {exercise.lesson} --explain full prints {passing}, which pass {name}"

@@ -20,10 +20,12 @@ import pytest
 from conftest import HEADLESS, REPO, assert_one_line_error, headless_browser, invoke, once, require_sandbox
 from test_practice import SGD_RIGHT, solution
 
+from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.classroom import course, feedback, gradebook, similar
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.sandbox.returned import Received
 
 SOFTMAX_RIGHT = """
 B = x.shape[0]
@@ -57,7 +59,8 @@ def judged(name: str, source: str, used: tuple[str, ...] = ()):
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
     return judge(exercise, Reference(checks, cases, refs),
-                 {"ok": True, "outputs": [checks.call(scope[exercise.function], c) for c in cases], "used": list(used)})
+                 Received(ok=True, outputs=[checks.call(scope[exercise.function], c) for c in cases],
+                          used=tuple(used)))
 
 
 # -------------------------------------------------------------------- points
@@ -268,6 +271,20 @@ def test_feedback_shows_the_students_own_lines_and_starters_keep_the_texts_inden
     text = starter(all_exercises()["mnist.LogSoftmax"])
     assert "\n              z − logsumexp(z) = (z − m)" in text  # 4 for the docstring, 10 of the text's own
 
+
+def test_every_claim_says_what_is_measured_in_the_words_of_the_check():
+    """Claims told students "max relative |Δ|", a measure nowhere defined for them: each exercise's claims (gradlab's
+    own, the graded variants in teacher/, the own-exercise example) say kit.exercise.relative's measure, the check's
+    table heads its column with the same words, and no text a student reads says "relative |Δ|"."""
+    from gradlab.kit.exercise import DIFFERENCE
+
+    texts = [text for e in all_exercises().values() for text, _ in e.claims.values()]
+    files = [*REPO.glob("teacher/graded/*/__init__.py"), REPO / "examples/own-exercise/linreg/__init__.py",
+             *REPO.glob("gradlab/lessons/*/exercises/__init__.py"), REPO / "gradlab/practice/judging/judge.py",
+             REPO / "gradlab/practice/judging/diagnosis.py", REPO / "gradlab/practice/classroom/feedback.py"]
+    assert len(texts) > 20 and all("relative |Δ|" not in t for t in texts)
+    assert [str(f) for f in files if "relative |Δ|" in f.read_text(encoding="utf-8")] == []
+    assert sum(DIFFERENCE in t for t in texts) >= len(texts) - 3, [t for t in texts if DIFFERENCE not in t]
 
 def test_the_exercises_table_is_a_row_a_line_in_a_pipe(monkeypatch):
     """`gradlab exercises | less` wrapped every "what to write" at rich's 80 columns. (A pipe with no COLUMNS set:
@@ -547,12 +564,14 @@ def test_a_re_run_grades_only_what_changed(graded, tmp_path):
 def test_the_answers_a_student_has_are_the_ones_listed(name):
     """Every function and class of a lesson's folder that the wheel ships (the lesson's code, and the references in
     its exercises/checks.py) or that those import from gradlab, run through the exercise's check as a submission:
-    what passes is course.ANSWERED's list, and gradlab grade's note names it (the wheel's checks.py references
-    answered clip.clip_across_ranks, ddp.* and mnist.LogSoftmax, copied, and the note named none of them)."""
+    what passes is the list its lesson declares (LessonInfo.passes_check), and gradlab grade's note names it (the
+    wheel's checks.py references answered clip.clip_across_ranks, ddp.* and mnist.LogSoftmax, copied, and the note
+    named none of them)."""
     from answered import answered
 
     found = answered(name)
-    assert sorted(found) == sorted(course.ANSWERED.get(name, ())), (name, found)
+    exercise = all_exercises()[name]
+    assert sorted(found) == sorted(LESSONS[exercise.lesson].passes_check.get(exercise.function, ())), (name, found)
     note = course.lesson_answer_note(name)
     assert all(where.rpartition(".")[2] in note for where in found) if found else True, note
 
@@ -634,7 +653,7 @@ def test_an_own_exercise_is_judged_as_gradlabs_are(own_course):
     for mistake in checks.mistakes:  # the teacher's known mistakes, by name
         cases = checks.cases(0)
         r = judge(all_exercises()["linreg.mse_grad"], Reference(checks, cases, [checks.run(None, c) for c in cases]),
-                  {"ok": True, "outputs": [checks.call(mistake.fn, c) for c in cases]})
+                  Received(ok=True, outputs=[checks.call(mistake.fn, c) for c in cases]))
         assert r.metrics["diagnosis"].startswith(f"{mistake.name}: "), r.metrics.get("diagnosis")
     flipped = judged("linreg.mse_grad", solution("linreg.mse_grad", MSE_RIGHT.replace("X @ w + b - y",
                                                                                        "y - X @ w - b")))
@@ -838,6 +857,134 @@ def test_overrides_and_late_penalties_survive_a_re_run_and_one_student_is_regrad
     assert invoke(*args, "--student", "dave").exit_code == 2
     (tmp_path / "overrides.csv").write_text("student,exercise,points,penalty,reason\nalice,mnist.sgd_step,8,1,x\n")
     assert_one_line_error(invoke(*args), "overrides.csv line 2: give points (the score) or penalty")
+
+def test_a_canvas_late_marker_takes_no_invented_time_and_submitted_csv_gives_one(tmp_path, stand_in):
+    """Canvas's download says LATE but not when (lib/content_zipper.rb: the name's marker; the zip's entry times are
+    when the zip was made): no penalty is made up from it, a note names the student, and a time in submitted.csv
+    applies the policy. A file's own time (what unzip sets) is never read: an old mtime changes nothing."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("leeann_LATE_222_333_sgd_step.py", "smithjohn_12345_67890_sgd_step.py", "late_44_55_sgd_step.py"):
+        (subs / name).write_text("# x\n")
+        os.utime(subs / name, (1_800_000_000, 1_800_000_000))  # 2027-01-15: weeks after the due date
+    (tmp_path / "course.toml").write_text('[grading]\ndue = 2026-12-01T23:59:00+01:00\nlate_per_day = 0.1\n'
+                                          '[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n')
+    args = ("grade", str(subs), "--course", str(tmp_path / "course.toml"), "--out", str(tmp_path / "out"))
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    note = [line for line in result.output.splitlines() if "LATE" in line]
+    assert note == ["gradlab: note: Canvas marked 1 student's files LATE (leeann), which says late but not by how "
+                    "long: no late penalty was taken from them; give their times in submitted.csv to apply the late "
+                    "policy"], result.output  # a student whose name is "late" is not marked
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8"))}
+    assert {s: r["total (10)"] for s, r in rows.items()} == {"leeann": "10", "smithjohn": "10", "late": "10"}
+    (tmp_path / "submitted.csv").write_text("student,time\nleeann,2026-12-03T08:00:00+01:00\n")
+    result = invoke(*args)
+    assert result.exit_code == 0 and "LATE" not in result.output, result.output
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8"))}
+    assert rows["leeann"]["total (10)"] == "8" and "2 days after" in rows["leeann"]["adjusted"]
+    assert rows["smithjohn"]["total (10)"] == "10"
+
+
+# A student's file that, while its sandbox runs beside a classmate's, plants files wherever gradlab or the classmate's
+# sandbox would read them: the shared temporary folders, the classmate's sandbox through /proc, and the host paths of
+# the class (as if leaked): the output folder, the course folder (an overrides.csv there would change the gradebook
+# on the next run), the classmate's folder, the records. A right answer besides.
+PLANTER = """
+import json, os, time
+
+TAG, TARGETS = @TAG@, @TARGETS@
+wrote, t0 = set(), time.time()
+while time.time() - t0 < 4:
+    own = [d + "/" + TAG for d in ("/tmp", "/dev/shm", "/var/tmp", os.getcwd())]
+    peers = [f"/proc/{p}/{via}/{TAG}" for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()
+             for via in ("root/tmp", "root/dev/shm", "cwd")]
+    for path, text in [*TARGETS.items(), *((p, "planted " + TAG) for p in own + peers)]:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError:
+            pass
+        try:
+            with open(path, "w") as f:
+                f.write(text)
+            wrote.add(path)
+        except OSError:
+            pass
+    time.sleep(0.05)
+print("ATTACK " + json.dumps({"t0": t0, "t1": time.time(), "wrote": sorted(wrote)}), flush=True)
+"""
+# The classmate: a right answer that, while the other runs, looks for what was planted where it could read it.
+PROBE = """
+import json, os, time
+
+TAG, seen, t0 = @TAG@, set(), time.time()
+while time.time() - t0 < 3:
+    for d in ("/tmp", "/dev/shm", "/var/tmp", os.getcwd()):
+        try:
+            seen |= {d + "/" + n for n in os.listdir(d) if TAG in n}
+        except OSError:
+            pass
+    time.sleep(0.05)
+print("PROBE " + json.dumps({"t0": t0, "t1": time.time(), "seen": sorted(seen)}), flush=True)
+"""
+
+
+def test_a_planting_student_reaches_neither_a_classmate_nor_the_gradebook(tmp_path, monkeypatch):
+    """Two sandboxes at once in one real `gradlab grade`: the planter's files reach neither the classmate's sandbox
+    (it sees none of them while both run) nor the host (no file of it anywhere after: the class, the course, the
+    output, the shared temporary folders, gradlab's package), and the classmate's grade, feedback and record are what
+    their file earns. Two sandbox starts."""
+    from gradlab.practice.classroom import pool
+
+    mode = require_sandbox()
+    monkeypatch.setattr(pool, "at_once", lambda: 2)  # side by side, whatever this machine's CPUs
+    tag = f"gl-plant-{os.getpid()}"
+    subs, course_dir, out = tmp_path / "subs", tmp_path / "course", tmp_path / "out"
+    for folder in (subs / "mallory", subs / "victim", course_dir):
+        folder.mkdir(parents=True)
+    os.chmod(tmp_path, 0o700)  # the uid fallback grades only folders other users cannot read
+    course_toml = '[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n'
+    (course_dir / "course.toml").write_text(course_toml)
+    package = Path(__import__("gradlab").__file__).parent
+    targets = {str(course_dir / "overrides.csv"): "student,exercise,points,penalty,reason\nvictim,sgd_step.py,0,,x\n",
+               str(course_dir / "submitted.csv"): "student,time\nvictim,2030-01-01T00:00:00+00:00\n",
+               str(course_dir / "course.toml"): "planted", str(subs / "victim" / "sgd_step.py"): "planted",
+               str(subs / "victim" / tag): "planted", str(out / "results.json"): '{"planted": 1}',
+               str(out / "grades.csv"): "planted", str(out / "feedback" / "victim.md"): "planted",
+               str(out / tag): "planted", str(package / tag): "planted"}
+    victim = solution("mnist.sgd_step", SGD_RIGHT) + PROBE.replace("@TAG@", repr(tag))
+    (subs / "victim" / "sgd_step.py").write_text(victim)
+    (subs / "mallory" / "sgd_step.py").write_text(solution("mnist.sgd_step", SGD_RIGHT) + PLANTER.replace(
+        "@TAG@", repr(tag)).replace("@TARGETS@", repr(targets)))
+    try:
+        result = invoke("grade", str(subs), "--course", str(course_dir / "course.toml"), "--out", str(out))
+        left = [str(p) for root in (tmp_path, Path("/tmp"), Path("/dev/shm"), Path("/var/tmp"), package)
+                for p in root.glob(f"**/{tag}" if root == tmp_path else tag)]
+    finally:
+        for root in ("/tmp", "/dev/shm", "/var/tmp", str(package)):
+            Path(root, tag).unlink(missing_ok=True)
+    assert left == [], left  # nothing planted on the host
+    assert not (course_dir / "overrides.csv").exists() and not (course_dir / "submitted.csv").exists()
+    assert (course_dir / "course.toml").read_text() == course_toml
+    assert (subs / "victim" / "sgd_step.py").read_text() == victim
+    assert result.exit_code == 0, result.output
+    data = json.loads((out / "results.json").read_text())
+    recs = {s: data["students"][s]["sgd_step.py"] for s in ("mallory", "victim")}
+    attack = json.loads(recs["mallory"]["printed"].split("ATTACK ", 1)[-1])
+    probe = json.loads(recs["victim"]["printed"].split("PROBE ", 1)[-1])
+    assert max(attack["t0"], probe["t0"]) < min(attack["t1"], probe["t1"]), (attack, probe)  # they ran at once
+    assert probe["seen"] == [], probe  # nor in the classmate's sandbox
+    assert recs["victim"]["source"] == victim
+    assert recs["victim"]["passed"] and recs["victim"]["score"] == 10 and not recs["victim"]["adjusted"]
+    rows = {r["student"]: r["total (10)"] for r in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+    assert rows == {"mallory": "10", "victim": "10"}
+    for name in ("grades.csv", "canvas.csv", "feedback/victim.md", "feedback/victim.html"):  # the planter's own
+        assert "planted" not in (out / name).read_text(encoding="utf-8"), name  # record and page quote its file
+    assert sorted(p.name for p in out.rglob("*")) == sorted(["canvas.csv", "class.html", "feedback", "grades.csv",
+                                                             "mallory.html", "mallory.md", "results.json",
+                                                             "victim.html", "victim.md"])
+    print(mode, len(attack["wrote"]), "writes, each inside the planter's own sandbox")
+
 
 def test_a_changed_own_exercise_grades_the_class_again(tmp_path):
     """What a re-run compares holds a digest of the course's own exercise folders: a teacher who fixes a harness or a

@@ -19,6 +19,7 @@ from gradlab.practice import all_exercises, answer, checks_of
 from gradlab.practice.classroom import course, own
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging.judge import Reference, judge
+from gradlab.practice.sandbox.returned import Received
 
 KIT = Path(__file__).resolve().parent.parent / "teacher" / "graded"
 VARIANTS = {"gaussian_policy_graded.score": "gaussian-policy.score", "dqn_graded.td_loss": "dqn.td_loss",
@@ -46,7 +47,7 @@ def judged(name: str, fn, seed: int = 0):
     checks = checks_of(all_exercises()[name])
     cases = checks.cases(seed)
     return judge(all_exercises()[name], Reference(checks, cases, [checks.run(None, c) for c in cases]),
-                 {"ok": True, "outputs": [checks.call(fn, c) for c in cases]}, seed)
+                 Received(ok=True, outputs=[checks.call(fn, c) for c in cases]), seed)
 
 
 def mistakes() -> list[tuple[str, str]]:
@@ -85,7 +86,7 @@ def test_a_small_perturbation_of_the_reference_fails_and_shows_where(name):
     cases = checks.cases(0)
     refs = [checks.run(None, c) for c in cases]
     r = judge(all_exercises()[name], Reference(checks, cases, refs),
-              {"ok": True, "outputs": [perturb(o) for o in refs]})
+              Received(ok=True, outputs=[perturb(o) for o in refs]))
     assert r.exit_code == 1 and "first difference" in r.metrics["diagnosis"], r.metrics.get("diagnosis")
 
 

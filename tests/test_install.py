@@ -24,6 +24,27 @@ def test_presets_by_name_work_from_any_folder(tmp_path, monkeypatch):
     assert "presets (--config NAME): clip-tutorial, mnist-quick, mnist-tutorial" in invoke("list").output
 
 
+def test_the_project_urls_name_one_repository():
+    """pyproject.toml's [project.urls] (the wheel's Project-URL lines, PyPI's sidebar) name one GitHub repository, in
+    the line the release workflow reads; while that is still the placeholder OWNER/REPO (the project has no public
+    home yet) the test is skipped, with that said, rather than passing on a link that 404s."""
+    import re
+
+    from conftest import tomllib
+
+    text = (REPO / "pyproject.toml").read_text()
+    urls = tomllib.loads(text)["project"]["urls"]
+    home = urls["Source"]
+    match = re.fullmatch(r"https://github\.com/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+)", home)
+    assert match, home
+    assert urls == {"Homepage": home, "Documentation": f"{home}/tree/main/docs", "Source": home,
+                    "Issues": f"{home}/issues"}
+    assert f'\nSource = "{home}"\n' in text  # what release.yml greps for
+    if match.groups() == ("OWNER", "REPO"):
+        pytest.skip("pyproject.toml's [project.urls] still say OWNER/REPO: the project has no public repository yet "
+                    "(set it there once it has one; docs/develop/release.md)")
+
+
 def test_notebooks_are_copied_out_never_over_a_students_work(tmp_path):
     out = tmp_path / "class"
     first = invoke("notebooks", str(out))

@@ -160,10 +160,10 @@ def test_tutorial_column_only_for_full_mnist_with_tutorial_settings(sample):
     config = M.Config()
     assert "tutorial (TF-1)" in M.tables({v: {"epoch_cost": [1.0] * 10, "test_accuracy": 0.9, "wall_s": 1.0,
                                               "samples_per_s": 1.0} for v in M.VARIANTS},
-                                         list(M.VARIANTS), config, "mnist")[0].columns
+                                         list(M.VARIANTS), config, "mnist")[0].headers
     assert "tutorial (TF-1)" not in M.tables({"optimizer": {"epoch_cost": [1.0] * 10, "test_accuracy": 0.9,
                                                             "wall_s": 1.0, "samples_per_s": 1.0}},
-                                             ["optimizer"], config, "mnist-sample")[0].columns
+                                             ["optimizer"], config, "mnist-sample")[0].headers
 
 
 def test_the_forgotten_slash_b_diagnosis_says_exactly_what_is_wrong():

@@ -18,6 +18,7 @@ from conftest import REPO, assert_one_line_error, invoke
 from gradlab.practice import all_exercises
 from gradlab.practice.classroom import own
 from gradlab.practice.sandbox import modes
+from gradlab.practice.sandbox.returned import Received
 
 OWN = REPO / "examples" / "own-exercise"
 RIGHT = "def mse_grad(w, b, X, y):\n    r = X @ w + b - y\n    return 2 * X.T @ r / len(y), 2 * r.mean()\n"
@@ -181,7 +182,7 @@ def test_the_examples_fixed_edge_case_fails_a_nan_answer_on_every_seed(course, s
     checks = checks_of(exercise)
     cases = checks.cases(seed)
     result = judge(exercise, Reference(checks, cases, [checks.run(None, c) for c in cases]),
-                   {"ok": True, "outputs": [checks.call(normalised, c) for c in cases]}, seed)
+                   Received(ok=True, outputs=[checks.call(normalised, c) for c in cases]), seed)
     failed = [row[0] for row in result.tables[0].rows if row[3] == "✗"]
     assert failed == ["a perfect fit (every residual 0)"] and result.exit_code == 1
 

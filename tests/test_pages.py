@@ -105,6 +105,25 @@ def test_every_lesson_page_shows_its_graph_and_its_plot_when_it_has_curves(lesso
         assert svg.lstrip().startswith("<?xml") and "<svg" in svg
 
 
+@pytest.mark.parametrize("lesson", list(LESSONS))
+def test_a_lesson_page_opens_with_what_the_tutorial_taught(lesson):
+    """Issue #47: a lesson page opens, before its first section, with the tutorial it reproduces (or says that no
+    tutorial taught it)."""
+    text = (DOCS / "lessons" / f"{lesson}.md").read_text()
+    assert "tutorial" in text.split("\n## ", 1)[0].lower()
+
+
+def test_the_backward_pass_page_shows_a_clickable_graph_after_the_command_that_draws_it():
+    """The page about gradlab graph (lessons/backward-pass.md) reads as a lesson page: the command's output (a run
+    block), then the graph page that command writes, embedded as the lessons embed theirs (docs/graphs/)."""
+    text = (DOCS / "lessons" / "backward-pass.md").read_text()
+    run = re.search(r"<!-- run: gradlab graph ([\w-]+) -->", text)
+    assert run and run[1] in LESSONS
+    frame = re.search(r'<iframe src="\.\./graphs/([\w-]+)\.html"', text)
+    assert frame and frame[1] == run[1] and frame.start() > run.end()
+    assert (DOCS / "graphs" / f"{run[1]}.html").is_file()
+
+
 def test_a_plot_ending_in_svg_is_an_svg_and_the_same_on_every_run():
     from gradlab.report.files import plot_png
 

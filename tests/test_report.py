@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from gradlab.kit.result import Claim, Curve, Result, Table, json_safe
+from gradlab.kit.result import Claim, Column, Curve, Result, Table, json_safe
 from gradlab.report import console as report
 from gradlab.report.files import atomic_path, write_json, write_plot
 
@@ -19,7 +19,8 @@ def a_result(**overrides):
         "lesson": "demo", "title": "a demo lesson", "config": {"lr": 0.1}, "seed": 0,
         "metrics": {"a": {"epoch_cost": [1.0, float("nan")], "wall_s": 0.5}},
         "claims": [Claim("same", "a ≡ b", 0.0, 1e-6), Claim("differs", "a differs from c", 0.25, 0.0, ">")],
-        "tables": [Table("costs", ["epoch", "a"], [[1, 1.0], [2, float("nan")]], [None, ".3f"])],
+        "tables": [Table("costs", [Column(header="epoch"), Column(header="a", format=".3f")],
+                         [[1, 1.0], [2, float("nan")]])],
         "curves": {"cost": Curve("epoch", "cost", [1, 2], {"a": [1.0, float("nan")]})},
         "data": {"name": "mnist-sample", "train": 100, "test": 10, "source": "bundled",
                  "available": {"train": 10000, "test": 10000}},
@@ -55,6 +56,20 @@ def test_render_from_saved_json_equals_render_from_result(tmp_path):
     write_json(tmp_path / "r.json", result)
     saved = json.loads((tmp_path / "r.json").read_text())
     assert rendered(saved) == rendered(result)
+
+
+def test_a_tables_json_keeps_headers_and_formats_as_two_lists():
+    """A Table is Column objects, but --json writes what it always did: the headers and the formats as two lists,
+    formats null when every column takes its type's default; and it reads back to the same table."""
+    table = Table("costs", [Column(header="epoch"), Column(header="a", format=".3f")], [[1, 1.0], [2, None]])
+    assert table.to_json() == {"title": "costs", "columns": ["epoch", "a"], "rows": [[1, 1.0], [2, None]],
+                               "formats": [None, ".3f"], "note": ""}
+    plain = Table("t", [Column(header="x")], [[1]], note="n")
+    assert plain.to_json() == {"title": "t", "columns": ["x"], "rows": [[1]], "formats": None, "note": "n"}
+    assert Table.from_json(table.to_json()) == table and Table.from_json(plain.to_json()) == plain
+    assert a_result().to_json()["tables"][0]["formats"] == [None, ".3f"]
+    with pytest.raises(TypeError):
+        Table("t", ["x"], [[1]])  # a header alone is not a column
 
 
 @pytest.mark.parametrize(("value", "bound", "op", "passed"), [

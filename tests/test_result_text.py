@@ -1,14 +1,14 @@
 """A Result printed outside Jupyter (print(gradlab.check(...)) in a script or a console): a few lines, not the
 dataclass's multi-kilobyte repr."""
 
-from gradlab.kit.result import Claim, Result, Table
+from gradlab.kit.result import Claim, Column, Result, Table
 
 
 def made(passed: bool) -> Result:
     return Result(lesson="check", title="mnist.softmax_grad: the gradient", seed=0,
                   metrics={"exercise": "mnist.softmax_grad", "diagnosis": "∂W's /B forgotten"} if not passed else {},
                   claims=[Claim("a", "yours ≡ autograd's", 0.0 if passed else 9.0, 1e-5), Claim("b", "no graph", 0, 0)],
-                  tables=[Table("t", ["x"], [[float(i)] for i in range(5000)])])
+                  tables=[Table("t", [Column(header="x")], [[float(i)] for i in range(5000)])])
 
 
 def test_a_result_prints_as_its_claims_and_diagnosis():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import importlib
 import inspect
 import json
 import subprocess
@@ -18,7 +19,7 @@ from click.testing import CliRunner
 import gradlab
 from gradlab.cli.main import cli, lesson_command
 from gradlab.kit import options
-from gradlab.lessons import LESSONS, Lesson, LessonInfo
+from gradlab.lessons import LESSONS, ORDER, Lesson, LessonInfo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +34,47 @@ def test_every_lesson_keeps_the_contract(name):
     assert next(iter(params)) == "config" and {"device", "progress"} <= set(params)
     assert ("data" in params) == info.needs_data
     assert all(callable(getattr(module, n)) for n in module.EXPLAIN)
+
+
+@pytest.mark.parametrize("name", list(LESSONS))
+def test_every_lesson_declares_the_facts_the_step_through_and_the_grader_read(name):
+    """Its step-through inputs, the lesson functions that answer its exercises, what passes their checks as it is,
+    its graded variant: declared in its own folder (LessonInfo has no default for them), about its own exercises."""
+    info = LESSONS[name]
+    functions = {e.function for e in importlib.import_module(f"{info.package}.exercises").EXERCISES}
+    assert set(info.answered_by) <= functions and set(info.passes_check) <= functions, functions
+    module = info.load()
+    assert all(callable(getattr(module, f)) for f in info.answered_by.values()), info.answered_by
+    assert set(info.step_inputs) <= set(inspect.signature(module.graphs).parameters), info.step_inputs
+    assert info.graded_variant is None or info.graded_variant.partition(".")[2], info.graded_variant
+    required = {f.name for f in dataclasses.fields(LessonInfo) if f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING}
+    assert {"step_inputs", "answered_by", "passes_check", "graded_variant"} <= required
+
+
+# Strings that are a lesson's name without meaning the lesson: MNIST the data set (--dataset mnist)
+NOT_THE_LESSON = {("gradlab/kit/data.py", "mnist"), ("gradlab/kit/options.py", "mnist")}
+
+
+def test_nothing_outside_a_lessons_folder_names_it():
+    """A lesson's facts live in its folder: no module of gradlab outside gradlab/lessons/<folder>/ holds a lesson's
+    name ("dqn") or an exercise's ("dqn.td_loss") as a string, but the registry's one line per lesson (ORDER)."""
+    names = set(LESSONS) | {info.package.rpartition(".")[2] for info in LESSONS.values()}
+    folders = {ROOT / "gradlab" / "lessons" / info.package.rpartition(".")[2] for info in LESSONS.values()}
+    allowed = NOT_THE_LESSON | {("gradlab/lessons/__init__.py", folder) for folder in ORDER}  # the registry
+    found = []
+    for path in sorted((ROOT / "gradlab").rglob("*.py")):
+        if any(folder in path.parents for folder in folders):
+            continue
+        where = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                continue
+            text = node.value
+            if (text in names or (" " not in text and text.partition(".")[0] in names and text.partition(".")[2])) \
+                    and (where, text) not in allowed:
+                found.append(f"{where}:{node.lineno} {text!r}")
+    assert not found, "a lesson named outside its folder:\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("name", list(LESSONS))
@@ -95,7 +137,8 @@ def test_a_new_option_is_one_line_and_reaches_the_cli_the_api_and_config_files(t
     class Config(options.LessonConfig):
         width: int = options.option(3, "Units in the hidden layer.")  # the one line
 
-    info = LessonInfo(name="demo", config=Config, idea="an idea", short_help="A demo.", help="A demo lesson.")
+    info = LessonInfo(name="demo", config=Config, idea="an idea", short_help="A demo.", help="A demo lesson.",
+                      step_inputs={}, answered_by={}, passes_check={}, graded_variant=None)
     monkeypatch.setitem(LESSONS, "demo", info)
     command = lesson_command(info)
     out = CliRunner().invoke(command, ["--help"]).output

@@ -80,7 +80,7 @@ def test_on_a_terminal_the_walk_waits_for_enter_after_each_node(monkeypatch):
 
 def _walk_typing(lesson, typed, predict=False):
     """Walk LESSON's graphs as on a terminal, typing TYPED at the prompts (then Enter); what was printed, by prompt."""
-    graphs = LESSONS[lesson].load().graphs(LESSONS[lesson].config(), **step.TINY.get(lesson, {}))
+    graphs = LESSONS[lesson].load().graphs(LESSONS[lesson].config(), **LESSONS[lesson].step_inputs)
     buffer = io.StringIO()
     console = Console(file=buffer, width=200, color_system=None)
     seen, answers = [], iter(typed)

@@ -9,7 +9,7 @@ from rich.console import Console
 
 import gradlab
 import gradlab.api
-from gradlab.kit.result import Table
+from gradlab.kit.result import Column, Table
 from gradlab.lessons import LESSONS
 from gradlab.report import console as report
 
@@ -40,8 +40,8 @@ def numbers(result) -> list[str]:
     out = []
     for t in result.tables:
         for row in t.rows:
-            for value, spec in zip(row, t.formats or [None] * len(row), strict=True):
-                text, kind = report.cell_text(value, spec)
+            for value, column in zip(row, t.columns, strict=True):
+                text, kind = report.cell_text(value, column.format)
                 if kind != "text":
                     out.append(text)
     for c in result.claims:
@@ -62,7 +62,7 @@ def test_every_number_is_whole_at_any_width(name):
 
 
 def test_a_table_too_wide_for_the_console_is_split_repeating_its_row_names():
-    t = Table("wide", ["x", "what", *[f"col {i}" for i in range(8)]],
+    t = Table("wide", [Column(header=h) for h in ["x", "what", *[f"col {i}" for i in range(8)]]],
               [[i, "value", *[3.72007598e-44 * (k + 1) for k in range(8)]] for i in range(3)])
     out = io.StringIO()
     Console(file=out, width=60, force_terminal=False).print(report.render_table(t))

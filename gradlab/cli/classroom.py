@@ -15,7 +15,7 @@ import click
 
 from gradlab import assets, runner
 from gradlab.errors import GradlabError, shorten
-from gradlab.kit.result import Table, load_result
+from gradlab.kit.result import Column, Table, load_result
 from gradlab.kit.threads import validate
 from gradlab.lessons import LESSONS, measured_runtimes
 from gradlab.report import files
@@ -94,8 +94,9 @@ def all_lessons(quick: bool, lessons: str | None, threads: int | None, quiet: bo
     rows = _summary_rows(done)
     console = report.make_console()
     console.print(report.render_table(Table("gradlab all" + (" --quick" if quick else ""),
-                                            ["lesson", "claims passed", "claims failed", "wall s"], rows,
-                                            [None, None, None, ".1f"])))
+                                            [Column(header="lesson"), Column(header="claims passed"),
+                                             Column(header="claims failed"), Column(header="wall s", format=".1f")],
+                                            rows)))
     ok, verdict = _verdict(done, rows)
     console.print(verdict, style="bold green" if ok else "bold red", markup=False)
     return 0 if ok else 1

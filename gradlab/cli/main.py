@@ -21,7 +21,7 @@ from gradlab.ascii import printable
 from gradlab.cli import classroom, process, step, student
 from gradlab.cli import docs as docs_site
 from gradlab.cli.options import click_params
-from gradlab.errors import GradlabError, Interrupted, RunFailed
+from gradlab.errors import GradlabError, Interrupted
 from gradlab.lessons import LESSONS, LessonInfo
 from gradlab.report.files import STDOUT, write_json, write_plot
 from gradlab.version import __version__
@@ -78,18 +78,15 @@ class GradlabGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:  # everything inside: a Ctrl-C at any point of the command is its one line and 130
             process.handle_stop_signals()
-            process.hostile_environment(_error)
+            process.hostile_environment()
             code = super().main(args, prog_name or "gradlab", complete_var, standalone_mode=False, **extra)
-        except click.ClickException as e:
+        except click.ClickException as e:  # click's own: an unknown option, a missing argument (bad input)
             hint = f" (see `{e.ctx.command_path} --help`)" if getattr(e, "ctx", None) else ""
             _error(e.format_message().replace("\n", " ") + hint)
             sys.exit(2)
-        except GradlabError as e:
+        except GradlabError as e:  # bad input (2), a run that could not finish (RunFailed, 1): the error says which
             _error(str(e))
-            sys.exit(2)
-        except RunFailed as e:  # e.g. a ddp worker died: not the user's input, but no claim can be checked
-            _error(str(e))
-            sys.exit(1)
+            sys.exit(e.exit_code)
         except (Interrupted, click.Abort, KeyboardInterrupt) as e:  # Ctrl-C, SIGTERM, SIGHUP (outside a command too)
             process.exit_stopped(getattr(e, "signum", 2))
         except (BrokenPipeError, _ReaderLeft):  # `gradlab … | head`: the reader left: not a failed claim, no message

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import NoReturn
 
 from gradlab.ascii import is_unicode
+from gradlab.errors import GradlabError
 
 
 class Terminated(KeyboardInterrupt):
@@ -82,8 +83,8 @@ def forget_string_eval_interrupt() -> None:
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def hostile_environment(error) -> None:
-    """What the environment can do to a run before it starts, made harmless or one line (ERROR(text), exit 2):
+def hostile_environment() -> None:
+    """What the environment can do to a run before it starts, made harmless or one line (GradlabError, exit 2):
     * a console whose encoding cannot show every character (a legacy Windows code page, PYTHONIOENCODING=ascii):
       what it cannot show is replaced, never a UnicodeEncodeError (rich output is spelled in ASCII, see
       report/console.py; this covers click's help and messages);
@@ -96,9 +97,8 @@ def hostile_environment(error) -> None:
     try:
         os.getcwd()
     except OSError:
-        error("the current folder no longer exists (it was deleted or moved); cd to a folder that exists and run "
-              "gradlab again")
-        sys.exit(2)
+        raise GradlabError("the current folder no longer exists (it was deleted or moved); cd to a folder that exists "
+                           "and run gradlab again") from None
     for name in THREAD_VARIABLES:
         value = os.environ.get(name)
         if value is not None and not (value.strip().isdigit() and int(value) >= 1):

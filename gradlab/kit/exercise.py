@@ -191,6 +191,10 @@ def tensors(out: Any) -> list[torch.Tensor]:
     return flat
 
 
+# what relative() measures, in the words a student reads (a claim's text, the check's table, the feedback)
+DIFFERENCE = "largest |yours − expected| ÷ max(1, largest |expected|), tensor by tensor"
+
+
 def relative(a: dict, b: dict) -> float:
     """max |a − b| / max(1, max |b|) over every tensor; inf when the shapes differ or a is not finite where b is."""
     import torch

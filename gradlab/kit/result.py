@@ -84,18 +84,49 @@ def verdict(claims: list[Claim]) -> str:
     return f"{failed} of {len(claims)} claims failed" + (f", {unreached} not reached" if unreached else "")
 
 
+@dataclass(frozen=True, kw_only=True)
+class Column:
+    """One column of a Table: its header and how its numbers are written (as rich's Column carries its header and
+    justify). Text columns are left, number columns right: the report decides by the cells (the first column, and a
+    column whose first cell is text, are text)."""
+
+    header: str  # the line at its top, e.g. "test accuracy" (a unit goes in it: "wall s", "comm ms/step")
+    format: str | None = None  # a Python format spec for its numbers, e.g. ".9f" (None: ints as they are, floats .6g)
+
+
 @dataclass
 class Table:
-    """A table the report layer renders as is: cells are numbers, strings or None (blank).
-
-    formats: one Python format spec per column (None: the default for its type), e.g. ".9f" for costs.
-    """
+    """A table the report layer renders as is: its columns, and rows of plain cells (numbers, strings or None for a
+    blank), one per column."""
 
     title: str  # the line above the table
-    columns: list[str]  # the column headers
+    columns: list[Column]  # its columns, each with its header and format
     rows: list[list[Any]]  # one list of cells per row, as many as the columns
-    formats: list[str | None] | None = None  # one format spec per column, e.g. ".9f" (None: the type's default)
     note: str = ""  # a line under the table
+
+    def __post_init__(self) -> None:
+        if not all(isinstance(c, Column) for c in self.columns):
+            raise TypeError(f"table {self.title!r}: columns must be Column objects")
+        if any(len(row) != len(self.columns) for row in self.rows):
+            raise ValueError(f"table {self.title!r}: a row's cells do not match its {len(self.columns)} columns")
+
+    @property
+    def headers(self) -> list[str]:
+        return [c.header for c in self.columns]
+
+    def to_json(self) -> dict[str, Any]:
+        """As --json writes it: the headers and the formats as two lists ("formats": null when every column takes
+        its type's default)."""
+        formats = [c.format for c in self.columns]
+        return {"title": self.title, "columns": self.headers, "rows": self.rows,
+                "formats": formats if any(f is not None for f in formats) else None, "note": self.note}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Table:
+        """A table as to_json wrote it (checked by result_problem first, for a file)."""
+        formats = data.get("formats") or [None] * len(data["columns"])
+        return cls(data["title"], [Column(header=h, format=f) for h, f in zip(data["columns"], formats, strict=True)],
+                   data["rows"], data.get("note", ""))
 
 
 @dataclass
@@ -157,7 +188,7 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict: NaN/inf become the strings "nan"/"inf"/"-inf" so the file stays valid JSON."""
-        d = asdict(self)
+        d = {**asdict(self), "tables": [t.to_json() for t in self.tables]}
         keys = ["lesson", "title", "version", "config", "data", "device", "torch", "threads", "threads_why", "seed",
                 "metrics", "claims", "tables", "curves", "notes", "stopped"]
         return json_safe({k: d[k] for k in keys})

@@ -61,6 +61,21 @@ class LessonInfo:
     quick: dict[str, Any] = field(default_factory=dict)
     full: dict[str, Any] = field(default_factory=dict)  # option values for `gradlab all`
     list_note: str = ""  # said after its main options in `gradlab list`
+    # Its facts for the step-through and the grader, declared here so that a new lesson cannot lack them (each says
+    # {} or None when it has none):
+    # `gradlab step`: what its graphs() takes to make the input it walks small enough that every number fits on the
+    # screen, e.g. {"transitions": 1} ({}: its default input is small already)
+    step_inputs: dict[str, int]
+    # functions of its lesson.py that answer one of its exercises adapted in a few lines under another name:
+    # {exercise's function: lesson's function} (`--explain` prints none of them: tests/test_explain.py)
+    answered_by: dict[str, str]
+    # what every student's installed gradlab holds that passes an exercise's check as it is (every check, the
+    # forbidden calls included), by qualified name: {exercise's function: (names, …)}; computed by tests/answered.py,
+    # and tests/test_grade.py keeps it equal to what that finds
+    passes_check: dict[str, tuple[str, ...]]
+    # its graded variant in the repository's teacher kit (teacher/graded/course.toml, never in the wheel): the same
+    # skill, an answer no student's gradlab holds, e.g. "mnist_graded.weighted_softmax_grad" (None: none)
+    graded_variant: str | None
 
     @property
     def package(self) -> str:

@@ -101,9 +101,8 @@ def render_table(t: Table) -> FittedTable:
     first = t.rows[0] if t.rows else []
     # names left, numbers right
     numeric = [i > 0 and not (i < len(first) and isinstance(first[i], str)) for i in range(len(t.columns))]
-    specs = t.formats or [None] * len(t.columns)
-    rows = [[fmt(v, s) for v, s in zip(row, specs, strict=True)] for row in t.rows]
-    return FittedTable(t.title, t.columns, rows, numeric)
+    rows = [[fmt(v, c.format) for v, c in zip(row, t.columns, strict=True)] for row in t.rows]
+    return FittedTable(t.title, t.headers, rows, numeric)
 
 
 def claim_cells(c: Claim) -> tuple[str, str]:
@@ -240,7 +239,7 @@ def render(result: Result | dict[str, Any], console: Console) -> None:
     for note in r.get("notes", []):
         console.print(f"[yellow]note:[/] {escape(note)}")
     for t in r.get("tables", []):
-        t = t if isinstance(t, Table) else Table(**{k: v for k, v in t.items() if k in Table.__dataclass_fields__})
+        t = t if isinstance(t, Table) else Table.from_json(t)
         console.print(render_table(t))
         if t.note:
             console.print(f"[dim]{escape(t.note)}[/]")

@@ -11,7 +11,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt  # rich's own Markdown parser: the page shows what the terminal shows
 
-from gradlab.kit.result import Result
+from gradlab.kit.result import Column, Result, Table
 from gradlab.lessons import LESSONS
 from gradlab.report.console import _claim_from_dict, cell_text, claim_cells, student_output, threads_text
 from gradlab.report.explain import Snippet, _as_markdown, explanation
@@ -49,13 +49,12 @@ def _cell(value: Any, spec: str | None) -> str:
     return f"<td{CELL_CLASS[kind]}>{html.escape(text)}</td>"
 
 
-def table_html(t: dict[str, Any]) -> str:
-    specs = t.get("formats") or [None] * len(t["columns"])
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in t["columns"])
-    rows = "".join("<tr>" + "".join(_cell(v, s) for v, s in zip(row, specs, strict=True)) + "</tr>"
-                   for row in t["rows"])
-    note = f'<p class="note">{html.escape(t["note"])}</p>' if t.get("note") else ""
-    return f'<table class="result"><caption>{html.escape(t["title"])}</caption><tr>{head}</tr>{rows}</table>{note}'
+def table_html(t: Table) -> str:
+    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in t.columns)
+    rows = "".join("<tr>" + "".join(_cell(v, c.format) for v, c in zip(row, t.columns, strict=True)) + "</tr>"
+                   for row in t.rows)
+    note = f'<p class="note">{html.escape(t.note)}</p>' if t.note else ""
+    return f'<table class="result"><caption>{html.escape(t.title)}</caption><tr>{head}</tr>{rows}</table>{note}'
 
 
 def claims_html(claims: list[dict[str, Any]]) -> str:
@@ -102,7 +101,7 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
     parts += [f'<p class="note">note: {html.escape(n)}</p>' for n in r.get("notes", [])]
     if doc:
         parts.append(explanation_html(doc, snippets))
-    parts += [table_html(t) for t in r["tables"]]
+    parts += [table_html(Table.from_json(t)) for t in r["tables"]]
     parts.append(claims_html(r["claims"]))
     if isinstance(r.get("metrics", {}).get("diagnosis"), str):
         parts.append(f'<p class="note"><b>diagnosis:</b> {html.escape(r["metrics"]["diagnosis"])}</p>')
@@ -124,8 +123,9 @@ def lesson_html(result: dict[str, Any], doc: str, snippets: list[Snippet], png: 
 def page(sections: list[str], summary_rows: list[list[Any]], title: str, made: dict[str, str], ok: bool) -> str:
     """The whole page. MADE: command, gradlab and torch versions, date, and the verdict line (N claims hold, or
     which failed); OK: whether every claim held."""
-    summary = table_html({"title": "summary", "columns": ["lesson", "claims passed", "claims failed", "wall s"],
-                          "rows": summary_rows, "formats": [None, None, None, ".1f"]})
+    summary = table_html(Table("summary", [Column(header="lesson"), Column(header="claims passed"),
+                                            Column(header="claims failed"), Column(header="wall s", format=".1f")],
+                               summary_rows))
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f"<style>{STYLE}</style><script>{SCRIPT}</script></head><body>"
             f"<h1>{html.escape(title)}</h1>"

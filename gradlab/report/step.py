@@ -29,9 +29,6 @@ from gradlab.report.graph import why_nonfinite
 
 Prompt = Callable[[str], str]  # asks on a terminal: the text shown → the line typed
 
-# The small inputs each lesson's graphs() takes for stepping, so every number fits on the screen.
-TINY = {"dqn": {"transitions": 1}, "clip": {"images": 1}, "ddp": {"images": 2}, "actor-critic": {"states": 1}}
-
 STEP_NUMBERS = 8  # a gradient of up to this many numbers is shown in full
 
 @dataclass
@@ -218,7 +215,7 @@ def walk_lesson(lesson: str, *, seed: int, predict: bool, prompt: Prompt | None)
     """Walk LESSON's backward pass (its key computation, on a tiny input) node by node, then check the walk; PROMPT:
     how to ask on a terminal (None: piped, every step printed). Returns the exit code: 0 when the claim holds."""
     info = LESSONS[lesson]
-    graphs = info.load().graphs(info.config(seed=seed), **TINY.get(lesson, {}))
+    graphs = info.load().graphs(info.config(seed=seed), **info.step_inputs)  # small: every number fits
     console = make_console(quiet=False, stderr=False)
     if predict and not prompt:
         console.print("[yellow]note:[/] --predict asks on a terminal; not one here, so every step is shown")

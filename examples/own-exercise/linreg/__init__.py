@@ -17,7 +17,8 @@ EXERCISES = [
 
         Shapes: w (D,), b a 0-dim tensor, X (N, D), y (N,). Return (∂cost/∂w, ∂cost/∂b); no autograd, and the
         inputs are not changed.""",
-        claims={"grad": ("your ∂cost/∂w and ∂cost/∂b ≡ autograd's (max relative |Δ| over the inputs)", 1e-5)},
+        claims={"grad": ("your ∂cost/∂w and ∂cost/∂b ≡ autograd's (largest |yours − expected| ÷ max(1, largest "
+                         "|expected|), tensor by tensor, over the inputs)", 1e-5)},
         keeps=("w", "b", "X", "y"),
         no_autograd=True),
 ]

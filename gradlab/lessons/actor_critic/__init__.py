@@ -21,4 +21,11 @@ INFO = LessonInfo(
     # 60,000 steps at twice the default learning rates, chosen by a seed sweep that was not kept
     # (bench/bench_seeds.py --lessons actor-critic --extra=--quick re-runs it)
     quick={"total_steps": 60_000, "critic_lr": 4e-3, "actor_lr": 4e-3},
+    step_inputs={"states": 1},
+    answered_by={},
+    passes_check={
+        "actor_loss": ("gradlab.lessons.actor_critic.exercises.checks._actor_reference",),
+        "critic_update": ("gradlab.lessons.actor_critic.exercises.checks._critic_reference",),
+    },
+    graded_variant="actor_critic_graded.critic_update",
 )

@@ -55,7 +55,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from gradlab.kit import autograd_graph, rl
 from gradlab.kit.optim import TFRMSprop
-from gradlab.kit.result import Claim, Curve, Result, Table
+from gradlab.kit.result import Claim, Column, Curve, Result, Table
 from gradlab.kit.schedule import linear, set_lr
 from gradlab.lessons.actor_critic.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
@@ -338,16 +338,17 @@ def run(config: Config, device: torch.device | None = None,
         tables=[
             optimizer_table(config, opt),
             Table(f"training ({config.grad_mode} critic gradients, {config.envs} environments in lockstep)",
-                  ["env steps", "mean episodic return", "critic loss", "mean |td|"],
+                  [Column(header="env steps"), Column(header="mean episodic return", format=".1f"),
+                   Column(header="critic loss", format=".4f"), Column(header="mean |td|", format=".4f")],
                   [[rl.window_label(lo, hi), ret, lw, tw]
-                   for (lo, hi), ret, lw, tw in zip(edges, returns, loss_w, td_w, strict=True)],
-                  [None, ".1f", ".4f", ".4f"]),
+                   for (lo, hi), ret, lw, tw in zip(edges, returns, loss_w, td_w, strict=True)]),
             Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes",
-                  ["best checkpoint (step)", "its mean return", "its min", "last actor's mean", "last vs best",
-                   "training episodes", "env steps/s", "wall s"],
+                  [Column(header="best checkpoint (step)", format=","), Column(header="its mean return", format=".1f"),
+                   Column(header="its min", format=".0f"), Column(header="last actor's mean", format=".1f"),
+                   Column(header="last vs best"), Column(header="training episodes"),
+                   Column(header="env steps/s", format=",.0f"), Column(header="wall s", format=".1f")],
                   [[best.best_step, mean_eval, min(eval_returns), mean_last, rl.after_best(mean_eval, mean_last),
-                    len(out.episodes), out.steps_per_s, out.wall_s]],
-                  [",", ".1f", ".0f", ".1f", None, None, ",.0f", ".1f"], note=best.note("actor")),
+                    len(out.episodes), out.steps_per_s, out.wall_s]], note=best.note("actor")),
         ],
         curves={"training": Curve("environment step", "mean episodic return in the window", centers,
                                   {"return": returns}, refs=MARKS),
@@ -404,10 +405,12 @@ def optimizer_table(config: Config, opt: Replayed) -> Table:
     """The critic's first gradients replayed through TF-1's RMSProp and torch's (optimizer_steps)."""
     return Table(f"two optimizers called RMSProp, lr {config.critic_lr:g}: the critic's first {len(opt.tf1)} "
                  f"gradients from this run, replayed through each from its initial weights",
-                 ["update", "rms of g", "tf1-rmsprop: mean |Δθ| / lr", "torch-rmsprop: mean |Δθ| / lr", "torch ÷ tf1"],
+                 [Column(header="update"), Column(header="rms of g", format=".3g"),
+                  Column(header="tf1-rmsprop: mean |Δθ| / lr", format=".3g"),
+                  Column(header="torch-rmsprop: mean |Δθ| / lr", format=".3g"),
+                  Column(header="torch ÷ tf1", format=".1f")],
                  [[k, opt.grad_rms[k - 1], opt.tf1[k - 1], opt.torch[k - 1], opt.torch[k - 1] / opt.tf1[k - 1]]
                   for k in REPLAY_ROWS if k <= len(opt.tf1)],
-                 [None, ".3g", ".3g", ".3g", ".1f"],
                  note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
                       "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr on "
                       "every coordinate whose |g| ≫ 1e-4, however small |g| is")

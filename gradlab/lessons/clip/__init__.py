@@ -22,4 +22,14 @@ INFO = LessonInfo(
     """,
     needs_data=True,
     quick={"dataset": "mnist-sample", "offline": True, "epochs": 2},
+    step_inputs={"images": 1},
+    answered_by={},
+    passes_check={
+        "global_norm": ("gradlab.kit.training.global_norm",),
+        "clip_by_global_norm": ("gradlab.lessons.clip.exercises.checks._clip_formula",
+                                "gradlab.lessons.clip.exercises.checks._ranks_local_fn",
+                                "gradlab.kit.training.clip_by_global_norm"),
+        "clip_across_ranks": ("gradlab.lessons.clip.exercises.checks._ranks_reference",),
+    },
+    graded_variant="clip_graded.clip_by_norm",
 )

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import torch
 
 from gradlab.kit import autograd_graph
-from gradlab.kit.result import Claim, Curve, Result, Table
+from gradlab.kit.result import Claim, Column, Curve, Result, Table
 from gradlab.kit.training import (
     DIVERGED,
     batches,
@@ -364,12 +364,15 @@ def tables(results: dict[str, Run], metrics: dict, config: Config, first_norm: d
             if e < len(r.epoch_cost):
                 rows.append([e + 1, m, r.epoch_cost[e], r.norm_mean[e], r.norm_max[e], r.clipped_fraction[e]])
     per_epoch = Table("per epoch: cost, and the global norm of the gradient before processing",
-                      ["epoch", "run", "cost", "norm mean", "norm max", "steps clipped"], rows,
-                      [None, None, ".4f", ".3g", ".3g", ".0%"])
+                      [Column(header="epoch"), Column(header="run"), Column(header="cost", format=".4f"),
+                       Column(header="norm mean", format=".3g"), Column(header="norm max", format=".3g"),
+                       Column(header="steps clipped", format=".0%")], rows)
     cap = "lr·clip_value" if config.clip == "value" else "lr·clip_norm"
-    summary = Table("after training", ["run", "test accuracy", "diverged", f"longest step ÷ {cap}", "wall s"],
+    summary = Table("after training",
+                    [Column(header="run"), Column(header="test accuracy", format=".4f"), Column(header="diverged"),
+                     Column(header=f"longest step ÷ {cap}", format=".4g"), Column(header="wall s", format=".2f")],
                     [[m, metrics[m]["test_accuracy"], metrics[m]["diverged"] or "no", metrics[m]["longest_step"],
-                      metrics[m]["wall_s"]] for m in results], [None, ".4f", None, ".4g", ".2f"],
+                      metrics[m]["wall_s"]] for m in results],
                     note=f"wall s: the training loop alone, after {WARM_UP_STEPS} untimed warm-up steps of every run; "
                          f"global norm of the very first batch's gradient: {first_norm['model_init']:.6f} at the "
                          f"{config.model}'s initial weights"

@@ -24,4 +24,12 @@ INFO = LessonInfo(
     dataset_default="mnist-sample",
     quick={"steps": 10},
     list_note="torchrun -m gradlab ddp",
+    step_inputs={"images": 2},
+    answered_by={},
+    passes_check={
+        "sync_gradients": ("gradlab.lessons.ddp.exercises.checks._sync_reference",),
+        "accumulated_grad": ("gradlab.lessons.ddp.exercises.checks._acc_reference",),
+        "average_gradients": ("gradlab.lessons.ddp.exercises.checks._avg_reference",),
+    },
+    graded_variant="ddp_graded.accumulate",
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import os
 
-from gradlab.kit.result import Curve, Table
+from gradlab.kit.result import Column, Curve, Table
 from gradlab.lessons.ddp.ranks import WAYS
 from gradlab.lessons.ddp.settings import Config
 from gradlab.lessons.ddp.single import FORGOT_K, MEAN_K, SUM_B, Accumulated
@@ -35,9 +35,9 @@ def accumulation_table(config: Config, acc: Accumulated) -> Table:
             ["loss_k (the /K forgotten)", "Σ ḡ_k", ratio[FORGOT_K], None, None],
             ["Σ ℓ_i / B", "Σ_k Σ_i ∇ℓ_i / B", ratio[SUM_B], max(acc.sum_b), acc.weights_vs_full[SUM_B]]]
     return Table(f"accumulation, one process: batch {B} in {K} micro-batches ({sizes})",
-                 ["each micro-batch's loss", "accumulated gradient", "‖accumulated‖ / ‖g‖",
-                  "vs g (max rel)", f"free-running: weights after {N} steps vs full"], rows,
-                 [None, None, None, ".3g", ".3g"],
+                 [Column(header="each micro-batch's loss"), Column(header="accumulated gradient"),
+                  Column(header="‖accumulated‖ / ‖g‖"), Column(header="vs g (max rel)", format=".3g"),
+                  Column(header=f"free-running: weights after {N} steps vs full", format=".3g")], rows,
                  note="relative: max |a − b| / max |b|. Every recipe's gradient is computed at the "
                       "full-batch run's weights at every step (‖·‖ ratio: range over the steps). "
                       "Free-running: each recipe trained on its own weights; in float32 a different "
@@ -51,11 +51,13 @@ def per_rank_table(config: Config, ranks: list[dict], launch: dict) -> Table:
                 f"reduction. " if min(r["shard_norm"] for r in ranks) > config.clip_norm else "")
     return Table(f"data parallel: {W} worker{'s' * (W > 1)} ({launch['mode']}, {launch['backend']}, rendezvous "
                  f"{launch['rendezvous']})",
-                 ["rank", "shard", "‖ḡ_r‖ (local)", "‖g‖ after all-reduce", "‖g‖ reduced again ÷ ‖g‖",
-                  "all_reduce/W vs g", "DDP gradient vs rank 0"],
+                 [Column(header="rank"), Column(header="shard"), Column(header="‖ḡ_r‖ (local)", format=".6g"),
+                  Column(header="‖g‖ after all-reduce", format=".9g"),
+                  Column(header="‖g‖ reduced again ÷ ‖g‖", format=".6g"),
+                  Column(header="all_reduce/W vs g", format=".3g"),
+                  Column(header="DDP gradient vs rank 0", format=".3g")],
                  [[r["rank"], r["shard"], r["shard_norm"], r["norm"], r["norm_twice"] / r["norm"],
                    r["naive_vs_full"], r["runs"]["ddp"]["vs_rank0"]] for r in ranks],
-                 [None, None, ".6g", ".9g", ".6g", ".3g", ".3g"],
                  note=f"{clipping}Reduced again: sqrt(all_reduce(SUM, ‖g‖²)) on gradients every worker already "
                       f"holds whole = √W·‖g‖ (√{W} = {math.sqrt(W):.6g}), by arithmetic: a fact, not a claim; the "
                       f"same reduction over 1/W slices gives ‖g‖ (the sharded-norm claim)")
@@ -68,9 +70,12 @@ def optimizers_table(acc: Accumulated) -> Table:
     steps = acc.optimizers[0]["steps"]
     return Table(f"the /K forgotten (a gradient {K}× too large), by optimizer: two runs of {steps} steps from "
                  f"the same weights, loss_k/K and loss_k (measured, not claimed)",
-                 ["optimizer", "lr", "first step: ‖Δθ‖ ÷ right", "runs apart (÷ distance travelled)",
-                  f"loss after {steps}: right", "/K forgotten"], optimizer_rows,
-                 [None, "g", ".6g", ".3g", ".4f", ".4f"],
+                 [Column(header="optimizer"), Column(header="lr", format="g"),
+                  Column(header="first step: ‖Δθ‖ ÷ right", format=".6g"),
+                  Column(header="runs apart (÷ distance travelled)", format=".3g"),
+                  Column(header=f"loss after {steps}: right", format=".4f"),
+                  Column(header="/K forgotten", format=".4f")],
+                 optimizer_rows,
                  note="SGD's step is lr·g: K× the gradient, K× the step. Adam (lr·m̂/(√v̂ + ε)) and torch's "
                       "RMSprop (lr·g/(√v + ε), v from 0) divide by a running RMS of the gradient, which grows "
                       "K× too: their step barely changes (but for ε), which is why the bug hides. Runs apart: "
@@ -88,8 +93,10 @@ def speed_table(config: Config, acc: Accumulated, ranks: list[dict]) -> Table:
                            rs[0]["calls"], rs[0]["bytes"] / 1e6, rs[0]["flips"]])
     speed_rows[0].append(sum(acc.flipped))
     return Table("speed: samples/s and time in communication (measured, not claimed)",
-                 ["run", "W", "samples/s", "comm ms/step", "comm %", "all-reduces", "MB", "ReLU flips"],
-                 speed_rows, [None, None, ",.0f", ".2f", ".0%", None, ".2f", None],
+                 [Column(header="run"), Column(header="W"), Column(header="samples/s", format=",.0f"),
+                  Column(header="comm ms/step", format=".2f"), Column(header="comm %", format=".0%"),
+                  Column(header="all-reduces"), Column(header="MB", format=".2f"), Column(header="ReLU flips")],
+                 speed_rows,
                  note=f"samples/s: global-batch samples per second of each run's training steps ({N} steps of {B} "
                       f"samples). {os.cpu_count()} CPU cores here, shared by {W} worker{'s' * (W > 1)} and this "
                       f"process (which runs the one-process reference beside them): on a model this small the work "

@@ -19,4 +19,11 @@ INFO = LessonInfo(
     gradient, match the chain rule written out by hand; the stop-grad agent learns (≥ 195).
     """,
     full={"compare": True},
+    step_inputs={"transitions": 1},
+    answered_by={},
+    passes_check={
+        "td_target": ("gradlab.lessons.dqn.exercises.checks._target_reference",),
+        "td_loss": ("gradlab.lessons.dqn.exercises.checks._td_reference",),
+    },
+    graded_variant="dqn_graded.td_loss",
 )

@@ -59,7 +59,7 @@ import torch.nn.functional as F
 
 from gradlab.kit import autograd_graph, rl
 from gradlab.kit.exercise import relative_to_largest
-from gradlab.kit.result import Claim, Curve, Result, Table
+from gradlab.kit.result import Claim, Column, Curve, Result, Table
 from gradlab.kit.schedule import linear, set_lr
 from gradlab.lessons.dqn.settings import TARGET_MODES as TARGET_MODES
 from gradlab.lessons.dqn.settings import Config  # the settings, declared once (no torch: --help reads them)
@@ -225,8 +225,7 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     s, _ = env.reset(seed=config.seed)
     ep_return, last_return, losses = 0.0, 0.0, []
     trained = False  # has a gradient step changed the networks since the last target sync?
-    stopped = None
-    start = time.perf_counter()
+    stopped, start = None, time.perf_counter()
     for step in range(1, config.total_steps + 1):
         if rng.random() < epsilon(config, step):
             a = int(rng.integers(n_actions))
@@ -334,7 +333,7 @@ class Gradients:
 
     online: torch.Tensor  # ∂loss/∂(online network's parameters), flattened
     target: torch.Tensor | None  # ∂loss/∂(target network's parameters), or None without a target network
-    loss: float
+    loss: float  # the TD loss itself
     by_hand: float  # max relative difference from what td_gradients_by_hand predicts
 
 
@@ -378,9 +377,8 @@ def run(config: Config, device: torch.device | None = None,
     runs = train_variants(config, progress)
     windows = {name: rl.window_means(r.episodes, config.total_steps, config.windows) for name, r in runs.items()}
     edges = rl.window_edges(config.total_steps, config.windows)
-    metrics = {name: {"window_mean_return": windows[name], "eval_returns": r.eval,
-                      "eval_mean": r.eval_mean, "best_step": r.checkpoint.best_step,
-                      "checkpoint_returns": [score for _, score in r.checkpoint.history],
+    metrics = {name: {"window_mean_return": windows[name], "eval_returns": r.eval, "eval_mean": r.eval_mean,
+                      "best_step": r.checkpoint.best_step, "checkpoint_returns": [s for _, s in r.checkpoint.history],
                       "eval_last_mean": float(np.mean(r.eval_last)), "episodes": len(r.episodes),
                       "mean_loss": r.loss, "steps_per_s": r.steps_per_s, "wall_s": r.wall_s}
                for name, r in runs.items()}
@@ -397,16 +395,16 @@ def run(config: Config, device: torch.device | None = None,
         seed=config.seed, metrics=metrics, claims=[*anatomy_claims(grads), *training_claims(config, runs)],
         tables=[
             Table("gradient anatomy: one fixed batch of 256 random-policy transitions, before training",
-                  ["variant", "‖∇ online‖", "‖∇ target net‖", "max |Δ∇ online| vs stop-grad",
-                   "vs the chain rule by hand (max rel)"], anatomy_rows,
-                  [None, ".6g", ".6g", ".3g", ".3g"],
+                  [Column(header="variant"), Column(header="‖∇ online‖", format=".6g"),
+                   Column(header="‖∇ target net‖", format=".6g"),
+                   Column(header="max |Δ∇ online| vs stop-grad", format=".3g"),
+                   Column(header="vs the chain rule by hand (max rel)", format=".3g")], anatomy_rows,
                   note="the target network is perturbed from the online one, as it is between syncs. By hand: "
                        "Σ h_i·∇q(s_i, a_i), plus −Σ h_i·γ(1 − done_i)·∇max q(s'_i, ·) where y stays in the graph "
                        "(on the target network, or with no target net on the online one), h_i = clamp(δ_i, −1, 1)/N"),
             Table(f"mean episodic return per window of {config.total_steps // config.windows:,} steps (training, "
-                  f"with ε-greedy)", ["steps", *runs],
-                  [[rl.window_label(lo, hi), *[windows[n][w] for n in runs]] for w, (lo, hi) in enumerate(edges)],
-                  [None] + [".1f"] * len(runs)),
+                  f"with ε-greedy)", [Column(header="steps"), *(Column(header=n, format=".1f") for n in runs)],
+                  [[rl.window_label(lo, hi), *[windows[n][w] for n in runs]] for w, (lo, hi) in enumerate(edges)]),
             summary_table(config, runs),
         ],
         curves={"training return": Curve("environment step", "mean episodic return in the window", centers,
@@ -493,7 +491,10 @@ def summary_table(config: Config, runs: dict[str, Run]) -> Table:
             for name, r in runs.items()]
     return Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes, of the best checkpoint "
                  f"and of the last policy",
-                 ["variant", "best at step", "best: mean", "min", "last: mean", "last vs best", "episodes",
-                  "mean loss", "steps/s", "wall s"],
-                 rows, [None, ",", ".1f", ".0f", ".1f", None, None, ".4g", ",.0f", ".1f"],
+                 [Column(header="variant"), Column(header="best at step", format=","),
+                  Column(header="best: mean", format=".1f"), Column(header="min", format=".0f"),
+                  Column(header="last: mean", format=".1f"), Column(header="last vs best"), Column(header="episodes"),
+                  Column(header="mean loss", format=".4g"), Column(header="steps/s", format=",.0f"),
+                  Column(header="wall s", format=".1f")],
+                 rows,
                  note=next(iter(runs.values())).checkpoint.note("policy"))

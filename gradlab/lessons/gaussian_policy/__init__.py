@@ -17,4 +17,10 @@ INFO = LessonInfo(
     undetached sample; then REINFORCE (leave-one-out baseline) on a one-step bandit with a known optimum, beside
     Adam on the exact gradient.
     """,
+    step_inputs={},
+    answered_by={},
+    passes_check={
+        "GaussianLogProb": ("gradlab.lessons.gaussian_policy.exercises.checks._Layer",),
+    },
+    graded_variant="gaussian_policy_graded.score",
 )

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import torch
 
 from gradlab.kit import autograd_graph
-from gradlab.kit.result import Claim, Curve, Result, Table
+from gradlab.kit.result import Claim, Column, Curve, Result, Table
 from gradlab.lessons.gaussian_policy.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
     parse_list,
@@ -341,9 +341,9 @@ def score_table(mu, sigma, a, a_note: str, scores: dict) -> Table:
             rows.append([i, name, float(mu[i]), float(sigma[i]), float(a[i]),
                          *(float(scores[way][k][i]) for way in ("closed", "normal", "layer", "through"))])
     return Table(f"the score function four ways (a {a_note})",
-                 ["dim", "", "μ", "σ", "a", "closed form", "Normal.log_prob + autograd", "custom layer",
-                  "autograd through a = μ + σε"], rows,
-                 [None, None, ".4f", ".4f", ".4f", ".7f", ".7f", ".7f", ".7f"],
+                 [Column(header="dim"), Column(header=""), *(Column(header=h, format=".4f") for h in ("μ", "σ", "a")),
+                  *(Column(header=h, format=".7f") for h in ("closed form", "Normal.log_prob + autograd",
+                                                             "custom layer", "autograd through a = μ + σε"))], rows,
                  note="the custom layer's backward is the closed form, so those two columns agree by construction "
                       "(a measured fact, not a claim); the claims compare it with Normal.log_prob + autograd")
 
@@ -354,13 +354,13 @@ def tutorial_layer_table(mu, sigma, closed) -> Table:
     seed_action, seed_out, seed_grads = seed_layer(y)
     return Table("the tutorial's layer, ported line by line on y = [μ₀, μ₁, σ₀, σ₁] (one input row, as the tutorial "
                  "feeds), beside the score at this lesson's action",
-                 ["", "the tutorial's line", "μ₀", "μ₁", "σ₀", "σ₁"],
+                 [Column(header=""), Column(header="the tutorial's line"),
+                  *(Column(header=h, format=".7f") for h in ("μ₀", "μ₁", "σ₀", "σ₁"))],
                  [["action a", "out = sample * sigma + mu", *seed_action[0].tolist(), None, None],
                   ["forward output", "out = tf.concat([mu_loss, sigma_loss])", *seed_out[0].tolist()],
                   ["gradient sent to y", "grads = _y * dy (dy = ones)", *seed_grads[0].tolist()],
                   ["the score (intended)", "closed form at a", *[float(closed[0][i]) for i in range(2)],
                    *[float(closed[1][i]) for i in range(2)]]],
-                 [None, None, ".7f", ".7f", ".7f", ".7f"],
                  note=f"Normal(loc=0., scale=0.) samples 0, so a = μ and the forward is (0, 0, −1/σ₀, −1/σ₁); the "
                       f"backward returns y. With 3 input rows, sample * sigma ([3] × [3, 2]) fails: "
                       f"{seed_broadcast_error(3)}")
@@ -377,7 +377,8 @@ def training_table(config: Config, history: History, exact: Exact) -> Table:
              history.distance[e - 1], exact_d[min(e, len(exact_d)) - 1]] for e in epochs]
     return Table(f"REINFORCE on the bandit r(a) = −‖a − a*‖², a* = ({config.optimum}), {config.samples} actions per "
                  f"update, leave-one-out baseline; beside it Adam on the exact gradient",
-                 ["epoch", "μ", "σ", "mean reward", "‖μ − a*‖", "‖μ − a*‖, exact gradient"], rows,
-                 [None, None, None, ".4f", ".4f", ".4f"],
+                 [Column(header="epoch"), Column(header="μ"), Column(header="σ"),
+                  *(Column(header=h, format=".4f") for h in ("mean reward", "‖μ − a*‖", "‖μ − a*‖, exact gradient"))],
+                 rows,
                  note=f"the largest step of any coordinate of μ in one update: REINFORCE "
                       f"{history.max_mu_step:.4f}, exact gradient {exact.max_mu_step:.4f} (lr {config.lr:g})")

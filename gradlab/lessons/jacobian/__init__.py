@@ -20,4 +20,13 @@ INFO = LessonInfo(
     differences.
     """,
     full={"scaling": True},
+    step_inputs={},
+    answered_by={
+        "hvp": "hessian_loop",  # hessian_loop(f, x) @ v
+    },
+    passes_check={
+        "jacobian_loop": ("gradlab.lessons.jacobian.lesson.jacobian_loop",
+                          "gradlab.lessons.jacobian.lesson.jacobian_vmap_vjp"),
+    },
+    graded_variant="jacobian_graded.batch_jacobian",
 )

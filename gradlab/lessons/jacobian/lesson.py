@@ -51,7 +51,7 @@ import torch
 from torch.func import hessian, jacfwd, jacrev, vjp, vmap
 
 from gradlab.kit import autograd_graph
-from gradlab.kit.result import Claim, Curve, Result, Table
+from gradlab.kit.result import Claim, Column, Curve, Result, Table
 from gradlab.lessons.jacobian.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
     parse_matrix,
@@ -181,8 +181,8 @@ def run(config: Config, device: torch.device | None = None,
         rows, metrics["scaling"] = scaling(config, device, progress)
         tables.append(Table(f"--scaling: Jacobian of f(x) = tanh(A x), A n×n, median of {config.repeats} "
                             f"(ms, {torch.get_num_threads()} threads)",
-                            ["n", *METHODS, "loop / vmap of vjp"], rows,
-                            [None] + [".3f"] * len(METHODS) + [".1f"],
+                            [Column(header="n"), *(Column(header=m, format=".3f") for m in METHODS),
+                             Column(header="loop / vmap of vjp", format=".1f")], rows,
                             note="cost model: the loop makes n backward passes; jacrev / vmap of vjp one batched "
                                  "backward pass; jacfwd one batched forward pass over n tangents. Timings are "
                                  "not claims: they depend on the machine."))
@@ -280,18 +280,19 @@ def tables_of(config: Config, d: Derivatives) -> list[Table]:
     ref, H = d.jacobian, d.hessians["jacfwd(jacrev(f))"]
     k, m = H.shape[0], H.shape[1]
     return [
-        Table("the question: W = log softmax(X y)", ["", *[f"{i}" for i in range(k)]],
-              [["W", *d.W.tolist()], ["p = softmax(X y)", *d.p.tolist()]], [None] + [".6f"] * k),
+        Table("the question: W = log softmax(X y)",
+              [Column(header=""), *(Column(header=f"{i}", format=".6f") for i in range(k))],
+              [["W", *d.W.tolist()], ["p = softmax(X y)", *d.p.tolist()]]),
         _matrix_table(f"torch.autograd.grad(W, X, grad_outputs=ones): one {k}×{m} matrix, Σ_i ∂W_i/∂X", d.summed,
                       note=f"without grad_outputs PyTorch says: {d.error}"),
         *[_matrix_table(f"∂W_{i}/∂X (Jacobian slice {i}) = (e_{i} − p) yᵀ", ref[i]) for i in range(k)],
-        Table("the full Jacobian five ways", ["method", "passes", "max |Δ| from loop", "ms"],
-              [[name, _passes(name, k, m), _diff(J, ref), 1000 * d.timings[name]] for name, J in d.jacobians.items()],
-              [None, None, ".2e", ".3f"]),
+        Table("the full Jacobian five ways",
+              [Column(header="method"), Column(header="passes"), Column(header="max |Δ| from loop", format=".2e"),
+               Column(header="ms", format=".3f")],
+              [[name, _passes(name, k, m), _diff(J, ref), 1000 * d.timings[name]] for name, J in d.jacobians.items()]),
         Table(f"Hessian of W_{config.output} with respect to X ({k}×{m}×{k}×{m})",
-              ["method", "max |Δ| from jacfwd(jacrev)"],
-              [[name, _diff(h, H)] for name, h in d.hessians.items()] + [["finite differences", _diff(d.fd, H)]],
-              [None, ".2e"]),
+              [Column(header="method"), Column(header="max |Δ| from jacfwd(jacrev)", format=".2e")],
+              [[name, _diff(h, H)] for name, h in d.hessians.items()] + [["finite differences", _diff(d.fd, H)]]),
         _matrix_table(f"Hessian of W_{config.output}, flattened to {k * m}×{k * m} (row-major X)",
                       H.reshape(k * m, k * m)),
     ]
@@ -304,7 +305,8 @@ def _passes(name: str, k: int, m: int) -> str:
 
 def _matrix_table(title: str, M: torch.Tensor, note: str = "") -> Table:
     rows = [[f"row {r}", *M[r].tolist()] for r in range(M.shape[0])]
-    return Table(title, ["", *[f"col {c}" for c in range(M.shape[1])]], rows, [None] + [".6f"] * M.shape[1], note)
+    columns = [Column(header=""), *(Column(header=f"col {c}", format=".6f") for c in range(M.shape[1]))]
+    return Table(title, columns, rows, note)
 
 
 def scaling(config: Config, device, progress) -> tuple[list[list], dict]:

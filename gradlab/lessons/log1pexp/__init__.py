@@ -16,4 +16,17 @@ INFO = LessonInfo(
     (ported), a stable torch.autograd.Function and F.softplus, beside the exact answer; the NaN's backward pass
     link by link; second derivatives of the ports (e kept on ctx, e rebuilt from x, @once_differentiable).
     """,
+    step_inputs={},
+    answered_by={
+        "softplus": "double_where",
+        "Log1pExp": "StableLog1pExp",
+    },
+    passes_check={
+        "softplus": ("gradlab.lessons.log1pexp.exercises.checks._softplus_reference",
+                     "gradlab.lessons.log1pexp.lesson.double_where"),
+        "Log1pExp": ("gradlab.lessons.log1pexp.exercises.checks._StableLog1pExp",
+                     "gradlab.lessons.log1pexp.exercises.checks._SoftplusForward",
+                     "gradlab.lessons.log1pexp.lesson.StableLog1pExp"),
+    },
+    graded_variant="log1pexp_graded.Log1mExp",
 )

@@ -61,7 +61,8 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from gradlab.kit import autograd_graph
-from gradlab.kit.result import Claim, Result, Table
+from gradlab.kit.result import Claim, Column, Result, Table
+from gradlab.lessons.log1pexp import second
 from gradlab.lessons.log1pexp.settings import Config  # the settings, declared once (no torch: --help reads them)
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -247,158 +248,11 @@ def chain_table(x: float, chains: dict[str, dict[str, float]]) -> Table:
              ("dy/du", "log's backward: dy/dbranch · 1/u"), ("dy/de", "add's backward: passes dy/du on"),
              ("dy/dt", "exp's backward: dy/de · e"), ("dy/dx", "dy/dt, + 1 from where's x branch")]
     return Table(f"the backward pass link by link at x = {x:g} (float32): torch.autograd.grad of y on each "
-                 f"intermediate", ["", "what autograd computes", *CHAIN_GUARDS],
+                 f"intermediate",
+                 [Column(header=""), Column(header="what autograd computes"),
+                  *(Column(header=g, format=".9g") for g in CHAIN_GUARDS)],
                  [[k, what, *[chains[g][k] for g in CHAIN_GUARDS]] for k, what in links],
-                 [None, None, ".9g", ".9g", ".9g"],
                  note="0 · inf = NaN is made in exp's backward; the 0 arriving there is exact in all three columns")
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Second derivatives: four ways to ask, four custom Functions.
-# ---------------------------------------------------------------------------------------------------------------
-
-SECOND_X = torch.linspace(-5, 5, 11, dtype=torch.float64)
-
-
-def _exact_second() -> tuple[torch.Tensor, torch.Tensor]:
-    """f''(x) = sigmoid'(x) and d²/dx² f(x)² = 2f'² + 2f·f'' at SECOND_X (float64; nothing overflows on −5..5)."""
-    s = torch.sigmoid(SECOND_X)
-    f, d2 = torch.log1p(torch.exp(SECOND_X)), s * (1 - s)
-    return d2, 2 * s**2 + 2 * f * d2
-
-
-def _raised(err: Exception) -> str:
-    """The words of PyTorch's error that say what happened (the whole message is in the metrics)."""
-    msg = str(err)
-    for words in ("trying to differentiate twice", "appears to not have been used in the graph",
-                  "does not require grad"):
-        if words in msg:
-            return f'raises "{words}"'
-    return f"raises {type(err).__name__}"
-
-
-def second_derivatives(fn: Callable) -> dict[str, float | str]:
-    """Each way of asking for a second derivative: max |Δ| from the exact value (float64, x = −5..5), or what it
-    raised. The routes are what a user would write; none of them is told what the Function is."""
-    f2, sq2 = _exact_second()
-    out: dict[str, float | str] = {}
-
-    def attempt(name, compute, exact):
-        try:
-            out[name] = float((compute() - exact).abs().max())
-        except RuntimeError as err:
-            out[name] = _raised(err)
-            out[name + " (message)"] = str(err).splitlines()[0]
-
-    def grad_twice(loss):
-        x = SECOND_X.clone().requires_grad_(True)
-        (g,) = torch.autograd.grad(loss(x), x, create_graph=True)
-        (h,) = torch.autograd.grad(g.sum(), x)
-        return h
-
-    def backward_twice(loss):
-        x = SECOND_X.clone().requires_grad_(True)
-        (g,) = torch.autograd.grad(loss(x), x, create_graph=True)
-        g.sum().backward()
-        return x.grad
-
-    def squares(x):
-        return (fn(x) ** 2).sum()
-
-    attempt("f'': grad twice of Σ f", lambda: grad_twice(lambda x: fn(x).sum()), f2)
-    attempt("Σ f²: grad twice", lambda: grad_twice(squares), sq2)
-    attempt("Σ f²: .backward() on the grad", lambda: backward_twice(squares), sq2)
-    attempt("Σ f²: functional.hessian",
-            lambda: torch.autograd.functional.hessian(squares, SECOND_X.clone()).diagonal(), sq2)
-    return out
-
-
-SECOND_ROUTES = ("f'': grad twice of Σ f", "Σ f²: grad twice",
-                 "Σ f²: .backward() on the grad", "Σ f²: functional.hessian")
-
-
-F2_SCAN = torch.arange(0, 101, dtype=torch.float32)  # x = 0, 1, …, 100: where the faithful port's f'' breaks
-F2_RIGHT = 1e-3  # "right": within 0.1 % of the exact f''
-F2_ROWS = (40, 43, 44, 46, 48, 50, 51, 52, 60, 88, 89)
-TINY = torch.finfo(torch.float32).tiny  # the smallest normal float32
-
-
-def faithful_f2_float32(flush_denormal: bool) -> dict | None:
-    """The faithful port's f'' in float32 at F2_SCAN against the exact sigmoid'(x) (mpmath), with subnormals kept
-    (PyTorch's default) or flushed to zero (what TF-1's CPU threads did: tensorflow/core/lib/core/threadpool.cc,
-    "Set the processor flag to flush denormals to zero"): per x the value and its relative error, the last x up to
-    which every point is right, the first x where it is 0 and where it is NaN. None where this CPU cannot flush."""
-    x = F2_SCAN.clone().requires_grad_(True)
-    if flush_denormal and not torch.set_flush_denormal(True):
-        return None
-    try:
-        (g,) = torch.autograd.grad(FaithfulPort.apply(x).sum(), x, create_graph=True)
-        (h,) = torch.autograd.grad(g.sum(), x)
-    finally:
-        torch.set_flush_denormal(False)
-    xs = [int(v) for v in F2_SCAN]
-    exact_f2 = [_exact_f2(v) for v in xs]
-    values = [float(v) for v in h]
-    errors = [abs(v - e) / e if math.isfinite(v) else math.nan for v, e in zip(values, exact_f2, strict=True)]
-    first_off = next(x for x, err in zip(xs, errors, strict=True) if not err <= F2_RIGHT)
-    first_zero = next(x for x, v in zip(xs, values, strict=True) if v == 0)
-    return {"x": xs, "f2": values, "exact": exact_f2, "relative_error": errors, "last_right_x": first_off - 1,
-            "first_zero_x": first_zero, "exact_at_first_zero": exact_f2[first_zero],
-            "first_nan_x": next(x for x, v in zip(xs, values, strict=True) if math.isnan(v))}
-
-
-def _exact_f2(x: float) -> float:
-    """f''(x) = sigmoid'(x) = e⁻ˣ/(1 + e⁻ˣ)² with 50 significant digits (mpmath), rounded to float64."""
-    with mpmath.workdps(50):
-        z = mpmath.exp(-mpmath.mpf(x))
-        return float(z / (1 + z) ** 2)
-
-
-def f2_float32_table(kept: dict, flushed: dict | None) -> Table:
-    cols = [kept] + ([flushed] if flushed else [])
-    return Table("the faithful port's f'' in float32 (autograd.grad twice) against the exact sigmoid'(x) (mpmath)",
-                 ["x", "exact f''", "subnormals kept", "rel. error", *(["flushed to 0 (TF-1 CPU)", "rel. error"]
-                                                                     if flushed else [])],
-                 [[x, kept["exact"][x], *[v for c in cols for v in (c["f2"][x], c["relative_error"][x])]]
-                  for x in F2_ROWS],
-                 ["g", ".3g"] + [".3g"] * 2 * len(cols),
-                 note=f"the backward's 1/(1 + eˣ)² ≈ e⁻²ˣ is below float32's smallest normal number "
-                      f"{TINY:.3g} from x = {-math.log(TINY) / 2:.1f} and rounds to 0 (below half the smallest "
-                      f"subnormal, 2⁻¹⁴⁹) from x = {150 * math.log(2) / 2:.1f}")
-
-
-def checks(fn: Callable) -> tuple[bool, bool]:
-    """(gradcheck passes, gradgradcheck passes), float64, without raising."""
-    x = torch.linspace(-4, 4, 9, dtype=torch.float64, requires_grad=True)
-    ok1 = torch.autograd.gradcheck(fn, (x,), raise_exception=False)
-    ok2 = torch.autograd.gradgradcheck(fn, (x,), raise_exception=False)
-    return bool(ok1), bool(ok2)
-
-
-def port_without_f2_term() -> float:
-    """max |d²/dx² Σ f(x)² − 2f'²| for the e-on-ctx port by autograd.grad twice: 0 when exactly the 2f·f'' term is
-    missing (the exact value is 2f'² + 2f·f''), NaN if it raised."""
-    x = SECOND_X.clone().requires_grad_(True)
-    try:
-        (g,) = torch.autograd.grad((PortEOnCtx.apply(x) ** 2).sum(), x, create_graph=True)
-        (h,) = torch.autograd.grad(g.sum(), x)
-    except RuntimeError:
-        return math.nan
-    s = torch.sigmoid(SECOND_X)
-    return float((h - 2 * s**2).abs().max())
-
-
-def hessian_is_zero(fn: Callable) -> bool:
-    """Does autograd.functional.hessian of Σ f(x)² return all zeros (where the exact diagonal is 2f'² + 2f·f'' > 0)?"""
-    return bool((torch.autograd.functional.hessian(lambda x: (fn(x) ** 2).sum(), SECOND_X.clone()) == 0).all())
-
-
-def stored_e_has_no_graph() -> bool:
-    """The e the port keeps on ctx, computed from an x that requires grad: does it lack a grad_fn? (It does.)"""
-    x = torch.linspace(-1, 1, 3, dtype=torch.float64, requires_grad=True)
-    y = PortEOnCtx.apply(x)
-    e = getattr(y.grad_fn, "e", None)  # a custom Function's grad_fn is its ctx
-    return e is not None and e.grad_fn is None
 
 
 def run(config: Config, device: torch.device | None = None,
@@ -426,9 +280,9 @@ def run(config: Config, device: torch.device | None = None,
     table, seconds = second_derivative_table()
     tables.append(table)
     metrics.update(seconds)
-    kept, flushed = faithful_f2_float32(False), faithful_f2_float32(True)
+    kept, flushed = second.f2_float32(FaithfulPort.apply, False), second.f2_float32(FaithfulPort.apply, True)
     metrics["faithful_f2_float32"] = {"subnormals kept": kept, "flushed to zero": flushed}
-    tables.append(f2_float32_table(kept, flushed))
+    tables.append(second.f2_float32_table(kept, flushed))
     if flushed is None:
         notes.append("this CPU cannot flush subnormals to zero (torch.set_flush_denormal): TF-1's CPU case is not "
                      "measured")
@@ -457,26 +311,28 @@ def value_table(name: str, xs: list[float]) -> tuple[Table, list[dict]]:
                       "stable_ulps": {"value": ulps(stable["value"], v_exact, dtype),
                                       "grad": ulps(stable["grad"], g_exact, dtype)}})
     return Table(f"{name}: log(1 + eˣ) and d/dx, {len(METHODS)} ways, beside the exact answer (50 digits)",
-                 ["x", "", *METHODS, "exact"], rows, [".6g", None] + [".9g"] * (len(METHODS) + 1)), per_x
+                 [Column(header="x", format=".6g"), Column(header=""),
+                  *(Column(header=h, format=".9g") for h in [*METHODS, "exact"])], rows), per_x
 
 
 def second_derivative_table() -> tuple[Table, dict]:
     """Every custom Function's second derivative, asked every way (float64): the table, and the metrics."""
-    seconds = {name: second_derivatives(fn) for name, fn in FUNCTIONS.items()}
-    gchecks = {name: checks(fn) for name, fn in FUNCTIONS.items()}
-    no_graph = stored_e_has_no_graph()
-    once_zeros = hessian_is_zero(PortEOnCtxOnce.apply)
+    seconds = {name: second.second_derivatives(fn) for name, fn in FUNCTIONS.items()}
+    gchecks = {name: second.checks(fn) for name, fn in FUNCTIONS.items()}
+    no_graph = second.stored_e_has_no_graph(PortEOnCtx.apply)
+    once_zeros = second.hessian_is_zero(PortEOnCtxOnce.apply)
     metrics = {"once_differentiable_hessian_all_zero": once_zeros,
-               "port_second_minus_2f1sq": port_without_f2_term(),
+               "port_second_minus_2f1sq": second.port_without_f2_term(PortEOnCtx.apply),
                "second_derivatives": seconds,
                "checks": {name: {"gradcheck": c[0], "gradgradcheck": c[1]} for name, c in gchecks.items()},
                "stored_e_has_grad_fn": not no_graph}
     table = Table("the second derivative of each custom Function, asked four ways with torch.autograd (float64, x = "
                   "−5..5): max |Δ| from the exact f'' = sigmoid'(x) or d²/dx² f² = 2f'² + 2f·f'', or what it raised",
-                  ["Function", "gradcheck", "gradgradcheck", *SECOND_ROUTES],
-                  [[name, _ok(gchecks[name][0]), _ok(gchecks[name][1]), *[seconds[name][r] for r in SECOND_ROUTES]]
+                  [Column(header="Function"), Column(header="gradcheck"), Column(header="gradgradcheck"),
+                   *(Column(header=r, format=".3g") for r in second.SECOND_ROUTES)],
+                  [[name, _ok(gchecks[name][0]), _ok(gchecks[name][1]),
+                    *[seconds[name][r] for r in second.SECOND_ROUTES]]
                    for name in FUNCTIONS],
-                  [None, None, None] + [".3g"] * len(SECOND_ROUTES),
                   note=f"measured: the e the port keeps on ctx has a grad_fn: {'no' if no_graph else 'yes'} "
                        f"(autograd records nothing inside forward); autograd.functional.hessian of the "
                        f"@once_differentiable port returned all zeros: {'yes' if once_zeros else 'no'}")
@@ -533,11 +389,12 @@ def f2_float32_claims(f2: dict) -> list[Claim]:
     """Where the faithful port's f'' breaks in float32, with subnormals kept and (where this CPU can) flushed."""
     kept, flushed = f2["subnormals kept"], f2["flushed to zero"]
     out = [Claim.yes_no("faithful-port-f2-float32-underflows", f"faithful port, float32: f'' within "
-                        f"{F2_RIGHT:.1%} of exact up to x = {kept['last_right_x']}, then 0 from x = "
+                        f"{second.F2_RIGHT:.1%} of exact up to x = {kept['last_right_x']}, then 0 from x = "
                         f"{kept['first_zero_x']} where eˣ is finite and the exact f'' "
                         f"({kept['exact_at_first_zero']:.2g}) is a normal float, NaN from x = {kept['first_nan_x']}",
                         kept["last_right_x"] < kept["first_zero_x"] < kept["first_nan_x"]
-                        and kept["exact_at_first_zero"] >= TINY and math.isfinite(math.exp(kept["first_zero_x"])))]
+                        and kept["exact_at_first_zero"] >= second.TINY
+                        and math.isfinite(math.exp(kept["first_zero_x"])))]
     if flushed is not None:
         out.append(Claim.yes_no("faithful-port-f2-float32-flushed", f"the same with subnormals flushed to zero (TF-1 "
                                 f"on CPU): 0 from x = {flushed['first_zero_x']}, earlier",

@@ -19,4 +19,14 @@ INFO = LessonInfo(
     """,
     needs_data=True,
     quick={"dataset": "mnist-sample", "offline": True, "epochs": 3},
+    step_inputs={},
+    answered_by={
+        "softmax_grad": "analytic_gradients",
+    },
+    passes_check={
+        "sgd_step": ("gradlab.lessons.mnist.exercises.checks._sgd_reference",),
+        "softmax_grad": ("gradlab.lessons.mnist.exercises.checks._grad_reference",),
+        "LogSoftmax": ("gradlab.lessons.mnist.exercises.checks._StableLogSoftmax",),
+    },
+    graded_variant="mnist_graded.weighted_softmax_grad",
 )

@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 
 from gradlab.kit import autograd_graph
-from gradlab.kit.result import Claim, Curve, Result, Table
+from gradlab.kit.result import Claim, Column, Curve, Result, Table
 from gradlab.kit.training import DIVERGED, batches, eager_epoch, graphed_epoch, prepare
 from gradlab.kit.training import cross_entropy as cross_entropy  # the one-hot formula: --explain shows it
 from gradlab.lessons.mnist.settings import (  # the settings, declared once (no torch: --help reads them)
@@ -322,14 +322,14 @@ def tables(metrics: dict, variants: list[str], config: Config, data_name: str, g
     NOT_REACHED = "not reached"
     tutorial = (data_name == "mnist" and config.epochs == 10 and config.lr == 0.01 and config.batch_size == 100
                 and config.train_size == 55000 and config.test_size == 3000)
-    cols = ["epoch", *ran] + (["tutorial (TF-1)"] if tutorial else [])
+    cols = [Column(header="epoch"), *(Column(header=h, format=".9f") for h in ran),
+            *([Column(header="tutorial (TF-1)", format=".9f")] if tutorial else [])]
     rows = []
     for e in range(config.epochs):
         row = [e + 1] + [metrics[v]["epoch_cost"][e] if v in metrics and e < len(metrics[v]["epoch_cost"])
                          else NOT_REACHED for v in ran]
         rows.append(row + ([TUTORIAL_COSTS[e]] if tutorial else []))
     per_epoch = Table("cost per epoch (mean of its batch costs, each before its update)", cols, rows,
-                      [None] + [".9f"] * (len(cols) - 1),
                       note="tutorial (TF-1): its published costs, on the same images (5,000–59,999) in another batch "
                            "order (its shuffle was unseeded)" if tutorial else
                       "the tutorial's published numbers appear beside ours when the data is full MNIST with the "
@@ -338,8 +338,10 @@ def tables(metrics: dict, variants: list[str], config: Config, data_name: str, g
                     if v in metrics and metrics[v]["epoch_cost"] else [v, NOT_REACHED, None, None] for v in ran]
     if tutorial:
         summary_rows.append(["tutorial (TF-1)", TUTORIAL_ACCURACY, None, None])
-    summary = Table("after training", ["variant", "test accuracy", "wall s", "samples/s"], summary_rows,
-                    [None, ".6f", ".3f", ",.0f"],
+    summary = Table("after training",
+                    [Column(header="variant"), Column(header="test accuracy", format=".6f"),
+                     Column(header="wall s", format=".3f"), Column(header="samples/s", format=",.0f")],
+                    summary_rows,
                     note=f"wall s: the training loop alone, after {WARM_UP_STEPS} untimed warm-up steps of every "
                          f"variant (not data loading, not the accuracy"
                          + ("; on a GPU, not the capture of the epoch's CUDA graph either)" if graphed else ")"))

@@ -12,6 +12,8 @@ Beside the course file:
 
 A student with no row in submitted.csv whose folder is a git clone (GitHub Classroom) is taken as handed in at its
 last commit's committer time: what the student's machine said, so a time a teacher trusts goes in submitted.csv.
+An LMS download gives no time (gradlab.practice.classroom.lms): a Canvas file marked LATE is late by a time nobody
+wrote down, so no penalty is taken from it and the teacher is told which students to give a time in submitted.csv.
 """
 
 from __future__ import annotations
@@ -142,6 +144,18 @@ def commit_time(folder: str) -> datetime.datetime | None:
         return datetime.datetime.fromisoformat(r.stdout.strip()) if r.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
+
+
+def unknown_lateness(marked: list[str], items: list[Item]) -> str | None:
+    """The note for MARKED, the students whose Canvas files are marked LATE and who have no time, when the course has
+    a late policy: what was assumed (no penalty), and what gives one."""
+    if not marked or not any(i.due and i.late_per_day for i in items):
+        return None
+    names = ", ".join(sanitize(s) for s in marked[:4]) + (", …" if len(marked) > 4 else "")
+    whose = "1 student's" if len(marked) == 1 else f"{len(marked)} students'"
+    return (f"Canvas marked {whose} files LATE ({names}), which says "
+            "late but not by how long: no late penalty was taken from them; give their times in submitted.csv to "
+            "apply the late policy")
 
 
 def _fmt(x: float) -> str:

@@ -16,7 +16,7 @@ import secrets
 from rich.text import Text
 
 from gradlab.errors import GradlabError, Interrupted
-from gradlab.kit.result import Result, Table
+from gradlab.kit.result import Column, Result, Table
 from gradlab.kit.text import sanitize
 from gradlab.practice import all_exercises, listing
 from gradlab.practice.classroom import course, course_files, own, pool
@@ -153,21 +153,12 @@ def _course(path: str, *, folder: bool, course_check: bool, exercise_name: str |
 
 
 def _isolation(path: str, *, folder: bool, course_check: bool, course_path: str | None) -> modes.Detected:
-    """How submissions run here; a course's check refuses to run them unisolated, or (the uid fallback, with no mount
-    namespace) beside files that other users, and so a submission, may read."""
-    found = modes.detect()
-    if course_check and not found.isolated:
-        raise GradlabError(f"{'checking a folder' if folder else 'a course file'} grades other people's code, and "
-                           f"{modes.not_isolated_message(found)}; nothing was written")
-    if course_check and found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
-        shown = [os.path.abspath(path) if folder else os.path.dirname(os.path.abspath(path))]
-        readable = modes.readable_by_sandbox(shown + ([os.path.dirname(os.path.abspath(course_path))]
-                                                        if course_path else []))
-        if readable:
-            raise GradlabError(f"{sanitize(readable)} is readable by other users, so a submission could "
-                               f"copy it (a classmate's file, the wheel's model answers): chmod o-rwx it and its "
-                               f"folder; nothing was written")
-    return found
+    """How submissions run here; a course's check runs them only as modes.for_others_code allows."""
+    if not course_check:
+        return modes.detect()
+    shown = [os.path.abspath(path) if folder else os.path.dirname(os.path.abspath(path))]
+    course_folder = [os.path.dirname(os.path.abspath(course_path))] if course_path else []
+    return modes.for_others_code("checking a folder" if folder else "a course file", shown + course_folder)
 
 
 def _one_submission(path: str, files: set[str]) -> None:
@@ -221,7 +212,8 @@ def _class_table(path: str, results: list[Result]) -> Table:
              r.metrics["points"]["max_score"], "passed" if r.exit_code == 0 else
              (r.stopped or r.metrics.get("diagnosis", "a check failed"))] for r in results]
     return Table(f"gradlab check {sanitize(path)}: {sum(r.exit_code == 0 for r in results)} of "
-                 f"{len(results)} submissions pass", ["file", "exercise", "points", "of", "verdict"], rows)
+                 f"{len(results)} submissions pass",
+                 [Column(header=h) for h in ("file", "exercise", "points", "of", "verdict")], rows)
 
 
 def _write(results: list[Result], items: list[course.Item] | None, console, *, folder: bool, json_path: str | None,

@@ -238,68 +238,30 @@ def _claims(result: Result, item: Item) -> tuple[float, str]:
     return value, how
 
 
-# What every student's installed gradlab holds that passes an exercise's check as it is (every check, the forbidden
-# calls included), mostly the references in the lessons' exercises/checks.py: computed by tests/answered.py, which
-# runs every function and class the wheel ships in each lesson's folder through the check as a submission;
-# tests/test_grade.py::test_the_answers_a_student_has_are_the_ones_listed keeps this list equal to what it finds
-ANSWERED: dict[str, tuple[str, ...]] = {
-    "mnist.sgd_step": ("gradlab.lessons.mnist.exercises.checks._sgd_reference",),
-    "mnist.softmax_grad": ("gradlab.lessons.mnist.exercises.checks._grad_reference",),
-    "mnist.LogSoftmax": ("gradlab.lessons.mnist.exercises.checks._StableLogSoftmax",),
-    "clip.global_norm": ("gradlab.kit.training.global_norm",),
-    "clip.clip_by_global_norm": ("gradlab.lessons.clip.exercises.checks._clip_formula",
-                                 "gradlab.lessons.clip.exercises.checks._ranks_local_fn",
-                                 "gradlab.kit.training.clip_by_global_norm"),
-    "clip.clip_across_ranks": ("gradlab.lessons.clip.exercises.checks._ranks_reference",),
-    "jacobian.jacobian_loop": ("gradlab.lessons.jacobian.lesson.jacobian_loop",
-                               "gradlab.lessons.jacobian.lesson.jacobian_vmap_vjp"),
-    "log1pexp.softplus": ("gradlab.lessons.log1pexp.exercises.checks._softplus_reference",
-                          "gradlab.lessons.log1pexp.lesson.double_where"),
-    "log1pexp.Log1pExp": ("gradlab.lessons.log1pexp.exercises.checks._StableLog1pExp",
-                          "gradlab.lessons.log1pexp.exercises.checks._SoftplusForward",
-                          "gradlab.lessons.log1pexp.lesson.StableLog1pExp"),
-    "gaussian-policy.GaussianLogProb": ("gradlab.lessons.gaussian_policy.exercises.checks._Layer",),
-    "dqn.td_target": ("gradlab.lessons.dqn.exercises.checks._target_reference",),
-    "dqn.td_loss": ("gradlab.lessons.dqn.exercises.checks._td_reference",),
-    "actor-critic.actor_loss": ("gradlab.lessons.actor_critic.exercises.checks._actor_reference",),
-    "actor-critic.critic_update": ("gradlab.lessons.actor_critic.exercises.checks._critic_reference",),
-    "ddp.sync_gradients": ("gradlab.lessons.ddp.exercises.checks._sync_reference",),
-    "ddp.accumulated_grad": ("gradlab.lessons.ddp.exercises.checks._acc_reference",),
-    "ddp.average_gradients": ("gradlab.lessons.ddp.exercises.checks._avg_reference",),
-}
-
-# Lesson functions that answer an exercise adapted in a few lines, under another name (reviewed by hand: `--explain`
-# prints none of them, tests/test_explain.py)
-ANSWERED_BY = {"mnist.softmax_grad": "analytic_gradients", "log1pexp.softplus": "double_where",
-               "log1pexp.Log1pExp": "StableLog1pExp", "jacobian.hvp": "hessian_loop"}  # hvp: hessian_loop(f, x) @ v
-
-# Each lesson's graded variant in the repository's teacher kit (teacher/graded/, never in the wheel): the same skill,
-# an answer that no student's gradlab holds (tests/test_graded.py, tests/test_graded_rl.py)
+# The repository's teacher kit, never in the wheel: each lesson's graded variant (LessonInfo.graded_variant) is in it
 GRADED_KIT = "teacher/graded/course.toml"
-GRADED_VARIANT = {"mnist": "mnist_graded.weighted_softmax_grad", "clip": "clip_graded.clip_by_norm",
-                  "jacobian": "jacobian_graded.batch_jacobian", "log1pexp": "log1pexp_graded.Log1mExp",
-                  "gaussian-policy": "gaussian_policy_graded.score", "dqn": "dqn_graded.td_loss",
-                  "actor-critic": "actor_critic_graded.critic_update", "ddp": "ddp_graded.accumulate"}
 
 
 def lesson_answer_note(exercise_name: str) -> str | None:
     """The note `gradlab grade` gives the teacher when a student can read EXERCISE_NAME's answer in what they have:
-    what of the installed gradlab passes its check as it is (ANSWERED), and the function of the lesson that answers
-    it as it is or adapted (`--explain` does not print it, but its source is in every student's gradlab), and the
-    exercise's graded variant to grade instead; None when gradlab holds none. Imports the lesson (torch)."""
+    what of the installed gradlab passes its check as it is, and the function of the lesson that answers it as it
+    is or adapted (`--explain` does not print it, but its source is in every student's gradlab), and the exercise's
+    graded variant to grade instead: each as its lesson declares it (passes_check, answered_by, graded_variant in
+    gradlab/lessons/<lesson>/__init__.py); None when gradlab holds none. Imports the lesson (torch)."""
     exercise = all_exercises()[exercise_name]
     if exercise.package:  # a teacher's own: no lesson holds it
         return None
+    lesson = LESSONS[exercise.lesson]  # what it declares in its folder (gradlab/lessons/<lesson>/__init__.py)
     parts = [f"{q.rpartition('.')[2]} in {q.rpartition('.')[0].replace('.', '/')}.py passes its check as it is"
-             for q in ANSWERED.get(exercise_name, ())]
-    name = ANSWERED_BY.get(exercise_name, exercise.function)
-    held = getattr(LESSONS[exercise.lesson].load(), name, None)
+             for q in lesson.passes_check.get(exercise.function, ())]
+    name = lesson.answered_by.get(exercise.function, exercise.function)
+    held = getattr(lesson.load(), name, None)
     if getattr(held, "__module__", "").startswith("gradlab."):  # not a library's (jacobian's torch.func.vjp)
         parts.insert(0, f"the lesson {exercise.lesson} holds {name}, which answers {exercise_name} (as it is, or "
                         "adapted in a few lines; `--explain` does not print it)")
     if not parts:
         return None
-    variant = GRADED_VARIANT.get(exercise.lesson)
+    variant = lesson.graded_variant
     instead = (f"; for an exam, grade its variant {variant} instead, from gradlab's repository (the teacher kit "
                f"{GRADED_KIT}, which no wheel carries: teacher/README.md)") if variant else ""
     return (f"every student's gradlab holds an answer to {exercise_name}: {'; '.join(parts)}: fine for practice, "

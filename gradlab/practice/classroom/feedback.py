@@ -15,6 +15,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from html import escape
 
+from gradlab.kit.exercise import DIFFERENCE
 from gradlab.kit.result import NOT_REACHED, mark
 from gradlab.practice import all_exercises
 from gradlab.practice.classroom import similar
@@ -140,7 +141,6 @@ def _canvas_name(text: str) -> str:
 # what Markdown (GFM) could read as syntax in a student's text (< > & are HTML-escaped): link and image brackets,
 # emphasis, code, a table's |, strikethrough, an e-mail's @, an _ that is not inside a word, a bare https:// or www.
 MARKDOWN = re.compile(r"[\\`*\[\]|~@<>&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?<=[A-Za-z]):(?=//)|(?<=[wW]{3})\.")
-DIFFERENCE = "how far from the expected (largest relative difference)"  # what the check measures, in plain words
 LINE_START = re.compile(r"(?m)^([ \t]*)([-+=#]|\d+(?=[.)]))")  # a heading, a list, a setext underline
 NUMBERED = re.compile(r"(?m)^([ \t]*\d+)([.)])")
 

@@ -9,12 +9,12 @@ import json
 import os
 import secrets
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.text import sanitize
 from gradlab.practice import all_exercises
-from gradlab.practice.classroom import adjust, course, feedback, gradebook, own, shards
+from gradlab.practice.classroom import adjust, course, feedback, gradebook, lms, own, shards
 from gradlab.practice.judging.check import installed_torch
 from gradlab.practice.sandbox import capacity, modes
 from gradlab.report import console as report
@@ -27,50 +27,21 @@ RESULTS = shards.RESULTS
 def grade_class(submissions: str, *, course_path: str | None, exercise_name: str | None, out_dir: str,
                 seed: int | None, quiet: bool, shard: shards.Shard | None = None, student: str | None = None) -> int:
     """`gradlab grade`: every student in SUBMISSIONS graded (with SHARD, its part of them:
-    gradlab.practice.classroom.shards),
-    and grades.csv, the feedback, class.html and results.json written in OUT_DIR. STUDENT: that student's files
-    graded again, every other student's kept from the last run (graded when it has none). Exit code 0 when the class
-    was graded, 1 when the machine kept some files from being graded."""
+    gradlab.practice.classroom.shards), and grades.csv, the feedback, class.html and results.json written in OUT_DIR.
+    STUDENT: that student's files graded again, every other student's kept from the last run (graded when it has
+    none). Exit code 0 when the class was graded, 1 when the machine kept some files from being graded."""
     items = _items(course_path, exercise_name)
     overrides = adjust.read_overrides(course_path, items)  # a bad row: one line before anything is graded
     times = adjust.read_times(course_path)
-    if not os.path.isdir(submissions):
-        raise GradlabError(f"{submissions} is not a folder; give the folder of submissions (one per student)")
-    found = modes.detect()
-    if not found.isolated:
-        raise GradlabError(f"grading a class runs other people's code, and {modes.not_isolated_message(found)}; "
-                           "nothing was written")
-    if found.mode == "uid":  # no mount namespace: what other users may read, a submission may copy
-        _refuse_readable(submissions, course_path, out_dir)
-    notes: list[str] = []
-    folders: dict[str, str] = {}
-    todo = gradebook.tasks(submissions, items, by_file=exercise_name is not None, skip=out_dir, notes=notes,
-                           folders=folders)
-    if student is not None and student not in folders:
-        raise GradlabError(f"--student {sanitize(student)}: no such student in {submissions} (a student is a "
-                           "folder's name, as grades.csv shows it); nothing was written")
-    order = {student: n for n, student in enumerate(dict.fromkeys(t.student for t in todo))}  # the whole class's
-    if shard is not None:
-        todo = [t for t in todo if shard.holds(t.student)]
-    if any(i.due for i in items):  # a Classroom clone's last commit, where submitted.csv has no time
-        times |= {s: t for s, path in folders.items() if s not in times and (t := adjust.commit_time(path))}
-    console = report.make_console(quiet=quiet)
-
-    def say(text: str) -> None:
-        console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-    for note in notes:
-        say(f"gradlab: note: {note}")
-
-    if not quiet and (note := modes.not_isolated_message(found, capacity.limits(found.mode))):  # as check says it
-        say(f"gradlab: note: {note}")
-    for note in filter(None, map(course.lesson_answer_note, dict.fromkeys(i.exercise for i in items))):
+    found = _isolation(submissions, course_path, out_dir)
+    found_class = _find(submissions, items, exercise_name is not None, out_dir, shard, student)
+    todo = found_class.todo
+    marked = _when(items, found_class.folders, times)
+    say = _sayer(quiet)
+    for note in found_class.notes + _notes(found, items, quiet):
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
-    if shard is not None and seed is None and old_seed is None:
-        raise GradlabError(f"--shard {shard} needs --seed N: every part of a class must draw its inputs from the same "
-                           "seed (choose one number and give it to each part); nothing was written")
-    seed = seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
+    seed = _seed(seed, old_seed, shard)
     for note in own.ready([i.exercise for i in items], seed, f"--course {course_path}"):  # before any student's file
         say(f"gradlab: note: {note}")
     _prepare(out_dir, private=found.mode == "uid")
@@ -78,8 +49,10 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     stamp = __version__ + (f"+own.{digest}" if digest else "")  # what a re-run compares, beside each file's bytes
     table, signum = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done),
                                student)
-    for note in adjust.apply(table, items, overrides, times):
-        say(f"gradlab: note: {note}")
+    for note in [*adjust.apply(table, items, overrides, times),
+                 adjust.unknown_lateness([s for s in marked if s in table], items)]:
+        if note:
+            say(f"gradlab: note: {note}")
     made = (f"graded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
             f"{installed_torch()}), inputs drawn with seed {seed}")
     source = course_path or f"--exercise {exercise_name}"
@@ -91,12 +64,87 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
             f"{len(table)} of {students} students graded in full, the others left out; run the same command again "
             "to grade the rest")
         raise Interrupted(signum)
+    order = found_class.order
     part = {} if shard is None else {"shard": shard.label(), "source": source,
                                      "order": {s: order[s] for s in table}}  # what --merge needs
     written = _write(out_dir, items, table, seed, made, old_slugs, source, part)
     say(f"wrote {sanitize(out_dir)}: {', '.join(written)}"
         + (f" (part {shard} of the class: {len(table)} of {len(order)} students)" if shard else ""))
     return _environment_note(table)
+
+
+@dataclass(frozen=True)
+class _Class:
+    """What SUBMISSIONS holds: the files to grade (TODO, a shard's part of them), each student's first folder or file
+    (FOLDERS), lines for the teacher (NOTES), and each student's place in the whole class (ORDER: --merge's)."""
+
+    todo: list[gradebook.Task]
+    folders: dict[str, str]
+    notes: list[str]
+    order: dict[str, int]
+
+
+def _isolation(submissions: str, course_path: str | None, out_dir: str) -> modes.Detected:
+    """The sandbox's mode, or one line and nothing written: SUBMISSIONS not a folder, or what
+    modes.for_others_code refuses (no isolation here; the uid fallback beside the class's folder, the course file's
+    (a teacher's own exercise's checks.py lives there) or the output folder readable by other users)."""
+    if not os.path.isdir(submissions):
+        raise GradlabError(f"{submissions} is not a folder; give the folder of submissions (one per student)")
+    folders = [os.path.abspath(submissions)]
+    if course_path is not None:
+        folders.append(os.path.dirname(os.path.abspath(course_path)))
+    if os.path.isdir(out_dir):
+        folders.append(os.path.abspath(out_dir))
+    return modes.for_others_code("grading a class", folders)
+
+
+def _find(submissions: str, items: list[course.Item], by_file: bool, out_dir: str, shard: shards.Shard | None,
+          student: str | None) -> _Class:
+    """The class in SUBMISSIONS (gradebook.tasks); --student STUDENT must be one of it; SHARD keeps its part."""
+    notes: list[str] = []
+    folders: dict[str, str] = {}
+    todo = gradebook.tasks(submissions, items, by_file=by_file, skip=out_dir, notes=notes, folders=folders)
+    if student is not None and student not in folders:
+        raise GradlabError(f"--student {sanitize(student)}: no such student in {submissions} (a student is a "
+                           "folder's name, as grades.csv shows it); nothing was written")
+    order = {s: n for n, s in enumerate(dict.fromkeys(t.student for t in todo))}  # the whole class's
+    if shard is not None:
+        todo = [t for t in todo if shard.holds(t.student)]
+    return _Class(todo, folders, notes, order)
+
+
+def _when(items: list[course.Item], folders: dict[str, str], times: dict[str, datetime.datetime]) -> list[str]:
+    """Adds to TIMES (submitted.csv's), when an exercise is due, a Classroom clone's last commit where it has none;
+    returns the students whose Canvas files are marked LATE and who have no time (no download says when:
+    gradlab.practice.classroom.lms)."""
+    if any(i.due for i in items):
+        times |= {s: t for s, path in folders.items() if s not in times and (t := adjust.commit_time(path))}
+    return [s for s, path in folders.items() if s not in times and lms.late_marked(path)]
+
+
+def _sayer(quiet: bool):
+    """say(TEXT): TEXT printed as it is (no markup) on the console report.make_console(quiet=QUIET) makes."""
+    console = report.make_console(quiet=quiet)
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    return say
+
+
+def _notes(found: modes.Detected, items: list[course.Item], quiet: bool) -> list[str]:
+    """What the teacher reads before grading: how the sandbox is bounded where it is weaker (as check says it), and
+    each graded exercise that a student's own gradlab answers."""
+    notes = [note] if not quiet and (note := modes.not_isolated_message(found, capacity.limits(found.mode))) else []
+    return notes + list(filter(None, map(course.lesson_answer_note, dict.fromkeys(i.exercise for i in items))))
+
+
+def _seed(seed: int | None, old_seed: int | None, shard: shards.Shard | None) -> int:
+    """--seed, else the last run's, else a new one; a shard needs one given (every part draws the same inputs)."""
+    if shard is not None and seed is None and old_seed is None:
+        raise GradlabError(f"--shard {shard} needs --seed N: every part of a class must draw its inputs from the same "
+                           "seed (choose one number and give it to each part); nothing was written")
+    return seed if seed is not None else old_seed if old_seed is not None else secrets.randbelow(2**31)
 
 
 def merge_parts(parts: list[str], out_dir: str, quiet: bool) -> int:
@@ -181,23 +229,6 @@ def _items(course_path: str | None, exercise_name: str | None) -> list[course.It
     if exercise_name not in all_exercises():
         raise GradlabError(f"unknown exercise {exercise_name!r}; gradlab exercises lists them")
     return [course.Item(f"{all_exercises()[exercise_name].function}.py", exercise_name)]
-
-
-def _refuse_readable(submissions: str, course_path: str | None, out_dir: str) -> None:
-    """In the uid fallback (no mount namespace), one line and nothing written when the class's folder, the course
-    file's (a teacher's own exercise's checks.py lives there) or the output folder is readable by a sandbox uid: a
-    submission could copy a classmate's file, the checks or the other students' feedback (as `gradlab check` refuses
-    a readable folder)."""
-    folders = [os.path.abspath(submissions)]
-    if course_path is not None:
-        folders.append(os.path.dirname(os.path.abspath(course_path)))
-    if os.path.isdir(out_dir):
-        folders.append(os.path.abspath(out_dir))
-    readable = modes.readable_by_sandbox(folders)
-    if readable:
-        raise GradlabError(f"{sanitize(readable)} is readable by other users, so a submission could copy it (a "
-                           "classmate's file, the course's checks, the feedback): chmod o-rwx it and its folder; "
-                           "nothing was written")
 
 
 def _prepare(out_dir: str, private: bool = False) -> None:

@@ -14,6 +14,16 @@ space); with "Download submissions in folders" (the default since Moodle 3.1) a 
 `{prefix}_assignsubmission_file` per student and plugin (older versions end it with `_`), else flat files
 `{prefix}_assignsubmission_file_{file's name}`.
 
+What a download says of when a file was handed in: Canvas's names carry `LATE` (get_filename, lines 452-456 of
+lib/content_zipper.rb at commit 05e9653c: `submission.late?` when the zip is made: Canvas's own verdict, against the
+due date Canvas holds for that student, with no time); the zip's entries carry the time the zip was made, not the
+submission's (add_attachment_to_zip, lines 314-340, writes each with rubyzip's get_output_stream and no time, and
+rubyzip's Entry defaults to `::Zip::DOSTime.now`, lib/zip/entry.rb). Moodle's names carry no lateness, and its
+entries are streamed with no time either (mod/assign/classes/downloader.php, download_zip; files/classes/local/
+archive_writer/zip_writer.php, add_file_from_stored_file, lines 112-116: ZipStream's addFileFromStream with no
+options, whose File::defaultTo takes `new DateTime()`, maennchen/ZipStream-PHP src/Option/File.php line 30). So a
+download gives no submission time: gradlab reads the LATE marker (late_marked) and nothing from a file's time.
+
 GitHub Classroom: `gh classroom clone student-repos` makes a folder per student's repository (`{assignment}-{login}`):
 a folder per student, as gradlab reads any class.
 
@@ -29,10 +39,11 @@ import os
 import re
 from dataclasses import dataclass
 
-CANVAS = re.compile(r"(?:(?P<who>\w+?)_)??(?P<late>LATE_)?(?P<id>anon_[A-Za-z0-9]+|\d+)_(?P<file_id>\d+)_(?P<file>.+)",
-                    re.IGNORECASE)
+CANVAS = re.compile(r"(?:(?P<who>\w+?)_)??(?P<late>(?-i:LATE)_)?(?P<id>anon_[A-Za-z0-9]+|\d+)_(?P<file_id>\d+)_"
+                    r"(?P<file>.+)", re.IGNORECASE)
 MOODLE_FILE = re.compile(r"(?P<who>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<file>.+)")
 MOODLE_FOLDER = re.compile(r"(?P<who>.+?)_(?P<id>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?")
+# LATE in capitals only: Canvas lower-cases the name before it (a student called Late is not marked late).
 # The first match wins (lazy names): what follows the ids is the student's own file name, which may copy another's
 # prefix; the name before them cannot hold one (Canvas removes `_digits_` from it, Moodle makes every _ a space).
 # Canvas's -N (or -UUID) before the extension, a browser's " (N)": what they add to the name the student gave
@@ -62,6 +73,13 @@ def owner(name: str, is_dir: bool) -> Owner | None:
     if m := CANVAS.fullmatch(name):
         return Owner(m["who"] or m["id"], m["id"], m["file"], "canvas", bool(m["late"]))
     return None
+
+
+def late_marked(path: str) -> bool:
+    """Whether the file or folder at PATH is one Canvas's download marked LATE (its name; nothing else in a download
+    says when a file was handed in: see the module's docstring)."""
+    found = owner(os.fsdecode(os.path.basename(path)), os.path.isdir(path))
+    return found is not None and found.late
 
 
 def students(owners: dict[str, Owner]) -> dict[str, str]:

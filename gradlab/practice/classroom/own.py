@@ -153,6 +153,15 @@ def self_test(name: str, seed: int, where: str) -> None:
 def _test(exercise: Exercise, seed: int, doing: dict) -> None:
     """The work of self_test; DOING["what"] says what runs (for an error or a hang). A GradlabError says a problem
     that no exception shows (an entry missing, a wrong kind of value) in full, without the course file."""
+    checks = _entries(exercise, doing)
+    cases, refs = _reference(exercise, checks, seed, doing)
+    _mistakes(exercise, checks, cases, refs, seed, doing)
+    doing["what"] = f"the reference on the inputs of seed {seed}"
+    references(exercise, seed)  # kept: the students' checks reuse it
+
+
+def _entries(exercise: Exercise, doing: dict) -> Checks:
+    """The exercise's Checks, once checks.py's CHECKS entry and harness.py's HARNESSES entry are what judging needs."""
     from gradlab.practice import checks_of
 
     folder, function, name = Path(exercise.folder), exercise.function, exercise.name
@@ -184,6 +193,12 @@ def _test(exercise: Exercise, seed: int, doing: dict) -> None:
         raise _broken_entry(name, folder / "checks.py", "CHECKS", function, f"Checks(reference=None) of "
                             f"{function!r} gives no right answer", "give reference= a function with the student's "
                             "signature")
+    return checks
+
+
+def _reference(exercise: Exercise, checks: Checks, seed: int, doing: dict) -> tuple[list[dict], list[dict]]:
+    """SEED's inputs and the reference's outputs on each, checked as judging needs them, and checks.py's extra on
+    them measuring one value per rule."""
     doing["what"] = f"making the inputs (harness.py's cases, seed {seed})"
     cases = checks.cases(seed)
     _check_cases(exercise, cases, seed)
@@ -197,9 +212,15 @@ def _test(exercise: Exercise, seed: int, doing: dict) -> None:
     doing["what"] = f"checks.py's extra (the rules {exercise.rules!r:.60}) on the reference's outputs"
     measured = list(checks.extra(refs, cases))
     if len(measured) != len(exercise.rules):
-        raise _broken_entry(name, folder / "checks.py", "CHECKS", function, f"Checks(extra=...) measured "
-                            f"{len(measured)} values where the Exercise has {len(exercise.rules)} rules",
-                            "return one value per rule")
+        raise _broken_entry(exercise.name, Path(exercise.folder) / "checks.py", "CHECKS", exercise.function,
+                            f"Checks(extra=...) measured {len(measured)} values where the Exercise has "
+                            f"{len(exercise.rules)} rules", "return one value per rule")
+    return cases, refs
+
+
+def _mistakes(exercise: Exercise, checks: Checks, cases: list[dict], refs: list[dict], seed: int,
+              doing: dict) -> None:
+    """Each known mistake run on every input, and its diagnosis a sentence."""
     for mistake in checks.mistakes:
         for case in cases:
             doing["what"] = f"the known mistake {mistake.name!r} on input {case['label']!r} (seed {seed})"
@@ -209,11 +230,9 @@ def _test(exercise: Exercise, seed: int, doing: dict) -> None:
         doing["what"] = f"the known mistake {mistake.name!r}'s diagnosis"
         told = mistake.tell(values(theirs), values(refs[-1]))
         if not isinstance(told, str):
-            raise _broken_entry(name, folder / "checks.py", "CHECKS", function, f"the diagnosis of the known mistake "
-                                f"{mistake.name!r} gave {type(told).__name__}", "give a sentence, or a function "
-                                "that returns one")
-    doing["what"] = f"the reference on the inputs of seed {seed}"
-    references(exercise, seed)  # kept: the students' checks reuse it
+            raise _broken_entry(exercise.name, Path(exercise.folder) / "checks.py", "CHECKS", exercise.function,
+                                f"the diagnosis of the known mistake {mistake.name!r} gave {type(told).__name__}",
+                                "give a sentence, or a function that returns one")
 
 
 def _has(table) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from gradlab.kit.exercise import CHANGED, Checks, num, relative, same, values
+from gradlab.kit.exercise import CHANGED, DIFFERENCE, Checks, num, relative, same, values
 
 MATCHES = 1e-5  # a submission "is" a known mistake when its outputs agree with that mistake's this closely
 RELATE = 1e-4  # a relation (a scale, the transpose…) holds when what is left is this small next to the expected
@@ -838,8 +838,8 @@ def accepted(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         if all(t is not None for t in theirs) and all(
                 relative(values(outputs[i]), t) <= max(diffs[i] / 10, rounding(refs[i]))
                 for i, t in zip(above, theirs, strict=True)):
-            return (f"your answer is not exact: it differs from the reference by up to {diffs[worst]:.2g} (max "
-                    f"relative |Δ|, on '{cases[worst]['label']}'), which is {v.what}; within the bound, accepted")
+            return (f"your answer is not exact: it differs from the reference by up to {diffs[worst]:.2g} "
+                    f"({DIFFERENCE}, on '{cases[worst]['label']}'), which is {v.what}; within the bound, accepted")
     return ""
 
 

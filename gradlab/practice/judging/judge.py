@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gradlab.kit.exercise import GRAPH, Checks, Exercise, relative, values
-from gradlab.kit.result import Claim, Result, Table
+from gradlab.kit.exercise import DIFFERENCE, GRAPH, Checks, Exercise, relative, values
+from gradlab.kit.result import Claim, Column, Result, Table
 from gradlab.practice import checks_of
 from gradlab.practice.sandbox.returned import Received
 
@@ -59,7 +59,7 @@ def _not_reached(exercise: Exercise, reference: Reference | None, got: Received,
 class _Comparison:
     """The submission's outputs against the reference's, input by input."""
 
-    diffs: list[float]  # the max relative |Δ| on each input
+    diffs: list[float]  # DIFFERENCE on each input
     bounds: list[float]  # what each input's kind of check allows
     passed: list[bool]
 
@@ -75,8 +75,10 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], resu
     comparison = _Comparison(diffs, bounds, [d <= b for d, b in zip(diffs, bounds, strict=True)])
     rows = [[c["label"], c["kind"], d, "✓" if p else "✗"] for c, d, p in zip(cases, diffs, comparison.passed,
                                                                              strict=True)]
-    result.tables.append(Table(f"your {exercise.function}() against the reference, input by input",
-                               ["input", "checks", "max relative |Δ|", ""], rows, [None, None, ".3g", None]))
+    result.tables.append(Table(f"your {exercise.function}() against the reference, input by input (difference: "
+                               f"{DIFFERENCE})",
+                               [Column(header="input"), Column(header="checks"),
+                                Column(header="difference", format=".3g"), Column(header="")], rows))
     for kind, (text, bound) in exercise.claims.items():
         worst = max(d for c, d in zip(cases, diffs, strict=True) if c["kind"] == kind)
         result.claims.append(Claim(f"{exercise.name}:{kind}", text, worst, bound))

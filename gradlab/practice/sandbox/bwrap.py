@@ -3,6 +3,7 @@ the tmpfs sizes) and stage 1's (gradlab/practice/inside/stage1.py: the rlimits, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -48,6 +49,23 @@ def python_trees() -> list[str]:
         if not (p == "/usr" or p.startswith("/usr/")):
             trees.add(p)
     return sorted(t for t in trees if not any(t.startswith(u + "/") for u in trees))
+
+
+def python_libraries() -> list[str]:
+    """The libpython this interpreter runs on (a Python built with --enable-shared), where it lies outside /usr and
+    python_trees(): the interpreter finds it by its RUNPATH (pyenv's PREFIX/lib), which names a folder the sandbox
+    does not show when the interpreter was copied out of its prefix, as an image's may be. Read from what this process
+    has mapped (/proc/self/maps), not from sysconfig's build-time LIBDIR."""
+    bound = ["/usr", *python_trees()]
+    found = set()
+    with contextlib.suppress(OSError), open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split(maxsplit=5)  # address, perms, offset, device, inode, then the path if any
+            path = fields[5].rstrip("\n") if len(fields) == 6 else ""
+            if os.path.basename(path).startswith("libpython") and ".so" in os.path.basename(path) \
+                    and not any(path.startswith(tree + "/") for tree in bound):
+                found.add(path)
+    return sorted(found)
 
 
 def masked_dirs() -> list[str]:
@@ -109,6 +127,8 @@ def bwrap_options(uid: int, limits: Limits, package: dict[str, str], fds: list[i
 
     for tree in python_trees():
         a += [*parents(tree), "--ro-bind", tree, tree]
+    for library in python_libraries():  # one file, read-only: the interpreter cannot start without it
+        a += [*parents(library), "--ro-bind", library, library]
     for hidden in masked_dirs():
         a += ["--perms", "0700", "--tmpfs", hidden, "--remount-ro", hidden]
     a += [*parents(PKG), "--perms", "0755", "--size", str(1 << 20), "--tmpfs", PKG]

@@ -56,6 +56,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from gradlab.errors import GradlabError
+from gradlab.kit.text import sanitize
 from gradlab.practice.sandbox import bwrap, cgroups, slots
 from gradlab.practice.sandbox.limits import Limits, package_dir
 
@@ -120,7 +122,7 @@ def _detect_userns(cap: str) -> Detected:
         return Detected("plain", "GRADLAB_SANDBOX=uid, and the uid fallback needs root")
     if not shutil.which("bwrap"):
         return Detected("plain", "not root, and no bwrap on PATH")
-    binds = [a for tree in bwrap.python_trees() for a in ("--ro-bind", tree, tree)]
+    binds = [a for path in (*bwrap.python_trees(), *bwrap.python_libraries()) for a in ("--ro-bind", path, path)]
     try:
         r = subprocess.run(["bwrap", *bwrap.namespaces(user=True), *bwrap.system_binds(), "--proc", "/proc",
                             "--dev", "/dev",
@@ -246,3 +248,19 @@ def lock_dir_problem() -> str | None:
         return f"{slots.LOCK_DIR} is not a folder owned by root"
     os.chmod(slots.LOCK_DIR, 0o700)
     return None
+
+
+def for_others_code(doing: str, folders: list[str]) -> Detected:
+    """The one rule for running other people's code (a course's check, a class's grading): this machine's mode, or
+    one line and nothing written when submissions would run unisolated, or (the uid fallback: no mount namespace)
+    when one of FOLDERS (the submissions, the course's folder, the output), or a file in it, is readable by a sandbox
+    uid: a submission could copy a classmate's file, the course's checks or the feedback. DOING says what the user
+    asked for ("grading a class")."""
+    found = detect()
+    if not found.isolated:
+        raise GradlabError(f"{doing} runs other people's code, and {not_isolated_message(found)}; nothing was written")
+    if found.mode == "uid" and (readable := readable_by_sandbox(folders)):
+        raise GradlabError(f"{sanitize(readable)} is readable by other users, so a submission could copy it (a "
+                           "classmate's file, the course's checks, the feedback): chmod o-rwx it and its folder; "
+                           "nothing was written")
+    return found

@@ -39,6 +39,7 @@ EXERCISES = [
         segments) and compares the gradient step() is given and the parameters after each update; it runs, among
         others, a segment with a termination in its middle, one whose last step terminates, one step (T = 1) and
         γ = 0.""",
-        claims={"critic": ("3 updates with your function ≡ with autograd's gradient of the n-step loss, float64 (max "
-                           "relative |Δ| of the gradients given to step() and of the parameters)", 1e-9)}),
+        claims={"critic": ("3 updates with your function ≡ with autograd's gradient of the n-step loss, float64 "
+                           "(largest |yours − expected| ÷ max(1, largest |expected|), tensor by tensor: the gradients "
+                           "given to step() and the parameters)", 1e-9)}),
 ]

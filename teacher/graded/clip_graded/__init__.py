@@ -33,9 +33,11 @@ EXERCISES = [
         negative, possibly all of them). Return a tensor of t's shape. The inputs: rows, columns, (4, 5) slices of
         a 3-D tensor, the whole tensor, the last axis, slices above and below clip_norm, norms in the thousands,
         an all-zero row and an all-zero tensor.""",
-        claims={"float32": ("float32: your clipped tensor and autograd's gradient of it (for a random dy) ≡ the "
-                            "closed forms computed in float64 (max relative |Δ|)", 1e-5),
-                "float64": ("float64: the same (max relative |Δ|)", 1e-10)},
+        claims={"float32": ("float32: your clipped tensor and autograd's gradient of it (for a random dy) ≡ the closed "
+                            "forms computed in float64 (largest |yours − expected| ÷ max(1, largest |expected|), "
+                            "tensor by tensor)", 1e-5),
+                "float64": ("float64: the same (largest |yours − expected| ÷ max(1, largest |expected|), tensor by "
+                            "tensor)", 1e-10)},
         rules=(("every slice's norm after your clipping is at most clip_norm (max of norm / clip_norm)", 1 + 1e-5,
                 "<="),),
         forbidden=("torch.renorm", "torch.Tensor.renorm", "torch.Tensor.renorm_")),

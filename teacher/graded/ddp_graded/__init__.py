@@ -33,5 +33,5 @@ EXERCISES = [
         [p.grad for p in model.parameters()] after the last part. The check runs it on equal and unequal parts,
         a part of padding only, one part, and the same batch without and with padding.""",
         claims={"acc": ("your accumulated gradient ≡ autograd through F.cross_entropy over the whole batch, float64 "
-                        "(max relative |Δ|)", 1e-9)}),
+                        "(largest |yours − expected| ÷ max(1, largest |expected|), tensor by tensor)", 1e-9)}),
 ]

@@ -37,5 +37,6 @@ EXERCISES = [
         # rather than a rule of its own that course scoring would count as half the points
         # (gradlab.practice.classroom.course)
         claims={"td": ("your loss, its gradient to online's parameters and to target's (0) ≡ autograd through the "
-                       "stop-gradient Double DQN loss, float64 (max relative |Δ|)", 1e-9)}),
+                       "stop-gradient Double DQN loss, float64 (largest |yours − expected| ÷ max(1, largest "
+                       "|expected|), tensor by tensor)", 1e-9)}),
 ]

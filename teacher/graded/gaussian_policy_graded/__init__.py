@@ -32,7 +32,8 @@ EXERCISES = [
         σ = 1 and on σ ≠ 1, for small and large σ. TF-1: the tutorial's layer was meant to give the plain
         Gaussian's score; this is the policy that keeps actions in bounds.""",
         claims={"score": ("your ln π and score ≡ autograd through TransformedDistribution(Normal(μ, σ), "
-                          "TanhTransform()).log_prob(a), float64 (max relative |Δ|)", 1e-9)},
+                          "TanhTransform()).log_prob(a), float64 (largest |yours − expected| ÷ max(1, largest "
+                          "|expected|), tensor by tensor)", 1e-9)},
         keeps=("a", "mu", "log_std"),
         no_autograd=True,
         forbidden=("torch.distributions.Normal.log_prob", "torch.distributions.TransformedDistribution.log_prob",

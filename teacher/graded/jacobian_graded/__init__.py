@@ -29,8 +29,9 @@ EXERCISES = [
         pass, whatever it is given): at most m. torch.autograd.functional.jacobian, torch.func.jacrev / jacfwd and
         vmap compute this for you: write it with torch.autograd.grad. The inputs: more samples than outputs, more
         outputs than samples, one sample, one output, a square m = n.""",
-        claims={"jacobian": ("your per-sample Jacobians ≡ the diagonal blocks of "
-                             "torch.autograd.functional.jacobian's whole-batch Jacobian (max relative |Δ|)", 1e-9)},
+        claims={"jacobian": ("your per-sample Jacobians ≡ the diagonal blocks of torch.autograd.functional.jacobian's "
+                             "whole-batch Jacobian (largest |yours − expected| ÷ max(1, largest |expected|), tensor by "
+                             "tensor)", 1e-9)},
         rules=(("m backward passes for the whole batch: passes through f's output (max over the inputs of passes / "
                 "m)", 1.0, "<="),),
         forbidden=("torch.autograd.functional.jacobian", "torch.func.jacrev", "torch.func.jacfwd",

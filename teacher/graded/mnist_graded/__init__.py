@@ -29,7 +29,7 @@ EXERCISES = [
         Return (gW, gb) of shapes (784, 10), (10,); W, b, x, y and w are not changed. The inputs include logits
         far above 88 (exp overflows in float32 there), a batch whose weights are all 0, one sample of weight 3,
         and float64.""",
-        claims={"grad": ("your hand-derived gradient ≡ autograd's through the weighted cost, in float64 (max "
-                         "relative |Δ| over the inputs)", 1e-5)},
+        claims={"grad": ("your hand-derived gradient ≡ autograd's through the weighted cost, in float64 (largest "
+                         "|yours − expected| ÷ max(1, largest |expected|), tensor by tensor, over the inputs)", 1e-5)},
         keeps=("W", "b", "x", "y", "w"), no_autograd=True),
 ]

@@ -22,7 +22,8 @@ EXERCISES = [
         Shapes: actor maps states (N, 4) to action logits (N, 2); critic maps states (N, 4) to values (N, 1);
         s, s2 (N, 4); a (N,) int64; r, done (N,) float. Return the loss (a 0-dim tensor) with the graph to the
         actor's parameters. TF-1: the advantage fed in through a placeholder, or tf.stop_gradient(td).""",
-        claims={"actor": ("your loss and its gradients ≡ the detached-advantage loss's (max relative |Δ|)", 1e-5)}),
+        claims={"actor": ("your loss and its gradients ≡ the detached-advantage loss's (largest |yours − expected| ÷ "
+                          "max(1, largest |expected|), tensor by tensor)", 1e-5)}),
     Exercise(
         function="critic_update", level=2,
         what="one critic update, TF-1's compute_gradients + apply_gradients: the gradients into .grad, then "
@@ -41,6 +42,7 @@ EXERCISES = [
         algorithm with the same interface: your code hands either its gradients the same way, through .grad.
         Return nothing: the critic's parameters are updated in place. The check calls your function three times in
         a row and compares the gradient optimizer.step() is given and the parameters after each update.""",
-        claims={"critic": ("3 updates with your function ≡ with the explicit-gradient update, torch's RMSprop (max "
-                           "relative |Δ| of the gradients given to step() and of the parameters)", 1e-5)}),
+        claims={"critic": ("3 updates with your function ≡ with the explicit-gradient update, torch's RMSprop (largest "
+                           "|yours − expected| ÷ max(1, largest |expected|), tensor by tensor: the gradients given to "
+                           "step() and the parameters)", 1e-5)}),
 ]

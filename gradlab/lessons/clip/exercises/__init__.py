@@ -21,7 +21,8 @@ EXERCISES = [
         Shapes: grads, a list of tensors of any shapes (they differ: (784, 10), (10,), (256, 256)…). Return a
         0-dim tensor; the gradients are not changed. torch.nn.utils.get_total_norm computes this (the check
         compares yours with it): write it yourself here. TF-1: tf.global_norm(t_list).""",
-        claims={"norm": ("your global norm ≡ torch.nn.utils.get_total_norm's (max relative |Δ| over the inputs)",
+        claims={"norm": ("your global norm ≡ torch.nn.utils.get_total_norm's (largest |yours − expected| ÷ max(1, "
+                         "largest |expected|), tensor by tensor, over the inputs)",
                          1e-5)},
         keeps=("grads",),
         forbidden=("torch.nn.utils.get_total_norm", "torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm")),
@@ -38,8 +39,8 @@ EXERCISES = [
         of the same shapes; the tensors you were given are not changed. torch.nn.utils.clip_grad_norm_ does this
         to parameters' .grad (the check compares yours with it): write it yourself here. TF-1: clipped, _ =
         tf.clip_by_global_norm(grads, clip_norm).""",
-        claims={"clip": ("your clipped gradients ≡ torch.nn.utils.clip_grad_norm_'s (max relative |Δ| over the "
-                         "inputs)", 1e-5)},
+        claims={"clip": ("your clipped gradients ≡ torch.nn.utils.clip_grad_norm_'s (largest |yours − expected| ÷ "
+                         "max(1, largest |expected|), tensor by tensor, over the inputs)", 1e-5)},
         rules=(("after your clipping the global norm is at most clip_norm (max of norm / clip_norm)", 1 + 1e-5,
                 "<="),
                ("the direction is kept: cosine between clipped and original gradients (min)", 1 - 1e-6, ">=")),
@@ -63,6 +64,7 @@ EXERCISES = [
         between devices itself); when each process holds only its shard of the gradients, the squared norms must be
         all-reduced first.""",
         claims={"ranks": ("on real gloo workers, every rank's clipped shard ≡ the whole model's gradients clipped "
-                          "together (max relative |Δ|)", 1e-9)},
+                          "together (largest |yours − expected| ÷ max(1, largest |expected|), tensor by "
+                          "tensor)", 1e-9)},
         forbidden=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm")),
 ]

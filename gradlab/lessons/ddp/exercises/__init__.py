@@ -37,8 +37,8 @@ EXERCISES = [
         and return nothing. DistributedDataParallel does this during backward ("the gradients between different
         nodes are averaged", its docstring): write it by hand here. TF-1: tf.contrib.nccl.all_sum (1.0 to 1.12)
         summed across GPUs; Horovod's hvd.allreduce averages by default.""",
-        claims={"sync": ("on real gloo workers, every rank's .grad ≡ the mean of the workers' gradients (max relative "
-                         "|Δ|)", 1e-6)}),
+        claims={"sync": ("on real gloo workers, every rank's .grad ≡ the mean of the workers' gradients (largest "
+                         "|yours − expected| ÷ max(1, largest |expected|), tensor by tensor)", 1e-6)}),
     Exercise(
         function="accumulated_grad", level=2,
         what="the gradient of one batch accumulated over micro-batches of any sizes, ≡ the whole batch's",
@@ -53,10 +53,10 @@ EXERCISES = [
         [p.grad for p in model.parameters()] after the last part. TF-1 had no .grad that adds up: tf.gradients
         returns new tensors at every call, so accumulating them took variables of your own (assign_add) or
         tf.ConditionalAccumulator ("for aggregating gradients").""",
-        claims={"equal": ("equal parts: your accumulated gradient ≡ one backward over the whole batch (max relative "
-                          "|Δ|)", 1e-5),
-                "unequal": ("unequal parts: your accumulated gradient ≡ one backward over the whole batch (max "
-                            "relative |Δ|)", 1e-5)}),
+        claims={"equal": ("equal parts: your accumulated gradient ≡ one backward over the whole batch (largest |yours "
+                          "− expected| ÷ max(1, largest |expected|), tensor by tensor)", 1e-5),
+                "unequal": ("unequal parts: your accumulated gradient ≡ one backward over the whole batch (largest "
+                            "|yours − expected| ÷ max(1, largest |expected|), tensor by tensor)", 1e-5)}),
     Exercise(
         function="average_gradients", level=3,
         what="the global gradient from uneven shards with torch.distributed.all_reduce, run on real gloo workers",
@@ -71,6 +71,6 @@ EXERCISES = [
         (34, 33, 33). Return a list of tensors of the same shapes. TF-1 had all-reduce too
         (tf.contrib.nccl.all_sum from 1.0, summing across GPUs; tf.contrib.distribute.MirroredStrategy from 1.8),
         and Horovod's hvd.allreduce averages by default: equal weights, right for equal shards only.""",
-        claims={"average": ("on real gloo workers, every worker's result ≡ the whole batch's gradient Σ_r "
-                            "(n_r/B)·ḡ_r (max relative |Δ|)", 1e-12)}),
+        claims={"average": ("on real gloo workers, every worker's result ≡ the whole batch's gradient Σ_r (n_r/B)·ḡ_r "
+                            "(largest |yours − expected| ÷ max(1, largest |expected|), tensor by tensor)", 1e-12)}),
 ]

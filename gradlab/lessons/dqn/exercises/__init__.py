@@ -25,7 +25,8 @@ EXERCISES = [
         Shapes: target is a network from states (N, 4) to action values (N, 2); r, done (N,) float; s2 (N, 4);
         gamma a float. Return y of shape (N,). {DONE}
         TF-1: y = tf.stop_gradient(y), or y computed in a separate session run and fed in as a placeholder.""",
-        claims={"td": ("your y ≡ r + γ(1 − done) max target(s2) (max relative |Δ|)", 1e-6)},
+        claims={"td": ("your y ≡ r + γ(1 − done) max target(s2) (largest |yours − expected| ÷ max(1, largest "
+                       "|expected|), tensor by tensor)", 1e-6)},
         rules=(("your y carries no graph (y.requires_grad; 1 is yes)", 0, "<="),)),
     Exercise(
         function="td_loss", level=2,
@@ -38,6 +39,7 @@ EXERCISES = [
         int64; r, done (N,) float. {DONE}
         Return the loss (a 0-dim tensor) with the graph to online's parameters. TF-1: y = tf.stop_gradient(y),
         or y fed in as a placeholder.""",
-        claims={"td": ("your loss and its gradients ≡ the stop-gradient TD loss's (max relative |Δ|)", 1e-5)},
+        claims={"td": ("your loss and its gradients ≡ the stop-gradient TD loss's (largest |yours − expected| ÷ max(1, "
+                       "largest |expected|), tensor by tensor)", 1e-5)},
         rules=(("no gradient reaches the target network (largest norm of its gradient)", 0.0, "<="),)),
 ]

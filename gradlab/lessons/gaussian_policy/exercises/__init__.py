@@ -21,7 +21,8 @@ EXERCISES = [
         not changed. Return (d_mu, d_sigma), one number per element. No autograd (no requires_grad_, no
         backward): the check fails a function that builds a graph. TF-1: the tutorial's layer was meant to give
         these as the gradient of ln π.""",
-        claims={"score": ("your closed forms ≡ autograd through Normal(μ, σ).log_prob(a) (max relative |Δ|)", 1e-9)},
+        claims={"score": ("your closed forms ≡ autograd through Normal(μ, σ).log_prob(a) (largest |yours − expected| ÷ "
+                          "max(1, largest |expected|), tensor by tensor)", 1e-9)},
         keeps=("a", "mu", "sigma"), no_autograd=True,
         forbidden=("torch.distributions.Normal.log_prob",)),
     Exercise(
@@ -39,7 +40,8 @@ EXERCISES = [
         tutorial's @tf.custom_gradient layer returned the scores from its forward and `_y * dy` from its
         gradient function; here the forward is ln π and the backward the scores.""",
         claims={"layer": ("your value, three gradients (for a random dy) and second derivatives ≡ autograd through "
-                          "Normal(μ, σ).log_prob (max relative |Δ|)", 1e-9)},
+                          "Normal(μ, σ).log_prob (largest |yours − expected| ÷ max(1, largest |expected|), tensor by "
+                          "tensor)", 1e-9)},
         forward="a, mu, sigma",
         forbidden=("torch.distributions.Normal.log_prob",)),
 ]

@@ -21,7 +21,8 @@ EXERCISES = [
         requires_grad; v (m,). Return vᵀJ, of shape (n,). torch.autograd.functional.vjp computes this (the check
         compares yours with it): write it yourself, one backward pass (torch.autograd.grad). The check counts
         the backward passes through f(x) (each autograd.grad or .backward call one, a batched call m): one.""",
-        claims={"vjp": ("your vᵀJ ≡ torch.autograd.functional.vjp's (max relative |Δ|)", 1e-9)},
+        claims={"vjp": ("your vᵀJ ≡ torch.autograd.functional.vjp's (largest |yours − expected| ÷ max(1, largest "
+                        "|expected|), tensor by tensor)", 1e-9)},
         rules=(("one backward pass: passes through f(x) (max over the inputs; a batched call counts m)", 1.0,
                 "<="),),
         forbidden=("torch.autograd.functional.vjp", "torch.func.vjp", "torch.autograd.functional.jacobian",
@@ -34,7 +35,8 @@ EXERCISES = [
         with the unit vector e_i). tf.gradients(f(x), x) returned Σ_i ∂f_i/∂x: the rows summed.
 
         Shapes: f maps a tensor of shape (n,) to one of shape (m,); x (n,). Return J of shape (m, n).""",
-        claims={"jacobian": ("your Jacobian ≡ torch.autograd.functional.jacobian's (max relative |Δ|)", 1e-9)},
+        claims={"jacobian": ("your Jacobian ≡ torch.autograd.functional.jacobian's (largest |yours − expected| ÷ "
+                             "max(1, largest |expected|), tensor by tensor)", 1e-9)},
         forbidden=("torch.autograd.functional.jacobian", "torch.func.jacrev", "torch.func.jacfwd")),
     Exercise(
         function="hvp", level=3,
@@ -52,7 +54,8 @@ EXERCISES = [
         (each autograd.grad or .backward call one, a batched call n), and H v takes one. TF-1: tf.hessians(ys,
         xs) built the whole Hessian by differentiating tf.gradients's output again; H v needs one backward pass
         more than the gradient.""",
-        claims={"hvp": ("your H v ≡ torch.autograd.functional.hvp's (max relative |Δ|)", 1e-9)},
+        claims={"hvp": ("your H v ≡ torch.autograd.functional.hvp's (largest |yours − expected| ÷ max(1, largest "
+                        "|expected|), tensor by tensor)", 1e-9)},
         rules=(("H is never built: backward passes through the gradient ∇f (max over the inputs; a batched call "
                 "counts n)", 1.0, "<="),),
         forbidden=("torch.autograd.functional.hvp", "torch.autograd.functional.vhp",

@@ -10,8 +10,9 @@ torch/nn/functional.py, softplus ("reverts to the linear function when input × 
 
 from gradlab.kit.exercise import Exercise
 
-FLOAT64 = ("float64: your value, gradient (for a random dy) and second derivative ≡ the stable formulas (max relative "
-           "|Δ|; 1e-8 leaves room for F.softplus's threshold)", 1e-8)
+FLOAT64 = ("float64: your value, gradient (for a random dy) and second derivative ≡ the stable formulas (largest "
+           "|yours − expected| ÷ max(1, largest |expected|), tensor by tensor; 1e-8 leaves room for F.softplus's "
+           "threshold)", 1e-8)
 
 EXERCISES = [
     Exercise(
@@ -26,9 +27,10 @@ EXERCISES = [
 
         Shapes: x any shape, float32 or float64. F.softplus computes this (the check compares yours with the closed
         forms): write it yourself here. TF-1: tf.nn.softplus; the tutorial wrote log(1 + exp(x)) and got NaN.""",
-        claims={"float32": ("float32: your value and autograd's gradient of it (for a random dy) ≡ the stable "
-                            "formulas (max relative |Δ|)", 1e-6),
-                "float64": ("float64: the same (max relative |Δ|; 1e-8 leaves room for F.softplus's threshold)",
+        claims={"float32": ("float32: your value and autograd's gradient of it (for a random dy) ≡ the stable formulas "
+                            "(largest |yours − expected| ÷ max(1, largest |expected|), tensor by tensor)", 1e-6),
+                "float64": ("float64: the same (largest |yours − expected| ÷ max(1, largest |expected|), tensor by "
+                            "tensor; 1e-8 leaves room for F.softplus's threshold)",
                             1e-8)},
         forbidden=("torch.nn.functional.softplus", "torch.ops.aten.softplus")),
     Exercise(
@@ -44,7 +46,8 @@ EXERCISES = [
         forward on ctx instead makes it a constant to autograd: a second derivative then raises or silently
         drops the f'' term, and the check measures it as 0.""",
         claims={"float32": ("float32: your value, gradient (for a random dy) and second derivative ≡ the stable "
-                            "reference (max relative |Δ|)", 1e-6),
+                            "reference (largest |yours − expected| ÷ max(1, largest |expected|), tensor by "
+                            "tensor)", 1e-6),
                 "float64": FLOAT64},
         rules=(("no NaN or inf at x = 100 in float32 (value and gradient; count)", 0, "<="),)),
 ]

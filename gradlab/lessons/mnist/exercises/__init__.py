@@ -27,8 +27,10 @@ EXERCISES = [
         log(softmax(z)) is log 0 = −inf, 0·(−inf) is NaN, and so is its gradient. TF-1: grad_W, grad_b =
         tf.gradients(xs=[W, b], ys=cost); W.assign(W - lr * grad_W).""",
         claims={"step": ("your step ≡ torch.optim.SGD's step from the same weights, on the cost taken with "
-                         "F.log_softmax (max relative |Δ| over the inputs)", 1e-5),
-                "train": ("20 training steps with your step ≡ with torch.optim.SGD (max relative |Δ| of W, b)",
+                         "F.log_softmax (largest |yours − expected| ÷ max(1, largest |expected|), tensor by tensor, "
+                         "over the inputs)", 1e-5),
+                "train": ("20 training steps with your step ≡ with torch.optim.SGD (largest |yours − expected| ÷ "
+                          "max(1, largest |expected|), in W and in b)",
                           1e-5)},
         keeps=("W", "b"),
         forbidden=("torch.optim.Optimizer",)),
@@ -44,7 +46,8 @@ EXERCISES = [
         Shapes: W (784, 10), b (10,), x (B, 784), y (B, 10) one-hot; W, b, x and y are not changed. Return (gW, gb)
         of shapes (784, 10), (10,). The inputs include logits far above 88, where exp overflows in float32.
         TF-1: what tf.gradients(xs=[W, b], ys=cost) computes for you.""",
-        claims={"grad": ("your hand-derived gradient ≡ autograd's (max relative |Δ| over the inputs)", 1e-5)},
+        claims={"grad": ("your hand-derived gradient ≡ autograd's (largest |yours − expected| ÷ max(1, largest "
+                         "|expected|), tensor by tensor, over the inputs)", 1e-5)},
         keeps=("W", "b", "x", "y"), no_autograd=True),
     Exercise(
         function="LogSoftmax", level=3,
@@ -60,9 +63,11 @@ EXERCISES = [
         compares yours with autograd through it): write it yourself here, without F.log_softmax. TF-1: the
         tutorial's cost took tf.log(tf.nn.softmax(z)), which is log 0 = −inf once a probability underflows;
         tf.nn.log_softmax is the stable one.""",
-        claims={"float64": ("float64: your value, gradient (for a random dy) and second derivative ≡ autograd "
-                            "through F.log_softmax (max relative |Δ|)", 1e-9),
-                "float32": ("float32, logits near 100 and −1000: the same, finite (max relative |Δ|)", 1e-5)},
+        claims={"float64": ("float64: your value, gradient (for a random dy) and second derivative ≡ autograd through "
+                            "F.log_softmax (largest |yours − expected| ÷ max(1, largest |expected|), tensor by "
+                            "tensor)", 1e-9),
+                "float32": ("float32, logits near 100 and −1000: the same, finite (largest |yours − expected| ÷ max(1, "
+                            "largest |expected|), tensor by tensor)", 1e-5)},
         forward="z",
         forbidden=("torch.nn.functional.log_softmax", "torch.log_softmax", "torch.Tensor.log_softmax",
                    "torch.special.log_softmax", "torch._log_softmax", "torch.ops.aten.log_softmax",
