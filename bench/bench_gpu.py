@@ -28,7 +28,7 @@ def samples_per_s(data, device: str, n: int, graphed: bool = True) -> dict[str, 
     """samples/s of each variant's training loop (the lesson's own timing) on DEVICE."""
     runner = M.epoch_runner
     if not graphed:  # the eager loop on the GPU too
-        M.epoch_runner = lambda step, params, x, y, b: T.eager_epoch(step, x, y, b)
+        M.epoch_runner = lambda step, params, x, y, b, stored=None: T.eager_epoch(step, x, y, b)
     try:
         return {v: M.run(M.Config(variant=v, train_size=n), data, torch.device(device)).metrics[v]["samples_per_s"]
                 for v in M.VARIANTS}

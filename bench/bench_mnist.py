@@ -2,10 +2,12 @@
 quiet and beside two busy programs, measured in the same run.
 
 The naive baseline is what many tutorials write: DataLoader(torchvision dataset with ToTensor(), batch_size=100,
-shuffle=True), the same model and SGD step, with torch's default threads. Ours keeps the data in memory as tensors
-and slices batches, with gradlab's thread policy (one thread, gradlab/kit/threads.py), and for comparison with one
-thread per CPU. Targets (issue "In students' hands"): autograd variants ≥ 12× the naive loop, analytic ≥ 15×, and
-beside two busy programs no more than 2× slower than quiet. Printed, not asserted: timings depend on the machine.
+shuffle=True), the same model and SGD step. Ours keeps the data in memory as tensors and gathers batches, with
+gradlab's thread policy (one thread, gradlab/kit/threads.py), and for comparison with one thread per CPU; each row's
+naive loop runs in the same run with that row's thread count, so a ratio compares two loops on equal terms.
+Targets: autograd variants ≥ 12× the naive loop (issue "In students' hands"), analytic ≥ 20× (issue #42: met there
+on 2026-11-28, the autograd variants not), and beside two busy programs no more than 2× slower than quiet. Printed,
+not asserted: timings depend on the machine.
 Written to bench/results/mnist.json (bench/record.py) with the machine and its load, which the docs render.
 
 Data: full MNIST when present in data/MNIST/raw, else Fashion-MNIST (data/FashionMNIST/raw or Debian's
@@ -36,7 +38,7 @@ from gradlab.kit import data as datasets
 from gradlab.kit import threads
 from gradlab.lessons.mnist import lesson as M
 
-TARGETS = {"optimizer": 12, "manual": 12, "analytic": 15}
+TARGETS = {"optimizer": 12, "manual": 12, "analytic": 20}
 TRAIN = 55_000
 
 
@@ -108,22 +110,22 @@ def main() -> None:
     console.print(f"bench mnist: {data.name} ({n:,} training images, 10 epochs), torch {torch.__version__}, {cpus} "
                   f"CPUs, load average {os.getloadavg()[0]:.2f}; gradlab's policy: {policy} thread ({why})")
     default_threads = torch.get_num_threads()
-    naive = naive_samples_per_s(data, cls, root, n)
     runs = {}
     for label, k in ((f"{policy} (gradlab)", policy), (f"{cpus} (torch's default)", cpus)):
-        runs[label] = {"threads": k, "quiet": ours(data, n, k)}
+        threads.apply(k)
+        runs[label] = {"threads": k, "naive": naive_samples_per_s(data, cls, root, n), "quiet": ours(data, n, k)}
         with busy(2):
             runs[label]["busy"] = ours(data, n, k)
     threads.apply(default_threads)
-    table = Table(title=f"samples/s of each training loop, quiet and beside 2 busy programs (naive loop: "
-                        f"{naive:,.0f} samples/s, quiet, same run)", title_justify="left")
-    for col in ("loop", "threads", "quiet samples/s", "× naive", "target", "+2 busy samples/s", "busy slowdown",
-                "≤ 2×"):
+    table = Table(title="samples/s of each training loop, quiet and beside 2 busy programs (the naive loop: quiet, "
+                        "same run, same threads)", title_justify="left")
+    for col in ("loop", "threads", "naive samples/s", "quiet samples/s", "× naive", "target", "+2 busy samples/s",
+                "busy slowdown", "≤ 2×"):
         table.add_column(col, justify="left" if col in ("loop", "threads") else "right")
     for label, r in runs.items():
         for v in M.VARIANTS:
-            ratio, slow = r["quiet"][v] / naive, r["quiet"][v] / r["busy"][v]
-            table.add_row(v, label, f"{r['quiet'][v]:,.0f}", f"{ratio:.1f}",
+            ratio, slow = r["quiet"][v] / r["naive"], r["quiet"][v] / r["busy"][v]
+            table.add_row(v, label, f"{r['naive']:,.0f}", f"{r['quiet'][v]:,.0f}", f"{ratio:.1f}",
                           f"≥ {TARGETS[v]}× {'✓' if ratio >= TARGETS[v] else '✗'}", f"{r['busy'][v]:,.0f}",
                           f"{slow:.2f}×", "✓" if slow <= 2 else "✗")
     console.print(table)
@@ -131,8 +133,9 @@ def main() -> None:
         **header, "load_average_after": record.load(), "command": record.command(),
         "wall_s": round(time.perf_counter() - start, 1), "data": data.name, "train_images": n, "epochs": 10,
         "batch": 100, "busy_programs": 2, "busy_program": shlex.join(SPIN[1:]), "policy_why": why,
-        "naive_samples_per_s": round(naive, 1), "targets": TARGETS, "slowdown_target": 2,
-        "runs": [{"label": label, "threads": r["threads"],
+        "naive_samples_per_s": round(runs[f"{policy} (gradlab)"]["naive"], 1), "targets": TARGETS,
+        "slowdown_target": 2,
+        "runs": [{"label": label, "threads": r["threads"], "naive_samples_per_s": round(r["naive"], 1),
                   **{kind: {v: round(r[kind][v], 1) for v in M.VARIANTS} for kind in ("quiet", "busy")}}
                  for label, r in runs.items()]}))
 

@@ -89,8 +89,21 @@ def gpu_env() -> dict[str, str]:
     return {k: v for k, v in GPU_ENV.items() if k not in ("CUDA_VISIBLE_DEVICES", "GRADLAB_DEVICE")}
 
 
+# The longest tests, longest first (the notebooks run end to end, tests/test_notebooks.py: on 2026-11-28, one worker
+# each, at load average 15–25: ddp 182 s, actor-critic 177, dqn 141, clip 72, jacobian 65, gaussian-policy 56,
+# log1pexp 54, mnist 40; quiet, about a fifth of that). They start the suite: pytest-xdist hands out the first quarter
+# of the tests in turn before it deals the rest to whichever worker is free, so a long test met late can leave one
+# worker running it alone while the other has finished.
+LONGEST_FIRST = tuple(f"tests/test_notebooks.py::test_every_notebook_runs_end_to_end_on_a_jupyter_kernel[{n}]" for n in
+                      ("08-ddp", "07-actor-critic", "06-dqn", "02-clip", "03-jacobian", "05-gaussian-policy",
+                       "04-log1pexp", "01-mnist"))
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `gpu` are skipped on a machine without a CUDA GPU (only then is the GPU asked about)."""
+    """The longest tests first (LONGEST_FIRST; the others keep their order). Tests marked `gpu` are skipped on a
+    machine without a CUDA GPU (only then is the GPU asked about)."""
+    rank = {nodeid: i for i, nodeid in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))  # stable: the rest as collected
     marked = [item for item in items if item.get_closest_marker("gpu")]
     if marked and not cuda_devices():
         skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu)")

@@ -14,6 +14,7 @@ import gradlab
 from gradlab.kit import autograd_graph
 from gradlab.lessons import LESSONS
 from gradlab.report import graph as drawing
+from gradlab.report import graph_svg
 from gradlab.report.console import make_console
 
 
@@ -51,7 +52,7 @@ def test_log1pexp_nan_is_born_in_exp_backward(graphs):
     links = chain("naive", CLAIM_X)  # the lesson's link-by-link table
     assert first is not None and first.name == "ExpBackward0"
     assert float(first.grad_in) == links["dy/de"] == 0.0 and torch.isnan(first.grads_out[0]).item()
-    assert "0 × inf" in drawing.why_nonfinite(first)
+    assert "0 × inf" in graph_svg.why_nonfinite(first)
     assert by_title(graphs["log1pexp"], "where guard").first_nonfinite.name == "ExpBackward0"
     assert by_title(graphs["log1pexp"], "stable").first_nonfinite is None
 
@@ -191,10 +192,10 @@ def test_the_docs_pictures_are_the_lessons_graphs(graphs):
         return Counter(re.findall(r">(\w+Backward\w*|[\w.]+  \(AccumulateGrad\))<", text))
 
     for name, gs in graphs.items():
-        fresh = node_names(drawing.svg(gs))
-        for picture in (REPO / "docs" / "graphs" / f"{name}.svg", REPO / "docs" / "graphs" / f"{name}.html"):
+        for picture, fresh in ((REPO / "docs" / "graphs" / f"{name}.svg", drawing.svg(gs)),
+                               (REPO / "docs" / "graphs" / f"{name}.html", drawing.page(gs, name))):
             assert picture.exists(), f"{picture} is missing: run `make docs`"
-            assert node_names(picture.read_text()) == fresh, f"{name}: run `make docs`"
+            assert node_names(picture.read_text()) == node_names(fresh), f"{name}: run `make docs`"
         text = (REPO / "docs" / "lessons" / f"{name}.md").read_text()
         assert f"(../graphs/{name}.svg)" in text and f'<iframe src="../graphs/{name}.html"' in text  # embedded
 
@@ -289,12 +290,13 @@ def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
     dom = subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
                           "--dump-dom", page.as_uri() + "#fold=target"], capture_output=True, text=True,
                          timeout=120).stdout
-    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)"[^>]*style="display: none;"', dom)
+    whole = dom[dom.rindex("<svg"):]  # the drawing with every node (the first has dqn's repeated layers folded)
+    hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)"[^>]*style="display: none;"', whole)
     targets = [n for n in g.nodes if n.group == "target"]
     assert sorted(k for k, _ in hidden) == sorted(["node"] * len(targets) + ["edge"] * len(targets))
     assert {group for _, group in hidden} == {"target"} and 'class="folded"' in dom
     # in their place one box, the arrows into the group redrawn to it (a red one: gradient reaches the target)
-    fold = re.search(r'<g class="fold" data-fold="target" style="">(.*?)<rect', dom).group(1)
+    fold = re.search(r'<g class="fold" data-fold="target" style="">(.*?)<rect', whole).group(1)
     assert fold.count('class="edge"') == len({e.src for e in g.edges if g.nodes[e.dst].group == "target"})
     assert "#c5221f" in fold
 
@@ -412,6 +414,8 @@ def test_check_graph_draws_the_students_backward_pass_beside_the_references(tmp_
     assert re.search(r"look at: MulBackward0 \(#\d+\), the first node whose gradient differs", text)
     drawn = text.split('<script type="application/json"')[0]
     assert drawn.count("≠ its gradient differs from the reference") == 1 and "http" not in text
+    # each of the student's nodes says the line of their file that made it (the reference's none)
+    assert "sgd_step.py:6  cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum()" in drawn
 
 
 def test_a_failed_check_says_how_to_draw_its_graph(capsys):
@@ -432,7 +436,7 @@ def test_check_graph_reads_what_comes_back_as_untrusted_data():
     object or an oversized tensor is refused (one line), never drawn."""
     from gradlab.practice.inside import backward
 
-    node = {"name": "Evil\x1b[31m<script>", "leaf": False, "label": "", "shape": None, "order": 0,
+    node = {"name": "Evil\x1b[31m<script>", "leaf": False, "label": "", "where": "", "shape": None, "order": 0,
             "grad_in": torch.ones(2), "grads_out": [torch.ones(2)]}
     ok = backward.checked({"nodes": [node], "edges": []})
     assert ok["nodes"][0]["name"] == "Evil[31m<script>"  # control characters dropped; the page escapes the rest
@@ -451,3 +455,149 @@ def test_check_graph_is_one_file_and_a_known_suffix(tmp_path):
                                  str(tmp_path / "g.html")), "is a folder")
     assert_one_line_error(invoke("check", str(tmp_path / "a.py"), "--graph", str(tmp_path / "g.png")), "--graph")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]
+
+
+def test_check_graph_catches_the_backward_the_harness_runs_and_a_class_exercise():
+    """The first backward pass of the harness's call is caught, not only the function's own: dqn's td_loss returns a
+    loss the harness differentiates, log1pexp's Log1pExp is a class the harness calls; leaves are named after the
+    inputs they equal, a network's weights by their place in its list ("online[0]")."""
+    from gradlab.practice import all_exercises, checks_of
+    from gradlab.practice.inside import backward
+
+    for name in ("dqn.td_loss", "log1pexp.Log1pExp"):
+        checks = checks_of(all_exercises()[name])
+        case = checks.cases(0)[0]
+        caught = backward.Caught(checks.call, case)
+        caught(checks.reference, case)
+        data = backward.checked(caught.data)
+        assert data is not None and len(data["nodes"]) >= 2, name
+        if name == "dqn.td_loss":
+            assert {"online[0]", "online[3]"} <= {n["label"] for n in data["nodes"]}
+
+
+def test_check_graph_of_a_teachers_own_class_exercise(tmp_path):
+    """A teacher's own exercise (teacher/graded, an autograd.Function class) is drawn from the sandbox: the graph its
+    harness's backward pass runs, beside the reference's (one sandbox start: the graph's, no check before it)."""
+    from pathlib import Path
+
+    from gradlab.practice.classroom import course
+    from gradlab.practice.judging import check, submission
+
+    graded = Path(__file__).parents[1] / "teacher" / "graded"
+    items = course.read(str(graded / "course.toml"))  # registers the course's own exercises
+    answer = tmp_path / "Log1mExp.py"
+    answer.write_text((graded / "log1pexp_graded" / "answers.py").read_text())
+    todo = submission.of_file(str(answer), exercise_name=None, files_of={i.file: i.exercise for i in items},
+                              course_check=False)
+    mine, theirs = check.graphs(todo)
+    assert mine.title.startswith("your Log1mExp(): its backward pass") and len(mine.nodes) >= 2
+    assert mine.note == "look at: every node's gradient matches the reference's at the same op", mine.note
+    assert theirs.title == "the reference's, on the same input"
+
+
+def test_check_graph_of_a_gloo_exercise_is_one_line_before_anything_runs(tmp_path):
+    """ddp's gloo exercises call the function in several worker processes: --graph says so in one line, exit 2,
+    before the check runs (no table printed, no file written)."""
+    from pathlib import Path
+
+    right = Path(__file__).parent / "practice_corpus" / "ddp.average_gradients" / "right_flat_bucket.py"
+    result = invoke("check", str(right), "--graph", str(tmp_path / "g.html"))
+    assert_one_line_error(result, "gloo worker processes", "without --graph")
+    assert "average_gradients() against the reference" not in result.output and not list(tmp_path.iterdir())
+
+
+def test_each_student_node_keeps_the_line_of_their_file_that_made_it(tmp_path):
+    """The sandbox's catch keeps, per node, the submission's line that made it (a TorchFunctionMode reading the
+    stack: the first frame of the student's file), sanitized and cut: it shows in the box, its tooltip and the
+    panel; a node made by the harness's own code (none here) or a leaf has none."""
+    from gradlab.practice import all_exercises, checks_of
+    from gradlab.practice.inside import backward
+
+    path = tmp_path / "sgd_step.py"
+    path.write_text(SUMMED)
+    namespace: dict = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    checks = checks_of(all_exercises()["mnist.sgd_step"])
+    case = checks.cases(0)[0]
+    caught = backward.Caught(checks.call, case, mine=lambda filename: filename == str(path))
+    caught(namespace["sgd_step"], case)
+    mine = backward.graph(backward.checked(caught.data), "yours")
+    lines = {n.name: n.forward.where for n in mine.nodes if n.forward is not None}
+    assert lines["MulBackward0"].startswith("sgd_step.py:6  cost = -(y * F.log_softmax(x @ W + b, dim=1)).sum()")
+    assert lines["SumBackward0"] == lines["MulBackward0"] and not any(n.forward for n in mine.nodes if n.leaf)
+    page = drawing.page([mine], "t")
+    assert "<title>sgd_step.py:6  cost = -(y * F.log_softmax" in page
+    evil = {**backward.checked(caught.data)}
+    evil["nodes"] = [{**n, "where": "x.py:1  \x1b[2J\u202eevil" + "z" * 400} for n in evil["nodes"]]
+    shown = backward.graph(evil, "e").nodes[0].forward.where
+    assert "\x1b" not in shown and "\u202e" not in shown and len(shown) < 2 * backward.WHERE
+
+
+def test_repeated_layers_are_drawn_once_and_folded(graphs):
+    """A repeated block (dqn's Q-network: Linear → ReLU three times; a loop of the same ops) is drawn once, its other
+    copies one "×N" box, in the SVG and the terminal's tree; the drawing with every node has them all; a graph
+    without repeats (mnist's) has no box."""
+    from gradlab.report import repeats
+
+    g = by_title(graphs["dqn"], "stop-grad: TD")
+    (series,) = repeats.find(g)
+    assert (series.times, series.unit, series.layers) == (3, ["AddmmBackward0", "ReluBackward0"],
+                                                          ["online.2", "online.0"])
+    folded, whole = drawing.svg([g]), drawing.svg([g], fold=False)
+    assert ">×3  AddmmBackward0 → ReluBackward0<" in folded and ">×3" not in whole
+    assert ">online.4.weight  (AccumulateGrad)<" in folded and ">online.2.weight  (AccumulateGrad)<" not in folded
+    assert ">online.2.weight  (AccumulateGrad)<" in whole
+    assert folded.count('class="node"') == len(g.nodes) - len(series.rest) + len(g.cuts)
+    console = make_console(quiet=False, stderr=False)
+    with console.capture() as out:
+        console.print(drawing.tree(g))
+    assert "⋮ ×3  AddmmBackward0 → ReluBackward0" in out.get() and "online.2.weight" not in out.get()
+    assert not repeats.find(graphs["mnist"][0])
+    x, w = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([0.5, 0.3], requires_grad=True)
+    y = x
+    for _ in range(5):
+        y = torch.tanh(y * w)
+    looped = gradlab.graph(y.sum(), names={"x": x, "w": w}).graphs[0]
+    (loop,) = repeats.find(looped)
+    assert (loop.times, loop.unit) == (5, ["TanhBackward0", "MulBackward0"])
+    looped.nodes[loop.rest[-1]].facts.append("≠ its gradient differs")  # check --graph's mark, on a folded node
+    assert ">a node inside is marked: unfold it<" in drawing.svg([looped])
+
+
+def test_a_click_on_a_folded_series_unfolds_it_in_the_browser(graphs, tmp_path):
+    """In Chromium the page opens with dqn's repeated layers folded; a click on the "×3" box shows the drawing with
+    every node, where a folded layer's weight can be clicked and its chain rule read."""
+    browser = headless_browser("the page")
+    g = by_title(graphs["dqn"], "stop-grad: TD")
+    weight = next(n for n in g.nodes if n.label == "2.weight")
+    page = tmp_path / "dqn.html"
+    page.write_text(drawing.page([g], "dqn"))
+    tools = _DevTools(browser, page.as_uri(), tmp_path / "p")
+    try:
+        for _ in range(100):
+            if tools.js("document.body && document.body.getAttribute('data-drawn')"):
+                break
+            time.sleep(0.1)
+        shown = "Array.from(document.querySelectorAll('#view svg')).map(s => s.style.display).join(',')"
+        assert tools.js(shown) == ",none"  # folded first
+        tools.click("#fit")  # the whole drawing in view
+        tools.click("g.series")
+        assert tools.js(shown) == "none,"
+        tools.key("0", 48)  # fit the unfolded drawing
+        tools.click(f'#view svg:nth-of-type(2) g.node[data-node="g0n{weight.id}"]')
+        assert tools.js("document.querySelector('#panel h2').textContent").startswith("online.2.weight")
+    finally:
+        tools.close()
+
+
+def test_the_exercises_on_gloo_workers_say_so_and_suggest_no_graph():
+    """Exercise.on_workers (torch-free: the starter and a failed check read it) is true exactly where the harness
+    starts gloo workers; their starters do not suggest --graph, the others' do."""
+    from gradlab.practice import all_exercises, checks_of
+    from gradlab.practice.classroom.starter import starter
+
+    for name, exercise in all_exercises().items():
+        assert exercise.on_workers == (checks_of(exercise).harness.prepare is not None), name
+        text = starter(exercise, f"{exercise.function}.py")
+        assert ("--graph" in text) == (not exercise.no_autograd and not exercise.on_workers), name
+    assert all_exercises()["ddp.average_gradients"].on_workers

@@ -120,6 +120,24 @@ def test_no_shuffle_takes_batches_in_file_order(sample):
     assert all(torch.equal(s, x[i * 100:(i + 1) * 100]) for i, s in enumerate(seen))
 
 
+def test_batches_gathered_from_the_bytes_are_the_very_floats(sample):
+    """The CPU loop gathers shuffled batches from the images' bytes (as_bytes) and divides each by 255: every one of
+    the 256 values comes back as the float x holds, so the steps see the same batches in both ways; pixels that are
+    not k/255 keep the float path."""
+    every = torch.arange(256, dtype=torch.uint8).repeat(3, 1)
+    assert torch.equal(M.as_bytes(every.to(torch.float32).div_(255.0)), every)
+    assert M.as_bytes(torch.full((2, 3), 0.5)) is None and M.as_bytes(torch.full((2, 3), -1 / 255)) is None
+    x, y = sample.x_train[:300], F.one_hot(sample.y_train[:300], 10).float()
+    order = torch.randperm(300, generator=torch.Generator().manual_seed(0))
+    runs = []
+    for stored in (None, M.as_bytes(x)):
+        runs.append([])
+        M.epoch_runner(lambda xb, yb: runs[-1].append((xb, yb)) or torch.tensor(0.0), (), x, y, 100, stored)(order)
+    assert len(runs[1]) == 3 and all(torch.equal(a, c) and torch.equal(b, d)
+                                     for (a, b), (c, d) in zip(*runs, strict=True))
+    assert runs[0][0][0].dtype == runs[1][0][0].dtype == torch.float32
+
+
 def test_divergence_stops_with_epoch_and_step(sample):
     result = M.run(M.Config(lr=1e38, **SMALL), sample)
     assert result.stopped and "epoch 1, step 2 of 20" in result.stopped and "try a smaller one (lr)" in result.stopped

@@ -239,11 +239,11 @@ def test_the_notebook_runner_fails_on_a_wrong_answer_or_a_false_outcome(broken, 
     nb = runner.prepare(nbformat.v4.new_notebook(cells=cells), "ddp" if broken == "outcome" else "clip",
                         quick=True, answers=True)
     with pytest.raises(CellExecutionError, match="AssertionError"):
-        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+        NotebookClient(nb, timeout=120, kernel_name="python3", shutdown_kernel=runner.SHUTDOWN).execute()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(path, tmp_path):
+def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(path):
     """Each on its own kernel (pytest-xdist runs them beside the other tests), quick budgets, the model answers in;
     a failed claim, a false "What happened" or a failing answer is a failed assert in a cell scripts/notebooks.py
     inserts."""
@@ -251,10 +251,9 @@ def test_every_notebook_runs_end_to_end_on_a_jupyter_kernel(path, tmp_path):
         pytest.importorskip("nbclient")
         pytest.importorskip("ipykernel")
 
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "notebooks.py"), str(tmp_path), "--quick",
-                           "--answers", path.stem], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"{path.name}: {proc.stdout[-1500:]}{proc.stderr[-1500:]}"
-    executed = json.loads((tmp_path / path.name).read_text(encoding="utf-8"))
+    # scripts/notebooks.py's own execute(), in this process (no second Python to start): a failing cell raises
+    # nbclient's CellExecutionError, which names the notebook's cell and its error
+    executed = script("notebooks").execute(path, quick=True, answers=True)
     outputs = [o for c in executed["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
     assert not [o for o in outputs if o["output_type"] == "error"]
     inserted = ["".join(c["source"]) for c in executed["cells"] if "gradlab-injected" in c["metadata"].get("tags", [])]

@@ -185,8 +185,8 @@ def _write_report(out: Path, out_dir: str, contents: dict[str, bytes]) -> None:
 
 
 def _graph_svg(name: str, quick: bool, threads: int | None) -> str:
-    """Lesson NAME's backward graph at the settings run_many ran it with, drawn as an SVG (gradlab.report.graph)."""
-    from gradlab.report.graph import svg  # torch
+    """Lesson NAME's backward graph at the settings run_many ran it with, drawn as an SVG (gradlab.report.graph_svg)."""
+    from gradlab.report.graph_svg import svg  # torch
 
     _, config = runner.resolve(name, {"threads": threads} if threads else {}, budget="quick" if quick else "full")
     return svg(LESSONS[name].load().graphs(config), inline=True)

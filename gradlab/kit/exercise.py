@@ -38,6 +38,9 @@ class Exercise:
     rules: tuple[tuple[str, float, str], ...] = ()  # further claims, measured by Checks.extra: (text, bound, op)
     keeps: tuple[str, ...] = ()  # the inputs the function must leave unchanged (the text says so)
     no_autograd: bool = False  # the text says "no autograd": a graph built while it runs fails a check
+    # the harness calls the function on gloo worker processes (gradlab.kit.harness.gloo_harness): there is no one
+    # backward pass for `gradlab check --graph` to draw, and neither the starter nor a failed check suggests it
+    on_workers: bool = False
     forward: str = "x"  # an autograd.Function's forward arguments after ctx (the starter writes them)
     # what the library already does that the student is to write: calling one of these (a function, a method, a
     # class such as torch.optim.Optimizer: any of its subclasses) is a failed check of its own; the starter says so

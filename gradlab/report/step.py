@@ -25,7 +25,7 @@ from gradlab.kit.result import Claim
 from gradlab.lessons import LESSONS
 from gradlab.report.chain import FORMULAS, local_value
 from gradlab.report.console import make_console
-from gradlab.report.graph import why_nonfinite
+from gradlab.report.graph_svg import why_nonfinite
 
 Prompt = Callable[[str], str]  # asks on a terminal: the text shown → the line typed
 

@@ -18,7 +18,7 @@ from rich.text import Text
 from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.result import Column, Result, Table
 from gradlab.kit.text import sanitize
-from gradlab.practice import all_exercises, listing
+from gradlab.practice import all_exercises, checks_of, listing
 from gradlab.practice.classroom import course, course_files, own, pool
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging import submission
@@ -97,6 +97,8 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
     files_of = {i.file: i.exercise for i in items} if items else None
     todo = (submission.of_folder(path, exercise_name=exercise_name, files_of=files_of) if folder else
             [submission.of_file(path, exercise_name=exercise_name, files_of=files_of, course_check=course_check)])
+    if graph_path is not None:
+        _drawable(todo[0])
     if seed is None:  # a course's inputs are drawn afresh: the inputs of seed 0 (and so their answers) are public
         seed = secrets.randbelow(2**31) if course_check else 0
     if course_check and not quiet:
@@ -186,11 +188,21 @@ def _show(result: Result, console, found: modes.Detected) -> None:
                       "code", style="dim", markup=False, highlight=False)
 
 
+def _drawable(todo: submission.Submission) -> None:
+    """--graph draws one process's backward pass: an exercise whose harness runs the function in gloo worker
+    processes has none, and says so before anything runs (exit 2)."""
+    if todo.stop is None and checks_of(all_exercises()[todo.exercise.name]).harness.prepare is not None:
+        raise GradlabError(f"--graph draws the backward pass of one process; {todo.exercise.name} calls your "
+                           f"{todo.exercise.function}() in gloo worker processes, one per rank, so there is no one "
+                           f"graph to draw: check it without --graph")
+
+
 def _graph(todo: submission.Submission, result: Result, seed: int, graph_path: str | None, console) -> None:
     """--graph: the submission's backward pass beside the reference's, written to GRAPH_PATH; without it, a check
     that failed says how to get it."""
     if graph_path is None:
-        if result.exit_code == 1 and todo.kind == "source" and not getattr(todo.exercise, "no_autograd", True):
+        if result.exit_code == 1 and todo.kind == "source" and not getattr(todo.exercise, "no_autograd", True) \
+                and not getattr(todo.exercise, "on_workers", False):
             console.print(f"see where your gradient goes wrong: gradlab check {todo.shown} --graph "
                           f"{os.path.splitext(os.path.basename(todo.shown))[0]}.html", style="dim", markup=False,
                           highlight=False, soft_wrap=True)  # a command is never broken across lines

@@ -27,7 +27,7 @@ def starter(exercise: Exercise, file: str | None = None) -> str:
         f"Write it yourself: this exercise is to write what {', '.join(exercise.forbidden)} "
         f"{'does' if len(exercise.forbidden) == 1 else 'do'} for you, so calling "
         f"{'it' if len(exercise.forbidden) == 1 else 'one of them'} fails a check of its own.", 110) + "\n\n"
-    graph = "" if exercise.no_autograd else (
+    graph = "" if exercise.no_autograd or exercise.on_workers else (
         f"\nand see your backward pass beside the reference's (the first node whose gradient differs marked):\n\n"
         f"    gradlab check {file} --graph {file.rsplit('.', 1)[0]}.html\n")
     how = (f"then check it:\n\n    gradlab check {file}\n{graph}" if not exercise.package else

@@ -18,33 +18,42 @@ MOST_EDGES = 4 * MOST_NODES
 MOST_NUMBERS = 1 << 16  # a gradient larger than this is not sent (its node shows no numbers)
 MOST_SLOTS = 64
 NAME = 80  # characters of a node's name kept
+WHERE = 160  # characters of a node's source line kept ("sgd_step.py:4  cost = ...")
 
 
 class Caught:
-    """FN, its first backward pass caught when it is called (DATA: what catch() returned, after the call)."""
+    """A harness's CALL with the first backward pass of its first call caught (DATA: what catch() returned): the
+    function's own (torch.autograd.grad inside it), or the one the harness runs on what the function returned (a
+    loss, an autograd.Function class's output), so the graph is the submission's either way."""
 
-    def __init__(self, fn, case: dict) -> None:
-        self.fn, self.case, self.data = fn, case, None
+    def __init__(self, call, case: dict, mine=None) -> None:
+        self.call, self.case, self.mine, self.data = call, case, mine, None
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, fn, case: dict):
         out = []
-        self.data = catch(lambda: out.append(self.fn(*args, **kwargs)), self.case)
+        data = catch(lambda: out.append(self.call(fn, case)), self.case, self.mine)
+        if self.data is None:
+            self.data = data
         return out[0]
 
 
-def catch(run, case: dict) -> dict | None:
+def catch(run, case: dict, mine=None) -> dict | None:
     """RUN() (the harness calling the function on CASE) with its first backward pass caught: {"nodes", "edges",
-    "leaf_grads"} (see checked), or None when it ran none. RUN's exceptions pass through."""
+    "leaf_grads"} (see checked), or None when it ran none. MINE(filename): whether a file is the submission's; each
+    node then keeps the line of it that made the node (the first such frame on the stack when the op ran). RUN's
+    exceptions pass through."""
+    import contextlib
+
     import torch
 
-    caught: dict = {}
+    caught: dict = {"lines": {}}
     real = {"grad": torch.autograd.grad, "backward": torch.autograd.backward}
 
     def wrapped(kind):
         def call(tensors, *args, **kwargs):
             roots = [t for t in (tensors if isinstance(tensors, list | tuple) else [tensors])
                      if isinstance(t, torch.Tensor) and t.grad_fn is not None]
-            if caught or not roots:
+            if "fns" in caught or not roots:
                 return real[kind](tensors, *args, **kwargs)
             fns, edges, hooks, seen = _walk(roots[0].grad_fn)
             caught.update(fns=fns, edges=edges, seen=seen)
@@ -60,12 +69,46 @@ def catch(run, case: dict) -> dict | None:
 
     torch.autograd.grad, torch.autograd.backward = wrapped("grad"), wrapped("backward")
     try:
-        run()
+        with _lines(mine, caught["lines"]) if mine else contextlib.nullcontext():
+            run()
     finally:
         torch.autograd.grad, torch.autograd.backward = real["grad"], real["backward"]
-    if not caught:
+    if "fns" not in caught:
         return None
     return _plain(caught, case)
+
+
+def _lines(mine, lines: dict):
+    """A TorchFunctionMode that keeps, for each grad_fn an op makes, where in the submission's file it was made:
+    "sgd_step.py:4  cost = -(y * z).sum()" (the first frame on the stack of a file MINE says is the submission's),
+    for at most 4 × MOST_NODES nodes."""
+    import linecache
+    import os
+    import sys
+
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    def where() -> str:
+        frame = sys._getframe(2)
+        while frame is not None and not mine(frame.f_code.co_filename):
+            frame = frame.f_back
+        if frame is None:
+            return ""
+        path, line = frame.f_code.co_filename, frame.f_lineno
+        return f"{os.path.basename(path)}:{line}  {linecache.getline(path, line).strip()}"[:WHERE]
+
+    class Lines(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            made = [t.grad_fn for t in (out if isinstance(out, list | tuple) else [out])
+                    if isinstance(t, torch.Tensor) and t.grad_fn is not None and t.grad_fn not in lines]
+            if made and len(lines) < 4 * MOST_NODES:
+                here = where()
+                lines.update((fn, here) for fn in made)
+            return out
+
+    return Lines()
 
 
 def _walk(root):
@@ -112,6 +155,17 @@ def _small(t):
     return None if t is None or t.numel() > MOST_NUMBERS else t.detach().clone()
 
 
+def _inputs(case: dict):
+    """CASE's tensors by name: "W", and "online[2]" for the third of a list of them (a network's weights)."""
+    import torch
+
+    for k, v in case.items():
+        if isinstance(v, torch.Tensor):
+            yield k, v
+        elif isinstance(v, list | tuple):
+            yield from ((f"{k}[{j}]", t) for j, t in enumerate(v) if isinstance(t, torch.Tensor))
+
+
 def _plain(caught: dict, case: dict) -> dict:
     import torch
 
@@ -120,10 +174,11 @@ def _plain(caught: dict, case: dict) -> dict:
         variable = getattr(fn, "variable", None)
         order, arrived, sent = caught["seen"].get(i, (None, None, []))
         label = ""
-        if variable is not None:  # a leaf: named after the input it equals ("W"), as the harness made it
-            label = next((k for k, v in case.items() if isinstance(v, torch.Tensor) and v.shape == variable.shape
+        if variable is not None:  # a leaf: named after the input it equals ("W", "online[2]"), as the harness made it
+            label = next((k for k, v in _inputs(case) if v.shape == variable.shape
                           and torch.equal(v.to(variable.dtype), variable.detach())), "")
         nodes.append({"name": type(fn).__name__[:NAME], "leaf": variable is not None, "label": label,
+                      "where": caught["lines"].get(fn, ""),
                       "shape": list(variable.shape) if variable is not None else None, "order": order,
                       "grad_in": _small(caught["grads"].get(i) if variable is not None else arrived),
                       "grads_out": [_small(g) for g in sent[:MOST_SLOTS]]})
@@ -166,7 +221,7 @@ def checked(data) -> dict | None:
         raise Bad(f"it has {len(data['nodes'])} nodes and {len(data['edges'])} edges")
     nodes = []
     for node in data["nodes"]:
-        if type(node) is not dict or set(node) != {"name", "leaf", "label", "shape", "order", "grad_in",
+        if type(node) is not dict or set(node) != {"name", "leaf", "label", "where", "shape", "order", "grad_in",
                                                    "grads_out"}:
             raise Bad("a node is not what catch() sends")
         shape, order, outs = node["shape"], node["order"], node["grads_out"]
@@ -178,6 +233,7 @@ def checked(data) -> dict | None:
         if type(outs) is not list or len(outs) > MOST_SLOTS:
             raise Bad("a node's sent gradients are not a short list")
         nodes.append({"name": _text(node["name"], NAME) or "?", "leaf": node["leaf"], "label": _text(node["label"], 40),
+                      "where": _text(node["where"], WHERE),
                       "shape": shape, "order": order, "grad_in": _tensor(node["grad_in"]),
                       "grads_out": [_tensor(g) for g in outs]})
     edges = []
@@ -191,9 +247,15 @@ def checked(data) -> dict | None:
 
 def graph(data: dict, title: str, note: str = ""):
     """DATA (checked) as a gradlab.kit.autograd_graph.Graph, to draw."""
-    from gradlab.kit.autograd_graph import Edge, Graph, Node
+    from gradlab.kit.autograd_graph import Edge, Forward, Graph, Node
+    from gradlab.kit.text import sanitize
+
+    def forward(n: dict):  # what the page's panel and the box show of the forward: the student's line
+        where = sanitize(n["where"], WHERE)
+        return Forward(shape=tuple(n["shape"] or ()), value="", where=where) if where else None
 
     nodes = [Node(id=i, name=n["name"], leaf=n["leaf"], label=n["label"] or (f"leaf {i}" if n["leaf"] else ""),
+                  forward=forward(n),
                   order=n["order"], grad_in=n["grad_in"], grads_out=list(n["grads_out"]),
                   shape=tuple(n["shape"]) if n["shape"] is not None else
                   tuple(n["grad_in"].shape) if n["grad_in"] is not None else None)

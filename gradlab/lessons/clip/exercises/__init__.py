@@ -47,7 +47,7 @@ EXERCISES = [
         keeps=("grads",),
         forbidden=("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm", "torch.nn.utils.get_total_norm")),
     Exercise(
-        function="clip_across_ranks", level=3,
+        function="clip_across_ranks", level=3, on_workers=True,
         what="clip by the global norm when every rank holds a different shard of the gradients: all-reduce the "
              "squared norms, on real gloo workers",
         signature="def clip_across_ranks(grads, clip_norm):",

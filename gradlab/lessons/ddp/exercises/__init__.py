@@ -24,7 +24,7 @@ from gradlab.kit.exercise import Exercise
 
 EXERCISES = [
     Exercise(
-        function="sync_gradients", level=1,
+        function="sync_gradients", level=1, on_workers=True,
         what="average every parameter's .grad over the workers in place, as DistributedDataParallel does, on real "
              "gloo workers",
         signature="def sync_gradients(model):",
@@ -58,7 +58,7 @@ EXERCISES = [
                 "unequal": ("unequal parts: your accumulated gradient ≡ one backward over the whole batch (largest "
                             "|yours − expected| ÷ max(1, largest |expected|), tensor by tensor)", 1e-5)}),
     Exercise(
-        function="average_gradients", level=3,
+        function="average_gradients", level=3, on_workers=True,
         what="the global gradient from uneven shards with torch.distributed.all_reduce, run on real gloo workers",
         signature="def average_gradients(grads, n_local, n_total):",
         doc="""Called on every worker of a torch.distributed job (gloo, on this machine) at the same time. Each
