@@ -42,8 +42,8 @@ def test_explicit_mode_never_accumulates_into_grad():
 
 def test_training_is_bitwise_identical_in_both_modes():
     a, b = A.train(TINY), A.train(replace(TINY, grad_mode="backward"))
-    assert a["episodes"] == b["episodes"] and torch.equal(a["loss"], b["loss"]) and len(a["episodes"]) > 5
-    assert all(torch.equal(p, q) for p, q in zip(a["critic"].parameters(), b["critic"].parameters(), strict=True))
+    assert a.episodes == b.episodes and torch.equal(a.loss, b.loss) and len(a.episodes) > 5
+    assert all(torch.equal(p, q) for p, q in zip(a.critic.parameters(), b.critic.parameters(), strict=True))
 
 
 def test_get_and_set_parameters_round_trip():
@@ -81,7 +81,7 @@ def test_cli_smoke(tmp_path, mode):
     (["--gamma", "2"], "--gamma must be in [0, 1]"),
     (["--total-steps", "0"], "--total-steps must be at least --envs"),
     (["--critic-lr", "-1"], "--critic-lr must be a positive finite number"),
-    (["--envs", "0"], "--envs must be at least 1"),
+    (["--envs", "0"], "--envs must be between 1 and 1,024, got 0; try --envs 16"),
     (["--grad-mode", "manual"], "'manual' is not one of"),
 ])
 def test_cli_bad_inputs(args, fragment):
@@ -167,8 +167,8 @@ def test_the_optimizer_claims_can_fail(monkeypatch):
     """A TFRMSprop whose mean square started at 0 (torch's choice) fails the by-hand claim; torch's RMSprop in
     place of TF-1's makes the two optimizers the same, which fails optimizers-differ."""
     out = A.train(replace(TINY, total_steps=200))
-    good = A.optimizer_steps(out["critic_init"], out["first_grads"], 2e-3)
-    assert good["by_hand"] <= 1e-9 and good["first_ratio"] >= 3
+    good = A.optimizer_steps(out.critic_init, out.first_grads, 2e-3)
+    assert good.by_hand <= 1e-9 and good.first_ratio >= 3
 
     class ZeroStart(TFRMSprop):
         def step(self, closure=None):
@@ -179,15 +179,15 @@ def test_the_optimizer_claims_can_fail(monkeypatch):
             return super().step(closure)
 
     monkeypatch.setattr(A, "TFRMSprop", ZeroStart)
-    assert A.optimizer_steps(out["critic_init"], out["first_grads"], 2e-3)["by_hand"] > 1
+    assert A.optimizer_steps(out.critic_init, out.first_grads, 2e-3).by_hand > 1
     monkeypatch.setattr(A, "TFRMSprop", lambda params, lr: torch.optim.RMSprop(params, lr=lr, alpha=0.99, eps=1e-5))
-    assert A.optimizer_steps(out["critic_init"], out["first_grads"], 2e-3)["first_ratio"] == pytest.approx(1.0)
+    assert A.optimizer_steps(out.critic_init, out.first_grads, 2e-3).first_ratio == pytest.approx(1.0)
 
 
 def test_the_optimizer_option_trains_with_torchs_rmsprop_too():
     a, b = A.train(TINY), A.train(replace(TINY, optimizer="torch-rmsprop"))
     assert isinstance(A.make_optimizer("tf1-rmsprop", A.mlp(4, 1, 4).parameters(), 1e-3), TFRMSprop)
-    assert not torch.equal(a["loss"], b["loss"])  # another algorithm, another run
+    assert not torch.equal(a.loss, b.loss)  # another algorithm, another run
     result = A.run(replace(TINY, optimizer="torch-rmsprop"))
     claims = {c.id: c for c in result.claims}
     assert claims["explicit-equals-backward"].passed and claims["tf1-rmsprop-by-hand"].passed

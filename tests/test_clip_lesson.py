@@ -115,9 +115,9 @@ def test_the_step_bound_is_measured_on_the_parameters_of_every_mode(sample):
     for mode, cap in (("global-norm", 1.0), ("norm", 1.0), ("value", 0.05)):
         config = C.Config(clip=mode, clip_norm=cap, clip_value=cap, lr=2.0, epochs=1, batch_size=50)
         out = C.train(mode, config, x, y, [None], torch.device("cpu"))
-        assert 0.99 < out["longest_step"] <= 1 + 1e-5, (mode, out["longest_step"])  # clipping acted: at the cap
+        assert 0.99 < out.longest_step <= 1 + 1e-5, (mode, out.longest_step)  # clipping acted: at the cap
     unclipped = C.train("none", C.Config(epochs=1, batch_size=50), x, y, [None], torch.device("cpu"))
-    assert unclipped["longest_step"] > 2  # the same batches, unclipped: steps far past lr·clip_norm
+    assert unclipped.longest_step > 2  # the same batches, unclipped: steps far past lr·clip_norm
 
 
 @pytest.mark.parametrize("mode", ["norm", "value", "none"])

@@ -280,7 +280,7 @@ def test_with_adam_the_baselines_give_the_same_run(monkeypatch):
     loo = G.reinforce(G.Config(epochs=60), lambda *a: None)
     monkeypatch.setattr(G, "leave_one_out", lambda r: r.mean().expand_as(r))
     mean = G.reinforce(G.Config(epochs=60), lambda *a: None)
-    assert max(abs(u - v) for p, q in zip(loo["mu"], mean["mu"], strict=True) for u, v in zip(p, q, strict=True)) < 1e-5
+    assert max(abs(u - v) for p, q in zip(loo.mu, mean.mu, strict=True) for u, v in zip(p, q, strict=True)) < 1e-5
 
 
 def test_twenty_updates_fall_short_even_with_the_exact_gradient():

@@ -18,23 +18,22 @@ TINY = D.Config(hidden=8, total_steps=400, learning_starts=100, train_every=4, g
 def test_anatomy_on_a_tiny_network():
     grads = D.anatomy(TINY)
     stop, place = grads["stop-grad"], grads["placeholder"]
-    assert torch.equal(stop["online"], place["online"])  # bitwise
-    assert float(stop["target"].norm()) == 0.0 and float(place["target"].norm()) == 0.0
-    assert float(grads["no-stop-grad"]["target"].norm()) > 0  # the loss reaches the target network
-    assert torch.equal(grads["no-stop-grad"]["online"], stop["online"])  # ... but not the online gradient
-    residual = grads[D.RESIDUAL]["online"]
-    semi = grads["stop-grad, no target net"]["online"]
+    assert torch.equal(stop.online, place.online)  # bitwise
+    assert float(stop.target.norm()) == 0.0 and float(place.target.norm()) == 0.0
+    assert float(grads["no-stop-grad"].target.norm()) > 0  # the loss reaches the target network
+    assert torch.equal(grads["no-stop-grad"].online, stop.online)  # ... but not the online gradient
+    residual = grads[D.RESIDUAL].online
+    semi = grads["stop-grad, no target net"].online
     assert float((residual - semi).abs().max()) > 1e-4  # the residual gradient is a different rule
-    assert all(g["by_hand"] <= D.BY_HAND for g in grads.values())  # every variant = its chain rule written out
+    assert all(g.by_hand <= D.BY_HAND for g in grads.values())  # every variant = its chain rule written out
 
 
 def wrong_td_loss(how: str):
     """td_loss with one realistic mistake, for the anatomy to catch."""
-    def td_loss(online, target_net, batch, gamma, mode):
-        s, a, r, s2, done = batch
-        q = online(s).gather(1, a[:, None]).squeeze(1)
-        bootstrap = target_net(s2).max(dim=1).values
-        y = r + gamma * bootstrap if how == "no (1 - done)" else r + gamma * (1 - done) * bootstrap
+    def td_loss(online, target_net, data, gamma, mode):
+        q = online(data.obs).gather(1, data.actions[:, None]).squeeze(1)
+        bootstrap = target_net(data.next_obs).max(dim=1).values
+        y = data.rewards + gamma * bootstrap * (1 if how == "no (1 - done)" else 1 - data.dones)
         if mode != "no-stop-grad":
             y = y.detach()
         if how == "squared":
@@ -48,10 +47,10 @@ def test_the_by_hand_claims_catch_a_wrong_loss(monkeypatch, how):
     """The anatomy's "by hand" claims compare autograd with the formula, not with itself: a loss that drops
     (1 − done), squares instead of Huber, or scales the target, misses it."""
     batch = D.anatomy_batch(D.Config())
-    assert 0 < float(batch[4].sum()) < len(batch[4])  # the fixed batch has terminal and non-terminal transitions
+    assert 0 < float(batch.dones.sum()) < len(batch.dones)  # the fixed batch has terminal and non-terminal transitions
     monkeypatch.setattr(D, "td_loss", wrong_td_loss(how))
     grads = D.anatomy(D.Config())
-    assert grads["no-stop-grad"]["by_hand"] > 1e-3 and grads[D.RESIDUAL]["by_hand"] > 1e-3
+    assert grads["no-stop-grad"].by_hand > 1e-3 and grads[D.RESIDUAL].by_hand > 1e-3
 
 
 def test_td_loss_modes_agree_in_value_and_differ_in_graph():
@@ -68,8 +67,8 @@ def test_td_loss_modes_agree_in_value_and_differ_in_graph():
 def test_placeholder_and_stop_grad_train_bit_for_bit():
     a = D.train(replace(TINY, target="placeholder"))
     b = D.train(replace(TINY, target="stop-grad"))
-    assert a["episodes"] == b["episodes"] and len(a["episodes"]) > 5
-    assert all(torch.equal(p, q) for p, q in zip(a["online"].parameters(), b["online"].parameters(), strict=True))
+    assert a.episodes == b.episodes and len(a.episodes) > 5
+    assert all(torch.equal(p, q) for p, q in zip(a.online.parameters(), b.online.parameters(), strict=True))
 
 
 def test_no_stop_grad_drags_the_target_network():
@@ -83,6 +82,17 @@ def test_no_stop_grad_drags_the_target_network():
     assert any(not torch.equal(p, q) for p, q in zip(before, target_net.parameters(), strict=True))
 
 
+def test_the_two_relative_measures_say_by_their_names_what_they_divide_by():
+    """kit.exercise.relative (the checker's) is in units of max(1, |b|); relative_to_largest (the anatomy's, ddp's)
+    in units of |b| itself, however small."""
+    from gradlab.kit.exercise import relative, relative_to_largest
+
+    a, b = torch.tensor([1e-3]), torch.tensor([2e-3])
+    assert relative_to_largest(a, b) == pytest.approx(0.5)
+    assert relative({"x": a}, {"x": b}) == pytest.approx(1e-3)
+    assert relative_to_largest([a, 2 * a], [b, 2 * b]) == pytest.approx(0.5)  # lists: one scale, B's largest
+
+
 def test_epsilon_schedule():
     c = D.Config(total_steps=1000, eps_fraction=0.5)
     assert D.epsilon(c, 0) == 1.0 and D.epsilon(c, 250) == pytest.approx(0.52) and D.epsilon(c, 900) == c.eps_end
@@ -91,9 +101,9 @@ def test_epsilon_schedule():
 def test_checkpoint_evaluations_leave_the_training_run_unchanged():
     """Greedy evaluations use their own environment and no random numbers: the run is the same without them."""
     a, b = D.train(replace(TINY, eval_every=50)), D.train(replace(TINY, eval_every=10**6))
-    assert len(a["checkpoint"].history) == 8 and len(b["checkpoint"].history) == 1  # every 50 steps; the end only
-    assert a["episodes"] == b["episodes"]
-    assert all(torch.equal(p, q) for p, q in zip(a["online"].parameters(), b["online"].parameters(), strict=True))
+    assert len(a.checkpoint.history) == 8 and len(b.checkpoint.history) == 1  # every 50 steps; the end only
+    assert a.episodes == b.episodes
+    assert all(torch.equal(p, q) for p, q in zip(a.online.parameters(), b.online.parameters(), strict=True))
 
 
 @pytest.mark.parametrize(("flags", "variant"), [
@@ -133,7 +143,7 @@ def test_cli_compare_small(tmp_path):
     (["--gamma", "nan"], "--gamma must be in [0, 1]"),
     (["--total-steps", "0"], "--total-steps must be between 1 and 100,000,000"),
     (["--lr", "0"], "--lr must be a positive finite number"),
-    (["--batch-size", "0"], "--batch-size must be at least 1"),
+    (["--batch-size", "0"], "--batch-size must be between 1 and 65,536, got 0; try --batch-size 64"),
     (["--batch-size", "64", "--buffer-size", "10"], "larger than --buffer-size"),
 ])
 def test_cli_bad_inputs(args, fragment):

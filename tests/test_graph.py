@@ -68,15 +68,16 @@ def test_dqn_graph_measures_what_the_anatomy_table_shows(graphs):
     _, _, target_net = dqn.anatomy_networks(config, "no-stop-grad", True)
     grads = g.named_grads("target")
     flat = torch.cat([grads[n].flatten() for n, _ in target_net.named_parameters()])
-    assert torch.equal(flat, anatomy["no-stop-grad"]["target"])
-    assert g.forbidden["target"] == pytest.approx(float(anatomy["no-stop-grad"]["target"].norm()), rel=1e-6)
+    assert torch.equal(flat, anatomy["no-stop-grad"].target)
+    assert g.forbidden["target"] == pytest.approx(float(anatomy["no-stop-grad"].target.norm()), rel=1e-6)
     assert any(e.forbidden for e in g.edges) and not g.cuts
-    for name, why, line in (("stop-grad", "detach", "y = y.detach()"), ("placeholder", "no_grad", "y = r + gamma"),
+    for name, why, line in (("stop-grad", "detach", "y = y.detach()"),
+                            ("placeholder", "no_grad", "y = data.rewards + gamma"),
                             ("stop-grad, no target net", "detach", "y = y.detach()")):
         cuts = gs[name].cuts
         assert [c.why for _, c in cuts] == [why] and line in cuts[0][1].where, name
         assert not gs[name].forbidden and not any(e.forbidden for e in gs[name].edges), name
-    assert float(anatomy["stop-grad"]["target"].norm()) == 0.0  # the anatomy agrees: nothing reaches the target
+    assert float(anatomy["stop-grad"].target.norm()) == 0.0  # the anatomy agrees: nothing reaches the target
 
 
 def test_actor_critic_cuts_keep_each_loss_in_its_network(graphs):

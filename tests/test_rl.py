@@ -105,3 +105,17 @@ def test_cartpole_transitions_are_deterministic():
             b.reset(seed=4)
     a.close()
     b.close()
+
+
+def test_one_linear_schedule_is_the_anneal_and_the_epsilon_the_lessons_wrote_by_hand():
+    """gradlab.kit.schedule.linear replaced dqn's and actor-critic's anneals written out by hand: the same numbers,
+    bit for bit (the runs repeat to the last digit)."""
+    from gradlab.kit.schedule import linear
+
+    for lr, total in ((2.3e-3, 30_000), (2e-3, 150_000), (0.1, 7)):
+        for step in [*range(0, total + 1, max(1, total // 97)), total]:
+            assert linear(lr, 0, step, total) == lr * (1 - step / total)
+    span = int(0.16 * 30_000)
+    for step in (0, 1, 2400, span, span + 1, 30_000):
+        assert linear(1.0, 0.04, step, span) == 0.04 + (1.0 - 0.04) * max(0.0, 1 - step / span)
+    assert linear(1.0, 0.04, 10 * span, span) == 0.04  # flat after the span

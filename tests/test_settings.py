@@ -163,6 +163,46 @@ def test_the_settings_and_the_command_line_import_no_torch():
     assert json.loads(out.stdout.replace("'", '"')) == []
 
 
+def test_a_numbers_bounds_are_one_line_of_its_declaration_worded_by_each_front_end():
+    """options.Bounds: closed and open ends; NaN, inf (unless a bound is inf, open) and True lie outside; the
+    command line says --gamma and try, gradlab.run gamma and e.g.; a field that is no option (dqn's hidden) too."""
+    import math
+
+    from gradlab import runner
+    from gradlab.errors import GradlabError
+    from gradlab.lessons.dqn.settings import Config
+
+    unit, lr = options.within(0, 1), options.positive()
+    assert unit.holds(0.0) and unit.holds(1) and not unit.holds(1.5) and not unit.holds(math.nan)
+    assert not unit.holds(True) and not unit.holds("0.5")
+    assert lr.holds(1e-30) and lr.holds(options.FLOAT32_MAX) and not lr.holds(0.0) and not lr.holds(1e39)
+    assert options.positive(math.inf).holds(1e300) and not options.positive(math.inf).holds(math.inf)
+    assert options.nonnegative().holds(0) and not options.nonnegative().holds(math.inf)
+    assert options.Bounds(0.0, 1.0, low_open=True, high_open=True).problem(1.0) == "must be in (0, 1), got 1.0"
+    assert options.between(1, 1024).problem(2048) == "must be between 1 and 1,024, got 2,048"
+    with pytest.raises(GradlabError, match=r"^--gamma must be in \[0, 1\], got 2.0; try --gamma 0.99$"):
+        runner.resolve("dqn", {"gamma": 2.0})
+    with pytest.raises(GradlabError, match=r"^gradlab.run\('dqn'\): gamma must be in \[0, 1\], got 2.0; e.g. "
+                                           r"gamma=0.99$"):
+        runner.resolve("dqn", {"gamma": 2}, python=True)
+    with pytest.raises(GradlabError, match="--hidden must be between 1 and 4,096, got 0; try --hidden 128"):
+        Config(hidden=0)
+
+
+def test_a_flags_choices_range_and_path_are_checked_by_its_spec(monkeypatch):
+    """One check for choices, ranges and paths: click hands a flag typed to Spec.convert, as gradlab.runner hands it
+    a --config value and gradlab.run's keyword arguments (click keeps only what it shows: metavar, range, help)."""
+    def refuse(self, value):
+        raise ValueError(f"{value!r} refused by the Spec")
+
+    monkeypatch.setattr(options.Spec, "convert", refuse)
+    for args, said in ((["log1pexp", "--dtype", "float32"], "'--dtype': 'float32' refused by the Spec"),
+                       (["log1pexp", "--seed", "3"], "'--seed': 3 refused by the Spec"),
+                       (["log1pexp", "--json", "x.json"], "'--json': 'x.json' refused by the Spec")):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 2 and said in result.output, result.output
+
+
 def test_the_runner_and_the_library_need_no_click():
     """click is the command line's: gradlab.run, gradlab.options and the runner check values with the Specs."""
     code = ("import sys, gradlab\nfrom gradlab import runner\ngradlab.options('mnist')\n"

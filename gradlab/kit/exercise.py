@@ -221,6 +221,17 @@ def relative(a: dict, b: dict) -> float:
     return worst
 
 
+def relative_to_largest(a: torch.Tensor | list[torch.Tensor], b: torch.Tensor | list[torch.Tensor]) -> float:
+    """max |a − b| / max |b| over all the numbers of A and B (lists of tensors flattened into one): how far A is
+    from B relative to B's largest number, with no floor (0 when both are 0). A lesson's measure of two
+    computations that must agree; relative() above is the checker's, per tensor and in units of max(1, |b|)."""
+    import torch
+
+    a = torch.cat([t.reshape(-1) for t in a]) if isinstance(a, list | tuple) else a
+    b = torch.cat([t.reshape(-1) for t in b]) if isinstance(b, list | tuple) else b
+    return float((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-300))
+
+
 def same(a: dict, b: dict, tolerance: float = 1e-5) -> bool:
     """Whether two outputs agree tensor by tensor, NaN where NaN: how a submission is matched to a known mistake."""
     import torch

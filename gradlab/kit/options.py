@@ -3,15 +3,18 @@ Config (a LessonConfig), each with its help text and how it is spelled on the co
 shares are the fields of RunOptions. From these declarations come the click command of each lesson
 (gradlab.cli.options builds it), the keyword arguments of `gradlab.run`, the keys a `--config` preset may hold and
 the options column of `gradlab list`; gradlab.runner.resolve is the one path from what a user gave to a run. A Spec
-knows what a value of its option must be (its kind, choices, range, kind of path), so that values which never pass
-through click's parser (gradlab.run's keywords, a preset's) are checked here, in plain Python, as click checks flags.
+knows what a value of its option must be (its kind, choices, range, kind of path) and checks it in one place,
+Spec.convert, in plain Python: click's types hand it the flags they parsed, gradlab.runner the values that never pass
+through click (gradlab.run's keywords, a preset's).
 
     hidden: int = option(64, "Units in each hidden layer.")
 
 is one option: `--hidden INTEGER` with that help and default, `hidden=` in gradlab.run, `hidden = 64` in a preset.
-What a value must satisfy beyond its type is checked once, in the Config's __post_init__, which raises OptionError
-(gradlab.errors) naming the field, so that each front end words it in its own terms (--lr, or lr=); the limits several
-lessons share (check_positive's float32 bound, ADAM_MAX_LR, MAX_ENV_STEPS) sit next to the options they limit.
+A number's bounds are declared with it, `lr: float = option(0.01, "...", bounds=positive())`, and checked in
+LessonConfig.__post_init__ (check_bounds); what else a value must satisfy (one option against another, a list's
+length) is checked in the lesson's Config.__post_init__ after it. Both raise OptionError (gradlab.errors) naming the
+field, so that each front end words it in its own terms (--lr, or lr=); the limits several lessons share (FLOAT32_MAX,
+ADAM_MAX_LR, MAX_ENV_STEPS) sit next to the options they limit.
 
 This module imports neither torch nor click: `gradlab --help` reads it.
 """
@@ -19,6 +22,7 @@ This module imports neither torch nor click: `gradlab --help` reads it.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import stat
 import typing
@@ -29,6 +33,68 @@ from gradlab.errors import OptionError
 from gradlab.kit.device import DEVICES
 
 DATASETS = ("auto", "mnist", "mnist-sample", "fashion-mnist")  # what --dataset offers; gradlab.kit.data loads each
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Where a number must lie: above LOW and below HIGH (None: no bound on that side), each bound included unless
+    it is open. NaN lies nowhere. Declared with between(), at_least(), within(), positive() below."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            return False
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def problem(self, value: Any) -> str:
+        """What is wrong with VALUE, said after the option's name: "must be at least 1, got 0"."""
+        got = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+        low, high = self.low, self.high
+        if low == 0 and self.low_open and (high is None or high > 1e30):  # positive(): a step size, a cap, up
+            # to what float32 (or Adam's first step in float32) can hold
+            most = f" (at most {high:.3g} here)" if high is not None and math.isfinite(high) else ""
+            return f"must be a positive finite number, got {got}{most}"
+        if high == math.inf:
+            return f"must be ≥ {low:g} and finite, got {got}"
+        if low is not None and high is not None:
+            if isinstance(low, float) or isinstance(high, float):
+                return f"must be in {'(['[not self.low_open]}{low:g}, {high:g}{')]'[not self.high_open]}, got {got}"
+            return f"must be between {low:,} and {high:,}, got {got}"
+        if low is not None:
+            return f"must be {'more than' if self.low_open else 'at least'} {low:,}, got {got}"
+        return f"must be {'less than' if self.high_open else 'at most'} {high:,}, got {got}"
+
+
+def between(low: int, high: int) -> Bounds:
+    """A whole number from LOW to HIGH, both included."""
+    return Bounds(low, high)
+
+
+def at_least(low: float) -> Bounds:
+    return Bounds(low)
+
+
+def within(low: float, high: float) -> Bounds:
+    """A number in [LOW, HIGH] (γ in [0, 1])."""
+    return Bounds(float(low), float(high))
+
+
+def positive(largest: float | None = None) -> Bounds:
+    """A number above 0 and no larger than LARGEST: by default the largest float32 (so no inf, NaN or 1e39: the
+    lessons compute in float32); math.inf: any finite number."""
+    largest = FLOAT32_MAX if largest is None else largest
+    return Bounds(0, largest, low_open=True, high_open=largest == math.inf)
+
+
+def nonnegative() -> Bounds:
+    """A finite number ≥ 0 (a weight that may be switched off)."""
+    return Bounds(0, math.inf, high_open=True)
 
 
 @dataclass(frozen=True)
@@ -44,6 +110,7 @@ class Opt:
     # on a text option, what the flag alone gives (--explain is --explain short)
     path: str | None = None  # "file" or "folder": a path of that kind
     range: tuple[int, int] | None = None  # a whole number's bounds, checked by click (--seed)
+    bounds: Bounds | None = None  # a number's bounds, checked by the Config (check_bounds): --lr > 0, --gamma in [0, 1]
     envvar: str | None = None  # an environment variable that gives a text option's value when the flag is absent
     listed: bool | str = False  # one of the lesson's main options, shown by `gradlab list` ("choices": with them)
     data: bool = False  # only on the lessons that train on images (--dataset, --data-dir, --offline)
@@ -55,6 +122,23 @@ class Opt:
 def option(default: Any, help: str, **how: Any) -> Any:
     """A dataclass field that is also a command-line option (see Opt for HOW)."""
     return field(default=default, metadata={"option": Opt(help, **how)})
+
+
+def fixed(default: Any, bounds: Bounds) -> Any:
+    """A Config field that is not a command-line option (the network's width), with its bounds: Config(...) takes
+    it, and check_bounds checks it."""
+    return field(default=default, metadata={"bounds": bounds})
+
+
+def check_bounds(config: Any) -> None:
+    """Each field of CONFIG (a dataclass) within its declared bounds, in declaration order; OptionError names the
+    first that is not, with its default as a value to try."""
+    for f in dataclasses.fields(config):
+        opt = f.metadata.get("option")
+        bounds = opt.bounds if opt else f.metadata.get("bounds")
+        value = getattr(config, f.name)
+        if bounds is not None and not bounds.holds(value):
+            raise OptionError(f.name, bounds.problem(value), example=f.default)
 
 
 def flag_group(default: str, *flags: tuple[str, str, str], listed: bool | str = False) -> Any:
@@ -98,8 +182,10 @@ class Spec:
 
     def convert(self, value: Any) -> Any:
         """VALUE (of the option's kind) as the option holds it, a whole number made a float where a number is wanted
-        (OverflowError when too large for one), checked against the option's choices, range and kind of path as
-        click checks a flag: ValueError says what is wrong in click's words."""
+        (OverflowError when too large for one), checked against the option's choices, range and kind of path: the
+        one check of these, for a flag typed (gradlab.cli.options hands click's parse here), a --config value and
+        gradlab.run's keyword arguments. ValueError says what is wrong in the words click uses for its own checks,
+        so that every error on the command line reads alike."""
         if self.kind == "a number":
             return float(value)
         if self.opt.choices and value not in self.opt.choices:
@@ -131,6 +217,8 @@ def _check_path(path: str, kind: str) -> None:
         raise ValueError(f"{what} {shown!r} is a file.")
     if kind == "file" and stat.S_ISDIR(mode):
         raise ValueError(f"{what} {shown!r} is a directory.")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"{what} {shown!r} is not readable.")
 
 
 def specs(cls: type) -> list[Spec]:
@@ -147,13 +235,6 @@ def specs(cls: type) -> list[Spec]:
 FLOAT32_MAX = 3.4028234663852886e38  # the lessons compute in float32: a larger number cannot even be stored
 
 
-def check_positive(name: str, value, *, example: float, largest: float = FLOAT32_MAX) -> None:
-    """The option NAME's VALUE must be a positive number no larger than LARGEST, by default the largest float32 (so
-    no inf, NaN or 1e39); EXAMPLE is a sensible one. Raises OptionError."""
-    if not (isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= largest):
-        raise OptionError(name, f"must be a positive finite number, got {value!r} (at most {largest:.3g} here)",
-                          example=example)
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # What every lesson shares.
@@ -167,6 +248,10 @@ class LessonConfig:
 
     # Why the lesson runs on the CPU whatever --device says (a GPU would only add transfer latency), or None.
     cpu_only: ClassVar[str | None] = None
+
+    def __post_init__(self) -> None:
+        """Every field within its declared bounds; a lesson's Config calls this first, then checks the rest."""
+        check_bounds(self)
 
     def check_launch(self, device: str) -> None:
         """What can be checked before anything runs (ports, GPUs, a launcher's variables): raise GradlabError."""
@@ -221,20 +306,21 @@ class RunOptions:
 # ---------------------------------------------------------------------------------------------------------------
 
 def epochs(default: int, help: str = "Passes over the training images.", **how: Any) -> Any:
-    return option(default, help, **how)
+    return option(default, help, **{"bounds": at_least(1), **how})
 
 
-def batch_size(default: int, help: str = "Images per gradient step.") -> Any:
-    return option(default, help)
+def batch_size(default: int, help: str = "Images per gradient step.", **how: Any) -> Any:
+    return option(default, help, **{"bounds": at_least(1), **how})
 
 
 def train_size() -> Any:
     return option(55000, "N training images: from image 5,000 on for full MNIST and Fashion-MNIST (the tutorial's "
-                         "mnist.train), from 0 for the bundled sample; all of them when fewer exist.")
+                         "mnist.train), from 0 for the bundled sample; all of them when fewer exist.",
+                  bounds=at_least(1))
 
 
 def test_size() -> Any:
-    return option(3000, "First N test images for accuracy.")
+    return option(3000, "First N test images for accuracy.", bounds=at_least(1))
 
 
 def shuffle() -> Any:
@@ -247,7 +333,7 @@ MAX_ENV_STEPS = 100_000_000
 
 
 def gamma() -> Any:
-    return option(0.99, "Discount factor γ in [0, 1].")
+    return option(0.99, "Discount factor γ in [0, 1].", bounds=within(0, 1))
 
 
 # Adam's first step is lr / (1 − β1) = 10·lr: a larger lr overflows float32 inside the optimizer.
@@ -255,8 +341,8 @@ ADAM_MAX_LR = FLOAT32_MAX * (1 - 0.9)
 
 
 def adam_lr(default: float) -> Any:
-    """Adam's learning rate; the Config checks it with check_positive(..., largest=ADAM_MAX_LR)."""
-    return option(default, "Adam's learning rate.")
+    """Adam's learning rate, positive and at most ADAM_MAX_LR."""
+    return option(default, "Adam's learning rate.", bounds=positive(ADAM_MAX_LR))
 
 
 def anneal_lr(help: str) -> Any:
@@ -264,15 +350,21 @@ def anneal_lr(help: str) -> Any:
 
 
 def eval_every(default: int) -> Any:
-    return option(default, "Every N environment steps, score the policy on greedy episodes; keep the best.")
+    return option(default, "Every N environment steps, score the policy on greedy episodes; keep the best.",
+                  bounds=at_least(1))
 
 
 def checkpoint_episodes() -> Any:
-    return option(5, "Greedy episodes that score a checkpoint.")
+    return option(5, "Greedy episodes that score a checkpoint.", bounds=between(1, 10_000))
 
 
 def eval_episodes() -> Any:
-    return option(10, "Fresh greedy episodes on which the best checkpoint is reported (the claim).")
+    return option(10, "Fresh greedy episodes on which the best checkpoint is reported (the claim).",
+                  bounds=between(1, 10_000))
+
+
+def windows() -> Any:
+    return fixed(10, between(1, 1000))  # windows of the training table
 
 
 # ---------------------------------------------------------------------------------------------------------------

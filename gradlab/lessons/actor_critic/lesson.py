@@ -47,7 +47,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -56,6 +56,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from gradlab.kit import autograd_graph, rl
 from gradlab.kit.optim import TFRMSprop
 from gradlab.kit.result import Claim, Column, Curve, Result, Table
+from gradlab.kit.schedule import linear, set_lr
 from gradlab.lessons.actor_critic.settings import (  # the settings, declared once (no torch: --help reads them)
     Config,
 )
@@ -185,7 +186,18 @@ def tf1_rmsprop_by_hand(theta: np.ndarray, grads: list[np.ndarray], lr: float, d
     return out
 
 
-def optimizer_steps(critic_init: torch.nn.Module, grads: list[list[torch.Tensor]], lr: float) -> dict:
+@dataclass(frozen=True)
+class Replayed:
+    """The critic's first gradients replayed through both optimizers from its initial weights (optimizer_steps)."""
+
+    by_hand: float  # max |Δθ| of TFRMSprop from TF-1's kernel by hand, relative to the largest step
+    tf1: list[float]  # TF-1's RMSProp: mean |Δθ| / lr of each update
+    torch: list[float]  # torch's RMSprop: the same
+    first_ratio: float  # torch's first step ÷ TF-1's, median over the parameters the gradient moved
+    grad_rms: list[float]  # the rms of each replayed gradient
+
+
+def optimizer_steps(critic_init: torch.nn.Module, grads: list[list[torch.Tensor]], lr: float) -> Replayed:
     """Replay the critic's first GRADS through both optimizers from its initial weights, and TF-1's by hand."""
     tf1, torch_ = replay("tf1-rmsprop", critic_init, grads, lr), replay("torch-rmsprop", critic_init, grads, lr)
     flat = [torch.cat([g.reshape(-1) for g in gs]).double() for gs in grads]
@@ -195,8 +207,8 @@ def optimizer_steps(critic_init: torch.nn.Module, grads: list[list[torch.Tensor]
     step = [[float((b - a).abs().mean()) / lr for a, b in itertools.pairwise(traj)] for traj in (tf1, torch_)]
     moved = flat[0] != 0
     ratio = ((torch_[1] - torch_[0]).abs()[moved] / (tf1[1] - tf1[0]).abs()[moved]).median()
-    return {"by_hand": by_hand, "tf1": step[0], "torch": step[1], "first_ratio": float(ratio),
-            "grad_rms": [float(g.pow(2).mean().sqrt()) for g in flat]}
+    return Replayed(by_hand=by_hand, tf1=step[0], torch=step[1], first_ratio=float(ratio),
+                    grad_rms=[float(g.pow(2).mean().sqrt()) for g in flat])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -210,7 +222,25 @@ def make_optimizer(name: str, params, lr: float) -> torch.optim.Optimizer:
     return torch.optim.RMSprop(params, lr=lr, alpha=0.99, eps=1e-5)  # α 0.99, ε outside √, v₀ = 0
 
 
-def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> dict:
+@dataclass(frozen=True)
+class Run:
+    """One training run (train()): the networks, what was recorded along the way, and how fast it went."""
+
+    actor: torch.nn.Module
+    critic: torch.nn.Module
+    critic_init: torch.nn.Module  # the critic before its first update (optimizer_steps replays from it)
+    first_grads: list[list[torch.Tensor]]  # the critic's first REPLAY_STEPS gradients
+    checkpoint: rl.BestCheckpoint  # the best actor, chosen on greedy episodes
+    episodes: list[tuple[int, float]]  # (the step at which each episode ended, its return)
+    stopped: str | None  # why training stopped early (the actor's outputs became non-finite), or None
+    loss: torch.Tensor  # the critic's loss at each update
+    abs_td: torch.Tensor  # mean |δ| at each update
+    steps: int  # environment steps taken, summed over the environments
+    wall_s: float
+    steps_per_s: float
+
+
+def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> Run:
     torch.manual_seed(config.seed)
     actor, critic = mlp(4, 2, config.hidden), mlp(4, 1, config.hidden)
     critic_init = copy.deepcopy(critic)
@@ -248,9 +278,8 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
                 next_s[i] = env.reset()[0]
         step += config.envs
         if config.anneal_lr:
-            for opt, lr in ((actor_opt, config.actor_lr), (critic_opt, config.critic_lr)):
-                for group in opt.param_groups:
-                    group["lr"] = lr * (1 - step / config.total_steps)
+            set_lr(actor_opt, linear(config.actor_lr, 0, step, config.total_steps))
+            set_lr(critic_opt, linear(config.critic_lr, 0, step, config.total_steps))
         with torch.no_grad():  # the fed td_target: a constant, as in the tutorial
             td_target = torch.from_numpy(r) + config.gamma * (1 - torch.from_numpy(terminal)) * \
                 critic(torch.from_numpy(s2)).squeeze(1)  # bootstraps from s' even when truncated
@@ -272,11 +301,10 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     wall = time.perf_counter() - start
     for env in envs:
         env.close()
-    return {"actor": actor, "critic": critic, "critic_init": critic_init, "first_grads": first_grads,
-            "checkpoint": checkpoint, "episodes": episodes, "stopped": stopped,
-            "loss": torch.stack(losses) if losses else torch.zeros(0),
-            "abs_td": torch.stack(abs_td) if abs_td else torch.zeros(0), "steps": step, "wall_s": wall,
-            "steps_per_s": step / wall}
+    return Run(actor=actor, critic=critic, critic_init=critic_init, first_grads=first_grads, checkpoint=checkpoint,
+               episodes=episodes, stopped=stopped, loss=torch.stack(losses) if losses else torch.zeros(0),
+               abs_td=torch.stack(abs_td) if abs_td else torch.zeros(0), steps=step, wall_s=wall,
+               steps_per_s=step / wall)
 
 
 def run(config: Config, device: torch.device | None = None,
@@ -284,17 +312,17 @@ def run(config: Config, device: torch.device | None = None,
     """Train, evaluate greedily, check explicit ≡ backward and the parameter copies. Pure: no printing."""
     out = train(config, lambda step, ret: progress(f"{config.grad_mode} step {step}/{config.total_steps}  "
                                                    f"return {ret:.0f}", step, config.total_steps))
-    best = out["checkpoint"]
-    eval_returns, last_returns = best.fresh_returns(out["actor"], config.eval_episodes, bool(out["stopped"]))
+    best = out.checkpoint
+    eval_returns, last_returns = best.fresh_returns(out.actor, config.eval_episodes, bool(out.stopped))
     mean_eval, mean_last = float(np.mean(eval_returns)), float(np.mean(last_returns))
     short, weight_diff = explicit_vs_backward(config)
-    copies = copy_checks(out["critic"], config.hidden, config.seed)
-    opt = optimizer_steps(out["critic_init"], out["first_grads"], config.critic_lr)
-    edges = rl.window_edges(out["steps"], config.windows)
-    returns = rl.window_means(out["episodes"], out["steps"], config.windows)
-    per_update = np.array_split(np.arange(len(out["loss"])), config.windows)
-    loss_w = [float(out["loss"][idx].mean()) for idx in per_update]
-    td_w = [float(out["abs_td"][idx].mean()) for idx in per_update]
+    copies = copy_checks(out.critic, config.hidden, config.seed)
+    opt = optimizer_steps(out.critic_init, out.first_grads, config.critic_lr)
+    edges = rl.window_edges(out.steps, config.windows)
+    returns = rl.window_means(out.episodes, out.steps, config.windows)
+    per_update = np.array_split(np.arange(len(out.loss)), config.windows)
+    loss_w = [float(out.loss[idx].mean()) for idx in per_update]
+    td_w = [float(out.abs_td[idx].mean()) for idx in per_update]
     centers = [(lo + hi) / 2 for lo, hi in edges]
     return Result(
         lesson="actor-critic",
@@ -303,9 +331,9 @@ def run(config: Config, device: torch.device | None = None,
         metrics={"window_mean_return": returns, "window_critic_loss": loss_w, "window_mean_abs_td": td_w,
                  "eval_returns": eval_returns, "eval_mean": mean_eval, "best_step": best.best_step,
                  "checkpoint_returns": [score for _, score in best.history],
-                 "eval_last_mean": mean_last, "episodes": len(out["episodes"]),
-                 "steps_per_s": out["steps_per_s"], "wall_s": out["wall_s"], "critic_parameters": copies[2],
-                 "optimizer_steps": {k: opt[k] for k in ("tf1", "torch", "grad_rms")}},
+                 "eval_last_mean": mean_last, "episodes": len(out.episodes),
+                 "steps_per_s": out.steps_per_s, "wall_s": out.wall_s, "critic_parameters": copies[2],
+                 "optimizer_steps": {"tf1": opt.tf1, "torch": opt.torch, "grad_rms": opt.grad_rms}},
         claims=claims(config, out, mean_eval, short, weight_diff, copies, opt),
         tables=[
             optimizer_table(config, opt),
@@ -320,7 +348,7 @@ def run(config: Config, device: torch.device | None = None,
                    Column(header="last vs best"), Column(header="training episodes"),
                    Column(header="env steps/s", format=",.0f"), Column(header="wall s", format=".1f")],
                   [[best.best_step, mean_eval, min(eval_returns), mean_last, rl.after_best(mean_eval, mean_last),
-                    len(out["episodes"]), out["steps_per_s"], out["wall_s"]]], note=best.note("actor")),
+                    len(out.episodes), out.steps_per_s, out.wall_s]], note=best.note("actor")),
         ],
         curves={"training": Curve("environment step", "mean episodic return in the window", centers,
                                   {"return": returns}, refs=MARKS),
@@ -330,9 +358,9 @@ def run(config: Config, device: torch.device | None = None,
                                      [step for step, _ in best.history],
                                      {"actor": [score for _, score in best.history]},
                                      refs=MARKS)},
-        notes=[rl.env_note(), *([] if out["stopped"] else rl.collapse_note(
-            "the actor", best.best_step, mean_eval, mean_last, out["steps"]))],
-        stopped=out["stopped"],
+        notes=[rl.env_note(), *([] if out.stopped else rl.collapse_note(
+            "the actor", best.best_step, mean_eval, mean_last, out.steps))],
+        stopped=out.stopped,
     )
 
 
@@ -343,15 +371,15 @@ def explicit_vs_backward(config: Config) -> tuple[Config, float]:
     other = "backward" if config.grad_mode == "explicit" else "explicit"
     a, b = train(short), train(replace(short, grad_mode=other))
     weight_diff = max(float(torch.where(p.isnan() & q.isnan(), 0.0, p - q).detach().abs().max()) for p, q in
-                      zip([*a["critic"].parameters(), *a["actor"].parameters()],
-                          [*b["critic"].parameters(), *b["actor"].parameters()], strict=True))
-    same = a["episodes"] == b["episodes"] and torch.equal(a["loss"], b["loss"])
+                      zip([*a.critic.parameters(), *a.actor.parameters()],
+                          [*b.critic.parameters(), *b.actor.parameters()], strict=True))
+    same = a.episodes == b.episodes and torch.equal(a.loss, b.loss)
     return short, weight_diff if same else math.inf
 
 
-def claims(config: Config, out: dict, mean_eval: float, short: Config, weight_diff: float,
-           copies: tuple[float, float, int], opt: dict) -> list[Claim]:
-    best = out["checkpoint"]
+def claims(config: Config, out: Run, mean_eval: float, short: Config, weight_diff: float,
+           copies: tuple[float, float, int], opt: Replayed) -> list[Claim]:
+    best = out.checkpoint
     flat_diff, state_diff, n_params = copies
     return [
         Claim("explicit-equals-backward", f"critic via autograd.grad → .grad → {config.optimizer} ≡ loss.backward(), "
@@ -361,28 +389,28 @@ def claims(config: Config, out: dict, mean_eval: float, short: Config, weight_di
               f"numbers): max |ΔV| on 256 states", flat_diff, 0.0),
         Claim("copy-state-dict", "critic copied through state_dict: max |ΔV| on 256 states", state_diff, 0.0),
         Claim("tf1-rmsprop-by-hand", f"TFRMSprop ≡ TF-1's RMSProp kernel written out in numpy (ms₀ = 1, decay 0.9, "
-              f"ε inside √): the critic's first {len(out['first_grads'])} gradients, float64, max |Δθ| relative to "
-              f"the largest step", opt["by_hand"], 1e-9),
+              f"ε inside √): the critic's first {len(out.first_grads)} gradients, float64, max |Δθ| relative to "
+              f"the largest step", opt.by_hand, 1e-9),
         Claim("optimizers-differ", "same first gradient, same lr: torch.optim.RMSprop's step ÷ TF-1 RMSProp's, "
               "median over the critic's parameters (torch starts its mean square at 0, TF-1 at 1)",
-              opt["first_ratio"], 3.0, ">="),
-        Claim("learns", f"the actor learns: its best checkpoint (step {best.best_step:,} of {out['steps']:,}, chosen "
+              opt.first_ratio, 3.0, ">="),
+        Claim("learns", f"the actor learns: its best checkpoint (step {best.best_step:,} of {out.steps:,}, chosen "
               f"on {config.checkpoint_episodes} greedy episodes) scores ≥ {rl.LEARNED:.0f} (CartPole-v0's 'solved' "
               f"mark; v1's is {V1_SOLVED:.0f}) on {config.eval_episodes} fresh greedy episodes (mean; the last actor "
               f"is in the table)", mean_eval, rl.LEARNED, ">="),
     ]
 
 
-def optimizer_table(config: Config, opt: dict) -> Table:
+def optimizer_table(config: Config, opt: Replayed) -> Table:
     """The critic's first gradients replayed through TF-1's RMSProp and torch's (optimizer_steps)."""
-    return Table(f"two optimizers called RMSProp, lr {config.critic_lr:g}: the critic's first {len(opt['tf1'])} "
+    return Table(f"two optimizers called RMSProp, lr {config.critic_lr:g}: the critic's first {len(opt.tf1)} "
                  f"gradients from this run, replayed through each from its initial weights",
                  [Column(header="update"), Column(header="rms of g", format=".3g"),
                   Column(header="tf1-rmsprop: mean |Δθ| / lr", format=".3g"),
                   Column(header="torch-rmsprop: mean |Δθ| / lr", format=".3g"),
                   Column(header="torch ÷ tf1", format=".1f")],
-                 [[k, opt["grad_rms"][k - 1], opt["tf1"][k - 1], opt["torch"][k - 1],
-                   opt["torch"][k - 1] / opt["tf1"][k - 1]] for k in REPLAY_ROWS if k <= len(opt["tf1"])],
+                 [[k, opt.grad_rms[k - 1], opt.tf1[k - 1], opt.torch[k - 1], opt.torch[k - 1] / opt.tf1[k - 1]]
+                  for k in REPLAY_ROWS if k <= len(opt.tf1)],
                  note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
                       "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr on "
                       "every coordinate whose |g| ≫ 1e-4, however small |g| is")

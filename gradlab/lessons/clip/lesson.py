@@ -45,6 +45,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
@@ -155,13 +156,34 @@ def graphs(config: Config, images: int = 4) -> list[autograd_graph.Graph]:
     return [graph]
 
 
-def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c: None) -> dict:
+@dataclass
+class Run:
+    """One training run with one way of processing the gradients (train()), filled in as it trains."""
+
+    model: torch.nn.Module | None = None  # the trained model
+    epoch_cost: list[float] = field(default_factory=list)  # mean cost of each epoch
+    norm_mean: list[float] = field(default_factory=list)  # the global norm before processing: each epoch's mean ...
+    norm_max: list[float] = field(default_factory=list)  # ... and its largest
+    clipped_fraction: list[float] = field(default_factory=list)  # each epoch's share of steps processing changed
+    step_norm_before: list[float] = field(default_factory=list)  # the global norm at every step, before ...
+    step_norm_after: list[float] = field(default_factory=list)  # ... and after processing
+    diverged: str | None = None  # where the cost became non-finite (or too large), or None
+    wall_s: float = 0.0  # the training loop alone
+    longest_step: float = 0.0  # the longest update ÷ what clipping allows (step_length)
+
+    def metrics(self) -> dict:
+        """What the result's metrics hold of the run (not the model; test_accuracy is added beside it)."""
+        return {"epoch_cost": self.epoch_cost, "norm_mean": self.norm_mean, "norm_max": self.norm_max,
+                "clipped_fraction": self.clipped_fraction, "diverged": self.diverged, "wall_s": self.wall_s,
+                "longest_step": self.longest_step}
+
+
+def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c: None) -> Run:
     """Train with processing MODE. Divergence (a non-finite cost) ends the run and is reported, not raised."""
     model = make_model(config.model, config.seed, device)
     optimizer = torch.optim.SGD(model.parameters(), lr=config.lr)
     process = processor(mode, config)
-    out = {"epoch_cost": [], "norm_mean": [], "norm_max": [], "clipped_fraction": [], "diverged": None,
-           "step_norm_before": [], "step_norm_after": []}
+    out = Run()
     params = list(model.parameters())
     longest = torch.zeros((), dtype=torch.float64, device=device)  # the longest step / its cap, over the run
     start = time.perf_counter()
@@ -176,25 +198,25 @@ def train(mode: str, config: Config, x, y, orders, device, on_epoch=lambda e, c:
             before.append(n_before)
             after.append(n_after)
         c, nb, na = torch.stack(costs).double(), torch.stack(before).double(), torch.stack(after).double()
-        out["step_norm_before"] += nb.tolist()
-        out["step_norm_after"] += na.tolist()
+        out.step_norm_before += nb.tolist()
+        out.step_norm_after += na.tolist()
         bad = (~torch.isfinite(c) | (c > DIVERGED)).nonzero()
         if len(bad):
             s = int(bad[0])
-            out["diverged"] = f"cost {float(c[s]):.4g} at epoch {epoch}, step {s + 1}"
-            out["epoch_cost"].append(float(c[:s].mean()) if s else float("nan"))
-            out["norm_mean"].append(float(nb[:s + 1].mean()))
-            out["norm_max"].append(float(nb[:s + 1].max()))
-            out["clipped_fraction"].append(float((nb[:s + 1] > na[:s + 1] + 1e-12).double().mean()))
+            out.diverged = f"cost {float(c[s]):.4g} at epoch {epoch}, step {s + 1}"
+            out.epoch_cost.append(float(c[:s].mean()) if s else float("nan"))
+            out.norm_mean.append(float(nb[:s + 1].mean()))
+            out.norm_max.append(float(nb[:s + 1].max()))
+            out.clipped_fraction.append(float((nb[:s + 1] > na[:s + 1] + 1e-12).double().mean()))
             break
-        out["epoch_cost"].append(float(c.mean()))
-        out["norm_mean"].append(float(nb.mean()))
-        out["norm_max"].append(float(nb.max()))
-        out["clipped_fraction"].append(float((nb > na + 1e-12).double().mean()))  # steps where processing acted
-        on_epoch(epoch, out["epoch_cost"][-1])
-    out["wall_s"] = time.perf_counter() - start
-    out["model"] = model
-    out["longest_step"] = float(longest)
+        out.epoch_cost.append(float(c.mean()))
+        out.norm_mean.append(float(nb.mean()))
+        out.norm_max.append(float(nb.max()))
+        out.clipped_fraction.append(float((nb > na + 1e-12).double().mean()))  # steps where processing acted
+        on_epoch(epoch, out.epoch_cost[-1])
+    out.wall_s = time.perf_counter() - start
+    out.model = model
+    out.longest_step = float(longest)
     return out
 
 
@@ -320,12 +342,11 @@ def run(config: Config, data, device: torch.device | None = None,
 
     metrics = {}
     for mode, r in results.items():
-        metrics[mode] = {k: r[k] for k in ("epoch_cost", "norm_mean", "norm_max", "clipped_fraction", "diverged",
-                                           "wall_s", "longest_step")}
-        metrics[mode]["test_accuracy"] = accuracy(r["model"], x_test, labels_test) if not r["diverged"] else math.nan
+        metrics[mode] = {**r.metrics(),
+                         "test_accuracy": accuracy(r.model, x_test, labels_test) if not r.diverged else math.nan}
     metrics["first_batch_global_norm"] = first_norm
-    if any(r["diverged"] for r in results.values()):
-        notes += [f"{m} diverged: {r['diverged']}" for m, r in results.items() if r["diverged"]]
+    if any(r.diverged for r in results.values()):
+        notes += [f"{m} diverged: {r.diverged}" for m, r in results.items() if r.diverged]
     return Result(
         lesson="clip",
         title="compute → process → apply gradients, with clipping by global norm",
@@ -336,13 +357,12 @@ def run(config: Config, data, device: torch.device | None = None,
     )
 
 
-def tables(results: dict, metrics: dict, config: Config, first_norm: dict[str, float]) -> list[Table]:
+def tables(results: dict[str, Run], metrics: dict, config: Config, first_norm: dict[str, float]) -> list[Table]:
     rows = []
     for e in range(config.epochs):
         for m, r in results.items():
-            if e < len(r["epoch_cost"]):
-                rows.append([e + 1, m, r["epoch_cost"][e], r["norm_mean"][e], r["norm_max"][e],
-                             r["clipped_fraction"][e]])
+            if e < len(r.epoch_cost):
+                rows.append([e + 1, m, r.epoch_cost[e], r.norm_mean[e], r.norm_max[e], r.clipped_fraction[e]])
     per_epoch = Table("per epoch: cost, and the global norm of the gradient before processing",
                       [Column(header="epoch"), Column(header="run"), Column(header="cost", format=".4f"),
                        Column(header="norm mean", format=".3g"), Column(header="norm max", format=".3g"),
@@ -366,18 +386,18 @@ def tables(results: dict, metrics: dict, config: Config, first_norm: dict[str, f
     return [per_epoch, summary]
 
 
-def curves(results: dict, config: Config) -> dict[str, Curve]:
-    n = max(len(r["step_norm_before"]) for r in results.values())
+def curves(results: dict[str, Run], config: Config) -> dict[str, Curve]:
+    n = max(len(r.step_norm_before) for r in results.values())
     series = {}
     for m, r in results.items():
-        series[f"{m}: before"] = r["step_norm_before"]
+        series[f"{m}: before"] = r.step_norm_before
         if m != "none":
-            series[f"{m}: after"] = r["step_norm_after"]
+            series[f"{m}: after"] = r.step_norm_after
     refs = {"global-norm": {f"clip norm c = {config.clip_norm:g}": config.clip_norm},
             "norm": {f"clip norm c = {config.clip_norm:g} (per tensor)": config.clip_norm}}.get(config.clip, {})
     return {
         "gradient global norm per step": Curve("step", "global norm", list(range(1, n + 1)), series, logy=True,
                                                refs=refs),
         "epoch cost": Curve("epoch", "cost", list(range(1, config.epochs + 1)),
-                            {m: r["epoch_cost"] for m, r in results.items()}),
+                            {m: r.epoch_cost for m, r in results.items()}),
     }

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from gradlab.errors import check_option
 from gradlab.kit import options as o
-from gradlab.kit.options import check_positive
 
 MODES = ("global-norm", "norm", "value", "none")
 MODELS = ("mlp", "softmax")
@@ -19,14 +18,16 @@ class Config(o.LessonConfig):
 
     clip: str = o.option("global-norm", "How to process the gradients between compute and apply.", choices=MODES,
                          listed="choices")
-    clip_norm: float = o.option(1.0, "Cap on the (global) norm.", listed=True)  # for global-norm and norm
-    clip_value: float = o.option(0.05, "Cap on each element (--clip value).")
+    clip_norm: float = o.option(1.0, "Cap on the (global) norm.", listed=True,  # for global-norm and norm
+                                bounds=o.positive())
+    clip_value: float = o.option(0.05, "Cap on each element (--clip value).", bounds=o.positive())
     compare: bool = o.option(True, "Also train without clipping, same batches and init, side by side.",
                              flag="--compare/--no-compare", listed=True)
     model: str = o.option("mlp", "mlp (784→256→256→10, gradients explode at large lr) or the tutorial's softmax "
                                  "(zero init).", choices=MODELS, listed=True)
     epochs: int = o.epochs(3)
-    lr: float = o.option(2.0, "Learning rate (large on purpose: the unclipped mlp blows up).", listed=True)
+    lr: float = o.option(2.0, "Learning rate (large on purpose: the unclipped mlp blows up).", listed=True,
+                         bounds=o.positive())
     batch_size: int = o.batch_size(100)
     train_size: int = o.train_size()
     test_size: int = o.test_size()
@@ -37,8 +38,4 @@ class Config(o.LessonConfig):
                      lambda say: f"unknown {say('clip')} mode {self.clip!r}: use one of {', '.join(MODES)}")
         check_option(self.model in MODELS, "model",
                      lambda say: f"unknown {say('model')} {self.model!r}: use one of {', '.join(MODELS)}")
-        for name in ("clip_norm", "clip_value", "lr"):
-            check_positive(name, getattr(self, name), example=1.0)
-        check_option(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}", example=3)
-        for name in ("batch_size", "train_size", "test_size"):
-            check_option(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+        super().__post_init__()  # the declared bounds

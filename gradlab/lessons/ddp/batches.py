@@ -41,13 +41,6 @@ def full_batch_grads(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -
     return list(torch.autograd.grad(cross_entropy(model(x), y), list(model.parameters())))
 
 
-def relative(a: list[torch.Tensor] | torch.Tensor, b: list[torch.Tensor] | torch.Tensor) -> float:
-    """max |a − b| / max |b|: how far A is from B, relative to B's largest number."""
-    a = torch.cat([t.reshape(-1) for t in a]) if isinstance(a, list | tuple) else a
-    b = torch.cat([t.reshape(-1) for t in b]) if isinstance(b, list | tuple) else b
-    return float((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-300))
-
-
 class ReluSigns:
     """Which inputs of each ReLU of MODEL were > 0, for every sample of every forward pass since the last take().
 

@@ -83,13 +83,13 @@ import torch
 
 from gradlab.errors import OptionError, check
 from gradlab.kit import autograd_graph, distributed
+from gradlab.kit.exercise import relative_to_largest
 from gradlab.kit.result import Claim, Result
 from gradlab.lessons.ddp.batches import (  # noqa: F401 — the names --explain shows and the tests use, in one place
     full_batch_grads,
     global_batches,
     micro_batch_sizes,
     new_model,
-    relative,
     shard_sizes,
     summed_cross_entropy,
 )
@@ -105,6 +105,7 @@ from gradlab.lessons.ddp.ranks import (  # noqa: F401
 from gradlab.lessons.ddp.report import curves, metrics, tables
 from gradlab.lessons.ddp.settings import Config  # the settings, declared once (no torch: --help reads them)
 from gradlab.lessons.ddp.single import (  # noqa: F401 (accumulate)
+    Accumulated,
     accumulate,
     accumulation,
     forgotten_k_by_optimizer,
@@ -158,7 +159,7 @@ def graphs(config: Config, images: int = 4) -> list[autograd_graph.Graph]:
         graph, "all_reduce(SUM)", [n.id for rank in per_rank for n in rank], result=flat,
         facts=[f"one flat buffer of {flat.numel()} numbers (one DDP bucket)",
                *facts, f"every rank gets the sum: ‖Σ‖ = {autograd_graph.norm(flat):.6g}",
-               f"the full batch's gradient differs by {relative(summed, full):.2g} (max rel)"])
+               f"the full batch's gradient differs by {relative_to_largest(summed, full):.2g} (max rel)"])
     graph.note = ("look at: all_reduce(SUM) under the leaves: each rank's gradient is a share; their sum is the full "
                   "batch's")
     return [graph]
@@ -178,10 +179,10 @@ def run(config: Config, data, device: torch.device | None = None,
           f"smallest of {world} shards; use fewer micro-batches")
     batches = global_batches(config, data, device)
 
-    def in_this_process(stop_if_cancelled: Callable[[], None]) -> dict:  # while the workers run
+    def in_this_process(stop_if_cancelled: Callable[[], None]) -> Accumulated:  # while the workers run
         acc = accumulation(config, batches, device, stop_if_cancelled)
-        acc["optimizers"] = forgotten_k_by_optimizer(config, batches, device, stop_if_cancelled)
-        acc["single_s"] = single_process_seconds(config, batches, device, stop_if_cancelled)
+        acc.optimizers = forgotten_k_by_optimizer(config, batches, device, stop_if_cancelled)
+        acc.single_s = single_process_seconds(config, batches, device, stop_if_cancelled)
         return acc
 
     job = distributed.Job(fn=rank_work, args=(config, batches.to(torch.device("cpu"))), workers=config.workers,
@@ -242,36 +243,36 @@ def not_claimed(world: int, parts: int) -> list[str]:
     return notes
 
 
-def claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
+def claims(config: Config, acc: Accumulated, ranks: list[dict]) -> list[Claim]:
     """Every claim compares two different computations (or a computation with an independent one): where a run's
     settings make both sides the same computation (one worker, one micro-batch), the claim is left out and a note
     says so (not_claimed)."""
     return [*accumulation_claims(config, acc), *shard_claims(config, ranks), *worker_claims(config, acc, ranks)]
 
 
-def accumulation_claims(config: Config, acc: dict) -> list[Claim]:
+def accumulation_claims(config: Config, acc: Accumulated) -> list[Claim]:
     """Gradient accumulation in this process: the micro-batches' losses, scaled right, add up to the batch's."""
-    tol, K = TOLERANCE[config.dtype], len(acc["sizes"])
-    sizes = "/".join(map(str, acc["sizes"]))
-    flipped, N = acc["flipped"], config.steps
+    tol, K = TOLERANCE[config.dtype], len(acc.sizes)
+    sizes = "/".join(map(str, acc.sizes))
+    flipped, N = acc.flipped, config.steps
     out = []
     if not config.uneven and K > 1:
         out.append(Claim("accumulate-mean-over-k", f"{K} micro-batches, loss_k/K accumulated ≡ one backward over the "
                                                    f"whole batch, at each of {N} steps from the same weights (max "
                                                    f"relative{left_out(sum(flipped))})",
-                         kept(acc["mean_k"], flipped), tol))
-        ratio = acc["norm_ratio"]["mean"][0]
+                         kept(acc.mean_k, flipped), tol))
+        ratio = acc.norm_ratio["mean"][0]
         out.append(Claim("accumulate-without-k", f"without /K the accumulated gradient is K × the full one "
                                                  f"(‖Σ‖/‖g‖ = {ratio:.6g}, K = {K}): max relative |Σ − K·g| over "
-                                                 f"the steps{left_out(sum(flipped))}", kept(acc["forgot_k"], flipped),
+                                                 f"the steps{left_out(sum(flipped))}", kept(acc.forgot_k, flipped),
                          tol))
     elif config.uneven:
         out.append(Claim("mean-of-means-differs", f"micro-batches {sizes}: the mean of per-micro-batch means ≠ the "
                                                   f"full-batch gradient (smallest relative difference over the "
-                                                  f"steps)", min(acc["mean_k"]), DIFFERS, ">="))
+                                                  f"steps)", min(acc.mean_k), DIFFERS, ">="))
     out.append(Claim("sum-over-global-count", f"micro-batches {sizes}: Σ ℓ_i / B accumulated ≡ one backward over the "
                                               f"whole batch, at each of {N} steps (max relative"
-                                              f"{left_out(sum(flipped))})", kept(acc["sum_b"], flipped), tol))
+                                              f"{left_out(sum(flipped))})", kept(acc.sum_b, flipped), tol))
     return out
 
 
@@ -296,10 +297,10 @@ def shard_claims(config: Config, ranks: list[dict]) -> list[Claim]:
     return out
 
 
-def worker_claims(config: Config, acc: dict, ranks: list[dict]) -> list[Claim]:
+def worker_claims(config: Config, acc: Accumulated, ranks: list[dict]) -> list[Claim]:
     """The workers' steps against one process's: all-reduce by hand and DDP, the replicas, the clip order, the
     sharded norm, and no_sync()."""
-    tol, K, W, N = TOLERANCE[config.dtype], len(acc["sizes"]), len(ranks), config.steps
+    tol, K, W, N = TOLERANCE[config.dtype], len(acc.sizes), len(ranks), config.steps
     out = []
 
     def worst_rank(way: str, key: str = "vs_single") -> float:

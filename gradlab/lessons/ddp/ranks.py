@@ -21,13 +21,13 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel
 
+from gradlab.kit.exercise import relative_to_largest
 from gradlab.kit.training import cross_entropy, global_norm, torch_clip
 from gradlab.lessons.ddp.batches import (
     Batches,
     ReluSigns,
     full_batch_grads,
     new_model,
-    relative,
     same_signs,
     shard_sizes,
     summed_cross_entropy,
@@ -166,14 +166,15 @@ def rank_work(rank: int, world: int, device: torch.device, config: Config, batch
     out["one_batch_step"] = s + 1
     naive = [t / world for t in all_reduce_sum(shard_mean)]  # all_reduce(SUM, ḡ_r) / W
     weighted = all_reduce_sum([t * (n / B) for t in shard_mean])  # all_reduce(SUM, (n_r/B)·ḡ_r)
-    out["naive_vs_full"], out["weighted_vs_full"] = relative(naive, full), relative(weighted, full)
+    out["naive_vs_full"] = relative_to_largest(naive, full)
+    out["weighted_vs_full"] = relative_to_largest(weighted, full)
     out["norm"], out["norm_twice"] = norm_reduced_twice(weighted)
     out["norm_sharded"], out["norm_single"] = sharded_norm(weighted, rank, world), float(global_norm(full))
     clip_then_reduce = all_reduce_sum([t * (n / B) for t in torch_clip(shard_mean, config.clip_norm)[1]])
     reduce_then_clip = torch_clip(weighted, config.clip_norm)[1]
     out["shard_norm"] = float(global_norm(shard_mean))
-    out["clip_order"] = relative(clip_then_reduce, reduce_then_clip)
-    out["reduce_then_clip_vs_single"] = relative(reduce_then_clip, torch_clip(full, config.clip_norm)[1])
+    out["clip_order"] = relative_to_largest(clip_then_reduce, reduce_then_clip)
+    out["reduce_then_clip_vs_single"] = relative_to_largest(reduce_then_clip, torch_clip(full, config.clip_norm)[1])
 
     # 2. Training, in lockstep with one process on the whole batch: at every step each way starts from the
     # reference's weights, computes its gradient (all-reduce included), and is compared with the reference's; then
@@ -222,11 +223,11 @@ def lockstep(config: Config, batches: Batches, mine: slice, device, world: int, 
         if any_rank(not same_signs(run_signs.take(), [t[mine] for t in ref_signs.take()]), device):
             flips += 1  # a ReLU flipped on some worker: the difference is not rounding; counted, left out
         else:
-            diff = relative(got, [p.grad for p in ref.parameters()])
+            diff = relative_to_largest(got, [p.grad for p in ref.parameters()])
             worst = diff if math.isnan(worst) else max(worst, diff)
         rank0 = got.clone()
         dist.broadcast(rank0, src=0)  # every worker's gradient against rank 0's
-        worst_rank0 = max(worst_rank0, relative(got, rank0))
+        worst_rank0 = max(worst_rank0, relative_to_largest(got, rank0))
         ref_opt.step()
         report(s + 1)
     loss = torch.stack(losses)

@@ -9,31 +9,31 @@ import os
 from gradlab.kit.result import Column, Curve, Table
 from gradlab.lessons.ddp.ranks import WAYS
 from gradlab.lessons.ddp.settings import Config
-from gradlab.lessons.ddp.single import FORGOT_K, MEAN_K, SUM_B
+from gradlab.lessons.ddp.single import FORGOT_K, MEAN_K, SUM_B, Accumulated
 
 
-def metrics(config: Config, acc: dict, ranks: list[dict], launch: dict) -> dict:
-    return {"job": launch, "micro_batch_sizes": acc["sizes"], "shard_sizes": [r["shard"] for r in ranks],
-            "accumulation": {"weights_vs_full": acc["weights_vs_full"],
-                             "norm_ratio": acc["norm_ratio"], "forgot_k_vs_k_g": acc["forgot_k"],
-                             "mean_of_means_vs_full": acc["mean_k"], "wall_s": acc["wall_s"]},
-            "forgotten_k_by_optimizer": acc["optimizers"], "single_process_s": acc["single_s"], "ranks": ranks}
+def metrics(config: Config, acc: Accumulated, ranks: list[dict], launch: dict) -> dict:
+    return {"job": launch, "micro_batch_sizes": acc.sizes, "shard_sizes": [r["shard"] for r in ranks],
+            "accumulation": {"weights_vs_full": acc.weights_vs_full,
+                             "norm_ratio": acc.norm_ratio, "forgot_k_vs_k_g": acc.forgot_k,
+                             "mean_of_means_vs_full": acc.mean_k, "wall_s": acc.wall_s},
+            "forgotten_k_by_optimizer": acc.optimizers, "single_process_s": acc.single_s, "ranks": ranks}
 
 
-def tables(config: Config, acc: dict, ranks: list[dict], launch: dict) -> list[Table]:
+def tables(config: Config, acc: Accumulated, ranks: list[dict], launch: dict) -> list[Table]:
     return [accumulation_table(config, acc), optimizers_table(acc), per_rank_table(config, ranks, launch),
             speed_table(config, acc, ranks)]
 
 
-def accumulation_table(config: Config, acc: dict) -> Table:
-    K, B, N = len(acc["sizes"]), config.batch_size, config.steps
-    sizes = "/".join(map(str, acc["sizes"]))
+def accumulation_table(config: Config, acc: Accumulated) -> Table:
+    K, B, N = len(acc.sizes), config.batch_size, config.steps
+    sizes = "/".join(map(str, acc.sizes))
     ratio = {recipe: f"{min(r):.6g} … {max(r):.6g}" if f"{min(r):.6g}" != f"{max(r):.6g}" else f"{r[0]:.6g}"
-             for recipe, r in acc["norm_ratio"].items()}
+             for recipe, r in acc.norm_ratio.items()}
     rows = [["one backward over the whole batch", "g (the reference)", "1", 0.0, 0.0],
-            ["loss_k / K", "Σ ḡ_k / K", ratio[MEAN_K], max(acc["mean_k"]), acc["weights_vs_full"][MEAN_K]],
+            ["loss_k / K", "Σ ḡ_k / K", ratio[MEAN_K], max(acc.mean_k), acc.weights_vs_full[MEAN_K]],
             ["loss_k (the /K forgotten)", "Σ ḡ_k", ratio[FORGOT_K], None, None],
-            ["Σ ℓ_i / B", "Σ_k Σ_i ∇ℓ_i / B", ratio[SUM_B], max(acc["sum_b"]), acc["weights_vs_full"][SUM_B]]]
+            ["Σ ℓ_i / B", "Σ_k Σ_i ∇ℓ_i / B", ratio[SUM_B], max(acc.sum_b), acc.weights_vs_full[SUM_B]]]
     return Table(f"accumulation, one process: batch {B} in {K} micro-batches ({sizes})",
                  [Column(header="each micro-batch's loss"), Column(header="accumulated gradient"),
                   Column(header="‖accumulated‖ / ‖g‖"), Column(header="vs g (max rel)", format=".3g"),
@@ -63,11 +63,11 @@ def per_rank_table(config: Config, ranks: list[dict], launch: dict) -> Table:
                       f"same reduction over 1/W slices gives ‖g‖ (the sharded-norm claim)")
 
 
-def optimizers_table(acc: dict) -> Table:
-    K = len(acc["sizes"])
+def optimizers_table(acc: Accumulated) -> Table:
+    K = len(acc.sizes)
     optimizer_rows = [[o["optimizer"], o["lr"], o["first_step_ratio"], o["apart"], o["loss_right"], o["loss_forgot"]]
-                      for o in acc["optimizers"]]
-    steps = acc["optimizers"][0]["steps"]
+                      for o in acc.optimizers]
+    steps = acc.optimizers[0]["steps"]
     return Table(f"the /K forgotten (a gradient {K}× too large), by optimizer: two runs of {steps} steps from "
                  f"the same weights, loss_k/K and loss_k (measured, not claimed)",
                  [Column(header="optimizer"), Column(header="lr", format="g"),
@@ -82,16 +82,16 @@ def optimizers_table(acc: dict) -> Table:
                       "‖θ_forgot − θ_right‖ ÷ ‖θ_right − θ₀‖ after the last step; loss: on the last batch")
 
 
-def speed_table(config: Config, acc: dict, ranks: list[dict]) -> Table:
-    K, B, N, W = len(acc["sizes"]), config.batch_size, config.steps, len(ranks)
-    speed_rows = [["1 process", 1, N * B / acc["single_s"], None, None, None, None]]
+def speed_table(config: Config, acc: Accumulated, ranks: list[dict]) -> Table:
+    K, B, N, W = len(acc.sizes), config.batch_size, config.steps, len(ranks)
+    speed_rows = [["1 process", 1, N * B / acc.single_s, None, None, None, None]]
     for way in WAYS:
         rs = [r["runs"][way.key] for r in ranks]
         wall = max(r["wall_s"] for r in rs)
         comm = sum(r["comm_s"] for r in rs) / W
         speed_rows.append([way.label.replace("K", str(K)), W, N * B / wall, 1000 * comm / N, comm / wall,
                            rs[0]["calls"], rs[0]["bytes"] / 1e6, rs[0]["flips"]])
-    speed_rows[0].append(sum(acc["flipped"]))
+    speed_rows[0].append(sum(acc.flipped))
     return Table("speed: samples/s and time in communication (measured, not claimed)",
                  [Column(header="run"), Column(header="W"), Column(header="samples/s", format=",.0f"),
                   Column(header="comm ms/step", format=".2f"), Column(header="comm %", format=".0%"),
@@ -112,21 +112,21 @@ def speed_table(config: Config, acc: dict, ranks: list[dict]) -> Table:
                       f"(1 process: any accumulation recipe)")
 
 
-def curves(config: Config, acc: dict, ranks: list[dict]) -> dict[str, Curve]:
+def curves(config: Config, acc: Accumulated, ranks: list[dict]) -> dict[str, Curve]:
     """The loss of the runs that agree (on top of each other, by design), and the splits that do not: the gradient
     each accumulation recipe gives, measured against the whole batch's at every step."""
     x = list(range(1, config.steps + 1))
-    W, K = len(ranks), len(acc["sizes"])
-    series = {"1 process, whole batch": acc["loss"]["full"],
+    W, K = len(ranks), len(acc.sizes)
+    series = {"1 process, whole batch": acc.loss["full"],
               f"accumulated, {'Σ ℓ / B' if config.uneven else 'loss_k / K'}":
-                  acc["loss"][SUM_B if config.uneven else MEAN_K],
+                  acc.loss[SUM_B if config.uneven else MEAN_K],
               f"{W} worker{'s' * (W > 1)}, manual all_reduce": ranks[0]["runs"]["manual"]["loss"],
               f"{W} worker{'s' * (W > 1)}, DDP": ranks[0]["runs"]["ddp"]["loss"]}
     if config.uneven:
-        series["accumulated, mean of means (wrong)"] = acc["loss"][MEAN_K]
+        series["accumulated, mean of means (wrong)"] = acc.loss[MEAN_K]
     mean_k = "loss_k / K, unequal parts: the mean of means (wrong)" if config.uneven else "loss_k / K"
-    ratios = {f"loss_k, the /K forgotten (K = {K})": acc["norm_ratio"][FORGOT_K], mean_k: acc["norm_ratio"][MEAN_K],
-              "Σ ℓ_i / B": acc["norm_ratio"][SUM_B]}
+    ratios = {f"loss_k, the /K forgotten (K = {K})": acc.norm_ratio[FORGOT_K], mean_k: acc.norm_ratio[MEAN_K],
+              "Σ ℓ_i / B": acc.norm_ratio[SUM_B]}
     return {"training loss per step": Curve("step", "loss on the global batch", x, series),
             "accumulated gradient vs the whole batch's": Curve(
                 "step", "‖accumulated gradient‖ / ‖g‖", x, ratios,

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from gradlab.errors import check_option
 from gradlab.kit import distributed
 from gradlab.kit import options as o
-from gradlab.kit.options import check_positive
 
 DTYPE_NAMES = ("float32", "float64")
 MAX_STEPS = 1_000_000
@@ -21,14 +20,15 @@ class Config(o.LessonConfig):
     """Settings of `gradlab ddp`; the seed orders the batches and draws the mlp's initial weights."""
 
     workers: int = o.option(2, "Processes gradlab starts on this machine (gloo on 127.0.0.1); torchrun's count when "
-                               "it started gradlab.", listed=True)
+                               "it started gradlab.", listed=True, bounds=o.at_least(1))
     micro_batches: int = o.option(4, "K: accumulate the global batch in K parts (it must divide --batch-size unless "
-                                     "--uneven).", listed=True)
+                                     "--uneven).", listed=True, bounds=o.at_least(1))
     uneven: bool = o.option(False, "Micro-batches of unequal sizes (100 in 3: 64/32/4).", listed=True)
-    batch_size: int = o.batch_size(100, "B: samples in one global batch.")
-    steps: int = o.option(30, "Optimizer steps of every training run.")
-    lr: float = o.option(0.1, "SGD learning rate.")
-    clip_norm: float = o.option(0.1, "Global-norm cap for clip-then-reduce vs reduce-then-clip.")  # below the norms
+    batch_size: int = o.batch_size(100, "B: samples in one global batch.", bounds=None)  # checked with its reason
+    steps: int = o.option(30, "Optimizer steps of every training run.", bounds=o.between(1, MAX_STEPS))
+    lr: float = o.option(0.1, "SGD learning rate.", bounds=o.positive())
+    clip_norm: float = o.option(0.1, "Global-norm cap for clip-then-reduce vs reduce-then-clip.",  # below the norms
+                                bounds=o.positive())
     dtype: str = o.option("float32", "float64 shows every equality at rounding level (bounds 1e-12 instead of 1e-6).",
                           choices=DTYPE_NAMES, listed=True)
     backend: str = o.option("auto", "auto: nccl when every worker has a CUDA GPU, else gloo.",
@@ -42,24 +42,19 @@ class Config(o.LessonConfig):
         check_option(self.backend in distributed.BACKENDS, "backend",
                      lambda say: f"unknown {say('backend')} {self.backend!r}: use one of "
                                  f"{', '.join(distributed.BACKENDS)}")
+        super().__post_init__()  # the declared bounds
         check_option(1 <= self.batch_size <= MAX_BATCH, "batch_size", f"must be between 1 and {MAX_BATCH:,} (the "
                      f"bundled training images), got {self.batch_size}", example=100)
-        check_option(self.workers >= 1, "workers", f"must be at least 1, got {self.workers}", example=2)
         check_option(self.workers <= self.batch_size, "workers",
                      lambda say: f"{say('workers', self.workers)} is more than the {self.batch_size} samples of the "
                                  f"global batch: a worker would have nothing to do; use fewer {say('workers')} or a "
                                  f"larger {say('batch_size')}")
         self._check_micro_batches()
-        check_option(1 <= self.steps <= MAX_STEPS, "steps", f"must be between 1 and {MAX_STEPS:,}, got {self.steps}",
-                     example=30)
-        check_positive("lr", self.lr, example=0.1)
-        check_positive("clip_norm", self.clip_norm, example=0.1)
         check_option(isinstance(self.timeout, int | float) and 1 <= self.timeout <= 86400, "timeout",
                      f"must be between 1 and 86400 seconds, got {self.timeout!r}", example=60)
 
     def _check_micro_batches(self) -> None:
         """K micro-batches: at least one sample each, in every worker's shard; equal, unless --uneven."""
-        check_option(self.micro_batches >= 1, "micro_batches", f"must be at least 1, got {self.micro_batches}; try 4")
         check_option(self.micro_batches <= self.batch_size, "micro_batches",
                      lambda say: f"{say('micro_batches', self.micro_batches)} is more than the {self.batch_size} "
                                  f"samples of the batch; use at most {say('micro_batches', self.batch_size)}")

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
+from gradlab.kit.exercise import relative_to_largest
 from gradlab.kit.training import cross_entropy, global_norm
 from gradlab.lessons.ddp.batches import (
     Batches,
@@ -15,7 +17,6 @@ from gradlab.lessons.ddp.batches import (
     flat,
     micro_batch_sizes,
     new_model,
-    relative,
     same_signs,
     summed_cross_entropy,
 )
@@ -42,8 +43,27 @@ def accumulate(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, sizes: 
         loss.backward()  # .grad += ∂loss/∂θ
 
 
+@dataclass
+class Accumulated:
+    """The single-process runs (accumulation()), filled in as they train: the full-batch reference, the accumulated
+    runs on their own weights, and at every step of the reference each recipe's gradient at the same weights."""
+
+    sizes: list[int]  # the micro-batches' sizes
+    loss: dict[str, list[float]]  # the loss at every step of each run: "full" (the reference), MEAN_K, SUM_B
+    norm_ratio: dict[str, list[float]]  # ‖a recipe's gradient‖ / ‖g‖ at every step, by recipe
+    forgot_k: list[float] = field(default_factory=list)  # FORGOT_K's gradient against K·g (relative), every step
+    mean_k: list[float] = field(default_factory=list)  # MEAN_K's against g
+    sum_b: list[float] = field(default_factory=list)  # SUM_B's against g
+    flipped: list[bool] = field(default_factory=list)  # a ReLU flipped between the whole batch and its parts
+    wall_s: float = 0.0
+    final: dict[str, torch.Tensor] = field(default_factory=dict)  # the flat weights at the end, by run
+    weights_vs_full: dict[str, float] = field(default_factory=dict)  # each accumulated run's against "full"
+    optimizers: list[dict] = field(default_factory=list)  # forgotten_k_by_optimizer's, added by the lesson
+    single_s: float = 0.0  # single_process_seconds', added by the lesson
+
+
 def accumulation(config: Config, batches: Batches, device,
-                 stop_if_cancelled: Callable[[], None] = lambda: None) -> dict:
+                 stop_if_cancelled: Callable[[], None] = lambda: None) -> Accumulated:
     """The full-batch run (the reference for everything), the accumulated runs, and at every step of the reference
     the gradients of every recipe at the same weights. STOP_IF_CANCELLED() raises once the workers' job failed."""
     sizes = micro_batch_sizes(config.batch_size, config.micro_batches, config.uneven)
@@ -52,8 +72,8 @@ def accumulation(config: Config, batches: Batches, device,
     ref_opt = torch.optim.SGD(ref.parameters(), lr=config.lr)
     trained = {recipe: new_model(config, device) for recipe in (MEAN_K, SUM_B)}  # each on its own weights
     trained_opt = {recipe: torch.optim.SGD(m.parameters(), lr=config.lr) for recipe, m in trained.items()}
-    out = {"sizes": sizes, "loss": {"full": [], MEAN_K: [], SUM_B: []}, "forgot_k": [], "mean_k": [],
-           "sum_b": [], "norm_ratio": {recipe: [] for recipe in RECIPES}, "flipped": []}
+    out = Accumulated(sizes=sizes, loss={"full": [], MEAN_K: [], SUM_B: []},
+                      norm_ratio={recipe: [] for recipe in RECIPES})
     signs = ReluSigns(ref)
     start = time.perf_counter()
     for x, y in batches:
@@ -66,25 +86,26 @@ def accumulation(config: Config, batches: Batches, device,
             accumulate(ref, x, y, sizes, recipe)
             flipped |= not same_signs(signs.take(), whole)  # a ReLU flipped between the two: not rounding
             got = [p.grad.clone() for p in ref.parameters()]
-            out["norm_ratio"][recipe].append(float(global_norm(got) / g_norm))
+            out.norm_ratio[recipe].append(float(global_norm(got) / g_norm))
             if recipe == FORGOT_K:
-                out["forgot_k"].append(relative(got, [K * t for t in g]))  # against K·g
+                out.forgot_k.append(relative_to_largest(got, [K * t for t in g]))  # against K·g
             else:
-                out["mean_k" if recipe == MEAN_K else "sum_b"].append(relative(got, g))
-        out["flipped"].append(flipped)
+                (out.mean_k if recipe == MEAN_K else out.sum_b).append(relative_to_largest(got, g))
+        out.flipped.append(flipped)
         for p, gp in zip(ref.parameters(), g, strict=True):  # the reference steps with its own gradient
             p.grad = gp
         ref_opt.step()
-        out["loss"]["full"].append(float(loss.detach()))
+        out.loss["full"].append(float(loss.detach()))
         for recipe, model in trained.items():  # the accumulated runs, each on its own weights
             accumulate(model, x, y, sizes, recipe)
             with torch.no_grad():
-                out["loss"][recipe].append(float(cross_entropy(model(x), y)))
+                out.loss[recipe].append(float(cross_entropy(model(x), y)))
             trained_opt[recipe].step()
         stop_if_cancelled()
-    out["wall_s"] = time.perf_counter() - start
-    out["final"] = {"full": flat(ref), **{recipe: flat(m) for recipe, m in trained.items()}}
-    out["weights_vs_full"] = {recipe: relative(out["final"][recipe], out["final"]["full"]) for recipe in trained}
+    out.wall_s = time.perf_counter() - start
+    out.final = {"full": flat(ref), **{recipe: flat(m) for recipe, m in trained.items()}}
+    out.weights_vs_full = {recipe: relative_to_largest(out.final[recipe], out.final["full"])
+                              for recipe in trained}
     return out
 
 

@@ -50,14 +50,17 @@ import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from gradlab.kit import autograd_graph, rl
+from gradlab.kit.exercise import relative_to_largest
 from gradlab.kit.result import Claim, Column, Curve, Result, Table
+from gradlab.kit.schedule import linear, set_lr
 from gradlab.lessons.dqn.settings import TARGET_MODES as TARGET_MODES
 from gradlab.lessons.dqn.settings import Config  # the settings, declared once (no torch: --help reads them)
 
@@ -75,8 +78,6 @@ COMPARE = [
 # transitions in another order (measured: below 1e-6 on seeds 0–99, see tests/test_dqn_lesson.py)
 BY_HAND = 1e-5
 
-
-
 # The curves' reference lines: the "learns" claims' mark and CartPole-v1's registered threshold (gradlab.kit.rl)
 MARKS = {f"learns ({rl.LEARNED:.0f}: v0's 'solved')": rl.LEARNED,
          f"v1's 'solved' ({rl.registered()[1]:.0f})": rl.registered()[1]}
@@ -93,6 +94,16 @@ def q_network(obs_dim: int, n_actions: int, hidden: int) -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(obs_dim, hidden), torch.nn.ReLU(),
                                torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
                                torch.nn.Linear(hidden, n_actions))
+
+
+class Batch(NamedTuple):
+    """N transitions (s, a, r, s', done), one tensor per field, as cleanrl's `data.rewards`."""
+
+    obs: torch.Tensor  # s, N × 4
+    actions: torch.Tensor  # a, N (int64)
+    rewards: torch.Tensor  # r, N
+    next_obs: torch.Tensor  # s', N × 4
+    dones: torch.Tensor  # 1.0 on termination only, 0.0 when the time limit truncated the episode
 
 
 class ReplayBuffer:
@@ -113,26 +124,24 @@ class ReplayBuffer:
         self.pos = (i + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
 
-    def sample(self, n: int):
+    def sample(self, n: int) -> Batch:
         idx = self.rng.integers(0, self.size, n)
-        return (torch.from_numpy(self.s[idx]), torch.from_numpy(self.a[idx]), torch.from_numpy(self.r[idx]),
-                torch.from_numpy(self.s2[idx]), torch.from_numpy(self.done[idx]))
+        return Batch(*(torch.from_numpy(x[idx]) for x in (self.s, self.a, self.r, self.s2, self.done)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # The loss, three ways of treating the target
 # ---------------------------------------------------------------------------------------------------------------
 
-def td_loss(online, target_net, batch, gamma: float, mode: str) -> torch.Tensor:
+def td_loss(online, target_net, data: Batch, gamma: float, mode: str) -> torch.Tensor:
     """mean_i Huber(q(s_i, a_i) − y_i), y = r + γ(1 − done) max_a' q_target(s', a'), done = 1 on
     termination only (never on a time-limit truncation); MODE says how y is kept constant."""
-    s, a, r, s2, done = batch
-    q = online(s).gather(1, a[:, None]).squeeze(1)  # q(s, a)
+    q = online(data.obs).gather(1, data.actions[:, None]).squeeze(1)  # q(s, a)
     if mode == "placeholder":
         with torch.no_grad():  # a separate pass whose result is a plain constant: the fed placeholder
-            y = r + gamma * (1 - done) * target_net(s2).max(dim=1).values
+            y = data.rewards + gamma * (1 - data.dones) * target_net(data.next_obs).max(dim=1).values
     else:
-        y = r + gamma * (1 - done) * target_net(s2).max(dim=1).values
+        y = data.rewards + gamma * (1 - data.dones) * target_net(data.next_obs).max(dim=1).values
         if mode == "stop-grad":
             y = y.detach()  # tf.stop_gradient(y)
         # no-stop-grad: y stays in the graph; the gradient flows into whatever computed it
@@ -160,11 +169,6 @@ def td_gradients_by_hand(online, target_net, batch, gamma: float) -> tuple[torch
     return torch.cat([g.flatten() for g in semi]), torch.cat([g.flatten() for g in boot])
 
 
-def relative(a: torch.Tensor, b: torch.Tensor) -> float:
-    """max |a − b| / max |b|: how far A is from B, relative to B's largest number (0 when both are 0)."""
-    return float((a.double() - b.double()).abs().max() / b.double().abs().max().clamp_min(1e-300))
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Training
 # ---------------------------------------------------------------------------------------------------------------
@@ -183,11 +187,29 @@ def make_networks(config: Config, obs_dim: int, n_actions: int):
 
 def epsilon(config: Config, step: int) -> float:
     """Linear schedule from eps_start to eps_end over eps_fraction · total_steps, then flat."""
-    span = max(1, int(config.eps_fraction * config.total_steps))
-    return config.eps_end + (config.eps_start - config.eps_end) * max(0.0, 1 - step / span)
+    return linear(config.eps_start, config.eps_end, step, max(1, int(config.eps_fraction * config.total_steps)))
 
 
-def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> dict:
+@dataclass(frozen=True)
+class Run:
+    """One variant's training run (train()), then its evaluation on fresh greedy episodes (train_variants())."""
+
+    episodes: list[tuple[int, float]]  # (the step at which each episode ended, its return)
+    online: torch.nn.Module  # the last network
+    checkpoint: rl.BestCheckpoint  # the best network, chosen on greedy episodes
+    stopped: str | None  # why training stopped early (the loss became non-finite), or None
+    wall_s: float
+    steps_per_s: float
+    loss: float  # mean TD loss over every gradient step (NaN when none was taken)
+    eval: list[float] = field(default_factory=list)  # the best checkpoint's returns on fresh greedy episodes
+    eval_last: list[float] = field(default_factory=list)  # the last network's, on the same episodes
+
+    @property
+    def eval_mean(self) -> float:  # the claim's number
+        return float(np.mean(self.eval))
+
+
+def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> Run:
     """Run DQN for total_steps; return episode returns, the last and the best network, steps/s and the mean loss.
 
     The best network is chosen by greedy evaluations every eval_every steps (rl.BestCheckpoint); they use their own
@@ -203,8 +225,7 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
     s, _ = env.reset(seed=config.seed)
     ep_return, last_return, losses = 0.0, 0.0, []
     trained = False  # has a gradient step changed the networks since the last target sync?
-    stopped = None
-    start = time.perf_counter()
+    stopped, start = None, time.perf_counter()
     for step in range(1, config.total_steps + 1):
         if rng.random() < epsilon(config, step):
             a = int(rng.integers(n_actions))
@@ -221,8 +242,7 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
             s, _ = env.reset()
         if step > config.learning_starts and step % config.train_every == 0:
             if config.anneal_lr:
-                for group in optimizer.param_groups:
-                    group["lr"] = config.lr * (1 - step / config.total_steps)
+                set_lr(optimizer, linear(config.lr, 0, step, config.total_steps))
             for _ in range(config.gradient_steps):
                 loss = td_loss(online, target_net, buffer.sample(config.batch_size), config.gamma, config.target)
                 optimizer.zero_grad()
@@ -245,16 +265,16 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
             progress(step, last_return)
     wall = time.perf_counter() - start
     env.close()
-    return {"episodes": episodes, "online": online, "checkpoint": checkpoint, "stopped": stopped, "wall_s": wall,
-            "steps_per_s": config.total_steps / wall,
-            "loss": float(torch.stack(losses).mean()) if losses else math.nan}
+    return Run(episodes=episodes, online=online, checkpoint=checkpoint, stopped=stopped, wall_s=wall,
+               steps_per_s=config.total_steps / wall,
+               loss=float(torch.stack(losses).mean()) if losses else math.nan)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Gradient anatomy: one fixed batch, every variant, before any training
 # ---------------------------------------------------------------------------------------------------------------
 
-def anatomy_batch(config: Config, n: int = 256):
+def anatomy_batch(config: Config, n: int = 256) -> Batch:
     """N transitions from a random policy, seeded: the fixed batch every variant is differentiated on."""
     env = rl.make_env()
     rng = np.random.default_rng(config.seed + 2)
@@ -266,7 +286,7 @@ def anatomy_batch(config: Config, n: int = 256):
         buffer.add(s, a, r, s2, float(terminated))
         s = s2 if not (terminated or truncated) else env.reset()[0]
     env.close()
-    return tuple(torch.from_numpy(x) for x in (buffer.s, buffer.a, buffer.r, buffer.s2, buffer.done))
+    return Batch(*(torch.from_numpy(x) for x in (buffer.s, buffer.a, buffer.r, buffer.s2, buffer.done)))
 
 
 def anatomy_networks(config: Config, mode: str, separate: bool):
@@ -294,7 +314,7 @@ LOOK = {  # what graphs() shows for each of COMPARE's variants
 def graphs(config: Config, transitions: int = 256) -> list[autograd_graph.Graph]:
     """The TD loss's backward graph for each variant, on the anatomy's batch and networks: the path into the
     target network, and the cut (detach, no_grad) where there is one."""
-    batch = tuple(t[:transitions] for t in anatomy_batch(config))
+    batch = Batch(*(t[:transitions] for t in anatomy_batch(config)))
     out = []
     for name, mode, separate in COMPARE:
         c, online, target_net = anatomy_networks(config, mode, separate)
@@ -307,7 +327,17 @@ def graphs(config: Config, transitions: int = 256) -> list[autograd_graph.Graph]
     return out
 
 
-def anatomy(config: Config, variants=COMPARE) -> dict[str, dict]:
+@dataclass(frozen=True)
+class Gradients:
+    """One variant's TD loss on the anatomy's batch and its gradient, by autograd and by hand."""
+
+    online: torch.Tensor  # ∂loss/∂(online network's parameters), flattened
+    target: torch.Tensor | None  # ∂loss/∂(target network's parameters), or None without a target network
+    loss: float  # the TD loss itself
+    by_hand: float  # max relative difference from what td_gradients_by_hand predicts
+
+
+def anatomy(config: Config, variants=COMPARE) -> dict[str, Gradients]:
     """For each variant: the loss gradient w.r.t. the online and the target network's parameters, by autograd
     through td_loss, and what the chain rule written out by hand predicts for it (td_gradients_by_hand)."""
     batch = anatomy_batch(config)
@@ -325,11 +355,11 @@ def anatomy(config: Config, variants=COMPARE) -> dict[str, dict]:
         through_y = mode == "no-stop-grad"
         if separate:  # the bootstrap term belongs to the target network, and only when y stays in the graph
             want_online, want_target = semi, boot if through_y else torch.zeros_like(boot)
-            by_hand = max(relative(got_online, want_online), relative(got_target, want_target))
+            by_hand = max(relative_to_largest(got_online, want_online), relative_to_largest(got_target, want_target))
         else:  # one network: the bootstrap term adds to the same parameters (the naive residual gradient)
             want_online = semi + boot if through_y else semi
-            by_hand = relative(got_online, want_online)
-        out[name] = {"online": got_online, "target": got_target, "loss": float(loss.detach()), "by_hand": by_hand}
+            by_hand = relative_to_largest(got_online, want_online)
+        out[name] = Gradients(online=got_online, target=got_target, loss=float(loss.detach()), by_hand=by_hand)
     return out
 
 
@@ -341,26 +371,25 @@ def run(config: Config, device: torch.device | None = None,
     transfer latency.
     """
     grads = anatomy(config)
-    ref = grads["stop-grad"]["online"]
-    anatomy_rows = [[name, float(g["online"].norm()), None if g["target"] is None else float(g["target"].norm()),
-                     float((g["online"] - ref).abs().max()), g["by_hand"]] for name, g in grads.items()]
+    ref = grads["stop-grad"].online
+    anatomy_rows = [[name, float(g.online.norm()), None if g.target is None else float(g.target.norm()),
+                     float((g.online - ref).abs().max()), g.by_hand] for name, g in grads.items()]
     runs = train_variants(config, progress)
-    windows = {name: rl.window_means(r["episodes"], config.total_steps, config.windows) for name, r in runs.items()}
+    windows = {name: rl.window_means(r.episodes, config.total_steps, config.windows) for name, r in runs.items()}
     edges = rl.window_edges(config.total_steps, config.windows)
-    metrics = {name: {"window_mean_return": windows[name], "eval_returns": r["eval"],
-                      "eval_mean": float(np.mean(r["eval"])), "best_step": r["checkpoint"].best_step,
-                      "checkpoint_returns": [score for _, score in r["checkpoint"].history],
-                      "eval_last_mean": float(np.mean(r["eval_last"])), "episodes": len(r["episodes"]),
-                      "mean_loss": r["loss"], "steps_per_s": r["steps_per_s"], "wall_s": r["wall_s"]}
+    metrics = {name: {"window_mean_return": windows[name], "eval_returns": r.eval, "eval_mean": r.eval_mean,
+                      "best_step": r.checkpoint.best_step, "checkpoint_returns": [s for _, s in r.checkpoint.history],
+                      "eval_last_mean": float(np.mean(r.eval_last)), "episodes": len(r.episodes),
+                      "mean_loss": r.loss, "steps_per_s": r.steps_per_s, "wall_s": r.wall_s}
                for name, r in runs.items()}
     metrics["anatomy"] = {row[0]: {"online_grad_norm": row[1], "target_grad_norm": row[2],
                                    "max_diff_from_stop_grad": row[3], "by_hand_max_relative": row[4]}
                           for row in anatomy_rows}
-    collapsed = [note for name, r in runs.items() if not r["stopped"]
-                 for note in rl.collapse_note(name, r["checkpoint"].best_step, float(np.mean(r["eval"])),
-                                              float(np.mean(r["eval_last"])), config.total_steps)]
+    collapsed = [note for name, r in runs.items() if not r.stopped
+                 for note in rl.collapse_note(name, r.checkpoint.best_step, r.eval_mean, float(np.mean(r.eval_last)),
+                                              config.total_steps)]
     centers = [(lo + hi) / 2 for lo, hi in edges]
-    first = next(iter(runs.values()))["checkpoint"]
+    first = next(iter(runs.values())).checkpoint
     return Result(
         lesson="dqn", title="stop_gradient on the DQN target, on CartPole-v1",
         seed=config.seed, metrics=metrics, claims=[*anatomy_claims(grads), *training_claims(config, runs)],
@@ -382,19 +411,19 @@ def run(config: Config, device: torch.device | None = None,
                                          windows, refs=MARKS),
                 "checkpoints": Curve("environment step", f"greedy return (mean of {config.checkpoint_episodes})",
                                      [step for step, _ in first.history],
-                                     {name: [score for _, score in r["checkpoint"].history]
+                                     {name: [score for _, score in r.checkpoint.history]
                                       for name, r in runs.items()}, refs=MARKS)},
         # In --compare, a diverging variant without stop-grad or a target net is part of the lesson, not a failure
-        notes=[rl.env_note()] + [f"{name} diverged: {r['stopped']}" for name, r in runs.items()
-                                 if r["stopped"] and config.compare and name not in LEARNERS] + collapsed,
-        stopped="; ".join(f"{name}: {r['stopped']}" for name, r in runs.items()
-                          if r["stopped"] and (name in LEARNERS or not config.compare)) or None,
+        notes=[rl.env_note()] + [f"{name} diverged: {r.stopped}" for name, r in runs.items()
+                                 if r.stopped and config.compare and name not in LEARNERS] + collapsed,
+        stopped="; ".join(f"{name}: {r.stopped}" for name, r in runs.items()
+                          if r.stopped and (name in LEARNERS or not config.compare)) or None,
     )
 
 
-def train_variants(config: Config, progress: Callable[[str, int, int], None]) -> dict[str, dict]:
+def train_variants(config: Config, progress: Callable[[str, int, int], None]) -> dict[str, Run]:
     """Train the chosen variant (every one with --compare) and evaluate its best checkpoint and last policy on
-    fresh greedy episodes: {variant: train()'s dict, with "eval" and "eval_last"}."""
+    fresh greedy episodes: {variant: its Run, with eval and eval_last}."""
     if config.compare:
         variants = COMPARE
     else:
@@ -411,56 +440,55 @@ def train_variants(config: Config, progress: Callable[[str, int, int], None]) ->
                      i * config.total_steps + step, len(variants) * config.total_steps)
 
         out = train(c, report)
-        out["eval"], out["eval_last"] = out["checkpoint"].fresh_returns(out["online"], config.eval_episodes,
-                                                                        bool(out["stopped"]))
-        runs[name] = out
+        best, last = out.checkpoint.fresh_returns(out.online, config.eval_episodes, bool(out.stopped))
+        runs[name] = replace(out, eval=best, eval_last=last)
     return runs
 
 
-def anatomy_claims(grads: dict[str, dict]) -> list[Claim]:
-    ref = grads["stop-grad"]["online"]
+def anatomy_claims(grads: dict[str, Gradients]) -> list[Claim]:
+    ref = grads["stop-grad"].online
     return [
         Claim("anatomy-placeholder-equals-stop-grad", "gradient anatomy: placeholder ≡ stop-grad (bitwise, max |Δ|)",
-              float((grads["placeholder"]["online"] - ref).abs().max()), 0.0),
+              float((grads["placeholder"].online - ref).abs().max()), 0.0),
         Claim("anatomy-stop-grad-target-zero", "stop-grad: gradient reaching the target network (norm)",
-              float(grads["stop-grad"]["target"].norm()), 0.0),
+              float(grads["stop-grad"].target.norm()), 0.0),
         # Falsifiable: a leak of the wrong size (no γ, no (1 − done), the Huber′ not clamped) misses the hand formula
         Claim("anatomy-no-stop-grad-target-by-hand", "no-stop-grad: the gradient reaching the target network ≡ "
               "−Σ h_i·γ(1 − done_i)·∇max q_target(s'_i, ·), h_i = Huber′(δ_i)/N, written out by hand (max "
-              "relative |Δ|; its norm is in the table)", grads["no-stop-grad"]["by_hand"], BY_HAND),
+              "relative |Δ|; its norm is in the table)", grads["no-stop-grad"].by_hand, BY_HAND),
         Claim("anatomy-residual-by-hand", "no target net, no-stop-grad: the naive residual gradient ≡ "
               "Σ h_i·(∇q(s_i, a_i) − γ(1 − done_i)·∇max q(s'_i, ·)), by hand (max relative |Δ|; its distance from "
-              "stop-grad's is in the table)", grads[RESIDUAL]["by_hand"], BY_HAND),
+              "stop-grad's is in the table)", grads[RESIDUAL].by_hand, BY_HAND),
     ]
 
 
-def training_claims(config: Config, runs: dict[str, dict]) -> list[Claim]:
+def training_claims(config: Config, runs: dict[str, Run]) -> list[Claim]:
     """Placeholder ≡ stop-grad in training, when both ran; the first learner that ran learns."""
     claims = []
     if "placeholder" in runs and "stop-grad" in runs:
         a, b = runs["placeholder"], runs["stop-grad"]
-        same_returns = [r for _, r in a["episodes"]] == [r for _, r in b["episodes"]]
+        same_returns = [r for _, r in a.episodes] == [r for _, r in b.episodes]
         weight_diff = max(float((p - q).detach().abs().max()) for p, q in
-                          zip(a["online"].parameters(), b["online"].parameters(), strict=True))
+                          zip(a.online.parameters(), b.online.parameters(), strict=True))
         claims.append(Claim("training-placeholder-equals-stop-grad", "training: placeholder ≡ stop-grad, same seed "
                             "(max |Δweight|; returns identical too)", weight_diff if same_returns else math.inf, 0.0))
     name = next((n for n in LEARNERS if n in runs), None)
     if name is not None:
-        best = runs[name]["checkpoint"]
+        best = runs[name].checkpoint
         claims.append(Claim(f"{name}-learns", f"{name} learns: its best checkpoint (step {best.best_step:,} of "
                             f"{config.total_steps:,}, chosen on {config.checkpoint_episodes} greedy episodes) "
                             f"scores ≥ {rl.LEARNED:.0f} (CartPole-v0's 'solved' mark; v1's is "
                             f"{rl.registered()[1]:.0f}) on {config.eval_episodes} fresh greedy episodes (mean; "
                             f"the last policy is in the table)",
-                            float(np.mean(runs[name]["eval"])), rl.LEARNED, ">="))
+                            runs[name].eval_mean, rl.LEARNED, ">="))
     return claims
 
 
-def summary_table(config: Config, runs: dict[str, dict]) -> Table:
+def summary_table(config: Config, runs: dict[str, Run]) -> Table:
     """Each variant's best checkpoint and last policy, on fresh greedy episodes."""
-    rows = [[name, r["checkpoint"].best_step, float(np.mean(r["eval"])), min(r["eval"]),
-             float(np.mean(r["eval_last"])), rl.after_best(float(np.mean(r["eval"])), float(np.mean(r["eval_last"]))),
-             len(r["episodes"]), r["loss"], r["steps_per_s"], r["wall_s"]] for name, r in runs.items()]
+    rows = [[name, r.checkpoint.best_step, r.eval_mean, min(r.eval), float(np.mean(r.eval_last)),
+             rl.after_best(r.eval_mean, float(np.mean(r.eval_last))), len(r.episodes), r.loss, r.steps_per_s, r.wall_s]
+            for name, r in runs.items()]
     return Table(f"after training: greedy returns on {config.eval_episodes} fresh episodes, of the best checkpoint "
                  f"and of the last policy",
                  [Column(header="variant"), Column(header="best at step", format=","),
@@ -469,4 +497,4 @@ def summary_table(config: Config, runs: dict[str, dict]) -> Table:
                   Column(header="mean loss", format=".4g"), Column(header="steps/s", format=",.0f"),
                   Column(header="wall s", format=".1f")],
                  rows,
-                 note=next(iter(runs.values()))["checkpoint"].note("policy"))
+                 note=next(iter(runs.values())).checkpoint.note("policy"))

@@ -3,13 +3,12 @@ this module."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 from gradlab.errors import check, check_option
 from gradlab.kit import options as o
-from gradlab.kit.options import ADAM_MAX_LR, MAX_ENV_STEPS, check_positive
+from gradlab.kit.options import MAX_ENV_STEPS
 
 TARGET_MODES = ("stop-grad", "placeholder", "no-stop-grad")
 
@@ -37,25 +36,28 @@ class Config(o.LessonConfig):
     target_net: bool = o.option(True, "Compute the target with the online network itself (combines with the flags "
                                       "above).", flag="--no-target-net", value=False, listed=True)
     compare: bool = o.option(False, "Train the main variants with the same seed, side by side.", listed=True)
-    total_steps: int = o.option(30_000, "Environment steps per variant.", listed=True)
+    total_steps: int = o.option(30_000, "Environment steps per variant.", listed=True,
+                                bounds=o.between(1, MAX_ENV_STEPS))
     gamma: float = o.gamma()  # y = r + γ max q(s', ·)
     lr: float = o.adam_lr(2.3e-3)  # annealed linearly to 0 over the run, with anneal_lr
     anneal_lr: bool = o.anneal_lr("Decay the learning rate linearly to 0 over the run.")  # steadies the final policy
-    target_update: int = o.option(10, "Sync the target network every N environment steps.")
-    buffer_size: int = o.option(100_000, "Replay buffer capacity.")  # transitions
-    batch_size: int = o.batch_size(64, "Transitions per gradient step.")
+    target_update: int = o.option(10, "Sync the target network every N environment steps.", bounds=o.at_least(1))
+    buffer_size: int = o.option(100_000, "Replay buffer capacity.",  # transitions
+                                bounds=o.between(1, MAX_ENV_STEPS))
+    batch_size: int = o.batch_size(64, "Transitions per gradient step.", bounds=o.between(1, 65_536))
     learning_starts: int = o.option(1000, "Environment steps before the first gradient step (ε-greedy from the "
                                           "start of the ε schedule).")
-    train_every: int = o.option(128, "Environment steps between training rounds.")
-    gradient_steps: int = o.option(64, "Gradient steps per round.")  # the target net is fixed within a round
+    train_every: int = o.option(128, "Environment steps between training rounds.", bounds=o.at_least(1))
+    gradient_steps: int = o.option(64, "Gradient steps per round.",  # the target net is fixed within a round
+                                   bounds=o.between(1, 10_000))
     eps_start: float = 1.0  # ε-greedy: start fully random ...
     eps_end: float = 0.04  # ... end at this ε ...
     eps_fraction: float = 0.16  # ... after this fraction of total_steps (linear schedule)
-    hidden: int = 128  # units in each of the two hidden layers
+    hidden: int = o.fixed(128, o.between(1, 4096))  # units in each of the two hidden layers
     eval_every: int = o.eval_every(1_000)  # play greedy episodes and keep the best policy so far ...
     checkpoint_episodes: int = o.checkpoint_episodes()  # ... judged on this many episodes (SB3's EvalCallback)
     eval_episodes: int = o.eval_episodes()  # the chosen checkpoint (and the last policy) reported on fresh episodes
-    windows: int = 10  # evaluation windows in the training table
+    windows: int = o.windows()  # evaluation windows in the training table
 
     cpu_only: ClassVar[str | None] = "a 4→128→128→2 network fed one transition per step: a GPU would only add " \
                                      "transfer latency"
@@ -63,18 +65,7 @@ class Config(o.LessonConfig):
     def __post_init__(self) -> None:
         check_option(self.target in TARGET_MODES, "target",  # set by a flag group: no --target to name
                      lambda _: f"unknown target mode {self.target!r}: use {', '.join(TARGET_MODES)}")
-        check_option(0 <= self.gamma <= 1 and not math.isnan(self.gamma), "gamma",
-                     f"must be in [0, 1], got {self.gamma}", example=0.99)
-        check_option(1 <= self.total_steps <= MAX_ENV_STEPS, "total_steps",
-                     f"must be between 1 and {MAX_ENV_STEPS:,}, got {self.total_steps}; try 30000")
-        check_positive("lr", self.lr, example=0.001, largest=ADAM_MAX_LR)
-        for name in ("target_update", "buffer_size", "batch_size", "eval_episodes", "eval_every",
-                     "checkpoint_episodes", "train_every", "gradient_steps", "hidden", "windows"):
-            check_option(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
-        for name, most in (("buffer_size", MAX_ENV_STEPS), ("batch_size", 65_536), ("hidden", 4096),
-                           ("gradient_steps", 10_000), ("eval_episodes", 10_000), ("windows", 1000),
-                           ("checkpoint_episodes", 10_000)):
-            check_option(getattr(self, name) <= most, name, f"must be at most {most:,}, got {getattr(self, name):,}")
+        super().__post_init__()  # the declared bounds
         check_option(self.batch_size <= self.buffer_size, "batch_size",
                      lambda say: f"{say('batch_size', self.batch_size)} is larger than "
                                  f"{say('buffer_size', self.buffer_size)}")

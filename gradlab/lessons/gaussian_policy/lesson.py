@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
@@ -164,14 +165,34 @@ def leave_one_out(r: torch.Tensor) -> torch.Tensor:
     return (r.sum() - r) / (len(r) - 1)
 
 
-def reinforce(config: Config, progress) -> dict:
+@dataclass
+class History:
+    """A REINFORCE run (reinforce()), epoch by epoch, filled in as it trains."""
+
+    mu: list[list[float]] = field(default_factory=list)  # μ after each update
+    sigma: list[list[float]] = field(default_factory=list)  # σ after each update
+    reward: list[float] = field(default_factory=list)  # the batch's mean reward at each update
+    distance: list[float] = field(default_factory=list)  # ‖μ − a*‖ after each update
+    max_mu_step: float = 0.0  # the largest step of any coordinate of μ in one update
+    stopped: str | None = None  # why training stopped early (μ or σ became non-finite), or None
+
+
+@dataclass(frozen=True)
+class Exact:
+    """Adam on the exact gradient (exact_adam())."""
+
+    distance: list[float]  # ‖μ − a*‖ after each update
+    max_mu_step: float  # the largest step of any coordinate of μ in one update
+
+
+def reinforce(config: Config, progress) -> History:
     """Train μ and ρ = ln σ with REINFORCE through the custom layer; return the per-epoch history."""
     g = torch.Generator().manual_seed(config.seed)
     optimum = torch.tensor(parse_list(config.optimum, "optimum"))
     mu = torch.tensor(parse_list(config.mu, "mu"), requires_grad=True)
     rho = torch.tensor(parse_list(config.sigma, "sigma")).log().requires_grad_(True)  # σ = e^ρ > 0
     opt = torch.optim.Adam([mu, rho], lr=config.lr)
-    history = {"mu": [], "sigma": [], "reward": [], "distance": [], "max_mu_step": 0.0, "stopped": None}
+    history = History()
     for epoch in range(1, config.epochs + 1):
         sigma = rho.exp()
         with torch.no_grad():  # sample actions: the policy acts, no gradient through the sampling
@@ -184,22 +205,22 @@ def reinforce(config: Config, progress) -> dict:
         before = mu.detach().clone()
         opt.step()
         if not bool(torch.isfinite(mu).all() and torch.isfinite(rho).all()):  # blown up: stop and say where
-            history["stopped"] = (f"μ or σ became non-finite at update {epoch} of {config.epochs}; training stopped. "
-                                  f"The learning rate {config.lr} may be too large (try a smaller lr), or σ too "
-                                  f"small or too large for float32 (sigma)")
+            history.stopped = (f"μ or σ became non-finite at update {epoch} of {config.epochs}; training stopped. "
+                              f"The learning rate {config.lr} may be too large (try a smaller lr), or σ too "
+                              f"small or too large for float32 (sigma)")
             break
-        history["max_mu_step"] = max(history["max_mu_step"], float((mu.detach() - before).abs().max()))
-        history["mu"].append(mu.detach().tolist())
-        history["sigma"].append(rho.detach().exp().tolist())
-        history["reward"].append(float(r.mean()))
-        history["distance"].append(float((mu.detach() - optimum).norm()))
+        history.max_mu_step = max(history.max_mu_step, float((mu.detach() - before).abs().max()))
+        history.mu.append(mu.detach().tolist())
+        history.sigma.append(rho.detach().exp().tolist())
+        history.reward.append(float(r.mean()))
+        history.distance.append(float((mu.detach() - optimum).norm()))
         if epoch % 25 == 0 or epoch == config.epochs:
-            progress(f"REINFORCE epoch {epoch}/{config.epochs}  |μ − a*| {history['distance'][-1]:.3f}",
+            progress(f"REINFORCE epoch {epoch}/{config.epochs}  |μ − a*| {history.distance[-1]:.3f}",
                      epoch, config.epochs)
     return history
 
 
-def exact_adam(config: Config) -> dict:
+def exact_adam(config: Config) -> Exact:
     """Adam on the exact gradient of −E[r] = ‖μ − a*‖² + Σσ² (E over a ~ N(μ, σ²)), from the same start with the
     same lr and number of updates: how far μ can get when the gradient is perfect."""
     optimum = torch.tensor(parse_list(config.optimum, "optimum"))
@@ -218,7 +239,7 @@ def exact_adam(config: Config) -> dict:
             break
         max_step = max(max_step, float((mu.detach() - before).abs().max()))
         distance.append(float((mu.detach() - optimum).norm()))
-    return {"distance": distance, "max_mu_step": max_step}
+    return Exact(distance=distance, max_mu_step=max_step)
 
 
 def action(config: Config, mu: torch.Tensor, sigma: torch.Tensor) -> tuple[torch.Tensor, str]:
@@ -251,10 +272,11 @@ def run(config: Config, device: torch.device | None = None,
 
     # REINFORCE with the layer, beside Adam on the exact gradient
     history = reinforce(config, progress)
-    if history["stopped"]:  # the claims about the trained policy fail (NaN): it never finished
-        for key, nan in (("mu", [math.nan] * len(mu)), ("sigma", [math.nan] * len(mu)), ("reward", math.nan),
-                         ("distance", math.nan)):
-            history[key].append(nan)
+    if history.stopped:  # the claims about the trained policy fail (NaN): it never finished
+        history.mu.append([math.nan] * len(mu))
+        history.sigma.append([math.nan] * len(mu))
+        history.reward.append(math.nan)
+        history.distance.append(math.nan)
     exact = exact_adam(config)
     tables.append(training_table(config, history, exact))
     return Result(
@@ -265,48 +287,49 @@ def run(config: Config, device: torch.device | None = None,
                  "normal_log_prob": [t.tolist() for t in scores["normal"]],
                  "layer": [t.tolist() for t in scores["layer"]],
                  "through_sample": [t.tolist() for t in scores["through"]],
-                 "gradcheck": bool(grad_ok), "gradgradcheck": bool(gradgrad_ok), "final_mu": history["mu"][-1],
-                 "final_sigma": history["sigma"][-1], "final_distance": history["distance"][-1],
-                 "baseline": "leave-one-out", "max_mu_step": history["max_mu_step"],
-                 "exact_final_distance": exact["distance"][-1], "exact_max_mu_step": exact["max_mu_step"]},
+                 "gradcheck": bool(grad_ok), "gradgradcheck": bool(gradgrad_ok), "final_mu": history.mu[-1],
+                 "final_sigma": history.sigma[-1], "final_distance": history.distance[-1],
+                 "baseline": "leave-one-out", "max_mu_step": history.max_mu_step,
+                 "exact_final_distance": exact.distance[-1], "exact_max_mu_step": exact.max_mu_step},
         claims=claims(config, scores, grad_ok and gradgrad_ok, history),
         tables=tables,
         curves=curves(config, history, exact),
-        stopped=history["stopped"],
+        stopped=history.stopped,
     )
 
 
-def claims(config: Config, scores: dict, gradchecks: bool, history: dict) -> list[Claim]:
+def claims(config: Config, scores: dict, gradchecks: bool, history: History) -> list[Claim]:
     def diff(x, y):
         return max(float((u - v).abs().max()) for u, v in zip(x, y, strict=True))
 
-    def relative(x, y):  # |Δ| in units of max(1, |y|): float32 keeps ~7 digits of a score of any size
+    def relative_each(x, y):  # each |Δ| in units of max(1, |y|) at its own place: float32 keeps ~7 digits of a score
+        # of any size (kit.exercise.relative divides by one max(1, |y|) per tensor)
         return max(float(((u - v).abs() / v.abs().clamp_min(1)).max()) for u, v in zip(x, y, strict=True))
 
     return [
         Claim("layer-equals-normal", "custom layer ≡ autograd through Normal(μ, σ).log_prob(a) (float32, max |Δ| "
-              "relative to max(1, |score|))", relative(scores["layer"], scores["normal"]), 1e-6),
+              "relative to max(1, |score|))", relative_each(scores["layer"], scores["normal"]), 1e-6),
         Claim.yes_no("gradcheck", "the layer passes gradcheck and gradgradcheck (float64)", gradchecks),
         Claim("through-sample-differs", "differentiating through the sampled action (a = μ + σε not detached) does "
               "not give the score (max |Δ| from the closed form)", diff(scores["through"], scores["closed"]), 1e-3,
               ">"),
         Claim("reinforce-reaches-optimum", f"REINFORCE with the layer: learned μ within {config.tolerance} of a* "
-              f"(‖μ − a*‖)", history["distance"][-1], config.tolerance),
+              f"(‖μ − a*‖)", history.distance[-1], config.tolerance),
         Claim("sigma-shrinks", "σ shrinks in every dimension: max over dimensions of final σ_i / initial σ_i",
-              max(f / s for f, s in zip(history["sigma"][-1], parse_list(config.sigma, "sigma"), strict=True)),
+              max(f / s for f, s in zip(history.sigma[-1], parse_list(config.sigma, "sigma"), strict=True)),
               1.0, "<"),
     ]
 
 
-def curves(config: Config, history: dict, exact: dict) -> dict[str, Curve]:
-    x = list(range(1, len(history["mu"]) + 1))
-    sigmas = {f"σ[{i}]": [s[i] for s in history["sigma"]] for i in range(len(history["sigma"][0]))}
+def curves(config: Config, history: History, exact: Exact) -> dict[str, Curve]:
+    x = list(range(1, len(history.mu) + 1))
+    sigmas = {f"σ[{i}]": [s[i] for s in history.sigma] for i in range(len(history.sigma[0]))}
     return {
-        "‖μ − a*‖ and σ": Curve("epoch", "value", x, {"‖μ − a*‖": history["distance"],
-                                                      "‖μ − a*‖, exact gradient": exact["distance"][:len(x)],
+        "‖μ − a*‖ and σ": Curve("epoch", "value", x, {"‖μ − a*‖": history.distance,
+                                                      "‖μ − a*‖, exact gradient": exact.distance[:len(x)],
                                                       **sigmas}, logy=True,
                                 refs={f"claim: ‖μ − a*‖ ≤ {config.tolerance:g}": config.tolerance}),
-        "mean reward": Curve("epoch", "mean reward of the batch", x, {"reward": history["reward"]}),
+        "mean reward": Curve("epoch", "mean reward of the batch", x, {"reward": history.reward}),
     }
 
 
@@ -343,19 +366,19 @@ def tutorial_layer_table(mu, sigma, closed) -> Table:
                       f"{seed_broadcast_error(3)}")
 
 
-def training_table(config: Config, history: dict, exact: dict) -> Table:
+def training_table(config: Config, history: History, exact: Exact) -> Table:
     """REINFORCE's μ, σ, reward and distance to a* at about ten epochs, beside Adam on the exact gradient."""
-    reached = len(history["mu"])
+    reached = len(history.mu)
     every = max(1, config.epochs // 10)
     epochs = sorted(set(range(every, reached + 1, every)) | {1, reached})
-    exact_d = exact["distance"]
-    rows = [[e, ", ".join(f"{v:.3f}" for v in history["mu"][e - 1]),
-             ", ".join(f"{v:.3f}" for v in history["sigma"][e - 1]), history["reward"][e - 1],
-             history["distance"][e - 1], exact_d[min(e, len(exact_d)) - 1]] for e in epochs]
+    exact_d = exact.distance
+    rows = [[e, ", ".join(f"{v:.3f}" for v in history.mu[e - 1]),
+             ", ".join(f"{v:.3f}" for v in history.sigma[e - 1]), history.reward[e - 1],
+             history.distance[e - 1], exact_d[min(e, len(exact_d)) - 1]] for e in epochs]
     return Table(f"REINFORCE on the bandit r(a) = −‖a − a*‖², a* = ({config.optimum}), {config.samples} actions per "
                  f"update, leave-one-out baseline; beside it Adam on the exact gradient",
                  [Column(header="epoch"), Column(header="μ"), Column(header="σ"),
                   *(Column(header=h, format=".4f") for h in ("mean reward", "‖μ − a*‖", "‖μ − a*‖, exact gradient"))],
                  rows,
                  note=f"the largest step of any coordinate of μ in one update: REINFORCE "
-                      f"{history['max_mu_step']:.4f}, exact gradient {exact['max_mu_step']:.4f} (lr {config.lr:g})")
+                      f"{history.max_mu_step:.4f}, exact gradient {exact.max_mu_step:.4f} (lr {config.lr:g})")

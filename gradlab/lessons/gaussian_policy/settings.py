@@ -9,7 +9,7 @@ from typing import ClassVar
 
 from gradlab.errors import OptionError, check_option
 from gradlab.kit import options as o
-from gradlab.kit.options import ADAM_MAX_LR, FLOAT32_MAX, check_positive
+from gradlab.kit.options import FLOAT32_MAX
 
 # σ's range: the σ-score ((a − μ)² − σ²)/σ³ needs σ³ and 1/σ³ finite in float32 (largest 3.4e38): |σ| within
 # 1e±12 keeps them below 1e36
@@ -38,14 +38,16 @@ class Config(o.LessonConfig):
     sigma: str = o.option("0.7,1.2", "Policy std σ > 0, one per dimension.", listed=True)
     action: str = o.option("", "The action a (default: sampled from N(μ, σ²) with --seed).", listed=True)
     optimum: str = o.option("1.5,-0.8", "The bandit's best action a*.", listed=True)  # reward −‖a − a*‖²
-    epochs: int = o.epochs(300, "REINFORCE updates.", listed=True)
+    epochs: int = o.epochs(300, "REINFORCE updates.", listed=True, bounds=o.between(1, MAX_EPOCHS))
     samples: int = o.option(64, "Actions sampled per update.")
     lr: float = o.adam_lr(0.05)  # for μ and ρ = ln σ
-    tolerance: float = o.option(0.1, "The claim: learned μ within this distance of a*.")
+    tolerance: float = o.option(0.1, "The claim: learned μ within this distance of a*.",
+                                bounds=o.positive(math.inf))
 
     cpu_only: ClassVar[str | None] = "a handful of numbers per step: a GPU would only add transfer latency"
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the declared bounds
         mu, sigma, opt = parse_list(self.mu, "mu"), parse_list(self.sigma, "sigma"), parse_list(self.optimum, "optimum")
         check_option(all(SIGMA_MIN <= s <= SIGMA_MAX for s in sigma), "sigma",
                      f"{self.sigma!r}: σ must be between {SIGMA_MIN:g} and {SIGMA_MAX:g} in every dimension (the "
@@ -57,10 +59,6 @@ class Config(o.LessonConfig):
             action = parse_list(self.action, "action")
             check_option(len(action) == len(mu), "action",
                          lambda say: f"{say('action')} has {len(action)} numbers but {say('mu')} has {len(mu)}")
-        check_option(1 <= self.epochs <= MAX_EPOCHS, "epochs",
-                     f"must be between 1 and {MAX_EPOCHS:,}, got {self.epochs}")
         check_option(2 <= self.samples <= MAX_SAMPLES, "samples",
                      f"must be between 2 (the baseline needs a batch) and {MAX_SAMPLES:,}, got {self.samples}",
                      example=64)
-        check_positive("lr", self.lr, example=0.05, largest=ADAM_MAX_LR)
-        check_option(0 < self.tolerance < math.inf, "tolerance", f"must be positive, got {self.tolerance!r}")

@@ -46,9 +46,10 @@ class Config(o.LessonConfig):
     output: int = o.option(0, "Which output W_i the Hessian is of.", listed=True)  # 0-based
     scaling: bool = o.option(False, "Also time every Jacobian method on tanh(Ax) for growing n.", listed=True)
     sizes: str = o.option("16,64,256,512", "The n for --scaling.")
-    repeats: int = o.option(5, "Timing repeats (the median is shown).")
+    repeats: int = o.option(5, "Timing repeats (the median is shown).", bounds=o.at_least(1))
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the declared bounds
         X, y = parse_matrix(self.matrix), parse_vector(self.state, "state")
         check_option(len(X[0]) == len(y), "state",
                      lambda say: f"{say('matrix')} has {len(X[0])} columns but {say('state')} has {len(y)} numbers; "
@@ -60,7 +61,6 @@ class Config(o.LessonConfig):
         check_option(len(X) * len(X[0]) <= MAX_ENTRIES, "matrix",
                      f"has {len(X)}×{len(X[0])} = {len(X) * len(X[0])} numbers; at most {MAX_ENTRIES} (the "
                      f"finite-difference Hessian grows with their square)")
-        check_option(self.repeats >= 1, "repeats", f"must be at least 1, got {self.repeats}")
         numbers = [_number(s, "sizes") for s in self.sizes.split(",")]
         check_option(all(n.is_integer() for n in numbers), "sizes", f"must be whole numbers, got {self.sizes!r}")
         sizes = [int(n) for n in numbers]

@@ -34,6 +34,7 @@ class Config(o.LessonConfig):
     cpu_only: ClassVar[str | None] = "the lesson is about CPU float32/float64 rounding at single points"
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # the declared bounds (the seed's)
         check_option(self.dtype in (*DTYPE_NAMES, "both"), "dtype",
                      lambda say: f"unknown {say('dtype')} {self.dtype!r}: use float32, float64 or both")
         xs = [_number(v) for v in self.x.split(",")]

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from gradlab.errors import check_option
 from gradlab.kit import options as o
-from gradlab.kit.options import check_positive
 
 VARIANTS = ("optimizer", "manual", "analytic")
 MODES = ("compare", *VARIANTS)
@@ -25,7 +24,7 @@ class Config(o.LessonConfig):
         ("--analytic", "analytic", "Only the hand-derived gradient xᵀ(p − y)/B; no autograd at all."),
         listed=True)
     epochs: int = o.epochs(10, listed=True)
-    lr: float = o.option(0.01, "Learning rate of W ← W − lr·∂cost/∂W.", listed=True)
+    lr: float = o.option(0.01, "Learning rate of W ← W − lr·∂cost/∂W.", listed=True, bounds=o.positive())
     batch_size: int = o.batch_size(100)
     train_size: int = o.train_size()  # the tutorial kept 5,000 back
     test_size: int = o.test_size()
@@ -34,8 +33,4 @@ class Config(o.LessonConfig):
     def __post_init__(self) -> None:
         check_option(self.variant in MODES, "variant",  # set by a flag group: no --variant to name
                      lambda _: f"unknown variant {self.variant!r}: use one of {', '.join(MODES)}")
-        check_option(self.epochs >= 1, "epochs", f"must be at least 1, got {self.epochs}", example=10)
-        check_positive("lr", self.lr, example=0.01)
-        check_option(self.batch_size >= 1, "batch_size", f"must be at least 1, got {self.batch_size}", example=100)
-        check_option(self.train_size >= 1, "train_size", f"must be at least 1, got {self.train_size}", example=55000)
-        check_option(self.test_size >= 1, "test_size", f"must be at least 1, got {self.test_size}", example=3000)
+        super().__post_init__()  # the declared bounds
