@@ -34,11 +34,10 @@ implementations set it (stable-baselines3's a2c.py: alpha=0.99, rms_prop_eps 1e-
 first 50 gradients through both (the optimizer table), and tf1_rmsprop_by_hand, TF-1's kernel written out in
 numpy, checks TFRMSprop (a claim).
 
-get_params and set_params move every parameter as one flat vector (`parameters_to_vector` /
-`vector_to_parameters`), as the tutorial's placeholders and assign ops did; the run also copies through a
-`state_dict`. The agent is a one-step actor-critic, A2C-style: several environments stepped in lockstep, one TD
-step each.
-"""
+get_params and set_params move every parameter as one flat vector (`parameters_to_vector` / `vector_to_parameters`),
+where the tutorial used one placeholder and one assign op per parameter tensor; the run also copies through a
+`state_dict`. The agent is a one-step actor-critic, A2C-style: several environments stepped in lockstep, one TD step
+each. """
 
 from __future__ import annotations
 
@@ -413,4 +412,4 @@ def optimizer_table(config: Config, opt: Replayed) -> Table:
                   for k in REPLAY_ROWS if k <= len(opt.tf1)],
                  note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
                       "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr on "
-                      "every coordinate whose |g| ≫ 1e-4, however small |g| is")
+                      "every coordinate whose |g| ≫ 1e-4, whatever the size of |g| above that")

@@ -12,9 +12,9 @@ Clipping by global norm treats all the gradients as one long vector (tf.clip_by_
     g_i ← g_i · clip_norm / max(global_norm, clip_norm)
 
 so the direction is kept and only the length is capped at clip_norm. With plain SGD a step is lr·g, so it is never
-longer than lr · clip_norm: the after-training table shows the longest step measured on the parameters (÷
-lr·clip_norm), beside the unclipped run's. Adam and RMSProp divide each coordinate by its own running scale after
-the clip, so for them clipping bounds the gradient, not the step.
+longer than lr · clip_norm (up to float32 rounding): the after-training table shows the longest step measured on the
+parameters (÷ lr·clip_norm), beside the unclipped run's. Adam and RMSProp divide each coordinate by its own running
+scale after the clip, so for them clipping bounds the gradient, not the step.
 
 `torch.nn.utils.clip_grad_norm_` does step 2 in place on `.grad`, dividing by global_norm + 1e-6
 (torch/nn/utils/clip_grad.py: `clip_coef = max_norm / (total_norm + 1e-6)`): its clipped gradients differ from
@@ -26,8 +26,8 @@ In the code: three_step is the three steps, with PROCESS one of processor's func
 formula above, gradlab/kit/training.py), `norm` (each tensor by its own norm, tf.clip_by_norm), `value` (every
 element clamped to [−v, v], tf.clip_by_value, which changes the direction) or `none`. one_step is the usual
 `loss.backward(); optimizer.step()`, which the three steps with no processing must match bit for bit. The global
-norm is accumulated in float64: summed in float32, a "clipped" gradient could come out slightly longer than
-clip_norm.
+norm is accumulated in float64: summed in float32, a "clipped" gradient could come out longer than clip_norm by
+float32's summation error; the clipped gradients stay float32, so their norm can still exceed clip_norm by rounding.
 
 Adam's first step is lr·g/(|g| + ε) ≈ lr on every coordinate whose |g| ≫ ε, whatever the clipped gradient's
 length (torch/optim/adam.py's doc: θ ← θ − γ·m̂/(√v̂ + ε), with m̂ = g and v̂ = g² at the first step); a coordinate
@@ -381,7 +381,8 @@ def tables(results: dict[str, Run], metrics: dict, config: Config, first_norm: d
                          + (" (zero init)" if config.model == "softmax" else "")
                          + "; longest step: the longest update measured on the parameters as they moved (‖Δθ‖ for "
                            "global-norm and none, per tensor for norm, per number for value) ÷ what clipping allows an "
-                           "SGD step; with SGD a clipped step is −lr·clip(g), at most 1 by construction, so it is "
+                           "SGD step; with SGD a clipped step is −lr·clip(g), at most 1 by construction (up to float32 "
+                           "rounding), so it is "
                            "shown here, not claimed (Adam's steps are not lr times the clipped gradient)")
     return [per_epoch, summary]
 

@@ -35,7 +35,8 @@ and the update descends the TD loss itself: the *naive residual-gradient* algori
 sources), here on the Huber TD loss rather than the squared one. It minimises the TD loss averaged over the
 sampled transitions. For the square, E[δ² | s, a] = (E[δ | s, a])² + Var[δ | s, a]: the squared Bellman error
 plus the variance of the sampled target, so the two agree only when (r, s', done) is a function of (s, a). CartPole's
-transitions are deterministic (only reset() draws random numbers: gymnasium/envs/classic_control/cartpole.py;
+transitions are deterministic in its float64 state, up to the float32 rounding of the observation the network
+sees (only reset() draws random numbers: gymnasium/envs/classic_control/cartpole.py;
 tests/test_rl.py checks it), so here they agree. How the variants *learn* is shown, not claimed: `--compare` trains
 them on the same seed, one run each, and no claim ranks them.
 

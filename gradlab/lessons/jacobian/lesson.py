@@ -17,7 +17,7 @@ Closed form. With p = softmax(z):  ∂ log p_i/∂z_k = δ_ik − p_k,  and  ∂
 
 The full Jacobian (2×2×4) needs one backward pass per output, v = e_i for each i (the tutorial's answer: a loop of
 `tf.gradients`), or one batched pass: `vmap` over the basis vectors e_i of a vector-Jacobian product
-(`torch.func.jacrev`), or forward mode, one pass per input (`torch.func.jacfwd`).
+(`torch.func.jacrev`), or forward mode, one JVP per input, batched by vmap into one pass (`torch.func.jacfwd`).
 
 ---
 
