@@ -759,23 +759,27 @@ def test_an_interrupted_run_keeps_what_it_graded(tmp_path, monkeypatch):
     from gradlab.practice.sandbox import box, modes
 
     calls = []
+    stopping = threading.Event()  # set by the stop (pool.grade_all calls box.stop_all())
 
     def fake(submission, seed, stop_on=None):
         import time
 
         calls.append(submission.shown)  # list.append is atomic: the two workers' calls are all counted
-        time.sleep(0.3)  # a check takes a while: the files not started yet are still queued when it stops
-        if stop_on is not None and stop_on in submission.shown:  # by file, not by a count two threads race on
+        n = int(submission.shown.split("/")[0][1:])  # s6/sgd_step.py: student s6
+        if stop_on is not None and n == stop_on:  # by file, not by a count two threads race on
             raise KeyboardInterrupt
+        if stop_on is not None and n > stop_on:  # started beside the stopping one: it ends only once gradlab has
+            stopping.wait(30)  # stopped (a check outlasts a Ctrl-C's handling), whatever the threads' timing
+        time.sleep(0.05)  # a check takes a while
         return check.stopped_result(submission.exercise, submission.shown, "stand-in", seed)
 
     monkeypatch.setattr(modes, "detect", lambda: SimpleNamespace(isolated=True, mode="bwrap", why=""))
-    monkeypatch.setattr(box, "_STOPPING", threading.Event())  # the stop kills this process's sandboxes: none after
+    monkeypatch.setattr(box, "_STOPPING", stopping)  # the stop kills this process's sandboxes: none after
     monkeypatch.setattr(pool, "at_once", lambda: 2)  # two at a time whatever the machine: the counts below assume it
     for i in range(10):
         (tmp_path / f"s{i}.py").write_text(f"# {i}\n")
     args = ("grade", str(tmp_path), "--exercise", "mnist.sgd_step", "--out", str(tmp_path / "out"))
-    monkeypatch.setattr(check, "result_of", lambda s, seed: fake(s, seed, stop_on="s6"))
+    monkeypatch.setattr(check, "result_of", lambda s, seed: fake(s, seed, stop_on=6))
     first = invoke(*args)
     assert first.exit_code == 130  # s6, the 7th file in order, is a Ctrl-C
     assert len(calls) <= 7 + 1  # the files not started when it stopped are not graded (the other worker's one is)

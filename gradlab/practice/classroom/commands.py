@@ -23,7 +23,7 @@ from gradlab.practice.classroom import course, course_files, own, pool
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging import submission
 from gradlab.practice.judging.check import graphs as check_graphs
-from gradlab.practice.judging.check import stamp, stopped_result
+from gradlab.practice.judging.check import stopped_result
 from gradlab.practice.sandbox import capacity, modes
 from gradlab.report import console as report
 from gradlab.report.files import STDOUT, check_graph_suffix, check_writable, write_bytes
@@ -111,8 +111,6 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
     why = "not graded: gradlab was stopped before this file's check ended"
     results = [r if r is not None else stopped_result(s.exercise, s.shown, why, seed)
                for s, r in zip(todo, graded.results, strict=True)]
-    for result in results:
-        stamp(result)
     if folder:
         table = _class_table(path, results)
         console.print(report.render_table(table))

@@ -15,7 +15,7 @@ from gradlab.errors import GradlabError, Interrupted
 from gradlab.kit.text import sanitize
 from gradlab.practice import all_exercises
 from gradlab.practice.classroom import adjust, course, feedback, gradebook, lms, own, shards
-from gradlab.practice.judging.check import installed_torch
+from gradlab.practice.judging.judge import installed_torch
 from gradlab.practice.sandbox import capacity, modes
 from gradlab.report import console as report
 from gradlab.report.files import write_bytes

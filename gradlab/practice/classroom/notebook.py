@@ -14,7 +14,7 @@ from pathlib import Path
 from gradlab.errors import GradlabError, check
 from gradlab.kit.result import Result
 from gradlab.practice import all_exercises
-from gradlab.practice.judging.check import run_check, stamp
+from gradlab.practice.judging.check import run_check
 from gradlab.practice.judging.submission import Submission
 from gradlab.report.html import for_notebook  # the Result as Jupyter draws it
 
@@ -28,8 +28,8 @@ def check_function(fn, name: str) -> Result:
     exercise = all_exercises()[name]
     data, lines, code_files = pickled(fn)
     shown = f"{getattr(fn, '__qualname__', None) or exercise.function} (a notebook cell)"
-    return for_notebook(stamp(run_check(Submission(shown=shown, exercise=exercise, source=data, kind="pickle",
-                                                   lines=lines, code_files=code_files))))
+    return for_notebook(run_check(Submission(shown=shown, exercise=exercise, source=data, kind="pickle",
+                                             lines=lines, code_files=code_files)))
 
 
 def pickled(fn) -> tuple[bytes, dict[str, str], list]:

@@ -7,11 +7,7 @@ submission printed and warned, exit code."""
 from __future__ import annotations
 
 import functools
-import importlib.util
-import re
-import sys
 import threading
-from pathlib import Path
 
 from gradlab.kit import threads
 from gradlab.kit.exercise import Exercise
@@ -19,11 +15,9 @@ from gradlab.kit.result import Result
 from gradlab.kit.text import one_line
 from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.judging.judge import Reference, judge
-from gradlab.practice.judging.points import per_check
 from gradlab.practice.judging.submission import Submission, preflight
 from gradlab.practice.sandbox import box
 from gradlab.practice.sandbox.returned import Received
-from gradlab.version import __version__
 
 JUDGE_S = 60.0  # gradlab's own judging of one submission (references, diagnosis) may take this long at most
 
@@ -37,19 +31,12 @@ def run_check(submission: Submission, seed: int = 0) -> Result:
     stop = preflight(submission.source, shown, exercise) if submission.kind == "source" else None
     if stop is not None:  # before any start-up cost
         kind = "syntax" if stop.startswith("syntax error") else "missing"
-        result = judge(exercise, None, Received.stopped(kind, stop), seed)
-        result.config = {"file": shown}
-        return result
+        return judge(exercise, None, Received.stopped(kind, stop), seed, file=shown)
     sandbox = box.Sandbox(exercise, seed, source=submission.source, shown=shown, kind=submission.kind,
                           lines=submission.lines, code_files=submission.code_files)  # it imports torch
     reference = references(exercise, seed)  # while we wait
     got = sandbox.finish(expected=reference.outputs)
-    result = _judged(exercise, reference, got, seed, shown)
-    result.config = {"file": shown}
-    result.metrics["sandbox"] = got.sandbox
-    if got.environment:
-        result.metrics["environment"] = result.stopped or got.environment
-    return result
+    return _judged(exercise, reference, got, seed, shown)
 
 
 def result_of(submission: Submission, seed: int) -> Result:
@@ -66,17 +53,13 @@ def result_of(submission: Submission, seed: int) -> Result:
 def environment_result(exercise: Exercise, shown: str, error: str, seed: int = 0) -> Result:
     """stopped_result() for a check that ended because of the machine (gradlab's own trouble, its judging cut short):
     not a grade. metrics["environment"] says so: `gradlab grade` keeps no such record and tells the teacher."""
-    result = stopped_result(exercise, shown, error, seed)
-    result.metrics["environment"] = error
-    return result
+    return stopped_result(exercise, shown, error, seed, environment=error)
 
 
-def stopped_result(exercise: Exercise, shown: str, error: str, seed: int = 0) -> Result:
+def stopped_result(exercise: Exercise, shown: str, error: str, seed: int = 0, environment: str = "") -> Result:
     """The Result of a submission that could not run at all (unreadable, the wrong exercise, not graded): every check
     there, not reached, with ERROR (one line) as why. It needs no reference, so it never raises."""
-    result = judge(exercise, None, Received.stopped("died", error), seed)
-    result.config = {"file": shown}
-    return result
+    return judge(exercise, None, Received.stopped("died", error), seed, file=shown, environment=environment)
 
 
 def references(exercise: Exercise, seed: int) -> Reference:
@@ -101,7 +84,7 @@ def _judged(exercise: Exercise, reference: Reference, got: Received, seed: int, 
 
     def work() -> None:
         try:
-            done["result"] = judge(exercise, reference, got, seed)
+            done["result"] = judge(exercise, reference, got, seed, file=shown)
         except BaseException as e:
             done["error"] = e
 
@@ -116,29 +99,6 @@ def _judged(exercise: Exercise, reference: Reference, got: Received, seed: int, 
         error = done["error"]
         why = f"gradlab could not judge your outputs ({one_line(f'{type(error).__name__}: {error}', 200)})"
     return environment_result(exercise, shown, why, seed)
-
-
-@functools.cache
-def installed_torch() -> str:
-    """torch.__version__, without importing torch when nothing has (a check stopped by its pre-flight): read from
-    torch/version.py, which is what torch.__version__ is."""
-    if "torch" in sys.modules:
-        return sys.modules["torch"].__version__
-    spec = importlib.util.find_spec("torch")
-    text = Path(spec.submodule_search_locations[0], "version.py").read_text() if spec else ""
-    found = re.search(r"^__version__ = '([^']+)'", text, re.M)
-    return found[1] if found else "unknown"
-
-
-def stamp(result: Result) -> Result:
-    """What a check ran on, and its points (a check per claim), for every front end (gradlab check, gradlab.check):
-    the installed torch (read without importing it), gradlab's version, the CPU and the one thread the submission
-    runs on."""
-    result.torch, result.version, result.device = installed_torch(), __version__, "cpu"
-    result.threads, result.threads_why = 1, "the submission runs on one thread"
-    checks = per_check(result)
-    result.metrics["points"] = {"score": sum(t["score"] for t in checks), "max_score": len(checks)}
-    return result
 
 
 def graphs(submission: Submission, seed: int = 0) -> list:

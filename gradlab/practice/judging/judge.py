@@ -4,13 +4,18 @@ when a submission's outputs are judged, so that a syntax error is reported witho
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import re
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from gradlab.kit.exercise import DIFFERENCE, GRAPH, Checks, Exercise, relative, values
 from gradlab.kit.result import Claim, Column, Result, Table
 from gradlab.practice import checks_of
 from gradlab.practice.sandbox.returned import Received
+from gradlab.version import __version__
 
 
 @dataclass(frozen=True)
@@ -23,36 +28,70 @@ class Reference:
     outputs: list[dict]
 
 
-def judge(exercise: Exercise, reference: Reference | None, got: Received, seed: int = 0) -> Result:
+@dataclass
+class _Verdict:
+    """What judging finds, gathered before the Result is made from it (once, complete: judge())."""
+
+    metrics: dict
+    claims: list[Claim] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stopped: str | None = None
+
+
+def judge(exercise: Exercise, reference: Reference | None, got: Received, seed: int = 0, *, file: str = "",
+          environment: str = "") -> Result:
     """The Result of a submission whose sandbox returned GOT (its outputs, or how it stopped, with what it printed),
-    judged against REFERENCE. A submission that stopped needs none: its
-    checks are all there, not reached."""
-    result = Result(lesson="check", title=f"{exercise.name}: {exercise.what}", config={}, seed=seed,
-                    metrics={"exercise": exercise.name}, claims=[], notes=[])
-    student_output(result, got)
+    judged against REFERENCE; FILE: the name the student knows it by. A submission that stopped needs none: its
+    checks are all there, not reached. ENVIRONMENT: why the machine, not the student, ended the check (gradlab's own
+    trouble: never kept as a grade); a sandbox that said so itself (got.environment) is one too. Made once, complete:
+    what it ran on (the installed torch, gradlab's version, one CPU thread) and its points (a check per claim)."""
+    verdict = _Verdict(metrics={"exercise": exercise.name})
+    student_output(verdict, got)
     if got.ok:
-        _compare(exercise, reference, got.outputs, result, got.nonfinite)
+        _compare(exercise, reference, got.outputs, verdict, got.nonfinite)
     else:
-        _not_reached(exercise, reference, got, result)
-    own_code(exercise, got, result)
-    return result
+        _not_reached(exercise, reference, got, verdict)
+    own_code(exercise, got, verdict)
+    if got.sandbox:
+        verdict.metrics["sandbox"] = got.sandbox
+    if environment or got.environment:
+        verdict.metrics["environment"] = environment or verdict.stopped or got.environment
+    # one point per check (JUnit, --json): gradlab.practice.judging.points
+    verdict.metrics["points"] = {"score": sum(c.passed for c in verdict.claims), "max_score": len(verdict.claims)}
+    return Result(lesson="check", title=f"{exercise.name}: {exercise.what}", seed=seed, metrics=verdict.metrics,
+                  claims=verdict.claims, tables=verdict.tables, notes=verdict.notes, stopped=verdict.stopped,
+                  config={"file": file} if file else {}, torch=installed_torch(), version=__version__, device="cpu",
+                  threads=1, threads_why="the submission runs on one thread")
 
 
-def _not_reached(exercise: Exercise, reference: Reference | None, got: Received, result: Result) -> None:
+@functools.cache
+def installed_torch() -> str:
+    """torch.__version__, without importing torch when nothing has (a check stopped by its pre-flight): read from
+    torch/version.py, which is what torch.__version__ is."""
+    if "torch" in sys.modules:
+        return sys.modules["torch"].__version__
+    spec = importlib.util.find_spec("torch")
+    text = Path(spec.submodule_search_locations[0], "version.py").read_text() if spec else ""
+    found = re.search(r"^__version__ = '([^']+)'", text, re.M)
+    return found[1] if found else "unknown"
+
+
+def _not_reached(exercise: Exercise, reference: Reference | None, got: Received, verdict: _Verdict) -> None:
     """Every check there, not reached (NaN fails): a course's points add up the same way as for an answer that ran;
     an exception students often meet gets its fix."""
-    result.stopped = returned(got.error)
-    result.metrics["trace"] = got.trace
-    result.claims = [Claim.not_reached(f"{exercise.name}:{kind}", text, bound)
+    verdict.stopped = returned(got.error)
+    verdict.metrics["trace"] = got.trace
+    verdict.claims = [Claim.not_reached(f"{exercise.name}:{kind}", text, bound)
                      for kind, (text, bound) in exercise.claims.items()]
-    result.claims += [Claim.not_reached(f"{exercise.name}:extra{i}", text, bound, op)
+    verdict.claims += [Claim.not_reached(f"{exercise.name}:extra{i}", text, bound, op)
                       for i, (text, bound, op) in enumerate(exercise.all_rules())]
     if got.kind == "raised":
         from gradlab.practice.judging import exception_advice
 
         fix = exception_advice.explain_error(reference.checks if reference else checks_of(exercise), got.error)
         if fix:
-            result.metrics["diagnosis"] = fix
+            verdict.metrics["diagnosis"] = fix
 
 
 @dataclass(frozen=True)
@@ -64,7 +103,7 @@ class _Comparison:
     passed: list[bool]
 
 
-def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], result: Result,
+def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], verdict: _Verdict,
              nonfinite: dict | None = None) -> None:
     """The table of inputs, a claim per kind of input and per rule; the diagnosis when one fails (NONFINITE: the
     sandbox's line where the first NaN or inf appeared), else a note on an answer that is right but not exact."""
@@ -76,29 +115,29 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], resu
     comparison = _Comparison(diffs, bounds, [d <= b for d, b in zip(diffs, bounds, strict=True)])
     rows = [[c["label"], c["kind"], d, "✓" if p else "✗"] for c, d, p in zip(cases, diffs, comparison.passed,
                                                                              strict=True)]
-    result.tables.append(Table(f"your {exercise.function}() against the reference, input by input (difference: "
+    verdict.tables.append(Table(f"your {exercise.function}() against the reference, input by input (difference: "
                                f"{DIFFERENCE})",
                                [Column(header="input"), Column(header="checks"),
                                 Column(header="difference", format=".3g"), Column(header="")], rows))
     for kind, (text, bound) in exercise.claims.items():
         worst = max(d for c, d in zip(cases, diffs, strict=True) if c["kind"] == kind)
-        result.claims.append(Claim(f"{exercise.name}:{kind}", text, worst, bound))
+        verdict.claims.append(Claim(f"{exercise.name}:{kind}", text, worst, bound))
     measured = list(reference.checks.extra(outputs, cases))
     changed = diagnosis.changed_inputs(exercise, outputs)
     if exercise.keeps:
         measured.append(len(changed))
     if exercise.no_autograd:
         measured.append(max(float(o.get(GRAPH, 0)) for o in outputs))
-    result.claims += [Claim(f"{exercise.name}:extra{i}", text, value, bound, op)
+    verdict.claims += [Claim(f"{exercise.name}:extra{i}", text, value, bound, op)
                       for i, ((text, bound, op), value) in enumerate(zip(exercise.all_rules(), measured, strict=True))]
-    if all(c.passed for c in result.claims):
+    if all(c.passed for c in verdict.claims):
         note = diagnosis.accepted(reference.checks, cases, outputs, reference.outputs, diffs)
         if note:
-            result.notes.append(note)
+            verdict.notes.append(note)
     else:
-        result.metrics["diagnosis"] = _why_wrong(exercise, reference, outputs, comparison, changed=changed,
+        verdict.metrics["diagnosis"] = _why_wrong(exercise, reference, outputs, comparison, changed=changed,
                                                  graph=measured[-1] if exercise.no_autograd else 0,
-                                                 claims=result.claims, nonfinite=nonfinite)
+                                                 claims=verdict.claims, nonfinite=nonfinite)
 
 
 def _why_wrong(exercise: Exercise, reference: Reference, outputs: list[dict], comparison: _Comparison, *,
@@ -135,22 +174,22 @@ def returned(error: str) -> str:
 PRINTED_LINES = 20  # the last lines of what the submission printed that a check shows
 
 
-def student_output(result: Result, got: Received) -> None:
-    """What the submission printed (its last lines, with the total size) and the warnings it raised, on the Result:
+def student_output(verdict: _Verdict, got: Received) -> None:
+    """What the submission printed (its last lines, with the total size) and the warnings it raised, for the Result:
     the report shows them under the checks, --json writes them (metrics printed, printed_bytes, warnings)."""
     printed = got.printed
     if printed.strip():
         lines = printed.rstrip("\n").splitlines()
         tail = "\n".join(lines[-PRINTED_LINES:])[-2000:]
-        result.metrics["printed"] = tail
-        result.metrics["printed_bytes"] = got.printed_bytes or len(printed.encode())
-        result.metrics["printed_lines"] = len(lines)
+        verdict.metrics["printed"] = tail
+        verdict.metrics["printed_bytes"] = got.printed_bytes or len(printed.encode())
+        verdict.metrics["printed_lines"] = len(lines)
     warnings = list(got.warnings)
     if warnings:  # at most 10, each cut to 300 characters
-        result.metrics["warnings"] = [w if len(w) <= 300 else w[:299] + "…" for w in warnings[:10]]
+        verdict.metrics["warnings"] = [w if len(w) <= 300 else w[:299] + "…" for w in warnings[:10]]
 
 
-def own_code(exercise: Exercise, got: Received, result: Result) -> None:
+def own_code(exercise: Exercise, got: Received, verdict: _Verdict) -> None:
     """The check of an exercise that asks students to write what a library already does (Exercise.forbidden): a call
     to one of those, noted in the sandbox, fails it, and says which ("uses torch.nn.utils.clip_grad_norm_, which
     this exercise asks you to write"). Not reached when the submission stopped."""
@@ -161,12 +200,12 @@ def own_code(exercise: Exercise, got: Received, result: Result) -> None:
     one = len(shown) == 1  # torch's private aliases and aten ops of those (forbidden too) are not listed
     text = (f"your code {'does not use' if one else 'uses none of'} {', '.join(shown)} (the exercise "
             f"is to write what {'it does' if one else 'they do'})")
-    result.claims.append(Claim(f"{exercise.name}:own", text, float(len(used)), 0) if got.ok
+    verdict.claims.append(Claim(f"{exercise.name}:own", text, float(len(used)), 0) if got.ok
                          else Claim.not_reached(f"{exercise.name}:own", text, 0))
     if used:
         why = f"uses {', '.join(used)}, which this exercise asks you to write"
-        result.metrics["own_code"] = why
-        if "diagnosis" in result.metrics:
-            result.notes.append(why)
+        verdict.metrics["own_code"] = why
+        if "diagnosis" in verdict.metrics:
+            verdict.notes.append(why)
         else:
-            result.metrics["diagnosis"] = why
+            verdict.metrics["diagnosis"] = why
