@@ -217,13 +217,13 @@ def test_adams_epsilon_placement_the_readmes_first_steps(g, torch_step, tf1_step
 def test_the_critic_exercise_s_optimizer_written_out_is_torch_s_rmsprop():
     """gradlab's side runs critic_update's reference, known mistakes and relations with RMSprop written out: on every
     input each gives what it gives with torch.optim.RMSprop itself (the harness a submission runs in)."""
-    from gradlab.kit.exercise import relative
+    from gradlab.kit.exercise import difference
     from gradlab.lessons.actor_critic.exercises.checks import CRITIC
 
     for case in CRITIC.cases(0):
         for known in (None, *CRITIC.mistakes, *CRITIC.relations):
             real = CRITIC.call(CRITIC.reference if known is None else known.fn, case)
-            assert relative(CRITIC.run(known, case), real) <= 1e-6, (case["label"], known)
+            assert difference(CRITIC.run(known, case), real) <= 1e-6, (case["label"], known)
     def changed_lr(critic, optimizer, s, r, s2, done, gamma):  # the written-out one follows param_groups as torch's
         optimizer.param_groups[0]["lr"] = 0.1
         CRITIC.reference(critic, optimizer, s, r, s2, done, gamma)
@@ -231,7 +231,7 @@ def test_the_critic_exercise_s_optimizer_written_out_is_torch_s_rmsprop():
     case = CRITIC.cases(0)[0]
     from gradlab.lessons.actor_critic.exercises.checks import _by_hand
 
-    assert relative(_by_hand(changed_lr)(case), CRITIC.call(changed_lr, case)) <= 1e-6
+    assert difference(_by_hand(changed_lr)(case), CRITIC.call(changed_lr, case)) <= 1e-6
 
 
 def test_judging_critic_update_never_builds_a_torch_optimizer_in_gradlabs_process():

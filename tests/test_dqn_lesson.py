@@ -85,11 +85,11 @@ def test_no_stop_grad_drags_the_target_network():
 def test_the_two_relative_measures_say_by_their_names_what_they_divide_by():
     """kit.exercise.relative (the checker's) is in units of max(1, |b|); relative_to_largest (the anatomy's, ddp's)
     in units of |b| itself, however small."""
-    from gradlab.kit.exercise import relative, relative_to_largest
+    from gradlab.kit.exercise import difference, relative_to_largest
 
     a, b = torch.tensor([1e-3]), torch.tensor([2e-3])
     assert relative_to_largest(a, b) == pytest.approx(0.5)
-    assert relative({"x": a}, {"x": b}) == pytest.approx(1e-3)
+    assert difference({"x": a}, {"x": b}) == pytest.approx(1e-3)
     assert relative_to_largest([a, 2 * a], [b, 2 * b]) == pytest.approx(0.5)  # lists: one scale, B's largest
 
 

@@ -194,12 +194,13 @@ def tensors(out: Any) -> list[torch.Tensor]:
     return flat
 
 
-# what relative() measures, in the words a student reads (a claim's text, the check's table, the feedback)
+# what difference() measures, in the words a student reads (a claim's text, the check's table, the feedback)
 DIFFERENCE = "largest |yours − expected| ÷ max(1, largest |expected|), tensor by tensor"
 
 
-def relative(a: dict, b: dict) -> float:
-    """max |a − b| / max(1, max |b|) over every tensor; inf when the shapes differ or a is not finite where b is."""
+def difference(a: dict, b: dict) -> float:
+    """The checker's difference (DIFFERENCE): max |a − b| / max(1, max |b|) over every tensor; inf when the shapes
+    differ or a is not finite where b is."""
     import torch
 
     xs, ys = tensors(a), tensors(b)
@@ -224,7 +225,7 @@ def relative(a: dict, b: dict) -> float:
 def relative_to_largest(a: torch.Tensor | list[torch.Tensor], b: torch.Tensor | list[torch.Tensor]) -> float:
     """max |a − b| / max |b| over all the numbers of A and B (lists of tensors flattened into one): how far A is
     from B relative to B's largest number, with no floor (0 when both are 0). A lesson's measure of two
-    computations that must agree; relative() above is the checker's, per tensor and in units of max(1, |b|)."""
+    computations that must agree; difference() above is the checker's, per tensor and in units of max(1, |b|)."""
     import torch
 
     a = torch.cat([t.reshape(-1) for t in a]) if isinstance(a, list | tuple) else a

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from gradlab.kit.exercise import CHANGED, DIFFERENCE, Checks, relative, same, values
+from gradlab.kit.exercise import CHANGED, DIFFERENCE, Checks, difference, same, values
 from gradlab.kit.measure import MATCHES, flat
 from gradlab.practice.judging.sentences import explain_outputs, families, joined, locate
 from gradlab.practice.judging.shape_relations import dtypes, shapes
@@ -115,7 +115,7 @@ def _wrong_outputs(checks: Checks, lab: Lab, mine: list[dict], refs: list[dict],
         if key in bad_shape or key in wrong.later:
             continue
         rel = [i for i in range(len(cases)) if key in refs[i] and key in mine[i]]
-        bad = [i for i in rel if relative({key: mine[i][key]}, {key: refs[i][key]}) > bounds[i]]
+        bad = [i for i in rel if difference({key: mine[i][key]}, {key: refs[i][key]}) > bounds[i]]
         if not bad:
             wrong.right.append(checks.word(key))
             continue
@@ -160,7 +160,7 @@ def accepted(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
     for v in checks.variants:
         theirs = [lab.out(v, i) for i in above]
         if all(t is not None for t in theirs) and all(
-                relative(values(outputs[i]), t) <= max(diffs[i] / 10, rounding(refs[i]))
+                difference(values(outputs[i]), t) <= max(diffs[i] / 10, rounding(refs[i]))
                 for i, t in zip(above, theirs, strict=True)):
             return (f"your answer is not exact: it differs from the reference by up to {diffs[worst]:.2g} "
                     f"({DIFFERENCE}, on '{cases[worst]['label']}'), which is {v.what}; within the bound, accepted")

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradlab.kit.exercise import DIFFERENCE, GRAPH, Checks, Exercise, relative, values
+from gradlab.kit.exercise import DIFFERENCE, GRAPH, Checks, Exercise, difference, values
 from gradlab.kit.result import Claim, Column, Result, Table
 from gradlab.practice import checks_of
 from gradlab.practice.sandbox.returned import Received
@@ -110,7 +110,7 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], verd
     from gradlab.practice.judging import diagnosis
 
     cases = reference.cases
-    diffs = [relative(values(o), values(r)) for o, r in zip(outputs, reference.outputs, strict=True)]
+    diffs = [difference(values(o), values(r)) for o, r in zip(outputs, reference.outputs, strict=True)]
     bounds = [exercise.claims[c["kind"]][1] for c in cases]
     comparison = _Comparison(diffs, bounds, [d <= b for d, b in zip(diffs, bounds, strict=True)])
     rows = [[c["label"], c["kind"], d, "✓" if p else "✗"] for c, d, p in zip(cases, diffs, comparison.passed,
