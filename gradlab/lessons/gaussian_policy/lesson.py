@@ -303,7 +303,7 @@ def claims(config: Config, scores: dict, gradchecks: bool, history: History) -> 
         return max(float((u - v).abs().max()) for u, v in zip(x, y, strict=True))
 
     def relative_each(x, y):  # each |Δ| in units of max(1, |y|) at its own place: float32 keeps ~7 digits of a score
-        # of any size (kit.exercise.relative divides by one max(1, |y|) per tensor)
+        # of any size (kit.exercise.difference divides by one max(1, |y|) per tensor)
         return max(float(((u - v).abs() / v.abs().clamp_min(1)).max()) for u, v in zip(x, y, strict=True))
 
     return [
