@@ -149,7 +149,7 @@ def _why_wrong(exercise: Exercise, reference: Reference, outputs: list[dict], co
     if all(comparison.passed) and changed:
         return (f"your values are right, but your function changed {', '.join(changed)} in place (an in-place "
                 f"operation: -=, mul_, copy_…) where the exercise says {'they are' if len(changed) > 1 else 'it is'}"
-                " not changed: compute new tensors (e.g. W - lr * gW rather than W -= lr * gW) and return those")
+                " not changed: compute new tensors (x * s, not x *= s or x.mul_(s)) and return those")
     own_rules = claims[len(exercise.claims):len(exercise.claims) + len(exercise.rules)]
     if all(comparison.passed) and any(not c.passed for c in own_rules):
         hints = reference.checks.rule_hints
