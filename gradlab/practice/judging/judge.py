@@ -37,6 +37,7 @@ class _Verdict:
     tables: list[Table] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped: str | None = None
+    accepted: str = ""  # a right answer that is not exact: why it is accepted (said only if every check passes)
 
 
 def judge(exercise: Exercise, reference: Reference | None, got: Received, seed: int = 0, *, file: str = "",
@@ -53,6 +54,8 @@ def judge(exercise: Exercise, reference: Reference | None, got: Received, seed: 
     else:
         _not_reached(exercise, reference, got, verdict)
     own_code(exercise, got, verdict)
+    if verdict.accepted and all(c.passed for c in verdict.claims):  # not when a forbidden call failed it after all
+        verdict.notes.append(verdict.accepted)
     if got.sandbox:
         verdict.metrics["sandbox"] = got.sandbox
     if environment or got.environment:
@@ -131,9 +134,7 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], verd
     verdict.claims += [Claim(f"{exercise.name}:extra{i}", text, value, bound, op)
                       for i, ((text, bound, op), value) in enumerate(zip(exercise.all_rules(), measured, strict=True))]
     if all(c.passed for c in verdict.claims):
-        note = diagnosis.accepted(reference.checks, cases, outputs, reference.outputs, diffs)
-        if note:
-            verdict.notes.append(note)
+        verdict.accepted = diagnosis.accepted(reference.checks, cases, outputs, reference.outputs, diffs)
     else:
         verdict.metrics["diagnosis"] = _why_wrong(exercise, reference, outputs, comparison, changed=changed,
                                                  graph=measured[-1] if exercise.no_autograd else 0,
