@@ -394,8 +394,19 @@ def test_the_github_classroom_workflow_gives_partial_credit_per_exercise(tmp_pat
     assert {n: (t["status"], t["score"]) for n, t in tests.items()} == {
         "mnist.sgd_step": ("fail", 7.5), "clip.clip_by_global_norm": ("pass", 10)}
     assert sum(t["score"] for t in result["tests"]) == 17.5  # the reporter's "Points 17.5/20"
+    # the Actions log's table shows the same points as the result, not one per check ("4 of 5" beside 0 of 10, #44)
+    assert re.search(r"│ sgd_step\.py +│ mnist\.sgd_step +│ 7\.5 +│ 10 │", out.output), out.output
+    assert re.search(r"│ clip\S* +│ clip\S* +│ 10 +│ 10 │ passed", out.output), out.output
     assert "✗" in tests["mnist.sgd_step"]["message"] and "✗" not in tests["clip.clip_by_global_norm"]["message"]
     assert (tmp_path / "junit.xml").exists()
+
+
+def test_the_examples_say_how_they_score():
+    """run_autograder said "one point per check" while it scores by course.toml (#44)."""
+    from conftest import REPO
+
+    said = (REPO / "examples" / "gradescope" / "run_autograder").read_text()
+    assert "one point per check" not in said and "scored as course.toml says" in said
 
 
 def test_a_folder_gets_one_summary_table(tmp_path):
@@ -407,6 +418,9 @@ def test_a_folder_gets_one_summary_table(tmp_path):
     out = invoke("check", str(tmp_path), "--exercise", "clip.clip_by_global_norm", "--json", str(tmp_path / "all.json"))
     text = " ".join(out.output.split())
     assert out.exit_code == 1 and "1 of 2 submissions pass" in text and "NotImplementedError" in text
+    # the table's points are an exercise's default 10 (as --gradescope and --classroom count), not one per check
+    assert re.search(r"a\.py │ clip\.clip_by_global_norm │ 10 +│ 10 │ passed", out.output), out.output
+    assert re.search(r"b\.py │ clip\.clip_by_global_norm │ 0 +│ 10 │", out.output), out.output
     data = json.loads((tmp_path / "all.json").read_text())
     # one point per check: the claim, 2 rules, the inputs left unchanged, no clip_grad_norm_
     assert [d["points"] for d in data] == [{"score": 5, "max_score": 5}, {"score": 0, "max_score": 5}]
