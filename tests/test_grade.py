@@ -424,6 +424,22 @@ def test_the_markdown_feedback_shows_what_students_chose_as_text():
     assert "Graded file: <code>[alice](https://127.0.0.1:9/x)/ˋsoftplusˋ.py</code>" in html, html
 
 
+def test_the_markdown_feedback_per_input_table_renders():
+    """The per-input table's header held DIFFERENCE's unescaped | (|yours − expected|): 6 header cells over 4
+    columns, which no Markdown reader takes for a table (#44)."""
+    from markdown_it import MarkdownIt
+
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    rec = record("ann", "softmax_grad.py", score=0, inputs=[["a batch | of 64", "the gradient", 0.5, "✗"],
+                                                            ["one sample", "the gradient", 0.25, "✓"]])
+    html = MarkdownIt("commonmark").enable("table").render(feedback.feedback_md("ann", items, {"softmax_grad.py": rec}))
+    table = re.search(r"<table>.*</table>", html, re.S)
+    assert table, html
+    assert table.group(0).count("</th>") == 4 and table.group(0).count("<tr>") == 3, table.group(0)
+    assert f"<th style=\"text-align:right\">{feedback.DIFFERENCE}</th>" in table.group(0), table.group(0)
+    assert "<td>a batch | of 64</td>" in table.group(0)
+
+
 def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():
     items = [course.Item("softmax_grad.py", "mnist.softmax_grad"), course.Item("sgd_step.py", "mnist.sgd_step", 5)]
     table = {"=cmd()": {"softmax_grad.py": record("x", "softmax_grad.py", score=7.5),

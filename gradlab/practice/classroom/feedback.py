@@ -197,7 +197,7 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
                   rec["claims"]] + [""]
         lines += [f"Note: {_md(n)}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
         if rec["inputs"]:
-            lines += [f"| input | checks | {DIFFERENCE} | |", "| --- | --- | ---: | --- |"]
+            lines += [f"| input | checks | {_cell(DIFFERENCE)} | |", "| --- | --- | ---: | --- |"]  # its | escaped too
             lines += [f"| {_cell(r[0])} | {_cell(r[1])} | {_num(r[2])} | {r[3]} |" for r in rec["inputs"]] + [""]
         for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
             if text:
