@@ -257,12 +257,23 @@ def _override(o: Override, rec: dict, score: float, late: float, lines: list[str
     return o.points
 
 
-def pin(course_path: str | None, pins: dict[int, str]) -> None:
+def pin(course_path: str | None, pins: dict[int, str]) -> str | None:
     """overrides.csv rewritten (atomically) with PINS ({row's line: its for_file cell}) filled in, its other cells as
-    they were."""
+    they were; a note when it cannot be (the rows were applied, and are tied to a file on a later run)."""
     path = beside(course_path, OVERRIDES)
     if not pins or path is None:
-        return
+        return None
+    try:
+        _pin(path, pins)
+    except (OSError, UnicodeError, csv.Error, GradlabError) as e:
+        return f"{path}: could not fill in its {FOR_FILE} column ({one_line(str(e), 120)}); its rows were applied " \
+               "and are tied to their files on the next run"
+    return None
+
+
+def _pin(path: str, pins: dict[int, str]) -> None:
+    with open(path, "rb") as f:
+        bom = f.read(3) == b"\xef\xbb\xbf"  # kept: a spreadsheet reads a UTF-8 file by it
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.DictReader(f)
         fields = [c for c in reader.fieldnames or [] if c]
@@ -273,7 +284,7 @@ def pin(course_path: str | None, pins: dict[int, str]) -> None:
     writer.writeheader()
     for line, row in rows:
         writer.writerow({**row, FOR_FILE: pins.get(line, row.get(FOR_FILE) or "")})
-    write_bytes(path, out.getvalue().encode())
+    write_bytes(path, out.getvalue().encode("utf-8-sig" if bom else "utf-8"))
 
 
 def _missing(rec: dict) -> bool:

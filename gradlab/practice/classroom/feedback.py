@@ -221,8 +221,9 @@ def _exercise_html(item: Item, rec: dict) -> str:
            f'<h2>{escape(item.exercise)} ({escape(item.file)}): <span class="{cell_class(rec)}">'
            f'{fmt(rec["score"])} of {fmt(rec["points"])}</span></h2>',
            f"<p>Scored by {escape(item.scoring)}: {escape(rec['how'])}.{found}</p>"]
-    out += [f'<p class="adjusted"><b>Adjusted</b> (the check gave {fmt(rec["graded"])}): '
-            f'{escape("; ".join(adjusted(rec)))}</p>'] * bool(adjusted(rec))
+    if adjusted(rec):
+        out.append(f'<p class="adjusted"><b>Adjusted</b> (the check gave {fmt(rec["graded"])}): '
+                   f'{escape("; ".join(adjusted(rec)))}</p>')
     if rec["stopped"]:
         out.append(f'<p class="stopped"><b>Stopped:</b> {escape(rec["stopped"])}</p>')
     if rec["diagnosis"]:

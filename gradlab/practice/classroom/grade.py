@@ -54,11 +54,11 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
                                student)
     now = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
     applied = adjust.apply(table, items, overrides, times, sources, now)
-    for note in [*applied.notes, adjust.unknown_lateness([s for s in marked if s in table], items)]:
+    for note in [*applied.notes, adjust.unknown_lateness([s for s in marked if s in table], items),
+                 adjust.pin(course_path, applied.pins)]:
         if note:
             say(f"gradlab: note: {note}")
             shown.append(note)
-    adjust.pin(course_path, applied.pins)
     made = f"graded {now} by gradlab {__version__} (torch {installed_torch()}), inputs drawn with seed {seed}"
     source = course_path or f"--exercise {exercise_name}"
     if signum is not None:  # what was graded in full is written, said so on every page; results.json keeps the rest
