@@ -241,7 +241,8 @@ def _override(o: Override, rec: dict, score: float, late: float, lines: list[str
     digest = str(rec.get("digest") or "")[:16]
     said = _fmt(o.points) if o.points is not None else f"−{_fmt(o.penalty)}"
     if o.for_file and o.for_file.split()[0] != digest:
-        on = o.for_file.split(" graded ", 1)[1] if " graded " in o.for_file else f"digest {o.for_file.split()[0]}"
+        on = one_line(o.for_file.split(" graded ", 1)[1] if " graded " in o.for_file else
+                      f"digest {o.for_file.split()[0]}", 80)  # the teacher's cell, shown on one line
         done.notes.append(f"{sanitize(o.student)}'s override of {o.exercise} ({said}) is for the file graded on {on}; "
                           f"the file changed: regraded {_fmt(rec['graded'])}, override not applied — update or "
                           f"remove its row in {OVERRIDES} (line {o.line}; an empty {FOR_FILE} cell ties it to this "
