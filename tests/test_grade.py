@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import html
 import io
 import json
 import os
@@ -22,7 +23,7 @@ from test_practice import SGD_RIGHT, solution
 
 from gradlab.lessons import LESSONS
 from gradlab.practice import all_exercises, checks_of
-from gradlab.practice.classroom import course, feedback, gradebook, similar
+from gradlab.practice.classroom import adjust, course, feedback, gradebook, similar
 from gradlab.practice.classroom.starter import starter
 from gradlab.practice.judging.judge import Reference, judge
 from gradlab.practice.sandbox.returned import Received
@@ -906,9 +907,12 @@ def test_overrides_and_late_penalties_survive_a_re_run_and_one_student_is_regrad
         assert result.exit_code == 0, result.output
         rows = {r[0]: r for r in csv.reader(io.StringIO((out / "grades.csv").read_text(), newline=""))}
         assert rows["student"][-1] == "adjusted"
-        assert rows["alice"][1:3] == ["8", "8"] and "overridden by the teacher: 8 points (regrade" in rows["alice"][3]
-        assert rows["bob"][1:3] == ["8", "8"] and "2 days after 2026-12-01T23:59:00+01:00: −2 points" in rows["bob"][3]
-        assert rows["carol"][1] == "9" and rows["carol"][3].endswith("−1 points (a late-night typo)")
+        assert rows["alice"][1:3] == ["8", "8"] and "overridden by the teacher: 8 points, which replaces the check's " \
+            "10 (regrade" in rows["alice"][3]
+        assert rows["bob"][1:3] == ["8", "8"] and ("late: handed in 2026-12-03T08:00:00+01:00 (submitted.csv), 1 day "
+                                                   "8 h 1 min after the due date 2026-12-01T23:59:00+01:00, 2 started "
+                                                   "days × 10 %: −2 points") in rows["bob"][3]
+        assert rows["carol"][1] == "9" and rows["carol"][3].endswith("−1 point (a late-night typo)")
         canvas = {r[0]: r for r in csv.reader(io.StringIO((out / "canvas.csv").read_text(), newline=""))}
         assert canvas["alice"][4] == "8" and "overridden" in canvas["alice"][3]
         page = (out / "class.html").read_text()
@@ -916,6 +920,8 @@ def test_overrides_and_late_penalties_survive_a_re_run_and_one_student_is_regrad
         md = (out / "feedback" / "bob.md").read_text()
         assert "**Adjusted** (the check gave 10): late: handed in 2026-12-03T08:00:00+01:00" in md
         assert "Adjusted</b> (the check gave 10)" in (out / "feedback" / "alice.html").read_text()
+        page = html.unescape(page)
+        assert f"Note: {course.lesson_answer_note('mnist.sgd_step')}" in page  # the terminal's note, on the page too
     assert len(stand_in) == 3  # graded once: the re-run kept every record
     result = invoke(*args, "--student", "bob")
     assert result.exit_code == 0 and stand_in[3:] == ["bob/sgd_step.py"], (result.output, stand_in)
@@ -943,13 +949,102 @@ def test_a_canvas_late_marker_takes_no_invented_time_and_submitted_csv_gives_one
                     "policy"], result.output  # a student whose name is "late" is not marked
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8"))}
     assert {s: r["total (10)"] for s, r in rows.items()} == {"leeann": "10", "smithjohn": "10", "late": "10"}
+    assert "Note: " + note[0].removeprefix("gradlab: note: ") in html.unescape((tmp_path / "out" / "class.html")
+                                                                             .read_text())  # on the page too
     (tmp_path / "submitted.csv").write_text("student,time\nleeann,2026-12-03T08:00:00+01:00\n")
     result = invoke(*args)
     assert result.exit_code == 0 and "LATE" not in result.output, result.output
     rows = {r["student"]: r for r in csv.DictReader((tmp_path / "out" / "grades.csv").open(encoding="utf-8"))}
-    assert rows["leeann"]["total (10)"] == "8" and "2 days after" in rows["leeann"]["adjusted"]
+    assert rows["leeann"]["total (10)"] == "8" and "(submitted.csv; Canvas marked the file LATE), 1 day 8 h 1 min " \
+        "after the due date" in rows["leeann"]["adjusted"]
     assert rows["smithjohn"]["total (10)"] == "10"
 
+
+
+def _class_of(tmp_path: Path, files: dict[str, str], overrides: str, submitted: str = "") -> tuple:
+    """A class of one sgd_step.py per student (FILES: {student: its text}), due 2026-12-01T23:59:00+01:00 with 10 % a
+    started day, OVERRIDES and SUBMITTED beside its course file: the arguments of `gradlab grade` and its output
+    folder."""
+    for name, text in files.items():
+        (tmp_path / "subs" / name).mkdir(parents=True, exist_ok=True)
+        (tmp_path / "subs" / name / "sgd_step.py").write_text(text)
+    (tmp_path / "course.toml").write_text('[grading]\ndue = 2026-12-01T23:59:00+01:00\nlate_per_day = 0.1\n'
+                                          '[exercises]\n"sgd_step.py" = "mnist.sgd_step"\n')
+    (tmp_path / "overrides.csv").write_text(overrides)
+    if submitted:
+        (tmp_path / "submitted.csv").write_text(submitted)
+    out = tmp_path / "out"
+    return ("grade", str(tmp_path / "subs"), "--course", str(tmp_path / "course.toml"), "--out", str(out)), out
+
+
+def _grades(out: Path) -> dict[str, dict]:
+    return {r["student"]: r for r in csv.DictReader((out / "grades.csv").open(encoding="utf-8"))}
+
+
+def test_an_override_is_for_the_file_it_was_written_for(tmp_path, stand_in):
+    """#44: bob's override stayed on his resubmission, his page showing every check ✓ beside "overridden". A row is
+    tied to the file it was first applied to (overrides.csv's for_file, filled by gradlab); once the file changed, it
+    is not applied and one line says so (terminal and class.html), until its for_file cell is emptied."""
+    args, out = _class_of(tmp_path, {"bob": "# first\n", "carol": "# c\n"},
+                          "student,exercise,points,penalty,reason\nbob,sgd_step.py,6,,half of it copied\n"
+                          "carol,sgd_step.py,,1,a typo\n")
+    result = invoke(*args)
+    assert result.exit_code == 0 and _grades(out)["bob"]["total (10)"] == "6", result.output
+    rows = list(csv.DictReader((tmp_path / "overrides.csv").open(encoding="utf-8")))
+    digest = hashlib.sha256(b"# first\n").hexdigest()[:16]
+    assert rows[0]["for_file"].startswith(f"{digest} graded 20") and rows[0]["reason"] == "half of it copied"
+    assert rows[1]["for_file"].startswith(hashlib.sha256(b"# c\n").hexdigest()[:16])
+    (tmp_path / "subs" / "bob" / "sgd_step.py").write_text("# resubmitted\n")
+    result = invoke(*args)
+    assert result.exit_code == 0 and _grades(out)["bob"]["total (10)"] == "10", result.output
+    when = rows[0]["for_file"].split(" graded ", 1)[1]
+    line = (f"bob's override of sgd_step.py (6) is for the file graded on {when}; the file changed: regraded 10, "
+            "override not applied — update or remove its row in overrides.csv (line 2; an empty for_file cell ties "
+            "it to this file)")
+    assert result.output.count(line) == 1 and "Note: " + line in html.unescape((out / "class.html").read_text())
+    assert "overridden" not in (out / "feedback" / "bob.md").read_text()
+    assert _grades(out)["carol"]["total (10)"] == "9"  # carol's file did not change: her row still holds
+    assert list(csv.DictReader((tmp_path / "overrides.csv").open(encoding="utf-8"))) == rows  # left as it was
+    (tmp_path / "overrides.csv").write_text("student,exercise,points,penalty,reason,for_file\n"
+                                            "bob,sgd_step.py,7,,half of it copied,\n")
+    result = invoke(*args)
+    assert _grades(out)["bob"]["total (10)"] == "7" and "override of" not in result.output, result.output
+    assert next(csv.DictReader((tmp_path / "overrides.csv").open(encoding="utf-8")))["for_file"].startswith(
+        hashlib.sha256(b"# resubmitted\n").hexdigest()[:16])
+
+
+def test_an_override_says_what_it_replaces_and_a_late_time_its_source(tmp_path, stand_in):
+    """#44: dave's override to 9 silently cancelled his late penalty and his feedback said "(the check gave 10)"
+    twice; a time 1 day 8 h late was said "2 days after", its source unsaid (a git commit's time is the student's
+    clock)."""
+    args, out = _class_of(tmp_path, {"dave": "# d\n", "erin": "# e\n"},
+                          "student,exercise,points,penalty,reason\ndave,sgd_step.py,9,,regrade request\n",
+                          "student,time\ndave,2026-12-03T08:00:00+01:00\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path / "subs" / "erin")], check=True)
+    subprocess.run(["git", "-C", str(tmp_path / "subs" / "erin"), "-c", "user.name=e", "-c", "user.email=e@x",
+                    "commit", "-q", "--allow-empty", "-m", "x"], check=True,
+                   env={**os.environ, "GIT_COMMITTER_DATE": "2026-12-02T02:59:00+01:00"})
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    rows = _grades(out)
+    assert rows["dave"]["total (10)"] == "9" and rows["dave"]["adjusted"] == (
+        "mnist.sgd_step: late: handed in 2026-12-03T08:00:00+01:00 (submitted.csv), 1 day 8 h 1 min after the due "
+        "date 2026-12-01T23:59:00+01:00, 2 started days × 10 %: −2 points; mnist.sgd_step: overridden by the teacher: "
+        "9 points, which replaces the check's 10 and the late penalty's −2 (regrade request)")
+    assert (out / "feedback" / "dave.md").read_text().count("the check gave 10") == 1
+    assert rows["erin"]["total (10)"] == "9" and rows["erin"]["adjusted"] == (
+        "mnist.sgd_step: late: handed in 2026-12-02T02:59:00+01:00 (git commit time: the student's own clock, not "
+        "verified), 3 h after the due date 2026-12-01T23:59:00+01:00, 1 started day × 10 %: −1 point")
+    assert "(git commit time: the student's own clock, not verified), 3 h after" in html.unescape(
+        (out / "class.html").read_text())
+
+
+@pytest.mark.parametrize(("seconds", "said"), [(32 * 3600, "1 day 8 h"), (3 * 86400 + 60, "3 days 1 min"),
+                                                (40, "40 s"), (3 * 3600 + 5 * 60, "3 h 5 min")])
+def test_a_late_time_is_said_as_long_as_it_is(seconds, said):
+    import datetime
+
+    assert adjust.duration(datetime.timedelta(seconds=seconds)) == said
 
 # A student's file that, while its sandbox runs beside a classmate's, plants files wherever gradlab or the classmate's
 # sandbox would read them: the shared temporary folders, the classmate's sandbox through /proc, and the host paths of

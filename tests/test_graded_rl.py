@@ -138,8 +138,8 @@ def _students_dqn() -> dict:
     from gradlab.lessons.dqn import lesson
 
     def lesson_loss(mode):
-        return lambda online, target, s, a, r, s2, done, gamma: lesson.td_loss(online, target, (s, a, r, s2, done),
-                                                                               gamma, mode)
+        return lambda online, target, s, a, r, s2, done, gamma: lesson.td_loss(
+            online, target, lesson.Batch(s, a, r, s2, done), gamma, mode)
 
     return {"the base answer (dqn.td_loss)": _base("dqn_graded.td_loss"),
             "the lesson's td_loss, stop-grad": lesson_loss("stop-grad"),

@@ -48,10 +48,10 @@ def test_a_huge_ddp_batch_is_refused_at_once():
 @pytest.mark.parametrize("args, fragment", [
     (["gaussian-policy", "--samples", "10000000000"], "--samples must be between 2"),
     (["gaussian-policy", "--epochs", "100000000000"], "--epochs must be between 1"),
-    (["dqn", "--batch-size", "100000000000"], "--batch-size must be at most"),
-    (["dqn", "--buffer-size", "100000000000000"], "--buffer-size must be at most"),
-    (["dqn", "--gradient-steps", "1000000"], "--gradient-steps must be at most"),
-    (["actor-critic", "--envs", "100000", "--total-steps", "1000000"], "--envs must be at most"),
+    (["dqn", "--batch-size", "100000000000"], "--batch-size must be between 1 and"),
+    (["dqn", "--buffer-size", "100000000000000"], "--buffer-size must be between 1 and"),
+    (["dqn", "--gradient-steps", "1000000"], "--gradient-steps must be between 1 and"),
+    (["actor-critic", "--envs", "100000", "--total-steps", "1000000"], "--envs must be between 1 and"),
 ])
 def test_unbounded_sizes_have_upper_bounds(args, fragment):
     assert_one_line_error(invoke(*args), fragment)

@@ -239,6 +239,25 @@ class Run:
     steps_per_s: float
 
 
+def _step_all(envs: list, actions: torch.Tensor, s: np.ndarray, ep_returns: np.ndarray, episodes: list,
+              step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float | None]:
+    """Every environment one step on its action: (s', r, terminal, the states to act from next (an ended episode's
+    environment reset), the return of the last episode that ended, or None). EPISODES gets (step, return) of each
+    episode that ended; EP_RETURNS the rewards so far."""
+    s2, r, terminal = np.empty_like(s), np.empty(len(envs), np.float32), np.empty(len(envs), np.float32)
+    next_s, ended = np.empty_like(s), None
+    for i, env in enumerate(envs):
+        s2[i], r[i], term, trunc, _ = env.step(int(actions[i]))
+        terminal[i] = float(term)
+        ep_returns[i] += r[i]
+        next_s[i] = s2[i]
+        if term or trunc:
+            episodes.append((step + i + 1, float(ep_returns[i])))
+            ended, ep_returns[i] = float(ep_returns[i]), 0.0
+            next_s[i] = env.reset()[0]
+    return s2, r, terminal, next_s, ended
+
+
 def train(config: Config, progress: Callable[[int, float], None] = lambda step, ret: None) -> Run:
     torch.manual_seed(config.seed)
     actor, critic = mlp(4, 2, config.hidden), mlp(4, 1, config.hidden)
@@ -264,17 +283,8 @@ def train(config: Config, progress: Callable[[int, float], None] = lambda step, 
             break
         dist = torch.distributions.Categorical(logits=logits)
         a = torch.multinomial(dist.probs.detach(), 1, generator=g).squeeze(1)  # seeded sampling
-        s2, r, terminal = np.empty_like(s), np.empty(config.envs, np.float32), np.empty(config.envs, np.float32)
-        next_s = np.empty_like(s)
-        for i, env in enumerate(envs):
-            s2[i], r[i], term, trunc, _ = env.step(int(a[i]))
-            terminal[i] = float(term)
-            ep_returns[i] += r[i]
-            next_s[i] = s2[i]
-            if term or trunc:
-                episodes.append((step + i + 1, float(ep_returns[i])))
-                last_return, ep_returns[i] = float(ep_returns[i]), 0.0
-                next_s[i] = env.reset()[0]
+        s2, r, terminal, next_s, ended = _step_all(envs, a, s, ep_returns, episodes, step)
+        last_return = last_return if ended is None else ended
         step += config.envs
         if config.anneal_lr:
             set_lr(actor_opt, linear(config.actor_lr, 0, step, config.total_steps))

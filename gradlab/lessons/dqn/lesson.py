@@ -30,15 +30,14 @@ on one fixed batch, against what autograd computes through the TD loss (which th
 write; dqn.td_target is its y). make_networks hands the optimizer the target network's parameters too under
 `--no-stop-grad` with a target network, as TF-1's `minimize` would, to show the drag.
 
-With the target computed by the online network itself (`--no-target-net`), both terms land on the same parameters
-and the update descends the TD loss itself: the *naive residual-gradient* algorithm (the lesson's page gives its
-sources), here on the Huber TD loss rather than the squared one. It minimises the TD loss averaged over the
-sampled transitions. For the square, E[δ² | s, a] = (E[δ | s, a])² + Var[δ | s, a]: the squared Bellman error
-plus the variance of the sampled target, so the two agree only when (r, s', done) is a function of (s, a). CartPole's
-transitions are deterministic in its float64 state, up to the float32 rounding of the observation the network
-sees (only reset() draws random numbers: gymnasium/envs/classic_control/cartpole.py;
-tests/test_rl.py checks it), so here they agree. How the variants *learn* is shown, not claimed: `--compare` trains
-them on the same seed, one run each, and no claim ranks them.
+With the target computed by the online network itself (`--no-target-net`), both terms land on the same parameters and
+the update descends the TD loss itself: the *naive residual-gradient* algorithm (the lesson's page gives its sources),
+here on the Huber TD loss rather than the squared one. It minimises the TD loss averaged over the sampled transitions.
+For the square, E[δ² | s, a] = (E[δ | s, a])² + Var[δ | s, a]: the squared Bellman error plus the variance of the
+sampled target, so the two agree only when (r, s', done) is a function of (s, a). CartPole's transitions are
+deterministic in its float64 state, up to the float32 rounding of the observation the network sees (only reset() draws
+random numbers: gymnasium/envs/classic_control/cartpole.py; tests/test_rl.py checks it), so here they agree. How the
+variants *learn* is shown, not claimed: `--compare` trains them on the same seed, one run each, and no claim ranks them.
 
 The agent reads top to bottom: Q-network, replay buffer, ε-greedy with a linear schedule, a target network synced
 every N steps, Huber loss, Adam (its learning rate annealed to 0: settings.py says where the defaults differ from

@@ -6,7 +6,9 @@ Beside the course file:
 
     overrides.csv    student,exercise,points,penalty,reason     (points: the score to give; penalty: points to take
                      alice,mnist.sgd_step,8,,regrade request    away; one of the two per row; the reason is shown
-                     bob,sgd_step.py,,2,copied from a classmate  to the student)
+                     bob,sgd_step.py,,2,copied from a classmate  to the student; a column `for_file`, which gradlab
+                                                                adds and fills the first time it applies a row: the
+                                                                file's digest and when it was graded)
     submitted.csv    student,time                              (when each student handed in, ISO 8601 with its
                      alice,2026-12-02T10:15:00+01:00            offset: the times an LMS or Classroom shows)
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import io
 import math
 import os
 import subprocess
@@ -28,8 +31,12 @@ from dataclasses import dataclass
 from gradlab.errors import GradlabError
 from gradlab.kit.text import one_line, sanitize
 from gradlab.practice.classroom.course import Item
+from gradlab.report.files import write_bytes
 
 OVERRIDES = "overrides.csv"
+FOR_FILE = "for_file"  # overrides.csv's column that ties a row to the file it was written for (filled by gradlab)
+COLUMNS = ("student", "exercise", "points", "penalty", "reason")
+GIT = "git commit time: the student's own clock, not verified"
 SUBMITTED = "submitted.csv"
 DAY = datetime.timedelta(days=1)
 
@@ -45,6 +52,7 @@ class Override:
     points: float | None
     penalty: float | None
     reason: str
+    for_file: str = ""  # "DIGEST graded WHEN": the file the row was first applied to; "" until then
 
 
 def beside(course_path: str | None, name: str) -> str | None:
@@ -89,7 +97,7 @@ def read_overrides(course_path: str | None, items: list[Item]) -> list[Override]
         return []
     known = {i.exercise for i in items} | {i.file for i in items}
     out = []
-    for line, row in _rows(path, ("student", "exercise", "points", "penalty", "reason")):
+    for line, row in _rows(path, COLUMNS):
         points = _number(path, line, "points", row["points"])
         penalty = _number(path, line, "penalty", row["penalty"])
         if not row["student"]:
@@ -106,7 +114,7 @@ def read_overrides(course_path: str | None, items: list[Item]) -> list[Override]
                                f"{item.points:g}; nothing was written")
         if not row["reason"]:
             raise GradlabError(f"{path} line {line}: give a reason (the student reads it); nothing was written")
-        out.append(Override(line, row["student"], item.file, points, penalty, row["reason"]))
+        out.append(Override(line, row["student"], item.file, points, penalty, row["reason"], row.get(FOR_FILE, "")))
     return out
 
 
@@ -162,37 +170,122 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
+def points(x: float) -> str:
+    """X points in words: 1 point, 2 points, 0.5 points."""
+    return f"{_fmt(x)} point{'' if _fmt(x) == '1' else 's'}"
+
+
+def duration(late: datetime.timedelta) -> str:
+    """LATE in words, as long as it is: 1 day 8 h, 3 h 5 min, 40 s."""
+    seconds = int(late.total_seconds())
+    days, rest = divmod(seconds, 86400)
+    parts = [f"{days} day{'s' if days != 1 else ''}"] * bool(days)
+    parts += [f"{rest // 3600} h"] * bool(rest // 3600) + [f"{rest % 3600 // 60} min"] * bool(rest % 3600 // 60)
+    return " ".join(parts) or f"{seconds} s"
+
+
+@dataclass
+class Applied:
+    """What apply() tells the teacher (NOTES, a line each) and the overrides.csv rows it tied to a file (PINS: {row's
+    line: its for_file cell})."""
+
+    notes: list[str]
+    pins: dict[int, str]
+
+
 def apply(table: dict[str, dict[str, dict]], items: list[Item], overrides: list[Override],
-          times: dict[str, datetime.datetime]) -> list[str]:
+          times: dict[str, datetime.datetime], sources: dict[str, str] | None = None, now: str = "") -> Applied:
     """Each record's score from what its check gave ("graded"), less a late penalty, then as the teacher's overrides
-    say; "adjusted": a line per change, shown in every file written. Returns a note per override that matches no
-    student of the class."""
+    say; "adjusted": a line per change, shown in every file written. SOURCES: where each student's time came from
+    (submitted.csv when not named). NOW: when this run graded (an override's file is said graded then when its record
+    does not say). An override tied to another file than the record's (for_file) is not applied: a note says so."""
+    done = Applied([], {})
     for student, recs in table.items():
         for item in items:
             rec = recs[item.file]
-            score = rec.setdefault("graded", rec["score"])
+            graded = rec.setdefault("graded", rec["score"])
             lines = []
-            when = times.get(student)
-            if item.due and when is not None and item.late_per_day and not _missing(rec):
-                due = datetime.datetime.fromisoformat(item.due)
-                days = math.ceil((when - due) / DAY)
-                if days > 0:
-                    taken = min(item.late_cap, days * item.late_per_day) * item.points
-                    score = max(0.0, score - taken)
-                    lines.append(f"late: handed in {when.isoformat()}, {days} day{'s' if days > 1 else ''} after "
-                                 f"{item.due}: −{_fmt(taken)} points")
+            late = _late(rec, item, times.get(student), (sources or {}).get(student, SUBMITTED))
+            if late:
+                lines.append(late[1])
+            score = max(0.0, graded - late[0]) if late else graded
             for o in overrides:
                 if o.student == student and o.exercise == item.file:
-                    if o.points is not None:
-                        score = o.points
-                        lines.append(f"overridden by the teacher: {_fmt(o.points)} points ({o.reason})")
-                    else:
-                        score = max(0.0, score - o.penalty)
-                        lines.append(f"overridden by the teacher: −{_fmt(o.penalty)} points ({o.reason})")
+                    score = _override(o, rec, score, late[0] if late else 0.0, lines, done, now)
             rec["score"] = round(score, 2)
             rec["adjusted"] = lines
-    return [f"{OVERRIDES} line {o.line}: no student {sanitize(o.student)!r} in this class; the row is not applied"
-            for o in overrides if o.student not in table]
+    done.notes += [f"{OVERRIDES} line {o.line}: no student {sanitize(o.student)!r} in this class; the row is not "
+                   "applied" for o in overrides if o.student not in table]
+    return done
+
+
+def _late(rec: dict, item: Item, when: datetime.datetime | None, source: str) -> tuple[float, str] | None:
+    """(the points a late submission loses, the line that says why), or None when it is not late."""
+    if not item.due or when is None or not item.late_per_day or _missing(rec):
+        return None
+    due = datetime.datetime.fromisoformat(item.due)
+    days = math.ceil((when - due) / DAY)  # started days: 1 min late is 1 day
+    if days <= 0:
+        return None
+    share = min(item.late_cap, days * item.late_per_day)
+    taken = share * item.points
+    capped = f", at most {_fmt(100 * item.late_cap)} %" if share < days * item.late_per_day else ""
+    return taken, (f"late: handed in {when.isoformat()} ({source}), {duration(when - due)} after the due date "
+                   f"{item.due}, {days} started day{'s' if days != 1 else ''} × {_fmt(100 * item.late_per_day)} %"
+                   f"{capped}: −{points(taken)}")
+
+
+def _override(o: Override, rec: dict, score: float, late: float, lines: list[str], done: Applied, now: str) -> float:
+    """SCORE after override O of REC (a line added to LINES), or SCORE when O was written for another file than REC's
+    (a note added to DONE); O tied to REC's file (DONE.pins) when it was tied to none."""
+    digest = str(rec.get("digest") or "")[:16]
+    said = _fmt(o.points) if o.points is not None else f"−{_fmt(o.penalty)}"
+    if o.for_file and o.for_file.split()[0] != digest:
+        on = one_line(o.for_file.split(" graded ", 1)[1] if " graded " in o.for_file else
+                      f"digest {o.for_file.split()[0]}", 80)  # the teacher's cell, shown on one line
+        done.notes.append(f"{sanitize(o.student)}'s override of {o.exercise} ({said}) is for the file graded on {on}; "
+                          f"the file changed: regraded {_fmt(rec['graded'])}, override not applied — update or "
+                          f"remove its row in {OVERRIDES} (line {o.line}; an empty {FOR_FILE} cell ties it to this "
+                          "file)")
+        return score
+    if not o.for_file:
+        done.pins[o.line] = f"{digest} graded {rec.get('when') or now}"
+    if o.penalty is not None:
+        lines.append(f"overridden by the teacher: −{points(o.penalty)} ({o.reason})")
+        return max(0.0, score - o.penalty)
+    replaced = f"the check's {_fmt(rec['graded'])}" + (f" and the late penalty's −{_fmt(late)}" if late else "")
+    lines.append(f"overridden by the teacher: {points(o.points)}, which replaces {replaced} ({o.reason})")
+    return o.points
+
+
+def pin(course_path: str | None, pins: dict[int, str]) -> str | None:
+    """overrides.csv rewritten (atomically) with PINS ({row's line: its for_file cell}) filled in, its other cells as
+    they were; a note when it cannot be (the rows were applied, and are tied to a file on a later run)."""
+    path = beside(course_path, OVERRIDES)
+    if not pins or path is None:
+        return None
+    try:
+        _pin(path, pins)
+    except (OSError, UnicodeError, csv.Error, GradlabError) as e:
+        return f"{path}: could not fill in its {FOR_FILE} column ({one_line(str(e), 120)}); its rows were applied " \
+               "and are tied to their files on the next run"
+    return None
+
+
+def _pin(path: str, pins: dict[int, str]) -> None:
+    with open(path, "rb") as f:
+        bom = f.read(3) == b"\xef\xbb\xbf"  # kept: a spreadsheet reads a UTF-8 file by it
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f)
+        fields = [c for c in reader.fieldnames or [] if c]
+        rows = [(reader.line_num, row) for row in reader]
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fields + [FOR_FILE] * (FOR_FILE not in fields), extrasaction="ignore",
+                            lineterminator="\n")
+    writer.writeheader()
+    for line, row in rows:
+        writer.writerow({**row, FOR_FILE: pins.get(line, row.get(FOR_FILE) or "")})
+    write_bytes(path, out.getvalue().encode("utf-8-sig" if bom else "utf-8"))
 
 
 def _missing(rec: dict) -> bool:

@@ -184,8 +184,8 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
         lines += [f"## {item.exercise} ({item.file}): {fmt(rec['score'])} of {fmt(rec['points'])}", "",
                   f"Scored by {item.scoring}: {rec['how']}." + (f" Graded file: `{_code(rec['found'])}`."
                                                                   if rec["found"] else ""), ""]
-        lines += [f"**Adjusted** (the check gave {fmt(rec['graded'])}): {_md(line)}" for line in adjusted(rec)]
-        lines += [""] if adjusted(rec) else []
+        if adjusted(rec):
+            lines += [f"**Adjusted** (the check gave {fmt(rec['graded'])}): {_md('; '.join(adjusted(rec)))}", ""]
         if rec["stopped"]:
             lines += [f"**Stopped:** {_md(rec['stopped'])}", ""]
         if rec["diagnosis"]:
@@ -221,8 +221,9 @@ def _exercise_html(item: Item, rec: dict) -> str:
            f'<h2>{escape(item.exercise)} ({escape(item.file)}): <span class="{cell_class(rec)}">'
            f'{fmt(rec["score"])} of {fmt(rec["points"])}</span></h2>',
            f"<p>Scored by {escape(item.scoring)}: {escape(rec['how'])}.{found}</p>"]
-    out += [f'<p class="adjusted"><b>Adjusted</b> (the check gave {fmt(rec["graded"])}): {escape(line)}</p>'
-            for line in adjusted(rec)]
+    if adjusted(rec):
+        out.append(f'<p class="adjusted"><b>Adjusted</b> (the check gave {fmt(rec["graded"])}): '
+                   f'{escape("; ".join(adjusted(rec)))}</p>')
     if rec["stopped"]:
         out.append(f'<p class="stopped"><b>Stopped:</b> {escape(rec["stopped"])}</p>')
     if rec["diagnosis"]:
@@ -351,12 +352,13 @@ def spreads(items: list[Item], table: dict[str, dict[str, dict]]) -> list[Spread
 
 
 def class_html(title: str, items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str],
-               made: str) -> str:
-    """The class page: per exercise its pass rate and score spread, the mistakes ranked by how many students made
-    them, and a student × exercise grid linking to each feedback page."""
+               made: str, notes: list[str] | None = None) -> str:
+    """The class page: the notes the terminal showed (NOTES), per exercise its pass rate and score spread, the
+    mistakes ranked by how many students made them, and a student × exercise grid linking to each feedback page."""
     stats = spreads(items, table)
     n = len(table)
     body = [f"<h1>{escape(title)}</h1>", f'<p class="muted">{escape(made)}</p>',
+            *(f'<p class="note">Note: {escape(note)}</p>' for note in notes or []),
             f"<p>{n} student{'s' if n != 1 else ''}, {len(items)} exercise{'s' if len(items) != 1 else ''}.</p>",
             "<h2>Exercises</h2>", _exercise_table(stats, n), "<h2>What the class got wrong</h2>",
             _mistake_table(stats, slug), "<h2>Students</h2>", _grid(items, table, slug),

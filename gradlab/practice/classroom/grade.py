@@ -36,30 +36,35 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     found = _isolation(submissions, course_path, out_dir)
     found_class = _find(submissions, items, exercise_name is not None, out_dir, shard, student)
     todo = found_class.todo
-    marked = _when(items, found_class.folders, times)
+    sources: dict[str, str] = {}
+    marked = _when(items, found_class.folders, times, sources)
     say = _sayer(quiet)
-    for note in found_class.notes + _notes(found, items, quiet):
+    shown = found_class.notes + _notes(found, items, quiet)  # every note: on the terminal and class.html
+    for note in shown:
         say(f"gradlab: note: {note}")
     old, old_seed, old_slugs = _previous(out_dir, say)
     seed = _seed(seed, old_seed, shard)
     for note in own.ready([i.exercise for i in items], seed, f"--course {course_path}"):  # before any student's file
         say(f"gradlab: note: {note}")
+        shown.append(note)
     _prepare(out_dir, private=found.mode == "uid")
     digest = course.own_digest(course_path)
     stamp = __version__ + (f"+own.{digest}" if digest else "")  # what a re-run compares, beside each file's bytes
     table, signum = _gradebook(todo, old, seed, stamp, say, lambda done: _save(out_dir, seed, old_slugs, done),
                                student)
-    for note in [*adjust.apply(table, items, overrides, times),
-                 adjust.unknown_lateness([s for s in marked if s in table], items)]:
+    now = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
+    applied = adjust.apply(table, items, overrides, times, sources, now)
+    for note in [*applied.notes, adjust.unknown_lateness([s for s in marked if s in table], items),
+                 adjust.pin(course_path, applied.pins)]:
         if note:
             say(f"gradlab: note: {note}")
-    made = (f"graded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by gradlab {__version__} (torch "
-            f"{installed_torch()}), inputs drawn with seed {seed}")
+            shown.append(note)
+    made = f"graded {now} by gradlab {__version__} (torch {installed_torch()}), inputs drawn with seed {seed}"
     source = course_path or f"--exercise {exercise_name}"
     if signum is not None:  # what was graded in full is written, said so on every page; results.json keeps the rest
         students = len({t.student for t in todo})
         made = f"PARTIAL: {len(table)} of {students} students graded in full (the run was stopped); " + made
-        written = _write(out_dir, items, table, seed, made, old_slugs, source, partial=True)
+        written = _write(out_dir, items, table, seed, made, old_slugs, source, partial=True, notes=shown)
         say(f"gradlab: stopped: wrote a partial set in {sanitize(out_dir)} ({', '.join(written)}): "
             f"{len(table)} of {students} students graded in full, the others left out; run the same command again "
             "to grade the rest")
@@ -67,7 +72,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
     order = found_class.order
     part = {} if shard is None else {"shard": shard.label(), "source": source,
                                      "order": {s: order[s] for s in table}}  # what --merge needs
-    written = _write(out_dir, items, table, seed, made, old_slugs, source, part)
+    written = _write(out_dir, items, table, seed, made, old_slugs, source, part, notes=shown)
     say(f"wrote {sanitize(out_dir)}: {', '.join(written)}"
         + (f" (part {shard} of the class: {len(table)} of {len(order)} students)" if shard else ""))
     return _environment_note(table)
@@ -113,12 +118,17 @@ def _find(submissions: str, items: list[course.Item], by_file: bool, out_dir: st
     return _Class(todo, folders, notes, order)
 
 
-def _when(items: list[course.Item], folders: dict[str, str], times: dict[str, datetime.datetime]) -> list[str]:
-    """Adds to TIMES (submitted.csv's), when an exercise is due, a Classroom clone's last commit where it has none;
-    returns the students whose Canvas files are marked LATE and who have no time (no download says when:
-    gradlab.practice.classroom.lms)."""
+def _when(items: list[course.Item], folders: dict[str, str], times: dict[str, datetime.datetime],
+          sources: dict[str, str]) -> list[str]:
+    """Adds to TIMES (submitted.csv's), when an exercise is due, a Classroom clone's last commit where it has none,
+    and to SOURCES where each time came from; returns the students whose Canvas files are marked LATE and who have no
+    time (no download says when: gradlab.practice.classroom.lms)."""
     if any(i.due for i in items):
-        times |= {s: t for s, path in folders.items() if s not in times and (t := adjust.commit_time(path))}
+        commits = {s: t for s, path in folders.items() if s not in times and (t := adjust.commit_time(path))}
+        sources |= {s: adjust.GIT for s in commits}
+        times |= commits
+    sources |= {s: f"{adjust.SUBMITTED}; Canvas marked the file LATE" for s, path in folders.items()
+                if s in times and s not in sources and lms.late_marked(path)}
     return [s for s, path in folders.items() if s not in times and lms.late_marked(path)]
 
 
@@ -269,7 +279,7 @@ def _previous(out_dir: str, say) -> tuple[dict, int | None, dict]:
 
 
 def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: dict, source: str,
-           part: dict | None = None, partial: bool = False) -> list[str]:
+           part: dict | None = None, partial: bool = False, notes: list[str] | None = None) -> list[str]:
     """Every output file, each written atomically; feedback files of students no longer in the class removed. PART:
     what a shard's results.json holds besides (gradlab.practice.classroom.shards). PARTIAL (a stopped run):
     results.json (saved
@@ -287,7 +297,8 @@ def _write(out_dir: str, items, table: dict, seed: int, made: str, old_slugs: di
     write_bytes(os.path.join(out_dir, "grades.csv"), feedback.grades_csv(items, table).encode())
     write_bytes(os.path.join(out_dir, "canvas.csv"), feedback.canvas_csv(items, table).encode())
     title = f"gradlab grade: {source}"
-    write_bytes(os.path.join(out_dir, "class.html"), feedback.class_html(title, items, table, slug, made).encode())
+    write_bytes(os.path.join(out_dir, "class.html"), feedback.class_html(title, items, table, slug, made,
+                                                                                   notes or []).encode())
     if partial:
         return ["grades.csv", "canvas.csv", "class.html", f"feedback/ ({len(table)} students)"]
     data = {"gradlab": __version__, "made": made, "seed": seed, "course": [asdict(i) for i in items],

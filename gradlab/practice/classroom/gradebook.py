@@ -13,6 +13,7 @@ its course item and seed: a re-run grades only what changed, and what the machin
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import re
@@ -190,7 +191,7 @@ def record(task: Task, result, seed: int, version: str) -> dict:
         "inputs": [[str(r[0]), str(r[1]), r[2], str(r[3])] for r in inputs],
         "printed": result.metrics.get("printed", ""), "trace": result.metrics.get("trace", ""),
         "sandbox": result.metrics.get("sandbox", ""), "environment": result.metrics.get("environment", ""),
-        "source": _source(task)})
+        "source": _source(task), "when": f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"})
 
 
 SOURCE_CHARS = 20_000  # of a student's file kept in its record: the feedback shows the lines a diagnosis is about
