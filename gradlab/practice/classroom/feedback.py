@@ -358,7 +358,8 @@ def class_html(title: str, items: list[Item], table: dict[str, dict[str, dict]],
     stats = spreads(items, table)
     n = len(table)
     body = [f"<h1>{escape(title)}</h1>", f'<p class="muted">{escape(made)}</p>',
-            *(f'<p class="note">Note: {escape(note)}</p>' for note in notes or []),
+            # in one order (each once) whichever run wrote them: one run or the parts --merge joined
+            *(f'<p class="note">Note: {escape(note)}</p>' for note in sorted(set(notes or []))),
             f"<p>{n} student{'s' if n != 1 else ''}, {len(items)} exercise{'s' if len(items) != 1 else ''}.</p>",
             "<h2>Exercises</h2>", _exercise_table(stats, n), "<h2>What the class got wrong</h2>",
             _mistake_table(stats, slug), "<h2>Students</h2>", _grid(items, table, slug),
