@@ -51,8 +51,9 @@ def exercise(name: str, out_path: str | None, force: bool, course_path: str | No
               help="Write Gradescope's autograder results.json for one student: a test per exercise, its points as "
                    "the course file says (default 10, carried by the claims about the answer).")
 @click.option("--classroom", "classroom_path", type=click.Path(dir_okay=False), default=None,
-              help="Write GitHub Classroom's autograding result for one student (the JSON its reporter action reads, "
-                   "base64-encoded): a test per exercise, its points as the course file says, partial credit kept.")
+              help="Write GitHub Classroom's autograding result for one student as plain JSON (its reporter action "
+                   "reads it base64-encoded: the workflow encodes it): a test per exercise, its points as the course "
+                   "file says, partial credit kept.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=None,
               help="The seed of the generated inputs (default: 0 for your own check; a fresh random one for a "
                    "course's checks, printed and recorded, so that no submission can carry the expected answers).")
