@@ -6,7 +6,11 @@ claim to be a library's way are that way to the bit."""
 
 import json
 import linecache
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -644,3 +648,28 @@ def test_one_constant_factor_on_every_input_is_called_one_factor():
     text = said(judged("mnist.softmax_grad", softmax_grad))
     assert "∂cost/∂W = 1.5 × the expected on all 7 inputs it differs on: a constant factor" in text, text
     assert "different multiple" not in text and "1.5 to 1.5" not in text, text
+
+
+# corpus files whose diagnosis chose its words by a set's order (a str's hash, which PYTHONHASHSEED sets): which of two
+# swapped outputs is said first, which input's float32 NaN pattern is named, "by at most" the first input's error
+_HASHED = ["gaussian-policy.score/wrong_swapped_outputs.py", "log1pexp.Log1pExp/wrong_where_guard_backward.py",
+           "jacobian.jacobian_loop/wrong_float32_buffer.py", "ddp.average_gradients/wrong_float32_bucket.py",
+           "actor-critic.critic_update/wrong_zero_grad_after_set.py"]
+
+
+def test_a_diagnosis_is_the_same_under_every_pythonhashseed():
+    """The standard's "CPU runs repeat bit for bit": a diagnosis is words chosen in the outputs' and inputs' own order,
+    never a set's; the same corpus files judged (in-process, tests/inprocess.py) under PYTHONHASHSEED 0 to 3, one
+    subprocess each, all at once, say the same."""
+    tests = Path(__file__).resolve().parent
+    code = ("import json, sys; from inprocess import judged_file\n"
+            f"print(json.dumps([judged_file({str(tests / 'practice_corpus')!r} + '/' + f, f.split('/')[0])"
+            f".metrics.get('diagnosis') for f in {_HASHED!r}]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env={**env, "PYTHONHASHSEED": str(seed)}, cwd=tests,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in range(4)]
+    said = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in said]
+    texts = [json.loads(out) for out, _ in said]
+    assert all(all(texts[0]) and t == texts[0] for t in texts), [
+        (f, [t[k] for t in texts]) for k, f in enumerate(_HASHED) if len({t[k] for t in texts}) > 1]
