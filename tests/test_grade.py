@@ -339,6 +339,51 @@ def test_near_identical_files_are_a_hint_side_by_side():
     assert "A hint, never a grade" in section and "ann and ben: softmax_grad.py" in section
     assert section.count('<pre>') == 2 and "grad_w = x.T @ d / n" in section and "gW = x.T @ diff / B" in section
 
+def test_a_docstring_is_set_aside():
+    """ast.walk queues a node's children before it yields the node: a docstring dropped from the node then was walked
+    all the same (#44)."""
+    assert "'doc'" not in similar.tokens('def f():\n    """doc"""\n    return 1')
+    assert similar.tokens('def f():\n    """doc"""\n    return 1') == similar.tokens("def f():\n    return 1")
+
+
+def _similar_class(bodies: dict[str, str]) -> tuple[list, str]:
+    """BODIES ({student: softmax_grad's body, or a whole file}) as a class: the pairs similar.pairs finds and the
+    class page's section on them."""
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    sources = {n: b if b.startswith('"""') else solution("mnist.softmax_grad", b) for n, b in bodies.items()}
+    table = {n: {"softmax_grad.py": record(n, "softmax_grad.py", score=10, passed=True, source=src)}
+             for n, src in sources.items()}
+    found = similar.pairs("softmax_grad.py", sources, starter(all_exercises()["mnist.softmax_grad"]))
+    page = feedback.class_html("t", items, table, gradebook.slugs(list(table)), "made")
+    return [(p.one, p.other) for p in found], page.split("<h2>Similar submissions</h2>")[1]
+
+
+def test_a_ring_of_copies_and_a_copy_with_its_own_docstring_are_reported():
+    """A teacher's trial (#44) planted a ring of 3 identical files in a class of 5, which the rule that set aside what
+    a quarter of the class (at least 3 files) shares hid, and eve's copy of alice's file with a docstring of her
+    own."""
+    found, section = _similar_class({"ann": ANN, "ann2": ANN, "ann3": ANN, "carol": SOFTMAX_RIGHT, "dan": DAN})
+    assert found == [("ann", "ann2"), ("ann", "ann3"), ("ann2", "ann3")], found
+    assert section.count("<details>") == 3 and "No pair" not in section
+    alice = solution("mnist.softmax_grad", "p = torch.softmax(x @ W + b, dim=1) - y\nreturn x.T @ p / x.shape[0], "
+                                           "p.mean(0)\n")  # short: the docstring's k-grams weighed (share 0.88)
+    doc = starter(all_exercises()["mnist.softmax_grad"]).split('"""')[3]  # the function's docstring, the starter's
+    eve = alice.replace(doc, "Eve's own softmax gradient, from the lecture notes\n    ")
+    assert eve != alice
+    assert _similar_class({"alice": alice, "carol": SOFTMAX_RIGHT, "dan": DAN, "eve": eve})[0] == [("alice", "eve")]
+
+
+def test_starter_code_alone_is_no_pair_and_the_page_says_none_was_found():
+    """Two students who handed in the starter (one with a docstring of their own) share only what every student was
+    given: no pair; the page says none was found, at what share, and what was set aside."""
+    given = starter(all_exercises()["mnist.softmax_grad"])
+    found, section = _similar_class({"ann": given, "ben": given.replace('"""gradlab', '"""My file. gradlab', 1),
+                                     "carol": SOFTMAX_RIGHT})
+    assert found == [] and "<details>" not in section
+    assert f"No pair of submissions at least {100 * similar.THRESHOLD:.0f} % similar." in section
+    assert "starter" in section and "docstrings" in section
+
+
 def test_apostrophes_are_not_quotes_when_the_class_page_masks_a_diagnosis():
     """One mistake is one row whatever its numbers and quoted inputs: an apostrophe (the student's, don't, the
     students') is text, not a quote that masks everything up to the next one."""
@@ -378,6 +423,22 @@ def test_the_markdown_feedback_shows_what_students_chose_as_text():
     assert "https://" not in outside and "www.evil" not in outside  # no bare link for GFM's autolinks either
     assert html.count(evil) == 5 and f"<h1>Feedback for {name}</h1>" in html, html
     assert "Graded file: <code>[alice](https://127.0.0.1:9/x)/ˋsoftplusˋ.py</code>" in html, html
+
+
+def test_the_markdown_feedback_per_input_table_renders():
+    """The per-input table's header held DIFFERENCE's unescaped | (|yours − expected|): 6 header cells over 4
+    columns, which no Markdown reader takes for a table (#44)."""
+    from markdown_it import MarkdownIt
+
+    items = [course.Item("softmax_grad.py", "mnist.softmax_grad")]
+    rec = record("ann", "softmax_grad.py", score=0, inputs=[["a batch | of 64", "the gradient", 0.5, "✗"],
+                                                            ["one sample", "the gradient", 0.25, "✓"]])
+    html = MarkdownIt("commonmark").enable("table").render(feedback.feedback_md("ann", items, {"softmax_grad.py": rec}))
+    table = re.search(r"<table>.*</table>", html, re.S)
+    assert table, html
+    assert table.group(0).count("</th>") == 4 and table.group(0).count("<tr>") == 3, table.group(0)
+    assert f"<th style=\"text-align:right\">{feedback.DIFFERENCE}</th>" in table.group(0), table.group(0)
+    assert "<td>a batch | of 64</td>" in table.group(0)
 
 
 def test_the_gradebook_is_a_csv_a_spreadsheet_reads_as_numbers():

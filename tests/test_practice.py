@@ -376,7 +376,8 @@ def test_the_github_classroom_workflow_gives_partial_credit_per_exercise(tmp_pat
     example = REPO / "examples" / "github-classroom"
     workflow = (example / ".github" / "workflows" / "classroom.yml").read_text()
     assert re.search(r"^  GRADLAB_SOURCE: \./gradlab_teach-[0-9.]+-py3-none-any\.whl$", workflow, re.M), workflow
-    assert 'pip install "$GRADLAB_SOURCE"' in workflow and "vars." not in workflow
+    assert 'pip install "$GRADLAB_SOURCE"' in workflow and re.findall(r"vars\.\w+", workflow) == [
+        "vars.GRADLAB_COURSE_SHA256"]  # GRADLAB_SOURCE is the file's own (above); the course's digest is the teacher's
     assert not re.search(r"pip install [^\n#]*\bgradlab\b(?![-_])", workflow)  # no line installs PyPI's `gradlab`
     command = re.search(r'sudo "\$RUNNER_TEMP/gradlab/bin/gradlab" (check .+?) \|\| test', workflow, re.S).group(1)
     args = shlex.split(command.replace("\\\n", " ").replace("$RUNNER_TEMP", str(tmp_path)))
@@ -394,8 +395,60 @@ def test_the_github_classroom_workflow_gives_partial_credit_per_exercise(tmp_pat
     assert {n: (t["status"], t["score"]) for n, t in tests.items()} == {
         "mnist.sgd_step": ("fail", 7.5), "clip.clip_by_global_norm": ("pass", 10)}
     assert sum(t["score"] for t in result["tests"]) == 17.5  # the reporter's "Points 17.5/20"
+    # the Actions log's table shows the same points as the result, not one per check ("4 of 5" beside 0 of 10, #44)
+    assert re.search(r"│ sgd_step\.py +│ mnist\.sgd_step +│ 7\.5 +│ 10 │", out.output), out.output
+    assert re.search(r"│ clip\S* +│ clip\S* +│ 10 +│ 10 │ passed", out.output), out.output
     assert "✗" in tests["mnist.sgd_step"]["message"] and "✗" not in tests["clip.clip_by_global_norm"]["message"]
     assert (tmp_path / "junit.xml").exists()
+
+
+def test_the_github_classroom_workflow_refuses_a_course_file_the_student_changed(tmp_path):
+    """The student's repository holds course.toml: one student set clip's points to 0.01 and his 5 of 20 became 5 of
+    10.01 (#44). The workflow's step before any grading, run as GitHub runs a step (bash -e), passes the teacher's
+    course.toml (its SHA-256 pinned in GRADLAB_COURSE_SHA256, any case) and refuses a changed one, a missing one and a
+    run without the variable."""
+    import hashlib
+    import re
+    import subprocess
+
+    from conftest import REPO
+
+    example = REPO / "examples" / "github-classroom"
+    workflow = (example / ".github" / "workflows" / "classroom.yml").read_text()
+    assert "GRADLAB_COURSE_SHA256: ${{ vars.GRADLAB_COURSE_SHA256 }}" in workflow
+    step = re.search(r"- name: course\.toml is the teacher's.*?\n        run: \|\n(.*?)\n      - ", workflow, re.S)
+    assert step and workflow.index(step.group(0)) < workflow.index('sudo "$RUNNER_TEMP/gradlab/bin/gradlab" check')
+    script = "\n".join(line[10:] for line in step.group(1).splitlines())
+    course = (example / "course.toml").read_bytes()
+    pinned = hashlib.sha256(course).hexdigest()
+
+    def run(text: bytes | None, digest: str) -> subprocess.CompletedProcess:
+        repo = tmp_path / f"repo-{run.n}"
+        run.n += 1
+        repo.mkdir()
+        if text is not None:
+            (repo / "course.toml").write_bytes(text)
+        return subprocess.run(["bash", "-e", "-c", script], cwd=repo, capture_output=True, text=True, timeout=30,
+                              env={"PATH": "/usr/bin:/bin", "GRADLAB_COURSE_SHA256": digest})
+    run.n = 0
+
+    assert run(course, pinned).returncode == 0 and run(course, pinned.upper()).returncode == 0
+    changed = course.replace(b'exercise = "clip.clip_by_global_norm", points = 10',
+                             b'exercise = "clip.clip_by_global_norm", points = 0.01')
+    assert changed != course
+    refused = run(changed, pinned)
+    assert refused.returncode == 1 and "course.toml is not the teacher's" in refused.stdout, refused
+    unset = run(course, "")
+    assert unset.returncode == 1 and "set the Actions variable GRADLAB_COURSE_SHA256" in unset.stdout, unset
+    assert run(None, pinned).returncode != 0
+
+
+def test_the_examples_say_how_they_score():
+    """run_autograder said "one point per check" while it scores by course.toml (#44)."""
+    from conftest import REPO
+
+    said = (REPO / "examples" / "gradescope" / "run_autograder").read_text()
+    assert "one point per check" not in said and "scored as course.toml says" in said
 
 
 def test_a_folder_gets_one_summary_table(tmp_path):
@@ -407,6 +460,9 @@ def test_a_folder_gets_one_summary_table(tmp_path):
     out = invoke("check", str(tmp_path), "--exercise", "clip.clip_by_global_norm", "--json", str(tmp_path / "all.json"))
     text = " ".join(out.output.split())
     assert out.exit_code == 1 and "1 of 2 submissions pass" in text and "NotImplementedError" in text
+    # the table's points are an exercise's default 10 (as --gradescope and --classroom count), not one per check
+    assert re.search(r"a\.py │ clip\.clip_by_global_norm │ 10 +│ 10 │ passed", out.output), out.output
+    assert re.search(r"b\.py │ clip\.clip_by_global_norm │ 0 +│ 10 │", out.output), out.output
     data = json.loads((tmp_path / "all.json").read_text())
     # one point per check: the claim, 2 rules, the inputs left unchanged, no clip_grad_norm_
     assert [d["points"] for d in data] == [{"score": 5, "max_score": 5}, {"score": 0, "max_score": 5}]

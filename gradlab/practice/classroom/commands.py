@@ -112,7 +112,7 @@ def check(path: str, *, exercise_name: str | None = None, course_path: str | Non
     results = [r if r is not None else stopped_result(s.exercise, s.shown, why, seed)
                for s, r in zip(todo, graded.results, strict=True)]
     if folder:
-        table = _class_table(path, results)
+        table = _class_table(path, results, items)
         console.print(report.render_table(table))
     else:
         _show(results[0], console, found)
@@ -216,11 +216,14 @@ def _graph(todo: submission.Submission, result: Result, seed: int, graph_path: s
                 console, side_by_side=True)
 
 
-def _class_table(path: str, results: list[Result]) -> Table:
-    """A folder's Results, a row per file: its exercise, points and verdict."""
-    rows = [[os.path.basename(r.config["file"]), r.metrics["exercise"], r.metrics["points"]["score"],
-             r.metrics["points"]["max_score"], "passed" if r.exit_code == 0 else
-             (r.stopped or r.metrics.get("diagnosis", "a check failed"))] for r in results]
+def _class_table(path: str, results: list[Result], items: list[course.Item] | None) -> Table:
+    """A folder's Results, a row per file: its exercise, points and verdict. The points are the course's (ITEMS, or an
+    exercise's default: _scored), the numbers --gradescope and --classroom hand on, not one per check: a Classroom log
+    that read "4 of 5" beside a result of 0 of 10 contradicted the grade (#44)."""
+    scores = [_scored(r, items) for r in results]
+    rows = [[os.path.basename(r.config["file"]), r.metrics["exercise"], fmt_points(s.score), fmt_points(s.points),
+             "passed" if r.exit_code == 0 else (r.stopped or r.metrics.get("diagnosis", "a check failed"))]
+            for r, s in zip(results, scores, strict=True)]
     return Table(f"gradlab check {sanitize(path)}: {sum(r.exit_code == 0 for r in results)} of "
                  f"{len(results)} submissions pass",
                  [Column(header=h) for h in ("file", "exercise", "points", "of", "verdict")], rows)
@@ -241,6 +244,11 @@ def _write(results: list[Result], items: list[course.Item] | None, console, *, f
             write_bytes(target, text().encode())
             if target != STDOUT:
                 console.print(f"wrote {sanitize(target)}", markup=False)
+
+
+def fmt_points(x: float) -> str:
+    """A score as the gradebook writes it: 7.5, 10, 2.33."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
 def _scored(result: Result, items: list[course.Item] | None) -> course.Score:

@@ -197,7 +197,7 @@ def feedback_md(student: str, items: list[Item], recs: dict[str, dict]) -> str:
                   rec["claims"]] + [""]
         lines += [f"Note: {_md(n)}" for n in rec["notes"]] + ([""] if rec["notes"] else [])
         if rec["inputs"]:
-            lines += [f"| input | checks | {DIFFERENCE} | |", "| --- | --- | ---: | --- |"]
+            lines += [f"| input | checks | {_cell(DIFFERENCE)} | |", "| --- | --- | ---: | --- |"]  # its | escaped too
             lines += [f"| {_cell(r[0])} | {_cell(r[1])} | {_num(r[2])} | {r[3]} |" for r in rec["inputs"]] + [""]
         for title, text in (("Your code printed", rec["printed"]), ("Your traceback", rec["trace"])):
             if text:
@@ -358,7 +358,8 @@ def class_html(title: str, items: list[Item], table: dict[str, dict[str, dict]],
     stats = spreads(items, table)
     n = len(table)
     body = [f"<h1>{escape(title)}</h1>", f'<p class="muted">{escape(made)}</p>',
-            *(f'<p class="note">Note: {escape(note)}</p>' for note in notes or []),
+            # in one order (each once) whichever run wrote them: one run or the parts --merge joined
+            *(f'<p class="note">Note: {escape(note)}</p>' for note in sorted(set(notes or []))),
             f"<p>{n} student{'s' if n != 1 else ''}, {len(items)} exercise{'s' if len(items) != 1 else ''}.</p>",
             "<h2>Exercises</h2>", _exercise_table(stats, n), "<h2>What the class got wrong</h2>",
             _mistake_table(stats, slug), "<h2>Students</h2>", _grid(items, table, slug),
@@ -412,14 +413,11 @@ def _example(text: str, who: list[str]) -> str:
 
 def _similar(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[str, str]) -> str:
     """The pairs of near-identical files per exercise (gradlab.practice.classroom.similar), side by side: a hint, never
-    a
-    grade."""
+    a grade; when there is none, a line that says so, and what was set aside either way."""
     found = []
     for item in items:
         sources = {s: recs[item.file].get("source") or "" for s, recs in table.items()}
         found += similar.pairs(item.file, sources, starter(all_exercises()[item.exercise], item.file))
-    if not found:
-        return ""
     rows = []
     for p in found:
         sides = "".join(f'<td><a href="feedback/{slug[s]}.html#{anchor(p.file)}">{escape(s)}</a><pre>'
@@ -427,9 +425,13 @@ def _similar(items: list[Item], table: dict[str, dict[str, dict]], slug: dict[st
         rows.append(f"<details><summary>{escape(p.one)} and {escape(p.other)}: {escape(p.file)}, "
                     f"{100 * p.share:.0f} % of their code in common</summary><table class=\"pair\"><tr>{sides}</tr>"
                     "</table></details>")
+    at = f"{100 * similar.THRESHOLD:.0f} %"
+    found_text = "".join(rows) if rows else f'<p class="no-pair">No pair of submissions at least {at} similar.</p>'
     return ("<h2>Similar submissions</h2><p>A hint, never a grade: the pairs of files of one exercise that are "
-            "near-identical once names, comments, docstrings and layout are set aside (and what the starter and a "
-            "quarter of the class share); read them side by side before concluding anything.</p>" + "".join(rows))
+            f"at least {at} similar once names, comments, docstrings, layout and the code of the exercise's starter "
+            "file (what <code>gradlab exercise NAME</code> writes) are set aside; a file with little code of its own "
+            f"beyond the starter (fewer than {similar.MIN_KGRAMS} runs of {similar.K} tokens) is in no pair. Read "
+            "them side by side before concluding anything.</p>" + found_text)
 
 
 def _mark_adjusted(rec: dict) -> str:

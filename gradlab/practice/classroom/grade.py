@@ -70,7 +70,7 @@ def grade_class(submissions: str, *, course_path: str | None, exercise_name: str
             "to grade the rest")
         raise Interrupted(signum)
     order = found_class.order
-    part = {} if shard is None else {"shard": shard.label(), "source": source,
+    part = {} if shard is None else {"shard": shard.label(), "source": source, "notes": shown,
                                      "order": {s: order[s] for s in table}}  # what --merge needs
     written = _write(out_dir, items, table, seed, made, old_slugs, source, part, notes=shown)
     say(f"wrote {sanitize(out_dir)}: {', '.join(written)}"
@@ -164,7 +164,8 @@ def merge_parts(parts: list[str], out_dir: str, quiet: bool) -> int:
     whole = shards.merged(parts)
     _prepare(out_dir)
     _, _, old_slugs = _previous(out_dir, lambda line: None)
-    written = _write(out_dir, whole.items, whole.table, whole.seed, whole.made, old_slugs, whole.source)
+    written = _write(out_dir, whole.items, whole.table, whole.seed, whole.made, old_slugs, whole.source,
+                     notes=whole.notes)
     if not quiet:
         print(f"wrote {sanitize(out_dir)}: {', '.join(written)} (from {whole.parts} parts)")
     return _environment_note(whole.table)

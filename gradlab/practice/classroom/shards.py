@@ -61,6 +61,8 @@ class Merged:
     made: str  # the last part's "graded ... UTC by gradlab ..." line
     source: str  # the course file, or --exercise NAME
     parts: int
+    notes: list[str]  # every part's notes, each once (class.html shows them in one order: gradlab.practice.classroom
+    # .feedback.class_html)
 
 
 def _part(path: str) -> dict:
@@ -116,4 +118,5 @@ def merged(parts: list[str]) -> Merged:
     table = {s: recs for s, (_, recs) in sorted(students.items(), key=lambda kv: kv[1][0])}
     items = [course.Item(**i) for i in first["course"]]
     made = max(d["made"] for d in datas)  # "graded YYYY-MM-DD HH:MM UTC ...": the last part's
-    return Merged(items, table, first["seed"], made, first["source"], n)
+    notes = list(dict.fromkeys(n for d in datas for n in d.get("notes", []) if isinstance(n, str)))
+    return Merged(items, table, first["seed"], made, first["source"], n, notes)

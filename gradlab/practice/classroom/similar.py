@@ -5,27 +5,24 @@ How: each file is parsed (never run) and walked into a sequence of tokens, the s
 attributes and constants the code uses, every name a student chose renamed by order of first use (`v0`, `v1`, …) and
 every docstring dropped; comments and layout never reach the tree. Its fingerprint is the set of hashes of every run
 of K tokens (the k-grams of MOSS, Schleimer, Wilkerson and Aiken, "Winnowing", SIGMOD 2003, kept whole: a file here
-is tens of lines). The k-grams of the starter file every student was given are removed from each, and those a quarter
-of the class (at least 3 files) share: the usual way to write that part. Two files are similar when the Jaccard index
-of what is left is at least THRESHOLD. Our own code rather than a library (copydetect, the well-kept one, tokenizes
-with pygments and writes a report of its own): it needs nothing installed, sees the syntax tree Python itself reads,
-and gives plain pairs that the class page shows in its own way.
-"""
+is tens of lines). The k-grams of the starter file every student was given (`gradlab exercise NAME` writes it) are
+removed from each, and nothing else: a rule that set aside what many files share (a quarter of the class, at least 3)
+hid a ring of 3 identical copies in a class of 5 (issue #44). Two files are similar when the Jaccard index of what is
+left is at least THRESHOLD; a file with fewer than MIN_KGRAMS k-grams of its own is in no pair. Our own code rather
+than a library (copydetect, the well-kept one, tokenizes with pygments and writes a report of its own): it needs
+nothing installed, sees the syntax tree Python itself reads, and gives plain pairs that the class page shows in its own
+way. Two students who write the only short answer an exercise has are paired too: a hint, read before concluding."""
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import math
-from collections import Counter
 from dataclasses import dataclass
 
 K = 5  # tokens per k-gram
 THRESHOLD = 0.9  # Jaccard index of two files' k-grams (beyond the starter's) from which they are shown as a pair
 MIN_KGRAMS = 8  # a file with fewer k-grams of its own (a starter barely touched) is never paired
 MOST_PAIRS = 20  # per exercise, the most similar first
-COMMON_SHARE, COMMON_LEAST = 0.25, 3  # a k-gram in this share of the class's files (and at least 3) is the usual way
-# to write that part (the right answer of a three-line exercise), shared by no one in particular: set aside
 
 
 @dataclass(frozen=True)
@@ -49,12 +46,13 @@ def tokens(source: str) -> list[str] | None:
     def name(text: str) -> str:
         return names.setdefault(text, f"v{len(names)}")
 
-    out = []
-    for node in ast.walk(tree):
+    for node in ast.walk(tree):  # docstrings out first: ast.walk queues a node's children before it yields the node
         body = getattr(node, "body", None)
         if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
             node.body = body[1:]  # a docstring: the exercise's text, the same in every starter
+    out = []
+    for node in ast.walk(tree):
         out.append(type(node).__name__)
         if isinstance(node, ast.Name):
             out.append(name(node.id))
@@ -79,9 +77,6 @@ def pairs(file: str, sources: dict[str, str], starter: str) -> list[Pair]:
     the most similar first, at most MOST_PAIRS."""
     given = kgrams(starter)
     prints = {s: kgrams(text) - given for s, text in sources.items() if text}
-    seen = Counter(g for p in prints.values() for g in p)
-    usual = {g for g, n in seen.items() if n >= max(COMMON_LEAST, math.ceil(COMMON_SHARE * len(prints)))}
-    prints = {s: p - usual for s, p in prints.items()}
     prints = {s: p for s, p in prints.items() if len(p) >= MIN_KGRAMS}
     found = []
     students = list(prints)
