@@ -6,12 +6,16 @@ claim to be a library's way are that way to the bit."""
 
 import json
 import linecache
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
 from conftest import invoke
-from inprocess import judged
+from inprocess import judged, judged_file
 
 from gradlab.practice import all_exercises, checks_of
 from gradlab.practice.classroom.starter import starter
@@ -644,3 +648,42 @@ def test_one_constant_factor_on_every_input_is_called_one_factor():
     text = said(judged("mnist.softmax_grad", softmax_grad))
     assert "∂cost/∂W = 1.5 × the expected on all 7 inputs it differs on: a constant factor" in text, text
     assert "different multiple" not in text and "1.5 to 1.5" not in text, text
+
+
+# corpus files whose diagnosis chose its words by a set's order (a str's hash, which PYTHONHASHSEED sets): which of two
+# swapped outputs is said first, which input's float32 NaN pattern is named, "by at most" the first input's error
+_HASHED = ["gaussian-policy.score/wrong_swapped_outputs.py", "log1pexp.Log1pExp/wrong_where_guard_backward.py",
+           "jacobian.jacobian_loop/wrong_float32_buffer.py", "ddp.average_gradients/wrong_float32_bucket.py"]
+
+
+def test_a_diagnosis_is_the_same_under_every_pythonhashseed():
+    """The standard's "CPU runs repeat bit for bit": a diagnosis is words chosen in the outputs' and inputs' own order,
+    never a set's; the same corpus files judged (in-process, tests/inprocess.py) under PYTHONHASHSEED 0 to 3, one
+    subprocess each, all at once, say the same."""
+    tests = Path(__file__).resolve().parent
+    code = ("import json, sys; from inprocess import judged_file\n"
+            f"print(json.dumps([judged_file({str(tests / 'practice_corpus')!r} + '/' + f, f.split('/')[0])"
+            f".metrics.get('diagnosis') for f in {_HASHED!r}]))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), str(tests)])}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env={**env, "PYTHONHASHSEED": str(seed)}, cwd=tests,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in range(4)]
+    said = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in said]
+    texts = [json.loads(out) for out, _ in said]
+    assert all(all(texts[0]) and t == texts[0] for t in texts), [
+        (f, [t[k] for t in texts]) for k, f in enumerate(_HASHED) if len({t[k] for t in texts}) > 1]
+
+
+@pytest.mark.parametrize("name, phrases", [
+    ("actor-critic.critic_update/wrong_zero_grad_after_set.py",
+     ["the gradient optimizer.step() was given at the first update is 0 everywhere on every input; the parameters "
+      "after the first update did not move (the update is 0) on every input"]),
+    ("mnist.softmax_grad/wrong_naive_softmax.py", ["∂cost/∂W is NaN at 5488 of 7840 entries", "∂cost/∂b is NaN at 7 "
+                                                   "of 10 entries"]),
+    ("jacobian.jacobian_loop/wrong_float32_buffer.py", ["differs by at most 2.8e-08 relative"])])
+def test_one_relation_of_several_outputs_is_said_in_each_outputs_own_words(name, phrases):
+    """One relation (0, NaN) said of several outputs: an update of 0 "did not move", an output of 0 "is 0 everywhere",
+    NaN at each output's own count of its own entries; "by at most" the largest over every input said (2.8e-08 on
+    '6 outputs, 2 inputs'), not one input's picked by a set's order (1.4e-08 to 2.8e-08 on the five)."""
+    r = judged_file(str(Path(__file__).parent / "practice_corpus" / name), name.split("/")[0])
+    assert all(p in r.metrics["diagnosis"] for p in phrases), r.metrics["diagnosis"]

@@ -41,27 +41,27 @@ def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Any]]], w
     the causes and once per output): the relations that explain the most (output, input) pairs, chosen greedily,
     each said once for the outputs it holds on (W and b: the updates are 1/K × the expected update on every
     input)."""
-    todo = {(k, i) for k, per in findings.items() for i in per}
+    # every (output, input) pair in one order: the outputs as the reference returns them, the inputs in the
+    # exercise's order; every walk below follows it (never a set's order, which a string's hash, PYTHONHASHSEED, sets)
+    order = [(k, i) for k, per in findings.items() for i in sorted(per)]
+    todo = set(order)
     sentences, fixes, vague = [], [], []
     ratios: dict[str, list[tuple[float, int]]] = {}
     while todo:
         cover: dict[Any, list[tuple[str, int]]] = {}
         best: dict[Any, Any] = {}
-        for (k, i) in todo:
+        for (k, i) in (p for p in order if p in todo):
             for f in findings[k][i]:
-                cover.setdefault(f.sig, []).append((k, i))
-                if f.sig not in best or f.prio < best[f.sig].prio:
+                if (k, i) not in cover.setdefault(f.sig, []):
+                    cover[f.sig].append((k, i))
+                if f.sig not in best or f.prio < best[f.sig].prio:  # a tie: the first output's first input's words
                     best[f.sig] = f
-        sig = min(cover, key=lambda s: (-len(set(cover[s])), best[s].prio))
-        pairs = sorted(set(cover[sig]))
+        sig = min(cover, key=lambda s: (-len(cover[s]), best[s].prio))  # a tie: the relation found first in order
+        pairs = cover[sig]
         todo -= set(pairs)
         by_key: dict[str, list[int]] = {}
-        order = list(findings)
-        for k, i in sorted(pairs, key=lambda p: (order.index(p[0]), p[1])):
+        for k, i in pairs:
             by_key.setdefault(k, []).append(i)
-        groups: dict[str, list[str]] = {}
-        for k, ids in by_key.items():
-            groups.setdefault(where_words(ids, wrong[k], relevant[k], cases), []).append(k)
         f = best[sig]
         if f.kind == "scale" and f.detail == "c" and f.value is not None:  # a bare ratio: a symptom, not a cause
             for k, i in pairs:
@@ -70,13 +70,21 @@ def explain_outputs(checks: Checks, findings: dict[str, dict[int, list[Any]]], w
         shown = dict.fromkeys(f"{g.value:.4g}" for k, i in pairs for g in findings[k][i]
                               if g.sig == sig and g.value is not None)
         words = f.words.replace("{values}", ", ".join(list(shown)[:4]) + (" …" if len(shown) > 4 else ""))
+        if "{most}" in words:  # "by at most": the largest over every input it is said for, not the first one's
+            most = max(g.value for k, i in pairs for g in findings[k][i] if g.sig == sig)
+            words = words.replace("{most}", f"{most:.2g}")
         swaps = dict.fromkeys(checks.word(g.detail) for k, i in pairs for g in findings[k][i] if g.kind == "swapped")
         if f.kind != "swapped" and swaps:
             words = _swap_words(f, list(swaps))
-        for where, keys in groups.items():
+        own = "{" not in f.words and not (f.kind != "swapped" and swaps)  # each output in its own finding's words
+        groups: dict[tuple[str, str], list[str]] = {}  # one relation (0, NaN) of an update and of an output, counts
+        for k, ids in by_key.items():
+            said = next(g.words for g in findings[k][ids[0]] if g.sig == sig) if own else words
+            groups.setdefault((where_words(ids, wrong[k], relevant[k], cases), said), []).append(k)
+        for (where, words), keys in groups.items():
             subject = joined([checks.word(k) for k in keys])
             said = words.replace("is ", "are ", 1) if len(keys) > 1 and words.startswith("is ") else words
-            if checks.base and keys[0] in checks.base(cases[0]):
+            if checks.base and keys[0] in checks.base(cases[0]) and not said.startswith("did not move"):
                 subject += ": the update" if len(keys) == 1 else ": the updates"
                 said = said.replace("is ", "are ", 1) if len(keys) > 1 and said.startswith("is ") else said
             (vague if f.kind == "differs" and f.detail == "*" else sentences).append(f"{subject} {said} {where}")

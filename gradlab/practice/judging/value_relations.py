@@ -242,7 +242,7 @@ def _differs(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Te
              one_tensor: bool, raw: torch.Tensor) -> Finding:
     """No relation holds: where yours differs, and float32's rounding when that is all it is: when every number
     of yours (RAW, the output itself) is a float32 number, measured; a small error of another kind is said as not
-    float32's."""
+    float32's ("{most}": the largest relative difference over the inputs the sentence is said for)."""
     diff = (A - Bv).abs()
     bad = diff > 1e-6 * max(float(Bv.abs().max()), 1.0)
     where = spot_words(checks, case, key, bad) if one_tensor else ""
@@ -256,14 +256,14 @@ def _differs(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Te
                        "the factor was computed with less precision than the rest (float32 rounds to 6e-8 "
                        "relative, and a sum accumulated in float32 loses more)", detail="factor", prio=8)
     if rel < 1e-5 and rounded and any(t.dtype == torch.float64 for t in b):  # confirmed: said beside an experiment
-        words += (f" by at most {rel:.2g} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
+        words += (" by at most {most} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
                   "ulp at 1 is 1.2e-7) where float64 is expected")
-        return Finding("differs", ("differs", "float32"), words, detail=where or "float32", prio=8,
+        return Finding("differs", ("differs", "float32"), words, detail=where or "float32", prio=8, value=rel,
                        hint="a tensor made or cast to float32 on the way (.float(), torch.float32, a float32 buffer "
                             "or bucket) rounds every number: keep the inputs' dtype throughout")
     if rel < 1e-5 and any(t.dtype == torch.float64 for t in b):  # small, and not float32's rounding: say so
-        words += (f" by at most {rel:.2g} relative: a small error, and not float32's rounding (measured: your "
+        words += (" by at most {most} relative: a small error, and not float32's rounding (measured: your "
                   "numbers carry more digits than float32 holds): look for an approximation (a finite difference, "
                   "a truncated series, an ε added)")
-        return Finding("differs", ("differs", "small"), words, detail=where or "small", prio=8)
+        return Finding("differs", ("differs", "small"), words, detail=where or "small", prio=8, value=rel)
     return Finding("differs", ("differs", where), words, detail=where or "*", prio=9)
