@@ -30,6 +30,7 @@ import errno
 import functools
 import itertools
 import os
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,7 +125,9 @@ class Group:
     it cannot be made; remove() it after its processes are dead."""
 
     def __init__(self, *, memory: int, pids: int, cpus: float) -> None:
-        name = f"gradlab-{os.getpid()}-{next(_serial)}"
+        # the pid and a serial, and a random part: a group a killed gradlab left behind (its pid reused since) never
+        # stands in the way (FileExistsError, measured on a folder a SIGKILLed run had left in one v1 hierarchy)
+        name = f"gradlab-{os.getpid()}-{next(_serial)}-{secrets.token_hex(4)}"
         cpus = min(cpus, budget().quota or cpus)  # cgroup v1 refuses a quota above a parent's (EINVAL)
         self.dirs: list[Path] = []
         try:
