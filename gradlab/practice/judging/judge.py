@@ -14,6 +14,7 @@ from pathlib import Path
 from gradlab.kit.exercise import DIFFERENCE, GRAPH, Checks, Exercise, difference, values
 from gradlab.kit.result import Claim, Column, Result, Table
 from gradlab.practice import checks_of
+from gradlab.practice.judging import points
 from gradlab.practice.sandbox.returned import Received
 from gradlab.version import __version__
 
@@ -60,8 +61,7 @@ def judge(exercise: Exercise, reference: Reference | None, got: Received, seed: 
         verdict.metrics["sandbox"] = got.sandbox
     if environment or got.environment:
         verdict.metrics["environment"] = environment or verdict.stopped or got.environment
-    # one point per check (JUnit, --json): gradlab.practice.judging.points
-    verdict.metrics["points"] = {"score": sum(c.passed for c in verdict.claims), "max_score": len(verdict.claims)}
+    verdict.metrics["points"] = points.total(verdict.claims)  # one point per check (JUnit, --json)
     return Result(lesson="check", title=f"{exercise.name}: {exercise.what}", seed=seed, metrics=verdict.metrics,
                   claims=verdict.claims, tables=verdict.tables, notes=verdict.notes, stopped=verdict.stopped,
                   config={"file": file} if file else {}, torch=installed_torch(), version=__version__, device="cpu",

@@ -4,7 +4,7 @@ would have had. A course's points per exercise are gradlab.practice.classroom.co
 
 from __future__ import annotations
 
-from gradlab.kit.result import Result
+from gradlab.kit.result import Claim, Result
 from gradlab.kit.text import sanitize
 
 
@@ -17,3 +17,8 @@ def per_check(result: Result) -> list[dict]:
                                                    f"\n{'stopped' if result.stopped else 'diagnosis'}: {why}"),
                                                 backslash=False)}
             for c in result.claims]
+
+
+def total(claims: list[Claim]) -> dict:
+    """{"score", "max_score"}: per_check()'s points added up (a passing claim 1, every claim 1 at most)."""
+    return {"score": sum(int(c.passed) for c in claims), "max_score": len(claims)}

@@ -392,7 +392,7 @@ class Sandbox:
         def started() -> None:
             try:
                 self._outcome["value"] = run([sys.executable, "-I", "-c", files.CHILD, "{pkg}"], package=package,
-                                                     inputs=inputs, limits=self.limits, mode=self.mode)
+                                             inputs=inputs, limits=self.limits, mode=self.mode)
             except BaseException as e:  # gradlab's own failure: reported as such, never as the student's
                 self._outcome["error"] = e
 
@@ -400,9 +400,8 @@ class Sandbox:
         self._thread.start()
 
     def finish(self, expected: list[dict] | None = None) -> returned.Received:
-        """What came back, checked: {"ok": True, "outputs": [...]} or {"ok": False, "kind", "error" (one line),
-        "trace"}; either way "printed" (its last part, sanitized), "printed_bytes", "warnings", "used" (forbidden
-        calls), "isolated" and "sandbox" (the mode). EXPECTED (the references' outputs) gives the structure the
+        """What came back, checked (a Received: the outputs, or how it stopped, with what it printed and warned, the
+        forbidden calls it made and the sandbox's mode). EXPECTED (the references' outputs) gives the structure the
         outputs must have. Waits for the process, at most the time limit from its start."""
         self._thread.join()
         if "error" in self._outcome:

@@ -57,15 +57,13 @@ def received(outcome: Outcome, expected: list[dict] | None, timeout_s: float,
              limits: Limits | None = None, graph: bool = False) -> Received:
     """OUTCOME as judge() reads it, every part of it checked and sanitized (GRAPH: and its "graph", the caught
     backward pass, or None)."""
-    found = _received(outcome, expected, timeout_s, limits or Limits(), graph)
-    found["warnings"], found["used"] = tuple(found["warnings"]), tuple(found["used"])
-    return Received(**found)
+    return Received(**_received(outcome, expected, timeout_s, limits or Limits(), graph))
 
 
 def _received(outcome: Outcome, expected: list[dict] | None, timeout_s: float, limits: Limits, graph: bool) -> dict:
     printed = outcome.printed.decode("utf-8", errors="replace")
-    base = {"printed": sanitize(printed), "printed_bytes": int(outcome.printed_bytes), "warnings": [],
-            "used": [], "trace": "", "isolated": outcome.mode != "plain", "sandbox": outcome.mode}
+    base = {"printed": sanitize(printed), "printed_bytes": int(outcome.printed_bytes), "warnings": (),
+            "used": (), "trace": "", "isolated": outcome.mode != "plain", "sandbox": outcome.mode}
     if outcome.stopped == "startup":
         return base | {"ok": False, "kind": "died", "environment": "startup",
                        "error": f"gradlab's sandbox did not start your code within {STARTUP_S:g} s (a busy "
@@ -144,8 +142,8 @@ def _checked(got, expected: list[dict] | None) -> dict:
     """GOT, the child's dict, checked and cleaned: its strings sanitized, its outputs shaped as EXPECTED."""
     if type(got) is not dict or type(got.get("ok")) is not bool:
         raise Bad(f"are {_kind(got)}, not the result gradlab's child sends")
-    out = {"warnings": [one_line(_text(w, 600), 500) for w in _items(got.get("warnings", []), 50)],
-           "used": [one_line(_text(u, 200), 120) for u in _items(got.get("used", []), 50)]}
+    out = {"warnings": tuple(one_line(_text(w, 600), 500) for w in _items(got.get("warnings", []), 50)),
+           "used": tuple(one_line(_text(u, 200), 120) for u in _items(got.get("used", []), 50))}
     if not got["ok"]:
         kind = got.get("kind")
         return out | {"ok": False, "kind": kind if kind in KINDS else "raised",
