@@ -22,8 +22,7 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor, case: dict | None = None) -
                 return f": {how} of the expected over all its entries (keep one per element)"
         return ": one number where one per element is expected (a mean or sum too many?)"
     if b.dim() == 1 and a.dim() == 2 and a.shape == (b.shape[0], b.shape[0]):
-        return (": an (N, N) matrix where N numbers are expected (an (N, 1) and an (N,) broadcast against each "
-                "other, or a whole matrix where its product with a vector is asked?)")
+        return _square(a, b, case or {})
     if a.dim() == b.dim() + 1 and a.shape[-1] == 1 and a.shape[:-1] == b.shape:
         return ": an extra dimension of size 1 (squeeze it)"
     if a.dim() == b.dim() and a.dim() >= 1 and a.shape[1:] == b.shape[1:] and 0 < a.shape[0] < b.shape[0] \
@@ -39,6 +38,23 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor, case: dict | None = None) -
     if a.numel() == b.numel():
         return ": the right number of entries in another shape (a reshape or a view?)"
     return _other_axis(a, b, case or {})
+
+
+def _square(a: torch.Tensor, b: torch.Tensor, case: dict) -> str:
+    """An (N, N) matrix where N numbers are expected, measured: its diagonal is the expected (an (N, 1) term broadcast
+    against (N,) ones pairs every row with every column, and the right pairs lie on the diagonal), or its product
+    with a vector of the input CASE is (the whole matrix where its product with that vector is asked)."""
+    if close(a.diagonal().double(), b.double()):
+        return (": an (N, N) matrix whose diagonal is the expected (measured): yours[i, j] pairs row i of a term of "
+                "shape (N, 1) with column j of the terms of shape (N,), broadcast against each other; keep every term "
+                "(N,) (.squeeze(1) the (N, 1) one, or reduce without keepdim=True)")
+    for name, v in case.items():
+        if isinstance(v, torch.Tensor) and v.shape == b.shape and v.is_floating_point() \
+                and close((a.double() @ v.double()), b.double()):
+            return (f": the whole (N, N) matrix, whose product with {name} is the expected (measured): return the "
+                    f"product, never the matrix")
+    return (": an (N, N) matrix where N numbers are expected (measured: neither its diagonal nor its product with a "
+            "vector of the input is the expected)")
 
 
 def _other_axis(a: torch.Tensor, b: torch.Tensor, case: dict) -> str:
