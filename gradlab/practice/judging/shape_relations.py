@@ -27,9 +27,7 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor, case: dict | None = None) -
         return ": an extra dimension of size 1 (squeeze it)"
     if a.dim() == b.dim() and a.dim() >= 1 and a.shape[1:] == b.shape[1:] and 0 < a.shape[0] < b.shape[0] \
             and close(a.double(), b[:a.shape[0]].double()):
-        k, n = a.shape[0], b.shape[0]
-        return (f": {'the first row' if k == 1 else f'the first {k} rows'} of the expected {n}, each right (the loop "
-                "stopped early: a return inside the loop, or a range that ends too soon)")
+        return _first_rows(a.shape[0], b.shape[0])
     if a.numel() == b.numel() and a.dim() == b.dim() and sorted(a.shape) == sorted(b.shape):
         for perm in itertools.permutations(range(b.dim())):
             if tuple(b.shape[p] for p in perm) == tuple(a.shape) and close(a.double(), b.permute(perm).double()):
@@ -38,6 +36,18 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor, case: dict | None = None) -
     if a.numel() == b.numel():
         return ": the right number of entries in another shape (a reshape or a view?)"
     return _other_axis(a, b, case or {})
+
+
+def _first_rows(k: int, n: int) -> str:
+    """The first K rows of the expected N, each right: which way the loop stopped early, told by K where it can be (a
+    return inside the loop leaves one row; a range one short leaves N − 1)."""
+    how = ("early: a return inside the loop, or a range that ends too soon (with two rows the count cannot tell "
+           "which)" if n == 2
+           else "after its first pass: a return inside the loop" if k == 1
+           else "one pass short: a range that ends one too soon" if k == n - 1
+           else "early: a range that ends too soon")
+    rows = "the first row" if k == 1 else f"the first {k} rows"
+    return f": {rows} of the expected {n}, each right (the loop stopped {how})"
 
 
 def _square(a: torch.Tensor, b: torch.Tensor, case: dict) -> str:

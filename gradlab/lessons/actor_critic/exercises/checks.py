@@ -278,7 +278,7 @@ CRITIC = Checks(
     base=lambda case: {"params 1": case["weights"]},
     steps=[(f"grad {k + 1}", f"params {k + 1}") for k in range(3)])
 _CAUSES = [c for h in CRITIC.hints.values() if isinstance(h, Suspects) for c in h.causes]
-for _known in (*CRITIC.mistakes, *CRITIC.relations, *_CAUSES):  # gradlab's side runs them with the optimizer written out
+for _known in (*CRITIC.mistakes, *CRITIC.relations, *_CAUSES):  # run here with the optimizer written out
     _known.outputs = _by_hand(_known.fn)
 
 

@@ -85,8 +85,8 @@ def _acc_zero_grad_in_loop(model, x, y, sizes):
 # cause, run on the same inputs, gives the student's gradients (an experiment, not a guess)
 WEIGHT_CAUSES = {"the last part's n_K/B alone": (
     "zero_grad() inside the loop (or anything else that empties .grad before each part: the values cannot tell "
-    "which): each backward starts from an emptied .grad, so only the last part's gradient survives", "zero the gradients once, before the loop",
-    _acc_zero_grad_in_loop)}
+    "which): each backward starts from an emptied .grad, so only the last part's gradient survives",
+    "zero the gradients once, before the loop", _acc_zero_grad_in_loop)}
 
 
 def _confirmed(name: str | None, cases: list[dict], outs: list[dict]) -> str:
@@ -343,10 +343,12 @@ SYNC = Checks(
                           "divides by the world size (its gradient is the mean over the ranks). Divide .grad by "
                           "dist.get_world_size() after the all-reduce",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: 1.0)),
-        Mistake(name="a copy reduced", fn=_sync_copy,
+        # named by what is measured: a reduced copy of .grad and a reduced p.data leave the same gradients
+        Mistake(name=".grad never reduced", fn=_sync_copy,
                 diagnosis="each rank's .grad is its own gradient, unchanged (measured): the all-reduce never reached "
-                          "p.grad (it reduced another tensor: a copy such as p.grad.clone(), or p.data, the weights). "
-                          "all_reduce p.grad itself (it works in place), or assign p.grad = g",
+                          "p.grad (it reduced another tensor, a copy such as p.grad.clone() or p.data, the weights: "
+                          "the gradients cannot tell which). all_reduce p.grad itself (it works in place), or assign "
+                          "p.grad = g",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
         Mistake(name="no all-reduce", fn=_sync_divided,
                 diagnosis="each rank divided its own gradient by the world size, but the gradients were never added "

@@ -69,7 +69,7 @@ SOFTPLUS = Checks(
         Mistake(name="naive", fn=_softplus_naive,
                 diagnosis="log(1 + exp(x)) as written: exp(x) is inf in float32 from x ≈ 88.7, so the value is inf, "
                           "and autograd's chain multiplies 0 by inf there (NaN). Use torch.logaddexp(x, "
-                          "torch.zeros_like(x)), or F.softplus"),
+                          "torch.zeros_like(x))"),
         Mistake(name="where", fn=_softplus_where,
                 diagnosis="torch.where picks the stable branch for the value, but autograd differentiates both: the "
                           "branch it did not pick gets a zero gradient, and its exp(±x) is inf at |x| ≥ 89 in float32, "
