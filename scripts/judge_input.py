@@ -5,8 +5,8 @@ writer intended (SOURCE.md, unchanged) and the diagnosis the current tree gives 
 
 Each file is judged in this process as tests/test_practice_corpus_blind.py judges it (tests/inprocess.py: the
 sandbox child's harness call, seed 0, the teacher kit's graded variants loaded from teacher/graded/course.toml).
-"diagnosis" is what the student is told, in the order the check shows it: how the function stopped (an exception's
-line), the diagnosis, then the notes. The file is written whole or not at all.
+"diagnosis" is what the student is told: how the function stopped (an exception's line), the diagnosis, then the
+notes, joined by '; '. The file is written whole or not at all.
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ def intended() -> dict[tuple[str, str], dict]:
 
 
 def told(result) -> str:
-    """What the check tells the student: how it stopped, the diagnosis, the notes, as one line."""
+    """What the check tells the student: how it stopped, the diagnosis, the notes, as one line, each part after a
+    '; ' (the check shows them on lines of their own: joined by a space, they read as one run-on sentence)."""
     parts = [result.stopped or "", result.metrics.get("diagnosis") or "", *result.notes]
-    return " ".join(" ".join(p for p in parts if p).split())
+    return "; ".join(" ".join(p.split()) for p in parts if p)
 
 
 def files() -> list[dict]:

@@ -93,7 +93,7 @@ EXPECTED = {
     "dqn.td_loss/wrong_max_q_not_taken.py": ("known", "max Q(s), not Q(s, a)"),
     "dqn.td_loss/wrong_max_q_values.py": ("known", "max Q(s), not Q(s, a)"),
     "dqn.td_loss/wrong_max_q_keepdim.py": ("known", "max Q(s), not Q(s, a)"),
-    "dqn.td_loss/wrong_max_q_summed.py": ("experiment", "a Q of another action than a (max Q(s)"),
+    "dqn.td_loss/wrong_max_q_summed.py": ("experiment", "the Q of another action than a (max Q(s)"),
     "dqn.td_loss/wrong_done_on_reward.py": ("known", "(1 − done) on r too"),
     "dqn.td_loss/wrong_mask_then_add.py": ("known", "(1 − done) on r too"),
     "actor-critic.critic_update/wrong_backward_accumulates.py": ("known", ".grad added to"),

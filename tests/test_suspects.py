@@ -89,8 +89,8 @@ def test_the_termination_family_says_the_measured_cause_not_a_stock_one():
 def test_a_cause_the_values_rule_out_is_said_as_ruled_out():
     text = blind("gaussian_policy_graded.score/wrong_variance_log_term.py")
     assert "the derivative is in σ, not log σ" not in text, text
-    assert "ruled out by experiment (applied to the reference, each alone gives other values than yours): the third " \
-           "output taken in σ, not log σ" in text, text
+    assert "the third output taken with respect to σ instead of log σ alone does not give your values (measured: " \
+           "applied alone to the reference)" in text, text
 
 
 def test_a_nan_from_exp_is_not_blamed_on_zero_weights_too():

@@ -2,7 +2,8 @@
 mistake applied to the reference, run on the same inputs as the student's answer; it is said when its outputs
 reproduce the student's on every input, and when none does, the hint says which were ruled out. Two causes that
 both reproduce them are said as what the values cannot tell apart. A student is never sent to look for a cause
-their values rule out (#45)."""
+their values rule out (#45); one that, alone, does not give them is said as such, since two mistakes in one file
+can give values neither gives alone."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from gradlab.practice.judging.value_relations import Lab
 
 CONFIRMED = "measured: applied to the reference, it gives your values on every input"
 BOTH = "measured: each, applied to the reference, gives your values on every input, so they cannot be told apart here"
-RULED_OUT = "ruled out by experiment (applied to the reference, each alone gives other values than yours)"
+# none confirmed: each alone is ruled out, not a combination of them (a sum and another action's Q, both in one file)
+RULED_OUT = "measured: applied alone to the reference"
 
 
 def decided(checks: Checks, lab: Lab, mine: list[dict]) -> Checks:
@@ -50,14 +52,16 @@ class _Decided(Mapping):
 
 
 def words(hint: Suspects, confirmed: list[Cause]) -> str:
-    """The hint in words: its lead, then the confirmed causes (or, when none is, those ruled out)."""
+    """The hint in words: its lead, then the confirmed causes (or, when none is, those ruled out alone)."""
     if len(confirmed) == 1:
         said = f"{confirmed[0].words} ({CONFIRMED})" + (f": {confirmed[0].fix}" if confirmed[0].fix else "")
     elif confirmed:
         fixes = list(dict.fromkeys(c.fix for c in confirmed if c.fix))
         said = f"{' or '.join(c.words for c in confirmed)} ({BOTH})" + (f": {'; '.join(fixes)}" if fixes else "")
     else:
-        said = f"{RULED_OUT}: {'; '.join(c.words for c in hint.causes)}"
+        said = (f"{hint.causes[0].words} alone does not give your values ({RULED_OUT})" if len(hint.causes) == 1 else
+                f"none of these gives your values alone ({RULED_OUT}, each): {'; '.join(c.words for c in hint.causes)}"
+                "; two of them together, or another mistake, can")
     return f"{hint.lead}: {said}" if hint.lead else said
 
 

@@ -96,7 +96,7 @@ CHECKS = {"score": Checks(
            ("d_mu", "scale", "σ ⊙ expected"): "divide by σ², not σ: ∂ln π/∂μ = (u − μ)/σ²",
            ("*", "family", "σ:where σ = 1"): Suspects(
                lead="what differs cancels where σ = 1, as a wrong power of σ or a wrong multiple of ln σ does",
-               causes=(Cause(words="the third output taken in σ, not log σ", fn=_d_sigma,
+               causes=(Cause(words="the third output taken with respect to σ instead of log σ", fn=_d_sigma,
                              fix="∂ln π/∂log σ = σ · ∂ln π/∂σ = (u − μ)²/σ² − 1"),)),
            ("*", "nonfinite", "*"): Suspects(causes=(
                Cause(words="σ = log_std, the exp forgotten (σ is 0 where log σ = 0, and negative below)",
