@@ -113,8 +113,8 @@ class Suspects:
     then each of CAUSES said only where its experiment reproduces the student's values; when none does, the causes
     ruled out are named as such."""
 
-    causes: tuple[Cause, ...]
-    lead: str = ""
+    causes: tuple[Cause, ...]  # the causes offered, each said only where its experiment gives the student's values
+    lead: str = ""  # what the measurement itself says, said first ("" for nothing)
 
 
 @dataclass(kw_only=True)
