@@ -14,7 +14,6 @@ import torch
 
 from gradlab.kit.exercise import Cause, Checks, Suspects, values
 from gradlab.kit.measure import MATCHES, flat
-from gradlab.practice.judging.value_relations import Lab
 
 CONFIRMED = "measured: applied to the reference, it gives your values on every input"
 BOTH = "measured: each, applied to the reference, gives your values on every input, so they cannot be told apart here"
@@ -22,9 +21,10 @@ BOTH = "measured: each, applied to the reference, gives your values on every inp
 RULED_OUT = "measured: applied alone to the reference"
 
 
-def decided(checks: Checks, lab: Lab, mine: list[dict]) -> Checks:
+def decided(checks: Checks, lab, mine: list[dict]) -> Checks:
     """CHECKS whose hints are sentences: each Suspects decided against the student's outputs MINE (one per input of
-    LAB), on first use (a hint never said runs no experiment)."""
+    LAB, value_relations.Lab: what a cause gives on each input, computed once), on first use (a hint never said
+    runs no experiment)."""
     if not any(isinstance(h, Suspects) for h in checks.hints.values()):
         return checks
     return dataclasses.replace(checks, hints=_Decided(checks.hints, lab, mine))
@@ -33,7 +33,7 @@ def decided(checks: Checks, lab: Lab, mine: list[dict]) -> Checks:
 class _Decided(Mapping):
     """The hints, a Suspects turned into its sentence when it is read."""
 
-    def __init__(self, hints: dict, lab: Lab, mine: list[dict]) -> None:
+    def __init__(self, hints: dict, lab, mine: list[dict]) -> None:
         self._hints, self._lab, self._mine, self._said = hints, lab, mine, {}
 
     def __getitem__(self, key) -> str:
@@ -65,7 +65,7 @@ def words(hint: Suspects, confirmed: list[Cause]) -> str:
     return f"{hint.lead}: {said}" if hint.lead else said
 
 
-def reproduces(lab: Lab, cause: Cause, mine: list[dict]) -> bool:
+def reproduces(lab, cause: Cause, mine: list[dict]) -> bool:
     """Whether CAUSE's outputs are the student's on every input: the same shapes, non-finite on the same outputs, and
     equal where both are finite (to MATCHES, in units of max(1, |theirs|))."""
     for i, yours in enumerate(mine):
