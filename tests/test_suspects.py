@@ -124,6 +124,7 @@ def test_the_forbidden_call_leads_and_nothing_runs_together():
 def test_an_nn_output_is_measured_before_its_cause_is_said():
     text = blind("dqn.td_target/wrong_keepdim_broadcast.py")
     assert "an (N, N) matrix whose diagonal is the expected (measured)" in text, text
+    assert "the bootstrap max target(s2) kept as (N, 1), against r and done of shape (N,) (measured" in text, text
     assert "product with a vector" not in text, text
     whole = judged("jacobian.hvp", fn_of("jacobian.hvp", """
         def hvp(f, x, v):

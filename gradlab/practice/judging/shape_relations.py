@@ -85,7 +85,8 @@ def _other_axis(a: torch.Tensor, b: torch.Tensor, case: dict) -> str:
 
 
 def shapes(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[dict]) -> tuple[str, set]:
-    """One sentence on every output whose shape (or number of tensors) is wrong on some input, and those keys."""
+    """One sentence on every output whose shape (or number of tensors) is wrong on some input, with the exercise's
+    hint for it ((key, "shape", "*") or ("*", "shape", "*")), and those keys."""
     wrong, words = set(), []
     keys = list(values(refs[0]))
     for key in keys:
@@ -103,6 +104,8 @@ def shapes(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[di
                 wrong.add(key)
                 words.append(f"{checks.word(key)} has shape {tuple(bad[0].shape)} where {tuple(bad[1].shape)} is "
                              f"expected on '{cases[i]['label']}'{shape_relation(*bad, cases[i])}")
+                hint = checks.hints.get((key, "shape", "*")) or checks.hints.get(("*", "shape", "*"))
+                words += [hint] if hint else []  # the exercise's words for it (a Suspects: its causes, decided)
                 break
     if not words:
         return "", wrong

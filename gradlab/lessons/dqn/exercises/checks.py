@@ -63,6 +63,11 @@ def _target_done_on_r(target, r, s2, done, gamma):
         return (r + gamma * target(s2).max(dim=1).values) * (1 - done)  # the reward masked with the bootstrap
 
 
+def _target_keepdim(target, r, s2, done, gamma):
+    with torch.no_grad():
+        return r + gamma * (1 - done) * target(s2).max(dim=1, keepdim=True).values  # (N, 1) against (N,): (N, N)
+
+
 def _target_extra(outs: list[dict], cases: list[dict]) -> list[float]:
     return [max(float(o["_graph"]) for o in outs)]
 
@@ -89,7 +94,10 @@ TD_TARGET = Checks(
     relations=[Relation(what="the target with done and 1 − done swapped: only terminal transitions bootstrap",
                         fn=lambda target, r, s2, done, gamma: _target_reference(target, r, s2, 1 - done, gamma),
                         hint="multiply the bootstrap by (1 − done), which is 0 where the episode ended")],
-    hints=FAMILY_HINTS)
+    hints={**FAMILY_HINTS,
+           ("y", "shape", "*"): Suspects(causes=(
+               Cause(words="the bootstrap max target(s2) kept as (N, 1), against r and done of shape (N,)",
+                     fix="target(s2).max(dim=1).values, without keepdim=True", fn=_target_keepdim),))})
 
 
 # ------------------------------------------------------------------------------------------------------- td_loss
