@@ -56,7 +56,37 @@ def _softplus_threshold(x):
 
 
 def _softplus_kink(x):
-    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))  # autograd: d clamp/dx = d|x|/dx = 0 at x = 0
+    return torch.clamp(x, min=0) + torch.log1p(torch.exp(-x.abs()))  # its slope at 0: _KINKS's, measured
+
+
+# The kinks a softplus is written with. Their derivative at x = 0 is a choice of autograd's, not of the math: it is
+# measured on the installed torch, never assumed.
+_KINKS = {"clamp(x, min=0)": lambda x: torch.clamp(x, min=0), "relu(x)": torch.relu, "|x|": torch.abs,
+          "torch.maximum(x, 0)": lambda x: torch.maximum(x, torch.zeros_like(x))}
+
+
+def _slope_at_0(f) -> float:
+    """df/dx at x = 0 as this torch's autograd takes it."""
+    x = torch.zeros((), dtype=torch.float64, requires_grad=True)
+    return float(torch.autograd.grad(f(x), x)[0])
+
+
+def _kink_slopes() -> str:
+    """Each of _KINKS's derivatives at x = 0, measured on this torch: "d clamp(x, min=0)/dx = 0, …"."""
+    return ", ".join(f"d {name}/dx = {_slope_at_0(f):g}" for name, f in _KINKS.items())
+
+
+def _kink_told(student: dict, reference: dict) -> str:
+    """The kink mistake's words: the student's slope at x = 0, read from their gradient where it differs from the
+    expected dy · σ(x) (on this known mistake, only where x = 0, σ(0) = 1/2), and this torch's kink derivatives."""
+    mine, ref = student["gradient"].double(), reference["gradient"].double()
+    off = (mine - ref).abs() > 1e-6 * max(1.0, float(ref.abs().max()))
+    slopes = {round(float(s), 6) + 0.0 for s in (mine[off] / ref[off] / 2)}  # + 0.0: never −0
+    yours = (f"your gradient there is {slopes.pop():g} · dy (measured) instead of σ(0) · dy = dy/2"
+             if len(slopes) == 1 else "your gradient there is not σ(0) · dy = dy/2 (measured)")
+    return (f"max(x, 0) + log1p(exp(−|x|)) is right in value, but not in slope at x = 0: {yours}. At a kink autograd "
+            f"takes one derivative, and this torch's at x = 0 are (measured) {_kink_slopes()}. Use "
+            "torch.logaddexp(x, 0) (or an autograd.Function whose backward is dy · sigmoid(x))")
 
 
 def _softplus_library(x):
@@ -81,15 +111,13 @@ SOFTPLUS = Checks(
                           "float64), and its zero upstream gradient times inf is NaN. Clamp the unused branch's "
                           "argument (exp(x.clamp(max=20))), or use torch.logaddexp(x, 0)"),
         Mistake(name="kink at 0", fn=_softplus_kink,
-                diagnosis="max(x, 0) + log1p(exp(−|x|)) is right in value, but autograd takes d clamp(x, min=0)/dx = 0 "
-                          "and d|x|/dx = 0 at x = 0 (so does relu), so the gradient there is 0 instead of σ(0) = 1/2. "
-                          "Use torch.logaddexp(x, 0) (or an autograd.Function whose backward is dy · sigmoid(x))"),
+                diagnosis=_kink_told),
     ],
     names={"value": "the value", "gradient": "the gradient"},
     quantities=lambda case: [("dy", case["dy"], "the upstream gradient")],
     spot=_x_spot,
     hints={("gradient", "differs", "only at x = 0"): "at x = 0 autograd picks one value of each kink's derivative "
-           "(|x|, clamp and relu give 0, torch.maximum ½): the formula's kink shows there",
+           f"(this torch's, measured: {_kink_slopes()}): the formula's kink shows there",
            ("*", "nonfinite", "*"): "an exp in your formula overflows at large |x| (inf in float32 from 88.7), and "
                                     "autograd's chain multiplies it by 0: keep every exp's argument ≤ 0"},
     variants=[Variant(what=SOFTPLUS_THRESHOLD, fn=_softplus_library)])
@@ -235,9 +263,10 @@ LOG1PEXP = Checks(
                                                   "sigmoid(x)",
            ("gradient", "scale", "expected / dy"): "backward(ctx, dy) must return dy · sigmoid(x): multiply by the "
                                                    "upstream gradient dy (the chain rule)",
-           ("second", "differs", "only at x = 0"): "at x = 0 autograd's derivative of |x| is 0 (and torch.where's "
-                                                   "branches meet): a backward built from exp(−|x|) loses a term "
-                                                   "there. torch.sigmoid(x) has no kink",
+           ("second", "differs", "only at x = 0"): "at x = 0 autograd's derivative of |x| is "
+                                                   f"{_slope_at_0(torch.abs):g} (measured on this torch; and "
+                                                   "torch.where's branches meet): a backward built from exp(−|x|) "
+                                                   "loses a term there. torch.sigmoid(x) has no kink",
            ("value", "differs", "where x < 0"): "for x < 0 your value is off: max(x, 0) + log1p(exp(−|x|)) needs "
                                                 "the absolute value inside exp",
            ("value", "nonfinite", "*"): "your value overflows: in float32 exp(x) is inf from x ≈ 88.7 (exp(−x) for "
