@@ -12,6 +12,38 @@ KINKS = {"clamp(x, min=0)": lambda x: torch.clamp(x, min=0), "relu(x)": torch.re
          "torch.maximum(x, 0)": lambda x: torch.maximum(x, torch.zeros_like(x))}
 
 
+def repeated_clauses(text: str) -> list[str]:
+    """The clauses of TEXT (between '; ', ': ' and '. ') of three words or more that a clause before them contains,
+    or that only put a subject of at most three words before one ("(1 − done_t) cuts only the bootstrap" after "it
+    cuts only the bootstrap"), compared without case, the brackets after a name (softmax(z) reads softmax) or a
+    leading "it"."""
+    seen, again = [], []
+    for clause in re.split(r"; |: |\. ", text):
+        key = re.sub(r"^(it|this|that|they) ", "", " ".join(re.sub(r"(?<=\w)\([^()]*\)", "", clause.lower()).split()))
+        words = key.split()
+        if len(words) >= 3 and any(f" {key} " in f" {s} " or (len(s.split()) >= 3 and 0 < len(words) - len(s.split())
+                                                               <= 3 and key.endswith(" " + s)) for s in seen):
+            again.append(clause)
+        seen.append(key)
+    return again
+
+
+def test_a_clause_said_twice_is_said_once():
+    """A family's words and a hint's, a cause's fix and a relation's hint, often say the same: said once."""
+    from gradlab.practice.judging.sentences import said_once
+
+    text = ("right for one step, wrong for several steps: right for one step, wrong for several: each step's target; "
+            "(measured: applied to the reference, it gives your values): it cuts only the bootstrap: R_t = r_t; "
+            "(1 − done_t) cuts only the bootstrap: R_t = r_t; softmax(z) normalises each row over the classes: "
+            "softmax normalises each row: torch.softmax(z, dim=1)")
+    assert repeated_clauses(text)
+    once = said_once(text)
+    assert not repeated_clauses(once), once
+    assert once == ("right for one step, wrong for several steps: each step's target; (measured: applied to the "
+                    "reference, it gives your values): it cuts only the bootstrap: R_t = r_t; softmax(z) normalises "
+                    "each row over the classes: torch.softmax(z, dim=1)"), once
+
+
 def slope_at_0(f) -> float:
     x = torch.zeros((), dtype=torch.float64, requires_grad=True)
     return float(torch.autograd.grad(f(x), x)[0])

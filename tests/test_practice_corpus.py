@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from inprocess import judged_file
+from test_diagnosis_wording import repeated_clauses
 
 CORPUS = Path(__file__).parent / "practice_corpus"
 
@@ -163,6 +164,7 @@ def test_the_corpus_is_graded_right_and_each_wrong_answer_diagnosed(name):
     how, phrase = EXPECTED[name]
     assert result.exit_code == 1
     assert phrase in said(result), said(result)
+    assert not repeated_clauses(result.metrics.get("diagnosis") or ""), said(result)
     assert name not in MISLEADS or MISLEADS[name] not in said(result), said(result)
     if how == "known":
         assert result.metrics["diagnosis"].split(":")[0] in phrase or phrase in result.metrics["diagnosis"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from inprocess import judged_file
+from test_diagnosis_wording import repeated_clauses
 
 from gradlab.practice import all_exercises
 from gradlab.practice.classroom import course
@@ -55,6 +56,7 @@ def test_the_blind_corpus_is_graded_right_and_each_wrong_answer_diagnosed(name):
         return
     assert result.exit_code == 1
     assert JUDGED[name]["phrase"] in said(result), said(result)
+    assert not repeated_clauses(result.metrics.get("diagnosis") or ""), said(result)
 
 
 def table() -> str:

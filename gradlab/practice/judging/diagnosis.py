@@ -30,7 +30,7 @@ import torch
 
 from gradlab.kit.exercise import CHANGED, DIFFERENCE, Checks, difference, same, values
 from gradlab.kit.measure import MATCHES, flat
-from gradlab.practice.judging.sentences import explain_outputs, families, joined, locate
+from gradlab.practice.judging.sentences import explain_outputs, families, joined, locate, said_once
 from gradlab.practice.judging.shape_relations import dtypes, shapes
 from gradlab.practice.judging.suspects import decided
 from gradlab.practice.judging.value_relations import Finding, Lab, relate
@@ -50,7 +50,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         if all((theirs := lab.out(m, i)) is not None and same(mine[i], theirs, MATCHES) for i in range(len(cases))):
             first = failing[0] if failing else 0
             departs = first_nonfinite(cases, mine, refs, nonfinite)
-            return f"{m.name}: {m.tell(mine[first], refs[first])}" + (f"; {departs}" if departs else "")
+            return said_once(f"{m.name}: {m.tell(mine[first], refs[first])}" + (f"; {departs}" if departs else ""))
     checks = decided(checks, lab, mine)  # a hint's causes: each said only where an experiment confirms it
     parts = []
     shape_text, bad_shape = shapes(checks, cases, mine, refs)
@@ -76,7 +76,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
     where = locate(checks, cases, mine, refs, failing or list(range(len(cases))))
     if where:
         parts.append(where)
-    text = "; ".join(parts) if parts else "your output differs from the expected one"
+    text = said_once("; ".join(parts)) if parts else "your output differs from the expected one"
     return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
 
 

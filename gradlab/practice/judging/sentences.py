@@ -4,6 +4,7 @@ it differs."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gradlab.kit.exercise import Checks, num
@@ -152,3 +153,55 @@ def locate(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[di
                     return (f"the first difference is on the input '{cases[i]['label']}', {checks.word(key)}{part} "
                             f"at index {at}: yours {float(a[at]):.9g}, expected {float(b[at]):.9g}")
     return ""
+
+
+_SEPARATORS = ("; ", ": ", ". ")
+_PRONOUN = re.compile(r"^(?:it|this|that|they) ")
+
+
+def said_once(text: str) -> str:
+    """TEXT with each clause said once (#45: a family's words and a hint's, a cause's fix and a relation's hint, often
+    say the same). Clauses are what lies between '; ', ': ' and '. ' outside brackets; a clause of three words or more
+    is left out, with the separator before it, when a clause said before contains it, or when it is a subject (at most
+    three words) put before a clause said before ("(1 − done_t) cuts only the bootstrap" after "it cuts only the
+    bootstrap"). Compared without case and without the brackets that follow a name (softmax(z) reads softmax)."""
+    pieces, said, out = _clauses(text), [], []
+    for sep, clause in pieces:
+        key = _key(clause)
+        words = key.split()
+        if len(words) >= 3 and any(_within(key, s) or _subject_put_before(words, s) for s in said):
+            continue
+        said.append(key)
+        out.append((sep if out else "") + clause)
+    return "".join(out)
+
+
+def _clauses(text: str) -> list[tuple[str, str]]:
+    """TEXT cut at its separators outside brackets: [(the separator before, the clause)]."""
+    pieces, depth, start, sep, i = [], 0, 0, "", 0
+    while i < len(text):
+        ch = text[i]
+        depth += (ch in "([{") - (ch in ")]}")
+        hit = next((s for s in _SEPARATORS if depth == 0 and text.startswith(s, i)), None)
+        if hit:
+            pieces.append((sep, text[start:i]))
+            sep, start = hit, i + len(hit)
+            i += len(hit)
+            continue
+        i += 1
+    pieces.append((sep, text[start:]))
+    return pieces
+
+
+def _key(clause: str) -> str:
+    plain = re.sub(r"(?<=\w)\([^()]*\)", "", clause.lower())
+    return _PRONOUN.sub("", " ".join(plain.split()).strip(" ,."))
+
+
+def _within(key: str, before: str) -> bool:
+    return f" {key} " in f" {before} "
+
+
+def _subject_put_before(words: list[str], before: str) -> bool:
+    told = before.split()
+    return len(told) >= 3 and len(words) - len(told) in (1, 2, 3) and words[-len(told):] == told
