@@ -3,7 +3,7 @@ mistake applied to the reference, run on the same inputs as the student's answer
 reproduce the student's on every input, and when none does, the hint says which were ruled out. Two causes that
 both reproduce them are said as what the values cannot tell apart. A student is never sent to look for a cause
 their values rule out (#45); one that, alone, does not give them is said as such, since two mistakes in one file
-can give values neither gives alone."""
+can give values neither gives alone, unless it changes only outputs the student has right."""
 
 from __future__ import annotations
 
@@ -41,7 +41,10 @@ class _Decided(Mapping):
         if not isinstance(hint, Suspects):
             return hint
         if key not in self._said:
-            self._said[key] = words(hint, [c for c in hint.causes if reproduces(self._lab, c, self._mine)])
+            confirmed = [c for c in hint.causes if reproduces(self._lab, c, self._mine)]
+            offered = hint.causes if confirmed else tuple(c for c in hint.causes
+                                                          if bears_on_a_wrong_output(self._lab, c, self._mine))
+            self._said[key] = words(dataclasses.replace(hint, causes=offered), confirmed)
         return self._said[key]
 
     def __iter__(self) -> Iterator:
@@ -58,11 +61,34 @@ def words(hint: Suspects, confirmed: list[Cause]) -> str:
     elif confirmed:
         fixes = list(dict.fromkeys(c.fix for c in confirmed if c.fix))
         said = f"{' or '.join(c.words for c in confirmed)} ({BOTH})" + (f": {'; '.join(fixes)}" if fixes else "")
+    elif not hint.causes:  # every cause bears only on outputs that are right: ruling it out tells nothing
+        return hint.lead
     else:
         said = (f"{hint.causes[0].words} alone does not give your values ({RULED_OUT})" if len(hint.causes) == 1 else
                 f"none of these gives your values alone ({RULED_OUT}, each): {'; '.join(c.words for c in hint.causes)}"
                 "; two of them together, or another mistake, can")
     return f"{hint.lead}: {said}" if hint.lead else said
+
+
+def bears_on_a_wrong_output(lab, cause: Cause, mine: list[dict]) -> bool:
+    """Whether CAUSE, applied to the reference, changes an output the student has wrong (#45: a cause ruled out for
+    an output that is right anyway is a distraction). Where it cannot be run, it is kept."""
+    changed, wrong = set(), set()
+    for i, yours in enumerate(mine):
+        theirs, ref = lab.out(cause, i), lab.out(None, i)
+        if theirs is None or ref is None:
+            return True
+        for key, r in ref.items():
+            if not _same(theirs.get(key, []), r):
+                changed.add(key)
+            if not _same(yours.get(key, []), r):
+                wrong.add(key)
+    return bool(changed & wrong)
+
+
+def _same(a, b) -> bool:
+    a, b = flat(a), flat(b)
+    return len(a) == len(b) and all(_agree(x, y) for x, y in zip(a, b, strict=True))
 
 
 def reproduces(lab, cause: Cause, mine: list[dict]) -> bool:
