@@ -69,7 +69,8 @@ def test_a_sum_where_the_mean_belongs_is_not_also_told_to_squeeze_v(name):
 
 def test_the_broadcast_is_said_where_it_gives_the_students_values_and_the_sum_is_not():
     text = blind("actor-critic.critic_update/wrong_no_squeeze_broadcast.py")
-    assert "V(s) of shape (N, 1) against the target (N,): (N,) − (N, 1) is an (N, N) matrix (measured" in text, text
+    assert "V(s) of shape (N, 1) against the target (N,)" in text, text  # the relation's words, said once
+    assert "(N,) − (N, 1) is an (N, N) matrix (measured" in text, text
     assert "where the mean belongs" not in text and text.count("squeeze V(s) to shape (N,)") == 1, text
 
 
@@ -210,3 +211,37 @@ def test_causes_the_values_cannot_tell_apart_are_said_so_and_none_heads_the_diag
     for src in LOG1PEXP_BACKWARDS.values():
         text = said(judged(name, fn_of(name, src)))
         assert text.startswith("second derivative 0: ") and "they cannot be told apart" in text, text
+
+
+ACTOR_DELTA = """
+    def actor_loss(actor, critic, s, a, r, s2, done, gamma):
+        with torch.no_grad():
+            delta = r + gamma * (1 - done) * {v2} - {v}
+        logp = F.log_softmax(actor(s), dim=-1).gather(1, a.unsqueeze(1)).squeeze(1)
+        return -(logp * delta).mean()
+    """
+CRITIC_TARGET = """
+    def critic_update(critic, optimizer, s, r, s2, done, gamma):
+        with torch.no_grad():
+            target = r + gamma * (1 - done) * {v2}
+        loss = ((target - {v}) ** 2).mean()
+        params = list(critic.parameters())
+        for p, g in zip(params, torch.autograd.grad(loss, params)):
+            p.grad = g
+        optimizer.step()
+    """
+
+
+@pytest.mark.parametrize(("name", "source"), [("actor-critic.actor_loss", ACTOR_DELTA),
+                                              ("actor-critic.critic_update", CRITIC_TARGET)])
+@pytest.mark.parametrize(("kept", "fix", "not_said"), [
+    ("s", "squeeze V(s) to shape (N,): critic(s).squeeze(1)", "critic(s2).squeeze(1)"),
+    ("s2", "squeeze V(s2) to shape (N,): critic(s2).squeeze(1)", "critic(s).squeeze(1)"),
+    ("both", "critic(s).squeeze(1) and critic(s2).squeeze(1)", "squeeze V(s) to")])
+def test_the_critic_outputs_left_n1_are_the_ones_measured(name, source, kept, fix, not_said):
+    """V(s), V(s2) or both left (N, 1) each give an (N, N) δ of their own values: the fix squeezes the ones the values
+    show (a student who squeezed only V(s) where V(s2) is (N, 1) too still gets (N, N); #45's judge)."""
+    v = "critic(s)" if kept in ("s", "both") else "critic(s).squeeze(1)"
+    v2 = "critic(s2)" if kept in ("s2", "both") else "critic(s2).squeeze(1)"
+    text = said(judged(name, fn_of(name, source.format(v=v, v2=v2))))
+    assert fix in text and not_said not in text, text

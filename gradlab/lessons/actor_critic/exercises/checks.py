@@ -5,6 +5,7 @@ submission."""
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
 
@@ -19,15 +20,34 @@ TERMINAL = {
 }
 
 
-def size_family(summed, broadcast) -> dict:
-    """The hint for an answer right on one transition and wrong on a batch: the two causes one transition hides, each
-    said only where its experiment (SUMMED, BROADCAST: Causes) gives the student's values."""
-    return {("*", "family", "size:for one transition"): Suspects(causes=(summed, broadcast))}
+def size_family(summed, broadcasts) -> dict:
+    """The hint for an answer right on one transition and wrong on a batch: the causes one transition hides, each
+    said only where its experiment (SUMMED, BROADCASTS: Causes) gives the student's values."""
+    return {("*", "family", "size:for one transition"): Suspects(causes=(summed, *broadcasts))}
 
 
 SUM_WORDS = "a sum over the transitions where the mean belongs (N times too large on a batch)"
 BROADCAST_WORDS = "V(s) of shape (N, 1) against the target (N,): (N,) − (N, 1) is an (N, N) matrix"
 SQUEEZE = "squeeze V(s) to shape (N,): critic(s).squeeze(1)"
+# the critic's outputs left (N, 1), each way a student can: V(s), V(s2) or both give an (N, N) δ, each its own values
+KEPT = {("s",): "V(s)", ("s2",): "V(s2)", ("s", "s2"): "V(s) and V(s2)"}
+SQUEEZES = {("s",): SQUEEZE, ("s2",): "squeeze V(s2) to shape (N,): critic(s2).squeeze(1)",
+            ("s", "s2"): "squeeze every (N, 1) critic output to shape (N,): critic(s).squeeze(1) and "
+                         "critic(s2).squeeze(1)"}
+CAUSE_WORDS = {("s",): BROADCAST_WORDS,
+               ("s2",): "V(s2) of shape (N, 1) in the target: r (N,) + (N, 1) is an (N, N) matrix",
+               ("s", "s2"): "V(s) and V(s2) both of shape (N, 1): with r (N,) each makes an (N, N) matrix"}
+
+
+def _kept(v: torch.Tensor, which: str, keep: tuple) -> torch.Tensor:
+    return v if which in keep else v.squeeze(1)
+
+
+def broadcast_causes(fn) -> tuple:
+    """FN (keep=…) with each way of leaving the critic's outputs (N, 1), as Causes: only the one whose values are the
+    student's is said."""
+    return tuple(Cause(words=CAUSE_WORDS[keep], fix=SQUEEZES[keep], fn=functools.partial(fn, keep=keep))
+                 for keep in KEPT)
 
 
 def _n(case: dict) -> list:
@@ -72,9 +92,9 @@ def _actor_done_swapped(actor, critic, s, a, r, s2, done, gamma):
     return _actor_reference(actor, critic, s, a, r, s2, 1 - done, gamma)
 
 
-def _actor_broadcast(actor, critic, s, a, r, s2, done, gamma):
-    with torch.no_grad():
-        delta = r + gamma * (1 - done) * critic(s2) - critic(s)  # (N,) + (N, 1): an (N, N) matrix
+def _actor_broadcast(actor, critic, s, a, r, s2, done, gamma, keep=("s", "s2")):
+    with torch.no_grad():  # (N,) + (N, 1): an (N, N) matrix
+        delta = r + gamma * (1 - done) * _kept(critic(s2), "s2", keep) - _kept(critic(s), "s", keep)
     return -(_log_pi(actor, s, a) * delta).mean()
 
 
@@ -115,8 +135,9 @@ ACTOR_LOSS = Checks(
                Relation(what="the loss whose δ has done and 1 − done swapped (only terminal transitions bootstrap)",
                         fn=_actor_done_swapped, hint="multiply γ · V(s2) by (1 − done), which is 0 where the "
                         "episode ended"),
-               Relation(what="the loss over all N × N pairs: V of shape (N, 1) broadcast against r of shape (N,) in δ",
-                        fn=_actor_broadcast, hint=SQUEEZE),
+               *[Relation(what="the loss over all N × N pairs: V of shape (N, 1) broadcast against r of shape (N,) "
+                          f"in δ ({KEPT[keep]} kept (N, 1))", fn=functools.partial(_actor_broadcast, keep=keep),
+                          hint=SQUEEZES[keep]) for keep in KEPT],
                Relation(what="the loss with log_softmax taken over the batch (dim=0) instead of the actions",
                         fn=_actor_softmax_dim0, hint="normalise over the actions: log_softmax(actor(s), dim=1)"),
                Relation(what="the loss with δ normalised over the batch, (δ − mean δ) / std δ",
@@ -125,7 +146,7 @@ ACTOR_LOSS = Checks(
                         "transition std δ is NaN")],
     hints={**TERMINAL,
            **size_family(Cause(words=SUM_WORDS, fix="take the mean, .mean()", fn=_actor_summed),
-                         Cause(words=BROADCAST_WORDS, fix=SQUEEZE, fn=_actor_broadcast)),
+                         broadcast_causes(_actor_broadcast)),
            ("critic", "nonzero", "*"): "gradient reaches the critic: compute δ under torch.no_grad() (or detach it)",
            ("*", "scale", "N"): "a sum over the transitions where the mean belongs"})
 
@@ -194,10 +215,11 @@ def _critic_summed(critic, optimizer, s, r, s2, done, gamma):
     _critic_step(critic, optimizer, loss, lambda p, g: setattr(p, "grad", g))
 
 
-def _critic_broadcast(critic, optimizer, s, r, s2, done, gamma):
+def _critic_broadcast(critic, optimizer, s, r, s2, done, gamma, keep=("s",)):
     with torch.no_grad():
-        target = r + gamma * (1 - done) * critic(s2).squeeze(1)
-    _critic_step(critic, optimizer, ((target - critic(s)) ** 2).mean(), lambda p, g: setattr(p, "grad", g))
+        target = r + gamma * (1 - done) * _kept(critic(s2), "s2", keep)
+    loss = ((target - _kept(critic(s), "s", keep)) ** 2).mean()
+    _critic_step(critic, optimizer, loss, lambda p, g: setattr(p, "grad", g))
 
 
 # Torch's RMSprop (the harness's), not TF-1's (gradlab.kit.optim.TFRMSprop): written out only to spare torch._dynamo
@@ -261,6 +283,9 @@ CRITIC = Checks(
                  hint="hand the gradients to the optimizer: p.grad = g for each parameter, then optimizer.step()"),
         Relation(what="the mean over all N × N pairs (target_j − V(s)_i)²: V(s) of shape (N, 1) against the target "
                  "(N,)", fn=_critic_broadcast, hint=SQUEEZE),
+        *[Relation(what=f"the mean over all N × N pairs: {KEPT[keep]} of shape (N, 1) against r (N,)",
+                   hint=SQUEEZES[keep], fn=functools.partial(_critic_broadcast, keep=keep))
+          for keep in (("s2",), ("s", "s2"))],
         Relation(what="the update whose target has done and 1 − done swapped (only terminal transitions bootstrap)",
                  fn=_critic_done_swapped, hint="multiply γ · V(s2) by (1 − done), which is 0 where the episode ended"),
         Relation(what="optimizer.step() run before the new gradients were put in .grad (it stepped on the .grad the "
@@ -269,7 +294,7 @@ CRITIC = Checks(
     ],
     hints={**TERMINAL,
            **size_family(Cause(words=SUM_WORDS, fix="take the mean, .mean()", fn=_critic_summed),
-                         Cause(words=BROADCAST_WORDS, fix=SQUEEZE, fn=_critic_broadcast)),
+                         broadcast_causes(_critic_broadcast)),
            ("*", "scale", "1/2"): "a factor ½ in the loss: the critic's loss is mean (target − V(s))², whose gradient "
                                   "carries the 2",
            ("*", "scale", "N"): "a sum over the transitions where the mean belongs",
