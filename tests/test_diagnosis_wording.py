@@ -62,3 +62,15 @@ def test_a_softplus_with_a_kink_is_told_its_measured_slope_at_0_and_this_torchs_
     assert len(stated) == len(KINKS), text
     for name, value in stated:
         assert float(value) == slope_at_0(KINKS[name]), (name, value, text)
+
+
+def test_a_family_member_right_only_by_its_input_says_what_the_input_was():
+    """actor-critic's all-terminal twin has every target r = 1: a broadcast (N, N) loss is right there whatever the done
+    mask does, so "right for terminal ones" alone would send the student to the mask (#45's judge): it says why."""
+    from pathlib import Path
+
+    from inprocess import judged_file
+
+    name = "actor-critic.critic_update/wrong_no_squeeze_broadcast.py"
+    text = said(judged_file(str(Path(__file__).parent / "practice_corpus_blind" / name), name.split("/")[0]))
+    assert "right for terminal ones (there every target is r = 1, one number for all)" in text, text
