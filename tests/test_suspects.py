@@ -245,3 +245,16 @@ def test_the_critic_outputs_left_n1_are_the_ones_measured(name, source, kept, fi
     v2 = "critic(s2)" if kept in ("s2", "both") else "critic(s2).squeeze(1)"
     text = said(judged(name, fn_of(name, source.format(v=v, v2=v2))))
     assert fix in text and not_said not in text, text
+
+
+def test_a_zero_slices_0_over_0_is_said_only_where_an_output_shows_a_nan():
+    """min where max belongs, with n² clamped at 1e-30: every slice rescaled, and nothing is NaN on the zero slice, so
+    "(and 0/0 on a zero slice)" is not said (#45's judge); a student's output with a NaN there is told it."""
+    text = blind("clip_graded.clip_by_norm/wrong_min_instead_of_max.py")
+    assert "you scaled every slice to clip_norm, the ones below it too:" in text and "0/0" not in text, text
+
+    checks = checks_of(all_exercises()["clip_graded.clip_by_norm"])
+    always = next(m for m in checks.mistakes if m.name == "always rescaled")
+    nan, one = torch.tensor([[float("nan"), 1.0]]), torch.tensor([[0.0, 1.0]])
+    assert "(and 0/0 on a zero slice)" in always.tell({"value": nan}, {"value": one})
+    assert "0/0" not in always.tell({"value": one}, {"value": one})

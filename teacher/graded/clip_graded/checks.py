@@ -8,6 +8,7 @@ against autograd through TF-1's own formula (tests/test_graded.py)."""
 import torch
 
 from gradlab.kit.exercise import Checks, Mistake, Relation
+from gradlab.kit.measure import flat
 
 from .harness import HARNESSES
 
@@ -54,6 +55,15 @@ def _always(t, clip_norm, axes):
     return t * clip_norm / torch.linalg.vector_norm(t, dim=axes, keepdim=True)
 
 
+def _always_told(student: dict, ref: dict) -> str:
+    """The words for "always rescaled": 0/0 on a zero slice said only where the student's output shows a NaN or inf
+    where the expected is finite (a guard such as clamp(n², min=1e-30) keeps it finite)."""
+    nan = any(a.shape == b.shape and bool((~a.isfinite() & b.isfinite()).any())
+              for key in ref for a, b in zip(flat(student.get(key, [])), flat(ref[key]), strict=False))
+    return (f"you scaled every slice to clip_norm, the ones below it too{' (and 0/0 on a zero slice)' if nan else ''}: "
+            "divide by max(n, clip_norm), so that a slice whose norm is at most clip_norm stays as it is")
+
+
 def _detached(t, clip_norm, axes):
     n = torch.linalg.vector_norm(t, dim=axes, keepdim=True).detach()
     return t * clip_norm / torch.clamp(n, min=clip_norm)
@@ -93,9 +103,7 @@ CHECKS = {"clip_by_norm": Checks(
                           "safe value (TF-1's \"two-tap tf.where trick\": where(s > 0, sqrt(where(s > 0, s, 1)), s)) "
                           "and divide by max(n, clip_norm), never by n alone"),
         Mistake(name="always rescaled", fn=_always,
-                diagnosis="you scaled every slice to clip_norm, the ones below it too (and 0/0 on a zero slice): "
-                          "divide by max(n, clip_norm), so that a slice whose norm is at most clip_norm stays as "
-                          "it is"),
+                diagnosis=_always_told),
         Mistake(name="norm detached", fn=_detached,
                 diagnosis="the value is right, but the gradient of a clipped slice misses the norm's own "
                           "derivative: .detach(), .item(), float() or torch.no_grad() made n a constant to autograd. "
