@@ -45,3 +45,10 @@ def close(a: torch.Tensor, b: torch.Tensor, tol: float = RELATE) -> bool:
 
 def same_key(a, b, tol: float = MATCHES) -> bool:
     return same({"k": a}, {"k": b}, tol)
+
+
+def nonfinite_where_finite(mine: dict, ref: dict) -> bool:
+    """Whether an output of MINE is NaN or inf where REF's is finite (one input's outputs, by key): what a diagnosis
+    measures before it speaks of 0/0 or an overflow."""
+    return any(a.shape == b.shape and a.is_floating_point() and bool((~a.isfinite() & b.isfinite()).any())
+               for key in ref for a, b in zip(flat(mine.get(key, [])), flat(ref[key]), strict=False))

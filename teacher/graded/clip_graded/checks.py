@@ -8,7 +8,7 @@ against autograd through TF-1's own formula (tests/test_graded.py)."""
 import torch
 
 from gradlab.kit.exercise import Checks, Mistake, Relation
-from gradlab.kit.measure import flat
+from gradlab.kit.measure import nonfinite_where_finite
 
 from .harness import HARNESSES
 
@@ -58,9 +58,8 @@ def _always(t, clip_norm, axes):
 def _always_told(student: dict, ref: dict) -> str:
     """The words for "always rescaled": 0/0 on a zero slice said only where the student's output shows a NaN or inf
     where the expected is finite (a guard such as clamp(n², min=1e-30) keeps it finite)."""
-    nan = any(a.shape == b.shape and bool((~a.isfinite() & b.isfinite()).any())
-              for key in ref for a, b in zip(flat(student.get(key, [])), flat(ref[key]), strict=False))
-    return (f"you scaled every slice to clip_norm, the ones below it too{' (and 0/0 on a zero slice)' if nan else ''}: "
+    nan = " (and 0/0 on a zero slice)" if nonfinite_where_finite(student, ref) else ""
+    return (f"you scaled every slice to clip_norm, the ones below it too{nan}: "
             "divide by max(n, clip_norm), so that a slice whose norm is at most clip_norm stays as it is")
 
 

@@ -8,6 +8,7 @@ import torch
 import torch.distributed as dist
 
 from gradlab.kit.exercise import Checks, Mistake, Relation, Variant
+from gradlab.kit.measure import nonfinite_where_finite
 from gradlab.kit.training import global_norm, torch_clip
 from gradlab.lessons.clip.exercises.harness import HARNESSES
 
@@ -123,8 +124,9 @@ CLIP = Checks(
                 diagnosis="you clipped each tensor by its own norm (tf.clip_by_norm): the global norm takes every "
                           "tensor together, sqrt(Σ_i ‖g_i‖²), and one scale serves them all"),
         Mistake(name="always rescaled", fn=_clip_always,
-                diagnosis="you rescaled the gradients to the cap even when their norm was below it (and 0/0 on zero "
-                          "gradients): divide by max(global_norm, clip_norm)"),
+                diagnosis=lambda mine, ref: "you rescaled the gradients to the cap even when their norm was below it"
+                + (" (and 0/0 on zero gradients)" if nonfinite_where_finite(mine, ref) else "")
+                + ": divide by max(global_norm, clip_norm)"),
         Mistake(name="by value", fn=_clip_values,
                 diagnosis="you clipped each element to ±clip_norm (tf.clip_by_value): that changes the direction; "
                           "scale all gradients by one factor instead"),
