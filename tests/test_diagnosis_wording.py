@@ -74,3 +74,26 @@ def test_a_family_member_right_only_by_its_input_says_what_the_input_was():
     name = "actor-critic.critic_update/wrong_no_squeeze_broadcast.py"
     text = said(judged_file(str(Path(__file__).parent / "practice_corpus_blind" / name), name.split("/")[0]))
     assert "right for terminal ones (there every target is r = 1, one number for all)" in text, text
+
+
+ACROSS = """
+    def clip_across_ranks(grads, clip_norm):
+        import torch.distributed as dist
+        {total}
+        dist.all_reduce(s, op=dist.ReduceOp.SUM)
+        scale = clip_norm / max(float(s.sqrt()), clip_norm)
+        return [g * scale for g in grads]
+    """
+
+
+@pytest.mark.parametrize(("total", "fix"), [
+    ("s = torch.tensor(sum(float((g * g).sum()) for g in grads))", True),  # float64 sum, then a float32 tensor
+    ("s = sum((g.float() * g.float()).sum() for g in grads)", False)])  # accumulated in float32
+def test_a_factor_a_little_off_says_what_was_measured_and_the_float32_total_only_where_it_gives_the_values(total, fix):
+    """#45's judge: "a sum accumulated in float32" was said of a loop that sums Python floats; the float32 came from
+    torch.tensor(total). The factor's error is said against one float32 rounding, and the float32 tensor with its fix
+    only where that experiment gives the student's factor."""
+    name = "clip.clip_across_ranks"
+    text = said(judged(name, fn_of(name, ACROSS.format(total=total))))
+    assert "one factor on every entry, a little off" in text and "accumulated in float32" not in text, text
+    assert ("torch.tensor(total, dtype=torch.float64)" in text) == fix, text

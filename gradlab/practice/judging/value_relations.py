@@ -251,10 +251,12 @@ def _differs(checks: Checks, case: dict, key: str, A: torch.Tensor, Bv: torch.Te
     rounded = bool(torch.equal(raw.float().double(), raw))  # every number of yours is a float32 number
     c = float(A @ Bv) / max(float(Bv @ Bv), 1e-300)
     if 0 < abs(c - 1) < 1e-5 and float((A - c * Bv).norm()) <= 1e-12 * float(Bv.norm()) and not rounded:
+        once = abs(c - 1) <= 2.0**-24  # float32's unit roundoff, 5.96e-8: one rounding of one number to float32
         return Finding("differs", ("differs", "factor"), f"= (1 {'+' if c > 1 else '−'} {abs(c - 1):.2g}) × the "
                        "expected: one factor on every entry, a little off (measured: no entry differs otherwise): "
-                       "the factor was computed with less precision than the rest (float32 rounds to 6e-8 "
-                       "relative, and a sum accumulated in float32 loses more)", detail="factor", prio=8)
+                       "the factor was computed with less precision than the rest, its error "
+                       f"{'within' if once else 'more than'} one float32 rounding (6e-8 relative)", detail="factor",
+                       prio=8)
     if rel < 1e-5 and rounded and any(t.dtype == torch.float64 for t in b):  # confirmed: said beside an experiment
         words += (" by at most {most} relative: float32 precision (float32 rounds to within 6e-8 relative; its "
                   "ulp at 1 is 1.2e-7) where float64 is expected")

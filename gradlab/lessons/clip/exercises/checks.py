@@ -211,6 +211,37 @@ def _ranks_unrooted(case: dict) -> dict:
     return _ranks_clipped_by(case, [total] * len(case["shards"]))
 
 
+def _factor(yours: list, shard: list) -> float:
+    """The one factor f with yours = f · shard (least squares over every entry, in float64)."""
+    a = torch.cat([t.double().flatten() for t in yours])
+    b = torch.cat([t.double().flatten() for t in shard])
+    return float(a @ b) / max(float(b @ b), 1e-300)
+
+
+def _float32_total(cases: list[dict], mine: list[dict], refs: list[dict]) -> str | None:
+    """Whether the squared norm made a float32 tensor before the all-reduce (torch.tensor(total) of a Python float:
+    torch's default dtype) gives the student's factor to 1e-12 relative on every input where theirs is off: each
+    rank's Σ‖g‖² rounded to float32, summed, rooted in float32."""
+    hit = 0
+    for case, o, r in zip(cases, mine, refs, strict=True):
+        cap, shards = case["clip_norm"], case["shards"]
+        parts = [torch.tensor(float(global_norm(sh)) ** 2, dtype=torch.float32) for sh in shards]
+        norm = float(torch.stack(parts).sum().sqrt())
+        theirs = cap / max(norm, cap)
+        for rank, shard in enumerate(shards):
+            yours, expected = _factor(o[f"rank {rank}"], shard), _factor(r[f"rank {rank}"], shard)
+            if abs(yours - expected) <= 1e-12 * expected:
+                continue
+            if abs(yours - theirs) > 1e-12 * theirs:
+                return None
+            hit += 1
+    if not hit:
+        return None
+    return ("the squared norm made a float32 tensor before the all-reduce (torch.tensor(total) of a Python float: "
+            "torch's default dtype is float32) gives your factor to 1e-12 on every input where it is off (measured): "
+            "make it float64, torch.tensor(total, dtype=torch.float64)")
+
+
 RANKS = Checks(
     harness=HARNESSES["clip_across_ranks"], reference=_ranks_reference, expected=_ranks_expected,
     mistakes=[
@@ -228,7 +259,8 @@ RANKS = Checks(
     quantities=lambda case: _clip_quantities({"grads": [t for s in case["shards"] for t in s],
                                               "clip_norm": case["clip_norm"]}),
     relations=[Relation(what="the gradients clipped with the squared norm Σ‖g‖² as if it were the norm (the square "
-                             "root is missing)", outputs=_ranks_unrooted)])
+                             "root is missing)", outputs=_ranks_unrooted)],
+    experiments=[_float32_total])
 
 
 CHECKS: dict[str, Checks] = {
