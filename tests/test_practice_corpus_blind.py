@@ -6,6 +6,7 @@ specific, partly, generic or wrong). RESULTS.md is generated from JUDGED.json (`
 tests/test_practice_corpus_blind.py` writes it) and must match it."""
 
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -57,6 +58,20 @@ def test_the_blind_corpus_is_graded_right_and_each_wrong_answer_diagnosed(name):
     assert result.exit_code == 1
     assert JUDGED[name]["phrase"] in said(result), said(result)
     assert not repeated_clauses(result.metrics.get("diagnosis") or ""), said(result)
+
+
+def test_no_file_says_a_rule_is_not_checked_that_its_starter_now_checks():
+    """A file written from an older starter that said "… is not checked" carries the current starter's text where the
+    rule is now checked (jacobian.hvp: "building the whole Hessian first is not checked"; #45's judge read it as the
+    rule's opposite): every "not checked" a file says, its exercise's starter says today."""
+    from gradlab.practice.classroom.starter import starter
+
+    stale = []
+    for name in FILES:
+        text = " ".join((CORPUS / name).read_text(encoding="utf-8").split())
+        now = " ".join(starter(all_exercises()[name.split("/")[0]]).split())
+        stale += [name for clause in re.findall(r"[^.;:(]*not checked[^.;:)]*", text) if clause.strip() not in now]
+    assert not stale, stale
 
 
 def table() -> str:

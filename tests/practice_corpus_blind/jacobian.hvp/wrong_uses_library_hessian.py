@@ -1,12 +1,17 @@
 """gradlab exercise jacobian.hvp (level 3): a Hessian-vector product H v by double backward.
 
 Write it yourself: this exercise is to write what torch.autograd.functional.hvp,
-torch.autograd.functional.vhp, torch.autograd.functional.hessian, torch.func.hessian do for you, so calling
-one of them fails a check of its own.
+torch.autograd.functional.vhp, torch.autograd.functional.hessian, torch.func.hessian,
+torch.autograd.functional.jacobian, torch.func.jacrev, torch.func.jacfwd, torch.func.vmap, torch.vmap do for
+you, so calling one of them fails a check of its own.
 
 Write the body of hvp below, then check it:
 
     gradlab check hvp.py
+
+and see your backward pass beside the reference's (the first node whose gradient differs marked):
+
+    gradlab check hvp.py --graph hvp.html
 """
 
 # gradlab-exercise: jacobian.hvp
@@ -22,10 +27,11 @@ def hvp(f, x, v):
 
     Shapes: f maps x (n,) float64 to a 0-dim tensor; x arrives without requires_grad; v (n,). Return H v of
     shape (n,). torch.autograd.functional.hvp computes this (the check compares yours with it, and calling
-    it, vhp or a library Hessian fails a check of its own): differentiate twice yourself, e.g. with
-    torch.autograd.grad (building the whole Hessian first is not checked, only slower). TF-1:
-    tf.hessians(ys, xs) built the whole Hessian by differentiating tf.gradients's output again; H v needs one
-    backward pass more than the gradient.
+    it, vhp, a library Hessian or Jacobian, or vmap fails a check of its own): differentiate twice yourself,
+    with torch.autograd.grad. H is never built: the check counts the backward passes through the gradient
+    (each autograd.grad or .backward call one, a batched call n), and H v takes one. TF-1: tf.hessians(ys,
+    xs) built the whole Hessian by differentiating tf.gradients's output again; H v needs one backward pass
+    more than the gradient.
     """
     H = torch.autograd.functional.hessian(f, x)
     return H @ v
