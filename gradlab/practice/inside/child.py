@@ -12,7 +12,8 @@ cloudpickle (gradlab.check in a notebook; unpickled here, never in gradlab's pro
 module, the function, the seed (the child makes the inputs itself, from the seed, while gradlab makes the same ones for
 the references), the file's name as the student knows it, and the calls the exercise asks students not to use. The
 result goes to $GRADLAB_OUT in gradlab/practice/inside/wire.py's format (safetensors'): {"ok", "outputs" | "kind",
-"error", "trace"; "warnings", "used"}. The process then leaves with os._exit: a thread the submission left running
+"error", "trace"; "warnings", "used"; "nonfinite" or "traced": gradlab/practice/inside/trace.py's record of each
+input run again, for finding where a wrong value departs}. The process then leaves with os._exit: a thread the submission left running
 cannot keep it alive.
 """
 
@@ -459,8 +460,13 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
             return {"ok": False, "kind": "raised",
                     "error": f"{function}() raised on the input '{case['label']}': {line}", "trace": trace}
     first = next((i for i, o in enumerate(outputs) if _nonfinite(o)), None)
-    if first is None or calls or not rerun:
+    if calls or not rerun or (first is None and isinstance(fn, type)):  # gloo workers, an autograd.Function: untraced
         return {"ok": True, "outputs": outputs}
     again = watched if not isinstance(fn, type) else fn
+    if first is None:  # every input traced again while the budget lasts: gradlab finds where a wrong value departs
+        from gradlab.practice.inside import trace
+
+        traced = trace.trace_inputs(lambda c: harness.call(again, c), cases, mine=lambda filename: not _ours(filename))
+        return {"ok": True, "outputs": outputs, "traced": traced}
     line = first_nonfinite(lambda: harness.call(again, cases[first]), function=fn)
     return {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}

@@ -1,0 +1,180 @@
+"""The student's line where a value first departs from every value a right answer computes (#45, point 2).
+
+The sandbox traced the submission's own torch operations on its inputs (gradlab/practice/inside/trace.py: each
+operation's line, its value, which earlier values its arguments are). Here, in gradlab's process, the reference is
+traced on the same input the same way; its intermediates, the input's tensors and the expected outputs are the values
+"a right answer computes there". A student's value matches when one of those has the same values (the same shape,
+or that shape transposed or with its size-1 dimensions squeezed; within the check's own tolerance, in its units of
+max(1, |expected|)).
+
+A departure is a student's operation whose value matches none, whose traced arguments all match (the rest are inputs
+and constants), that lies on the way to a wrong output, and after which no value on that way matches again (a
+student's own route, exp(z) then a division, rejoins the reference's at the probabilities: exp(z) is no departure).
+It is said only when every such operation is on one line, and the trace is complete; never when a value the rule
+cannot follow (a Python number taken from a value that already differs) is not downstream of that line, and never
+for what runs on gloo workers or in an autograd.Function of the student's (the sandbox does not trace those).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from gradlab.kit.exercise import tensors
+from gradlab.practice.inside.trace import Tracer, everywhere
+
+MOST_REFERENCE_S = 5.0  # seconds of tracing the reference on one input
+
+
+class Pool:
+    """The values a right answer computes on one input, grouped by their shape with size-1 dimensions squeezed (2-D
+    ones under their transpose's too), each group stacked once, compared at once."""
+
+    def __init__(self, values: list, tolerance: float) -> None:
+        self.tolerance = tolerance
+        groups: dict[tuple, list] = {}
+        for v in values:
+            if not isinstance(v, torch.Tensor) or v.is_complex() or not v.numel():
+                continue
+            v = v.detach().to(torch.float64).squeeze()
+            groups.setdefault(tuple(v.shape), []).append(v.reshape(-1))
+            if v.dim() == 2:
+                groups.setdefault(tuple(v.T.shape), []).append(v.T.reshape(-1))
+        self.groups = {k: torch.stack(vs) for k, vs in groups.items()}
+
+    def has(self, value) -> bool:
+        """Whether VALUE (a tensor) is one of the pool's values, within the tolerance."""
+        if value is None or not value.numel():
+            return True  # nothing to compare: no departure can be seen in it
+        v = value.detach().to(torch.float64).squeeze()
+        group = self.groups.get(tuple(v.shape))
+        if group is None:
+            return False
+        v = v.reshape(-1)
+        gap = (group - v).abs()
+        gap = torch.where(group.isnan() & v.isnan(), torch.zeros_like(gap), gap)
+        scale = group.nan_to_num(0.0, 0.0, 0.0).abs().amax(dim=1).clamp(min=1e-30)
+        return bool((gap.amax(dim=1) <= self.tolerance * scale).any())
+
+
+def reference_values(checks, case: dict) -> list | None:
+    """Every tensor the reference's call on CASE computes (the harness's operations too), or None where it cannot
+    be traced completely."""
+    if getattr(checks, "reference", None) is None:
+        return None
+    got = Tracer(everywhere, most_ops=20_000, most_values=20_000_000, most_s=MOST_REFERENCE_S).run(
+        lambda: checks.call(checks.reference, case))
+    return [n["value"] for n in got["nodes"] if n["value"] is not None] if got["complete"] else None
+
+
+def candidates(nodes: list[dict], matched: list[bool], sinks: set[int]) -> list[int]:
+    """The departures of a trace whose nodes' MATCHED is known: see the module's docstring. SINKS: the nodes whose
+    value is a wrong output (or, where none is traced, the autograd nodes that carry a value to one)."""
+    n = len(nodes)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for i, node in enumerate(nodes):
+        for a in node["args"]:
+            if 0 <= a < i:
+                children[a].append(i)
+    reach = [False] * n  # on the way to a wrong output: it is one, or one follows from it
+    rejoins = [False] * n  # a matched value follows from it on that way
+    for i in range(n - 1, -1, -1):
+        reach[i] = i in sinks or any(reach[c] for c in children[i])
+        rejoins[i] = any(reach[c] and ((nodes[c]["value"] is not None and matched[c]) or rejoins[c])
+                         for c in children[i])
+    found = [i for i, node in enumerate(nodes)
+             if node["kind"] == "value" and node["inputs"] > 0 and not matched[i] and reach[i] and not rejoins[i]
+             and all(0 <= a and matched[a] for a in node["args"]) and not _spreads(nodes, node)]
+    escaped = [i for i, node in enumerate(nodes) if node["kind"] == "escape" and not matched[i]]
+    return [c for c in found if all(c in _ancestors(nodes, e) for e in escaped)]
+
+
+def _spreads(nodes: list[dict], node: dict) -> bool:
+    """Whether NODE's traced arguments broadcast to more values than the largest of them holds ((N, 1) with (N,):
+    (N, N)): the values then depart where a shape was made, which is the shape diagnosis's to say."""
+    shapes = [tuple(nodes[a]["value"].shape) for a in node["args"] if nodes[a]["value"] is not None]
+    try:
+        spread = torch.Size(torch.broadcast_shapes(*shapes)).numel() if len(shapes) > 1 else 0
+    except RuntimeError:
+        return True
+    return spread > max((torch.Size(s).numel() for s in shapes), default=0)
+
+
+def _ancestors(nodes: list[dict], i: int) -> set[int]:
+    seen, todo = set(), [i]
+    while todo:
+        j = todo.pop()
+        for a in nodes[j]["args"]:
+            if 0 <= a and a not in seen:
+                seen.add(a)
+                todo.append(a)
+    return seen
+
+
+def matches(nodes: list[dict], pool: Pool) -> list[bool]:
+    """Each node's value in POOL; a node without a value (backward, a Python number taken) matches when all its
+    arguments do; a constant made from no tensor (torch.zeros) matches."""
+    out: list[bool] = []
+    for node in nodes:
+        if node["inputs"] == 0:
+            out.append(True)
+        elif node["value"] is None:
+            out.append(all(0 <= a and out[a] for a in node["args"]))
+        else:
+            out.append(pool.has(node["value"]))
+    return out
+
+
+def sinks(nodes: list[dict], wrong: list) -> set[int]:
+    """The nodes whose value is one of the WRONG outputs (exactly), else every autograd node (a gradient read, a
+    backward: what the harness then reads as the output)."""
+    found = set()
+    for i, node in enumerate(nodes):
+        v = node["value"]
+        if v is not None and any(v.shape == w.shape and v.dtype == w.dtype and torch.equal(v, w) for w in wrong):
+            found.add(i)
+    return found or {i for i, node in enumerate(nodes) if node["kind"] == "autograd"}
+
+
+def departure(checks, cases: list[dict], mine: list[dict], refs: list[dict], passed: list[bool], bounds: list[float],
+              traced: list | None, suppose_wrong: bool = False) -> str:
+    """The sentence for the first failing input's trace, or "" (see the module's docstring). SUPPOSE_WRONG: every
+    output of that input taken for wrong (how scripts/departure_figures.py runs right answers through the rule)."""
+    failing = [i for i, p in enumerate(passed) if not p]
+    if not failing or not traced:
+        return ""
+    i = failing[0]
+    trace = next((t for t in traced if t.get("input") == i), None)
+    if trace is None or not trace.get("complete") or not trace.get("nodes"):
+        return ""
+    wrong = [m for m, r in zip(tensors(mine[i]), tensors(refs[i]), strict=False)
+             if m.shape == r.shape and (suppose_wrong or not _close(m, r, bounds[i]))]
+    if not wrong or any(m.is_floating_point() and not bool(m.isfinite().all()) for m in tensors(mine[i])):
+        return ""  # a NaN or an inf: the first non-finite value's line is said instead
+    values = reference_values(checks, cases[i])
+    if values is None:
+        return ""
+    pool = Pool(values + tensors(refs[i]) + [v for v in _case_tensors(cases[i])], bounds[i])
+    nodes = trace["nodes"]
+    found = candidates(nodes, matches(nodes, pool), sinks(nodes, wrong))
+    lines = {(nodes[c]["line"], nodes[c]["code"]) for c in found}
+    if len(lines) != 1:
+        return ""
+    line, code = lines.pop()
+    return (f"measured on '{cases[i]['label']}' (each torch operation of your file traced beside the reference's): "
+            f"your line {line} `{code}` is the first whose value matches none a right answer computes there (its "
+            "inputs match)")
+
+
+def _close(a, b, bound: float) -> bool:
+    a, b = a.detach().to(torch.float64), b.detach().to(torch.float64)
+    return bool(((a - b).abs().amax() <= bound * max(1.0, float(b.abs().amax()))) if a.numel() else True)
+
+
+def _case_tensors(case: dict) -> list:
+    found = []
+    for v in case.values():
+        if isinstance(v, torch.Tensor):
+            found.append(v)
+        elif isinstance(v, list | tuple):
+            found += [t for t in v if isinstance(t, torch.Tensor)]
+    return found
