@@ -31,7 +31,18 @@ MOST_VALUES = 2_000_000  # numbers copied in all
 MOST_S = 3.0  # seconds of tracing in all
 MOST_DEPTH = 40  # frames looked through for the watched code's line
 ESCAPES = {"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "numpy"}
+CONSTANTS = {"zeros", "ones", "empty", "full", "arange", "eye", "linspace"}
 IN_PLACE = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__idiv__"}
+
+
+def made_from_nothing(name: str) -> bool:
+    """Whether an operation's value is a constant, whatever its tensor arguments hold (their shape, dtype, device)."""
+    return name.endswith("_like") or name.startswith("new_") or name in CONSTANTS
+
+
+def written(name: str) -> bool:
+    """Whether an operation writes into its first argument (z[0] = 3, add_, copy_)."""
+    return name in IN_PLACE or (name.endswith("_") and not name.startswith("_"))
 
 
 def _name(func) -> str:
@@ -98,8 +109,10 @@ class Tracer:
             self.complete = False
             return
         name = _name(func)
+        if made_from_nothing(name):  # torch.zeros_like(r): a constant, whatever r holds
+            given, before = [], []
         outs = _tensors(out, torch)
-        if given and (name in IN_PLACE or (name.endswith("_") and not name.startswith("_") and not outs)):
+        if given and (name in IN_PLACE or (written(name) and not outs)):
             outs = given[:1]  # z[0] = 3 changes z: z's new value
         kind = "autograd" if name in ("backward", "grad") else "escape" if name in ESCAPES else "value"
         if kind == "escape":

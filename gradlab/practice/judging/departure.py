@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from gradlab.kit.exercise import tensors
-from gradlab.practice.inside.trace import Tracer, everywhere
+from gradlab.practice.inside.trace import Tracer, everywhere, written
 
 MOST_REFERENCE_S = 5.0  # seconds of tracing the reference on one input
 
@@ -56,14 +56,14 @@ class Pool:
         return bool((gap.amax(dim=1) <= self.tolerance * scale).any())
 
 
-def reference_values(checks, case: dict) -> list | None:
-    """Every tensor the reference's call on CASE computes (the harness's operations too), or None where it cannot
-    be traced completely."""
+def reference_trace(checks, case: dict) -> list | None:
+    """The reference's call on CASE traced, every operation (the harness's too), or None where it cannot be traced
+    completely."""
     if getattr(checks, "reference", None) is None:
         return None
     got = Tracer(everywhere, most_ops=20_000, most_values=20_000_000, most_s=MOST_REFERENCE_S).run(
         lambda: checks.call(checks.reference, case))
-    return [n["value"] for n in got["nodes"] if n["value"] is not None] if got["complete"] else None
+    return got["nodes"] if got["complete"] else None
 
 
 def candidates(nodes: list[dict], matched: list[bool], sinks: set[int]) -> list[int]:
@@ -76,14 +76,14 @@ def candidates(nodes: list[dict], matched: list[bool], sinks: set[int]) -> list[
             if 0 <= a < i:
                 children[a].append(i)
     reach = [False] * n  # on the way to a wrong output: it is one, or one follows from it
-    rejoins = [False] * n  # a matched value follows from it on that way
+    rejoins = [False] * n  # a matched value follows from it, on any way (its value is then a route's step)
     for i in range(n - 1, -1, -1):
         reach[i] = i in sinks or any(reach[c] for c in children[i])
-        rejoins[i] = any(reach[c] and ((nodes[c]["value"] is not None and matched[c]) or rejoins[c])
-                         for c in children[i])
+        rejoins[i] = any((nodes[c]["value"] is not None and matched[c]) or rejoins[c] for c in children[i])
     found = [i for i, node in enumerate(nodes)
              if node["kind"] == "value" and node["inputs"] > 0 and not matched[i] and reach[i] and not rejoins[i]
-             and all(0 <= a and matched[a] for a in node["args"]) and not _spreads(nodes, node)]
+             and not written(node["op"]) and all(0 <= a and matched[a] for a in node["args"])
+             and not _spreads(nodes, node)]
     escaped = [i for i, node in enumerate(nodes) if node["kind"] == "escape" and not matched[i]]
     return [c for c in found if all(c in _ancestors(nodes, e) for e in escaped)]
 
@@ -94,8 +94,8 @@ def _spreads(nodes: list[dict], node: dict) -> bool:
     shapes = [tuple(nodes[a]["value"].shape) for a in node["args"] if nodes[a]["value"] is not None]
     try:
         spread = torch.Size(torch.broadcast_shapes(*shapes)).numel() if len(shapes) > 1 else 0
-    except RuntimeError:
-        return True
+    except RuntimeError:  # not an elementwise operation (a matrix product)
+        return False
     return spread > max((torch.Size(s).numel() for s in shapes), default=0)
 
 
@@ -150,19 +150,42 @@ def departure(checks, cases: list[dict], mine: list[dict], refs: list[dict], pas
              if m.shape == r.shape and (suppose_wrong or not _close(m, r, bounds[i]))]
     if not wrong or any(m.is_floating_point() and not bool(m.isfinite().all()) for m in tensors(mine[i])):
         return ""  # a NaN or an inf: the first non-finite value's line is said instead
-    values = reference_values(checks, cases[i])
-    if values is None:
+    theirs = reference_trace(checks, cases[i])
+    if theirs is None:
         return ""
-    pool = Pool(values + tensors(refs[i]) + [v for v in _case_tensors(cases[i])], bounds[i])
+    values = [n["value"] for n in theirs if n["value"] is not None]
+    pool = Pool(values + tensors(refs[i]) + _case_tensors(cases[i]), bounds[i])
     nodes = trace["nodes"]
     found = candidates(nodes, matches(nodes, pool), sinks(nodes, wrong))
     lines = {(nodes[c]["line"], nodes[c]["code"]) for c in found}
-    if len(lines) != 1:
+    if len(lines) != 1 or not all(combined(nodes, nodes[c], theirs, bounds[i]) for c in found):
         return ""
     line, code = lines.pop()
     return (f"measured on '{cases[i]['label']}' (each torch operation of your file traced beside the reference's): "
             f"your line {line} `{code}` is the first whose value matches none a right answer computes there (its "
             "inputs match)")
+
+
+def combined(nodes: list[dict], node: dict, theirs: list[dict], tolerance: float) -> bool:
+    """Whether the reference combines the values NODE's traced arguments hold in one of its own operations (THEIRS),
+    all of them at once (for one argument: uses it at all). A right value
+    taken where another belongs (an intermediate used before its last step, an index for a value, one row for
+    another) is not: the value departed on an earlier line, which the trace cannot see."""
+    mine = [nodes[a]["value"] for a in node["args"] if nodes[a]["value"] is not None]
+    if not mine:
+        return True  # computed from the inputs alone: this line is where it departs
+    for op in theirs:
+        given = [theirs[a]["value"] for a in op["args"] if 0 <= a and theirs[a]["value"] is not None]
+        if given and all(any(_same(m, g, tolerance) for g in given) for m in mine):
+            return True
+    return False
+
+
+def _same(a, b, tolerance: float) -> bool:
+    """A and B hold the same values (B's shape, or it squeezed or transposed), within TOLERANCE of B's largest."""
+    if a.numel() != b.numel():
+        return False
+    return Pool([b], tolerance).has(a)
 
 
 def _close(a, b, bound: float) -> bool:
