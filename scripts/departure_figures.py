@@ -38,7 +38,7 @@ def planted_lines() -> dict[str, int]:
     for row in (ROOT / "tests" / "practice_corpus_blind" / "SOURCE.md").read_text().splitlines():
         cells = [c.strip() for c in row.strip().strip("|").split("|")]
         if len(cells) == 5 and cells[2] == "wrong" and cells[4].isdigit():
-            folder, _, stem = cells[0].partition("/")
+            stem = cells[0].partition("/")[2]
             lines[f"{cells[1]}/{stem.removesuffix('.py')}"] = int(cells[4])
     return lines
 
@@ -53,7 +53,8 @@ def _right(name: str, fn) -> list[str]:
     said = []
     for i in range(len(ref.cases)):
         passed = [k != i for k in range(len(ref.cases))]
-        words = departure.departure(ref.checks, ref.cases, mine, refs, passed, bounds, got.traced, suppose_wrong=True)
+        words = departure.departure(ref.checks, ref.cases, mine, refs, passed, bounds, got.traced, suppose_wrong=True,
+                                        exercise=name)
         if words:
             said.append(words)
     return said

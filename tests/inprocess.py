@@ -87,7 +87,8 @@ def outputs_of(name: str, fn, trace: bool = True) -> Received:
     own = {c.co_filename for c in _codes(fn)}  # the student's file: the harness's (a course's own) is not theirs
     line = child.first_nonfinite(lambda: checks.call(watched, cases[first]), mine=own.__contains__,
                                  function=fn) if first is not None else ""
-    if got is None and first is None and trace and not isinstance(fn, type) and checks.harness.prepare is None:  # as the child traces them
+    if got is None and first is None and trace and not isinstance(fn, type) and checks.harness.prepare is None:
+        # as the child traces them
         from gradlab.practice.inside.trace import trace_inputs
 
         got = {"ok": True, "outputs": outputs, "traced": tuple(trace_inputs(lambda c: checks.call(watched, c), cases,

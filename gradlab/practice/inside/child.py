@@ -12,9 +12,9 @@ cloudpickle (gradlab.check in a notebook; unpickled here, never in gradlab's pro
 module, the function, the seed (the child makes the inputs itself, from the seed, while gradlab makes the same ones for
 the references), the file's name as the student knows it, and the calls the exercise asks students not to use. The
 result goes to $GRADLAB_OUT in gradlab/practice/inside/wire.py's format (safetensors'): {"ok", "outputs" | "kind",
-"error", "trace"; "warnings", "used"; "nonfinite" or "traced": gradlab/practice/inside/trace.py's record of each
-input run again, for finding where a wrong value departs}. The process then leaves with os._exit: a thread the submission left running
-cannot keep it alive.
+"error", "trace"; "warnings", "used"; "nonfinite" or "traced": each input run again, its operations recorded by
+gradlab/practice/inside/trace.py, for finding where a wrong value departs}. The process then leaves with os._exit: a
+thread the submission left running cannot keep it alive.
 """
 
 from __future__ import annotations

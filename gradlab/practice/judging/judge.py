@@ -142,7 +142,7 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], verd
                                                  claims=verdict.claims, nonfinite=nonfinite)
         if not all(comparison.passed) and (departs := departure.departure(
                 reference.checks, cases, [values(o) for o in outputs], [values(r) for r in reference.outputs],
-                comparison.passed, bounds, traced)):
+                comparison.passed, bounds, traced, exercise=exercise.name)):
             verdict.metrics["diagnosis"] += f"; {departs}"
 
 
