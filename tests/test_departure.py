@@ -44,9 +44,10 @@ def _own_route_then_doubled(z):
 
 
 def _two_mistakes(z):
-    a = torch.exp(z) * 3
-    b = torch.exp(z).sum() + 1
-    return a / b
+    e = torch.exp(z)
+    a = e + 1  # one mistake
+    b = e * 2  # another, apart from the first
+    return a / b.sum()
 
 
 Z = torch.tensor([0.5, -1.0, 2.0, 0.25], dtype=torch.float64)
