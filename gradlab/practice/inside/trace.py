@@ -62,6 +62,10 @@ def _tensors(value, torch, depth: int = 0) -> list:
     return []
 
 
+class Stopped(BaseException):
+    """Raised inside the traced call once a bound is passed: a rerun costs at most the budget, not a whole input."""
+
+
 class Tracer:
     """Records the operations WHERE(frame) names a line for: WHERE returns (line, code) or None (not watched)."""
 
@@ -82,7 +86,9 @@ class Tracer:
 
         class Mode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
-                given = _tensors(list(args) + list((kwargs or {}).values()), torch) if tracer.complete else []
+                if not tracer.complete:  # past a bound: the run is cut short (its outputs are known already)
+                    raise Stopped
+                given = _tensors(list(args) + list((kwargs or {}).values()), torch)
                 before = [tracer._node_of(t) for t in given]  # before an in-place operation changes its version
                 out = func(*args, **(kwargs or {}))
                 if tracer.complete:
