@@ -129,7 +129,7 @@ UNKNOWN = [
     ("jacobian.hvp", "the whole Hessian", """
         def hvp(f, x, v):
             return torch.autograd.functional.hessian(f, x)
-        """, "an (N, N) matrix where N numbers are expected"),
+        """, "the whole (N, N) matrix, whose product with v is the expected"),
     ("log1pexp.softplus", "the linear part by a bare where", """
         def softplus(x):
             return torch.where(x > 20, x, torch.log1p(torch.exp(x)))

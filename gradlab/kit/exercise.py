@@ -96,6 +96,28 @@ class Relation:
 
 
 @dataclass(kw_only=True)
+class Cause:
+    """One cause a hint offers for what was measured, with the experiment that decides it: the mistake applied to the
+    reference (FN, the student's signature, or OUTPUTS in closed form). WORDS and the FIX are said only when its
+    outputs reproduce the student's on every input (gradlab/practice/judging/suspects.py)."""
+
+    words: str  # the cause, e.g. "a sum over the transitions where the mean belongs"
+    fix: str = ""  # what to do, said after a confirmed cause
+    fn: Callable | None = None  # the mistake applied to the reference, with the student's signature
+    outputs: Callable[[dict], dict] | None = None  # case -> its outputs in closed form, instead of calling fn
+
+
+@dataclass(kw_only=True)
+class Suspects:
+    """A hint that offers causes (Checks.hints' value, in place of a sentence): LEAD, what the measurement itself says,
+    then each of CAUSES said only where its experiment reproduces the student's values; when none does, the causes
+    ruled out are named as such."""
+
+    causes: tuple[Cause, ...]  # the causes offered, each said only where its experiment gives the student's values
+    lead: str = ""  # what the measurement itself says, said first ("" for nothing)
+
+
+@dataclass(kw_only=True)
 class Variant:
     """A correct answer that differs from the reference by more than rounding, and why: a practitioner's building
     block (F.softplus's threshold, clip_grad_norm_'s + 1e-6). Within the bound it passes, and the note says so."""
@@ -115,7 +137,8 @@ class Checks:
       base        case -> {key: tensor}: relations are measured on yours − base (an update W_new − W)
       quantities  case -> [(symbol, value, meaning)]: a scale that equals one is named ("B", 100, "the batch size")
       relations   what a wrong output may equal instead (another axis, one part, the first output…)
-      hints       (key, relation, detail) -> the fix, for a relation measured on an output ("*" for any)
+      hints       (key, relation, detail) -> the fix, for a relation measured on an output ("*" for any), or a
+                  Suspects: causes, each said only where its experiment reproduces the student's values
       errors      [(text in PyTorch's error, the fix)] for an exception the exercise's students meet
       experiments further measurements of the exercise's own: (cases, outputs, refs) -> a sentence or None
       spot        (case, key) -> (coordinates, name): where in an output a difference is (x = 0, x ≥ 89)
@@ -135,8 +158,9 @@ class Checks:
     # case -> [(symbol, value, meaning)]: a wrong scale that equals one is named ("B", 100, "the batch size")
     quantities: Callable[[dict], list[tuple[str, Any, str]]] = field(default=lambda case: [])
     relations: list[Relation] = field(default_factory=list)  # what a wrong output may equal (another axis, one part…)
-    # (output key, relation, detail) -> the fix, for a relation measured on an output ("*" for any)
-    hints: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    # (output key, relation, detail) -> the fix, for a relation measured on an output ("*" for any); a Suspects in
+    # place of the sentence offers causes, each said only where an experiment confirms it
+    hints: dict[tuple[str, str, str], str | Suspects] = field(default_factory=dict)
     errors: list[tuple[str, str]] = field(default_factory=list)  # (text in PyTorch's error, the fix) for an exception
     # (inputs, outputs, reference's outputs) -> a sentence or None: further measurements of the exercise's own
     experiments: list[Callable[[list[dict], list[dict], list[dict]], str | None]] = field(default_factory=list)

@@ -32,6 +32,7 @@ from gradlab.kit.exercise import CHANGED, DIFFERENCE, Checks, difference, same, 
 from gradlab.kit.measure import MATCHES, flat
 from gradlab.practice.judging.sentences import explain_outputs, families, joined, locate
 from gradlab.practice.judging.shape_relations import dtypes, shapes
+from gradlab.practice.judging.suspects import decided
 from gradlab.practice.judging.value_relations import Finding, Lab, relate
 
 SHOWN = 1500  # characters of diagnosis at most
@@ -50,6 +51,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
             first = failing[0] if failing else 0
             departs = first_nonfinite(cases, mine, refs, nonfinite)
             return f"{m.name}: {m.tell(mine[first], refs[first])}" + (f"; {departs}" if departs else "")
+    checks = decided(checks, lab, mine)  # a hint's causes: each said only where an experiment confirms it
     parts = []
     shape_text, bad_shape = shapes(checks, cases, mine, refs)
     if shape_text:
@@ -69,7 +71,7 @@ def diagnose(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[
         parts.append(f"{joined(right)} {'is' if len(right) == 1 else 'are'} right on every input")
     parts += families(checks, cases, passed)
     parts += said
-    parts += fixes
+    parts += [fix for fix in fixes if not any(fix in p for p in parts)]  # a confirmed cause may have said it
     parts += ratios  # the bare ratios after what explains them
     where = locate(checks, cases, mine, refs, failing or list(range(len(cases))))
     if where:

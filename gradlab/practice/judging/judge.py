@@ -211,7 +211,6 @@ def own_code(exercise: Exercise, got: Received, verdict: _Verdict) -> None:
     if used:
         why = f"uses {', '.join(used)}, which this exercise asks you to write"
         verdict.metrics["own_code"] = why
-        if "diagnosis" in verdict.metrics:
-            verdict.notes.append(why)
-        else:
-            verdict.metrics["diagnosis"] = why
+        # the call the file makes leads: what else was measured (in place, a graph, passes counted) follows it
+        before = verdict.metrics.get("diagnosis")
+        verdict.metrics["diagnosis"] = f"{why}; {before}" if before else why

@@ -22,15 +22,12 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor, case: dict | None = None) -
                 return f": {how} of the expected over all its entries (keep one per element)"
         return ": one number where one per element is expected (a mean or sum too many?)"
     if b.dim() == 1 and a.dim() == 2 and a.shape == (b.shape[0], b.shape[0]):
-        return (": an (N, N) matrix where N numbers are expected (an (N, 1) and an (N,) broadcast against each "
-                "other, or a whole matrix where its product with a vector is asked?)")
+        return _square(a, b, case or {})
     if a.dim() == b.dim() + 1 and a.shape[-1] == 1 and a.shape[:-1] == b.shape:
         return ": an extra dimension of size 1 (squeeze it)"
     if a.dim() == b.dim() and a.dim() >= 1 and a.shape[1:] == b.shape[1:] and 0 < a.shape[0] < b.shape[0] \
             and close(a.double(), b[:a.shape[0]].double()):
-        k, n = a.shape[0], b.shape[0]
-        return (f": {'the first row' if k == 1 else f'the first {k} rows'} of the expected {n}, each right (the loop "
-                "stopped early: a return inside the loop, or a range that ends too soon)")
+        return _first_rows(a.shape[0], b.shape[0])
     if a.numel() == b.numel() and a.dim() == b.dim() and sorted(a.shape) == sorted(b.shape):
         for perm in itertools.permutations(range(b.dim())):
             if tuple(b.shape[p] for p in perm) == tuple(a.shape) and close(a.double(), b.permute(perm).double()):
@@ -39,6 +36,35 @@ def shape_relation(a: torch.Tensor, b: torch.Tensor, case: dict | None = None) -
     if a.numel() == b.numel():
         return ": the right number of entries in another shape (a reshape or a view?)"
     return _other_axis(a, b, case or {})
+
+
+def _first_rows(k: int, n: int) -> str:
+    """The first K rows of the expected N, each right: which way the loop stopped early, told by K where it can be (a
+    return inside the loop leaves one row; a range one short leaves N − 1)."""
+    how = ("early: a return inside the loop, or a range that ends too soon (with two rows the count cannot tell "
+           "which)" if n == 2
+           else "after its first pass: a return inside the loop" if k == 1
+           else "one pass short: a range that ends one too soon" if k == n - 1
+           else "early: a range that ends too soon")
+    rows = "the first row" if k == 1 else f"the first {k} rows"
+    return f": {rows} of the expected {n}, each right (the loop stopped {how})"
+
+
+def _square(a: torch.Tensor, b: torch.Tensor, case: dict) -> str:
+    """An (N, N) matrix where N numbers are expected, measured: its diagonal is the expected (an (N, 1) term broadcast
+    against (N,) ones pairs every row with every column, and the right pairs lie on the diagonal), or its product
+    with a vector of the input CASE is (the whole matrix where its product with that vector is asked)."""
+    if close(a.diagonal().double(), b.double()):
+        return (": an (N, N) matrix whose diagonal is the expected (measured): yours[i, j] pairs row i of a term of "
+                "shape (N, 1) with column j of the terms of shape (N,), broadcast against each other; keep every term "
+                "(N,) (.squeeze(1) the (N, 1) one, or reduce without keepdim=True)")
+    for name, v in case.items():
+        if isinstance(v, torch.Tensor) and v.shape == b.shape and v.is_floating_point() \
+                and close((a.double() @ v.double()), b.double()):
+            return (f": the whole (N, N) matrix, whose product with {name} is the expected (measured): return the "
+                    f"product, never the matrix")
+    return (": an (N, N) matrix where N numbers are expected (measured: neither its diagonal nor its product with a "
+            "vector of the input is the expected)")
 
 
 def _other_axis(a: torch.Tensor, b: torch.Tensor, case: dict) -> str:
@@ -59,7 +85,8 @@ def _other_axis(a: torch.Tensor, b: torch.Tensor, case: dict) -> str:
 
 
 def shapes(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[dict]) -> tuple[str, set]:
-    """One sentence on every output whose shape (or number of tensors) is wrong on some input, and those keys."""
+    """One sentence on every output whose shape (or number of tensors) is wrong on some input, with the exercise's
+    hint for it ((key, "shape", "*") or ("*", "shape", "*")), and those keys."""
     wrong, words = set(), []
     keys = list(values(refs[0]))
     for key in keys:
@@ -77,6 +104,8 @@ def shapes(checks: Checks, cases: list[dict], outputs: list[dict], refs: list[di
                 wrong.add(key)
                 words.append(f"{checks.word(key)} has shape {tuple(bad[0].shape)} where {tuple(bad[1].shape)} is "
                              f"expected on '{cases[i]['label']}'{shape_relation(*bad, cases[i])}")
+                hint = checks.hints.get((key, "shape", "*")) or checks.hints.get(("*", "shape", "*"))
+                words += [hint] if hint else []  # the exercise's words for it (a Suspects: its causes, decided)
                 break
     if not words:
         return "", wrong

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from gradlab.kit.exercise import Checks, Mistake, Relation, optimizer_steps
+from gradlab.kit.exercise import Cause, Checks, Mistake, Relation, Suspects, optimizer_steps
 
 from .harness import HARNESSES
 
@@ -187,8 +187,13 @@ CHECKS = {"critic_update": Checks(
     hints={("*", "family", "length:for one step"): "right for one step, wrong for several: each step's target is "
                                                    "its n-step return R_t = r_t + γ(1 − done_t)R_{t+1}, from R_T = "
                                                    "V(s_last)",
-           ("*", "family", "terminal:with no termination"): "right without terminations, wrong with one inside the "
-                                                            "segment: every step's (1 − done_t) cuts the sum",
+           ("*", "family", "terminal:with no termination"): Suspects(causes=(
+               Cause(words="(1 − done_t) multiplies the reward too, (1 − done_t)(r_t + γR_{t+1})",
+                     fix="it cuts only the bootstrap: R_t = r_t + γ(1 − done_t)R_{t+1}",
+                     fn=_with_targets(_masks_reward)),
+               Cause(words="each return cut by the next step's flag done_{t+1}, not done_t",
+                     fix="step t's return is cut by its own flag: R_t = r_t + γ(1 − done_t)R_{t+1}",
+                     fn=_with_targets(_next_done)))),
            ("*", "scale", "1/2"): "a factor ½ in the loss: the loss is mean (R_t − V(s_t))², whose gradient "
                                   "carries the 2",
            ("*", "scale", "TN"): "a sum over the steps and environments where the mean belongs",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from gradlab.kit.exercise import Checks, Mistake, Relation
+from gradlab.kit.exercise import Cause, Checks, Mistake, Relation, Suspects
 
 from .harness import HARNESSES
 
@@ -94,6 +94,12 @@ def _max_q(online, target, s, a, r, s2, done, gamma):
     return F.smooth_l1_loss(online(s).max(dim=1).values, y)  # the greedy action's value, not the taken one's
 
 
+def _summed(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _double_y(online, target, r, s2, done, gamma)
+    return F.smooth_l1_loss(_q(online, s, a), y, reduction="sum")
+
+
 def _mse(online, target, s, a, r, s2, done, gamma):
     with torch.no_grad():
         y = _double_y(online, target, r, s2, done, gamma)
@@ -156,9 +162,11 @@ CHECKS = {"td_loss": Checks(
            "online(s2).argmax(dim=1), the target network values it",
            ("*", "family", "terminal:for non-terminal transitions"):
            "a terminal transition's target is its reward r alone: multiply only the bootstrap by (1 − done)",
-           ("*", "family", "size:for one transition"):
-           "one transition hides a sum where the mean belongs and a Q(s, a) of the wrong shape: Q(s, a) is one "
-           "number per transition, online(s).gather(1, a.unsqueeze(1)).squeeze(1)",
+           ("*", "family", "size:for one transition"): Suspects(causes=(  # each said only where it gives yours
+               Cause(words="a sum over the transitions where the mean belongs", fn=_summed,
+                     fix="F.smooth_l1_loss's default reduction is 'mean'"),
+               Cause(words="Q(s, a) of shape (N, 1) against y of shape (N,), which broadcast to (N, N)", fn=_unsqueezed,
+                     fix="Q(s, a) is one number per transition, online(s).gather(1, a.unsqueeze(1)).squeeze(1)"))),
            ("target", "nonzero", "*"): "gradient reaches the target network: compute y under torch.no_grad()",
            ("*", "scale", "N"): "a sum over the transitions where the mean belongs (F.smooth_l1_loss's default "
                                 "reduction is 'mean')"})}

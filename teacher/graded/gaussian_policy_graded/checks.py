@@ -9,7 +9,7 @@ import torch
 from torch.distributions import Normal, TransformedDistribution
 from torch.distributions.transforms import TanhTransform
 
-from gradlab.kit.exercise import Checks, Mistake
+from gradlab.kit.exercise import Cause, Checks, Mistake, Suspects
 
 from .harness import HARNESSES
 
@@ -50,6 +50,12 @@ def _d_sigma(a, mu, log_std):
     return log_pi - torch.log(1 - a**2), d_mu, ((u - mu) ** 2 - sigma**2) / sigma**3  # ∂/∂σ, not ∂/∂log σ
 
 
+def _log_std_as_sigma(a, mu, log_std):
+    u, sigma = torch.atanh(a), log_std  # log σ used as σ: the exp forgotten
+    z = (u - mu) / sigma
+    return -0.5 * z**2 - log_std - HALF_LOG_2PI - torch.log(1 - a**2), z / sigma, z**2 - 1
+
+
 def _epsilon(a, mu, log_std):
     log_pi, d_mu, d_log_std = _gaussian(torch.atanh(a), mu, log_std)
     return log_pi - torch.log(1 - a**2 + 1e-6), d_mu, d_log_std  # ε inside the log, to keep it finite at |a| = 1
@@ -88,5 +94,10 @@ CHECKS = {"score": Checks(
     hints={("log_pi", "plus", "expected + ½ ln 2π"): "ln N(u; μ, σ²) has the constant −½ ln 2π: keep it",
            ("d_log_std", "scale", "σ ⊙ expected"): "that is σ times ∂ln π/∂log σ: ∂ln π/∂log σ = (u − μ)²/σ² − 1",
            ("d_mu", "scale", "σ ⊙ expected"): "divide by σ², not σ: ∂ln π/∂μ = (u − μ)/σ²",
-           ("*", "family", "σ:where σ = 1"): "a power of σ is off, or the derivative is in σ, not log σ: they "
-                                              "agree where σ = 1"})}
+           ("*", "family", "σ:where σ = 1"): Suspects(
+               lead="what differs cancels where σ = 1, as a wrong power of σ or a wrong multiple of ln σ does",
+               causes=(Cause(words="the third output taken with respect to σ instead of log σ", fn=_d_sigma,
+                             fix="∂ln π/∂log σ = σ · ∂ln π/∂σ = (u − μ)²/σ² − 1"),)),
+           ("*", "nonfinite", "*"): Suspects(causes=(
+               Cause(words="σ = log_std, the exp forgotten (σ is 0 where log σ = 0, and negative below)",
+                     fix="σ = log_std.exp()", fn=_log_std_as_sigma),))})}

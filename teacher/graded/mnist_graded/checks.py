@@ -6,7 +6,7 @@ and rounded to the inputs' precision: no hand-derived formula, so that it checks
 import torch
 import torch.nn.functional as F
 
-from gradlab.kit.exercise import Checks, Mistake, Relation
+from gradlab.kit.exercise import Cause, Checks, Mistake, Relation, Suspects
 
 from .harness import HARNESSES
 
@@ -50,6 +50,12 @@ def _by_weight_sum(W, b, x, y, w):
 
 def _unguarded(W, b, x, y, w):
     return _scaled(W, b, x, y, w, (w != 0).sum())  # 0/0 when every weight is 0
+
+
+def _no_max_shift(W, b, x, y, w):
+    e = torch.exp(x @ W + b)  # inf above z ≈ 88.7 in float32, and inf/inf = NaN
+    d = w[:, None] * (e / e.sum(dim=1, keepdim=True) - y) / max(int((w != 0).sum()), 1)
+    return x.T @ d, d.sum(dim=0)
 
 
 def _weights_ignored(W, b, x, y, w):
@@ -99,5 +105,7 @@ CHECKS = {"weighted_softmax_grad": Checks(
                         hint="each sample's loss is weighed by w_i once: ∂cost/∂z_i = w_i (p_i − y_i)/N")],
     hints={("*", "scale", "B"): "the cost is divided by N, the number of non-zero weights",
            ("*", "scale", "1/N"): "you divided by N twice",
-           ("*", "nonfinite", "*"): "NaN or inf: exp(z) overflows in float32 above z ≈ 88.7 (subtract each row's max "
-                                    "first, or use torch.softmax), or 0/0 where every weight is 0"})}
+           ("*", "nonfinite", "*"): Suspects(causes=(
+               Cause(words="exp(z) overflows in float32 above z ≈ 88.7 (the softmax without its max shift)",
+                     fix="subtract each row's max first, or use torch.softmax", fn=_no_max_shift),
+               Cause(words="0/0 where every weight is 0", fix="divide by max(N, 1)", fn=_unguarded)))})}

@@ -8,18 +8,26 @@ import contextlib
 
 import torch
 
-from gradlab.kit.exercise import Checks, Mistake, Relation, optimizer_steps
+from gradlab.kit.exercise import Cause, Checks, Mistake, Relation, Suspects, optimizer_steps
 from gradlab.lessons.actor_critic.exercises.harness import HARNESSES, _critic_harness
 
-FAMILIES = {
+TERMINAL = {
     ("*", "family", "terminal:for non-terminal transitions"): "a terminal transition's target is its reward r "
                                                               "alone: multiply only the bootstrap γ · V(s2) by (1 − "
                                                               "done), not r (after a termination there is no next "
                                                               "state to value, but the reward was received)",
-    ("*", "family", "size:for one transition"): "one transition hides a sum where the mean belongs (N times too "
-                                                "large) and a shape that broadcasts: V(s) is (N, 1), the target "
-                                                "(N,), and (N,) − (N, 1) is an (N, N) matrix; squeeze V(s) to (N,)",
 }
+
+
+def size_family(summed, broadcast) -> dict:
+    """The hint for an answer right on one transition and wrong on a batch: the two causes one transition hides, each
+    said only where its experiment (SUMMED, BROADCAST: Causes) gives the student's values."""
+    return {("*", "family", "size:for one transition"): Suspects(causes=(summed, broadcast))}
+
+
+SUM_WORDS = "a sum over the transitions where the mean belongs (N times too large on a batch)"
+BROADCAST_WORDS = "V(s) of shape (N, 1) against the target (N,): (N,) − (N, 1) is an (N, N) matrix"
+SQUEEZE = "squeeze V(s) to shape (N,): critic(s).squeeze(1)"
 
 
 def _n(case: dict) -> list:
@@ -70,6 +78,10 @@ def _actor_broadcast(actor, critic, s, a, r, s2, done, gamma):
     return -(_log_pi(actor, s, a) * delta).mean()
 
 
+def _actor_summed(actor, critic, s, a, r, s2, done, gamma):
+    return -(_log_pi(actor, s, a) * _advantage(critic, r, s, s2, done, gamma)).sum()
+
+
 def _actor_softmax_dim0(actor, critic, s, a, r, s2, done, gamma):
     log_pi = torch.log_softmax(actor(s), dim=0).gather(1, a.unsqueeze(1)).squeeze(1)
     return -(log_pi * _advantage(critic, r, s, s2, done, gamma)).mean()
@@ -104,14 +116,16 @@ ACTOR_LOSS = Checks(
                         fn=_actor_done_swapped, hint="multiply γ · V(s2) by (1 − done), which is 0 where the "
                         "episode ended"),
                Relation(what="the loss over all N × N pairs: V of shape (N, 1) broadcast against r of shape (N,) in δ",
-                        fn=_actor_broadcast, hint="squeeze the critic's values to shape (N,): critic(s).squeeze(1)"),
+                        fn=_actor_broadcast, hint=SQUEEZE),
                Relation(what="the loss with log_softmax taken over the batch (dim=0) instead of the actions",
                         fn=_actor_softmax_dim0, hint="normalise over the actions: log_softmax(actor(s), dim=1)"),
                Relation(what="the loss with δ normalised over the batch, (δ − mean δ) / std δ",
                         fn=_actor_normalised, hint="weigh ln π(a|s) by δ itself: normalising the advantages (a "
                         "trick of PPO's and A2C's implementations) changes each transition's weight, and on one "
                         "transition std δ is NaN")],
-    hints={**FAMILIES,
+    hints={**TERMINAL,
+           **size_family(Cause(words=SUM_WORDS, fix="take the mean, .mean()", fn=_actor_summed),
+                         Cause(words=BROADCAST_WORDS, fix=SQUEEZE, fn=_actor_broadcast)),
            ("critic", "nonzero", "*"): "gradient reaches the critic: compute δ under torch.no_grad() (or detach it)",
            ("*", "scale", "N"): "a sum over the transitions where the mean belongs"})
 
@@ -173,6 +187,11 @@ def _critic_manual_sgd(critic, optimizer, s, r, s2, done, gamma):
     with torch.no_grad():
         for p, g in zip(critic.parameters(), grads, strict=True):
             p -= lr * g
+
+
+def _critic_summed(critic, optimizer, s, r, s2, done, gamma):
+    loss = _critic_loss(critic, s, r, s2, done, gamma) * len(r)  # the sum of the squared errors
+    _critic_step(critic, optimizer, loss, lambda p, g: setattr(p, "grad", g))
 
 
 def _critic_broadcast(critic, optimizer, s, r, s2, done, gamma):
@@ -241,14 +260,16 @@ CRITIC = Checks(
         Relation(what="a hand-written SGD step p − lr·g (optimizer.step() never called)", fn=_critic_manual_sgd,
                  hint="hand the gradients to the optimizer: p.grad = g for each parameter, then optimizer.step()"),
         Relation(what="the mean over all N × N pairs (target_j − V(s)_i)²: V(s) of shape (N, 1) against the target "
-                 "(N,)", fn=_critic_broadcast, hint="squeeze V(s) to shape (N,): critic(s).squeeze(1)"),
+                 "(N,)", fn=_critic_broadcast, hint=SQUEEZE),
         Relation(what="the update whose target has done and 1 − done swapped (only terminal transitions bootstrap)",
                  fn=_critic_done_swapped, hint="multiply γ · V(s2) by (1 − done), which is 0 where the episode ended"),
         Relation(what="optimizer.step() run before the new gradients were put in .grad (it stepped on the .grad the "
                  "critic held before this update)", fn=_critic_step_first,
                  hint="set p.grad = g for each parameter first, then call optimizer.step()"),
     ],
-    hints={**FAMILIES,
+    hints={**TERMINAL,
+           **size_family(Cause(words=SUM_WORDS, fix="take the mean, .mean()", fn=_critic_summed),
+                         Cause(words=BROADCAST_WORDS, fix=SQUEEZE, fn=_critic_broadcast)),
            ("*", "scale", "1/2"): "a factor ½ in the loss: the critic's loss is mean (target − V(s))², whose gradient "
                                   "carries the 2",
            ("*", "scale", "N"): "a sum over the transitions where the mean belongs",
@@ -256,7 +277,8 @@ CRITIC = Checks(
     experiments=[optimizer_steps],
     base=lambda case: {"params 1": case["weights"]},
     steps=[(f"grad {k + 1}", f"params {k + 1}") for k in range(3)])
-for _known in (*CRITIC.mistakes, *CRITIC.relations):  # gradlab's side runs them with the optimizer written out
+_CAUSES = [c for h in CRITIC.hints.values() if isinstance(h, Suspects) for c in h.causes]
+for _known in (*CRITIC.mistakes, *CRITIC.relations, *_CAUSES):  # run here with the optimizer written out
     _known.outputs = _by_hand(_known.fn)
 
 

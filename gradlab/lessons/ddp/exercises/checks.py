@@ -74,6 +74,34 @@ def _acc_no_zero_grad(model, x, y, sizes):
     return [p.grad for p in model.parameters()]
 
 
+def _acc_zero_grad_in_loop(model, x, y, sizes):
+    for xk, yk in zip(x.split(sizes), y.split(sizes), strict=True):
+        model.zero_grad()  # inside the loop: each part's backward starts from an emptied .grad
+        (F.cross_entropy(model(xk), yk, reduction="sum") / len(x)).backward()
+    return [p.grad for p in model.parameters()]
+
+
+# weights measured -> (the cause that gives them, its fix, the cause applied to the reference): said only where the
+# cause, run on the same inputs, gives the student's gradients (an experiment, not a guess)
+WEIGHT_CAUSES = {"the last part's n_K/B alone": (
+    "zero_grad() inside the loop (or anything else that empties .grad before each part: the values cannot tell "
+    "which): each backward starts from an emptied .grad, so only the last part's gradient survives",
+    "zero the gradients once, before the loop", _acc_zero_grad_in_loop)}
+
+
+def _confirmed(name: str | None, cases: list[dict], outs: list[dict]) -> str:
+    """The cause of WEIGHT_CAUSES the weights NAME point at, said when it gives the student's gradients OUTS on every
+    input (measured), else that it was ruled out."""
+    if name not in WEIGHT_CAUSES:
+        return ""
+    words, fix, fn = WEIGHT_CAUSES[name]
+    theirs = [HARNESSES["accumulated_grad"].call(fn, case)["grads"] for case in cases]
+    if all(torch.allclose(_vector(o["grads"]), _vector(t), rtol=1e-5, atol=1e-8)
+           for o, t in zip(outs, theirs, strict=True)):
+        return f"; {words} (measured: applied to the reference, it gives your gradients on every input): {fix}"
+    return f"; ruled out by experiment (applied to the reference, it gives other gradients than yours): {words}"
+
+
 def _acc_parts(case: dict) -> list[list[torch.Tensor]]:
     """ḡ_k, the mean gradient of each micro-batch, and what .grad held on entry: the parts a wrong answer mixes."""
     model = _model(case)
@@ -108,9 +136,11 @@ def _acc_weights(cases: list[dict], outs: list[dict], refs: list[dict]) -> str |
         said.setdefault(words, []).append(case["label"])
     if not said:
         return None
+    named = [n for n in WEIGHT_CAUSES if f"w_k = {n}" in said]
     return "measured as a weighted sum of the micro-batches' mean gradients ḡ_k, yours = Σ_k w_k ḡ_k with " + \
         "; ".join(f"{words} (on {', '.join(repr(x) for x in labels[:2])}{' …' if len(labels) > 2 else ''})"
-                  for words, labels in said.items()) + "; the whole batch's gradient is Σ_k (n_k/B) ḡ_k"
+                  for words, labels in said.items()) + "; the whole batch's gradient is Σ_k (n_k/B) ḡ_k" + \
+        "".join(_confirmed(n, cases, outs) for n in named)
 
 
 def num_words(v: float) -> str:
@@ -122,8 +152,9 @@ ACCUMULATE = Checks(
     mistakes=[
         Mistake(name="/K forgotten", fn=_acc_no_k,
                 diagnosis=lambda s, r: f"your gradient is {norm_ratio(s, r):.3g} times the full batch's (K times, "
-                                       f"for K equal parts): .backward() adds the K gradients, so divide each "
-                                       f"micro-batch's loss by K, or sum the per-sample losses and divide by B"),
+                                       f"for K equal parts): .backward() adds the K gradients: sum the "
+                                       f"per-sample losses (reduction='sum') and divide by B (a part's mean ÷ K is "
+                                       f"right only when the parts are equal)"),
         Mistake(name="mean of means", fn=_acc_mean_of_means,
                 diagnosis="right for equal parts, wrong for unequal ones: each micro-batch's loss was normalised by "
                           "its own size and then by K, so 4 samples weigh as much as 64. Sum the per-sample losses "
@@ -312,10 +343,12 @@ SYNC = Checks(
                           "divides by the world size (its gradient is the mean over the ranks). Divide .grad by "
                           "dist.get_world_size() after the all-reduce",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: 1.0)),
-        Mistake(name="a copy reduced", fn=_sync_copy,
+        # named by what is measured: a reduced copy of .grad and a reduced p.data leave the same gradients
+        Mistake(name=".grad never reduced", fn=_sync_copy,
                 diagnosis="each rank's .grad is its own gradient, unchanged (measured): the all-reduce never reached "
-                          "p.grad (it reduced another tensor: a copy such as p.grad.clone(), or p.data, the weights). "
-                          "all_reduce p.grad itself (it works in place), or assign p.grad = g",
+                          "p.grad (it reduced another tensor, a copy such as p.grad.clone() or p.data, the weights: "
+                          "the gradients cannot tell which). all_reduce p.grad itself (it works in place), or assign "
+                          "p.grad = g",
                 outputs=lambda case: _sync_rule(case, lambda r, s, W: float(r == s))),
         Mistake(name="no all-reduce", fn=_sync_divided,
                 diagnosis="each rank divided its own gradient by the world size, but the gradients were never added "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from gradlab.kit.exercise import Checks, Mistake, Relation
+from gradlab.kit.exercise import Cause, Checks, Mistake, Relation, Suspects
 from gradlab.kit.training import global_norm
 from gradlab.lessons.dqn.exercises.harness import HARNESSES
 
@@ -63,6 +63,11 @@ def _target_done_on_r(target, r, s2, done, gamma):
         return (r + gamma * target(s2).max(dim=1).values) * (1 - done)  # the reward masked with the bootstrap
 
 
+def _target_keepdim(target, r, s2, done, gamma):
+    with torch.no_grad():
+        return r + gamma * (1 - done) * target(s2).max(dim=1, keepdim=True).values  # (N, 1) against (N,): (N, N)
+
+
 def _target_extra(outs: list[dict], cases: list[dict]) -> list[float]:
     return [max(float(o["_graph"]) for o in outs)]
 
@@ -89,7 +94,10 @@ TD_TARGET = Checks(
     relations=[Relation(what="the target with done and 1 − done swapped: only terminal transitions bootstrap",
                         fn=lambda target, r, s2, done, gamma: _target_reference(target, r, s2, 1 - done, gamma),
                         hint="multiply the bootstrap by (1 − done), which is 0 where the episode ended")],
-    hints=FAMILY_HINTS)
+    hints={**FAMILY_HINTS,
+           ("y", "shape", "*"): Suspects(causes=(
+               Cause(words="the bootstrap max target(s2) kept as (N, 1), against r and done of shape (N,)",
+                     fix="target(s2).max(dim=1).values, without keepdim=True", fn=_target_keepdim),))})
 
 
 # ------------------------------------------------------------------------------------------------------- td_loss
@@ -158,6 +166,24 @@ def _td_max_q(online, target, s, a, r, s2, done, gamma):
     return F.smooth_l1_loss(online(s).max(dim=1).values, y)  # the greedy action's value, not the taken one's
 
 
+def _td_summed(online, target, s, a, r, s2, done, gamma):
+    with torch.no_grad():
+        y = _y(target, r, s2, done, gamma)
+    return F.smooth_l1_loss(_q(online, s, a), y, reduction="sum")
+
+
+GATHER = "Q(s, a) is one number per transition, the action taken: online(s).gather(1, a.unsqueeze(1)).squeeze(1)"
+# td_loss right on one transition, wrong on a batch: the causes one transition hides, each said only where it, applied
+# to the reference, gives the student's values
+TD_SIZE = Suspects(causes=(
+    Cause(words="a sum over the transitions where the mean belongs (N times too large)",
+          fix="F.smooth_l1_loss's default reduction is 'mean'", fn=_td_summed),
+    Cause(words="Q(s, a) of shape (N, 1) against y of shape (N,), which broadcast to (N, N)", fix=GATHER,
+          fn=_td_unsqueezed),
+    Cause(words="the Q of another action than a (max Q(s): on one transition the action taken is the greedy one)",
+          fix=GATHER, fn=_td_max_q)))
+
+
 def _td_extra(outs: list[dict], cases: list[dict]) -> list[float]:
     return [max(float(global_norm(o["target"])) for o in outs)]
 
@@ -206,7 +232,7 @@ TD = Checks(
                                                                                    1 - done, gamma),
                  hint="multiply the bootstrap by (1 − done), which is 0 where the episode ended"),
     ],
-    hints={**FAMILY_HINTS,
+    hints={**FAMILY_HINTS, SIZE: TD_SIZE,
            ("online", "zero", "*"): "no gradient reaches online's parameters: your loss has no graph to them (Q(s, a) "
                                     "detached, or computed under torch.no_grad()); detach only the target y",
            ("target", "nonzero", "*"): "gradient reaches the target network: compute y under torch.no_grad() (or y = "

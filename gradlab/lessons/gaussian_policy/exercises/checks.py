@@ -51,7 +51,8 @@ SCORE = Checks(
     names={"d_mu": "∂ln π/∂μ (your first output)", "d_sigma": "∂ln π/∂σ (your second output)"},
     quantities=_sigma_quantities,
     hints={("d_sigma", "scale", "σ ⊙ expected"): "that is σ·∂ln π/∂σ: the derivative with respect to log σ (the "
-                                                 "log-std parameterisation), or σ² where σ³ belongs: ∂ln π/∂σ = "
+                                                 "log-std parameterisation), or σ² where σ³ belongs (the same "
+                                                 "numbers: the values cannot tell which): ∂ln π/∂σ = "
                                                  "((a − μ)² − σ²)/σ³",
            ("d_mu", "scale", "σ ⊙ expected"): "divide by σ², not σ: ∂ln π/∂μ = (a − μ)/σ²",
            ("*", "swapped", "*"): "return (d_mu, d_sigma) in that order",

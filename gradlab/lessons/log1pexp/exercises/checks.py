@@ -69,7 +69,7 @@ SOFTPLUS = Checks(
         Mistake(name="naive", fn=_softplus_naive,
                 diagnosis="log(1 + exp(x)) as written: exp(x) is inf in float32 from x ≈ 88.7, so the value is inf, "
                           "and autograd's chain multiplies 0 by inf there (NaN). Use torch.logaddexp(x, "
-                          "torch.zeros_like(x)), or F.softplus"),
+                          "torch.zeros_like(x))"),
         Mistake(name="where", fn=_softplus_where,
                 diagnosis="torch.where picks the stable branch for the value, but autograd differentiates both: the "
                           "branch it did not pick gets a zero gradient, and its exp(±x) is inf at |x| ≥ 89 in float32, "
@@ -215,10 +215,13 @@ LOG1PEXP = Checks(
         Mistake(name="exp in the backward", fn=_StableForwardExpBackward,
                 diagnosis="the value is right, but the backward's eˣ/(1 + eˣ) is inf/inf = NaN once eˣ overflows: use "
                           "torch.sigmoid(x)"),
-        Mistake(name="sigmoid saved in forward", fn=_SigmoidSaved,
-                diagnosis="the value and the gradient are right, but the second derivative is 0: your backward is a "
-                          "constant to autograd. sigmoid(x) computed in forward and saved (or computed in backward "
-                          "from x.detach(), or under torch.no_grad()) is a number, not a function of x. Save x, and "
+        # its name says what is measured: sigmoid(x) saved from forward, sigmoid(x.detach()) in backward and sigmoid(x)
+        # under no_grad give the same outputs (tests/test_misfit.py), so the values cannot tell which the file does
+        Mistake(name="second derivative 0", fn=_SigmoidSaved,
+                diagnosis="the value and the gradient are right, but the second derivative is 0 on every input "
+                          "(measured): your backward is a constant to autograd. sigmoid(x) saved from forward, "
+                          "sigmoid(x.detach()) in backward and sigmoid(x) under torch.no_grad() each give these values "
+                          "(they cannot be told apart from them): each is a number, not a function of x. Save x, and "
                           "compute dy * torch.sigmoid(x) in backward"),
     ],
     extra=_lpe_extra,

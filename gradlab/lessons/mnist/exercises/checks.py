@@ -133,7 +133,7 @@ def _grad_rows_sum_to_one(cases: list[dict], outs: list[dict], refs: list[dict])
         if o["gb"].shape == (10,) and abs(total) > 1e-4 * max(1.0, float(o["gb"].abs().sum())):
             return (f"your ∂cost/∂b does not sum to 0 over the 10 classes (it sums to {total:.4g} on "
                     f"'{case['label']}'): the probabilities you used do not sum to 1 over the classes. softmax(z) "
-                    "normalises each row over the classes (dim=1); a sigmoid, or a softmax over the batch, does not")
+                    "normalises each row over the classes (dim=1)")
     return None
 
 
