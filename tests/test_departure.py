@@ -111,3 +111,14 @@ def test_the_sandboxs_trace_is_checked_and_sanitized_and_a_bad_one_dropped_whole
     view = {"line": 3, "code": "", "op": "mul", "args": [], "inputs": 1, "kind": "value",
             "value": torch.ones(9000)[::3000]}
     assert traced.checked([{"input": 0, "complete": True, "nodes": [view]}], 1) is None  # storage beyond its values
+
+
+def test_a_trace_cut_short_inside_no_grad_leaves_the_thread_as_it_was():
+    def long(x):
+        with torch.no_grad():
+            for _ in range(trace.MOST_OPS + 10):
+                x = x + 1
+        return x
+
+    got = trace.Tracer(trace.watched_file(lambda f: f == HERE)).run(lambda: long(torch.zeros(2)))
+    assert not got["complete"] and got["nodes"] == [] and torch.is_grad_enabled()

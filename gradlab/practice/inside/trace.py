@@ -86,8 +86,8 @@ class Tracer:
 
         class Mode(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
-                if not tracer.complete:  # past a bound: the run is cut short (its outputs are known already)
-                    raise Stopped
+                if not tracer.complete and not _name(func).startswith("_"):  # past a bound: the run is cut short
+                    raise Stopped  # (its outputs are known already); never in torch's own state changes
                 given = _tensors(list(args) + list((kwargs or {}).values()), torch)
                 before = [tracer._node_of(t) for t in given]  # before an in-place operation changes its version
                 out = func(*args, **(kwargs or {}))
@@ -99,12 +99,15 @@ class Tracer:
                 return out
 
         self._until = time.perf_counter() + self.most_s
+        grad = torch.is_grad_enabled()
         try:  # what the code prints or warns again is not shown twice
             with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), Mode():
                 warnings.simplefilter("ignore")
                 call()
         except BaseException:
             self.complete = False
+        finally:  # a run cut short inside the code's no_grad() leaves this thread as it found it
+            torch.set_grad_enabled(grad)
         return {"complete": self.complete, "nodes": self.nodes if self.complete else []}
 
     def _record(self, func, given: list, before: list, out, frame, torch) -> None:
