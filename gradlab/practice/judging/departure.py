@@ -2,17 +2,20 @@
 
 The sandbox traced the submission's own torch operations on its inputs (gradlab/practice/inside/trace.py: each
 operation's line, its value, which earlier values its arguments are). Here, in gradlab's process, the reference is
-traced on the same input the same way; its intermediates, the input's tensors and the expected outputs are the values
-"a right answer computes there". A student's value matches when one of those has the same values (the same shape,
-or that shape transposed or with its size-1 dimensions squeezed; within the check's own tolerance, in its units of
-max(1, |expected|)).
+traced on the first failing input the same way; its intermediates, the input's tensors and the expected outputs are
+the values "a right answer computes there". A student's value matches when one of those has the same values (the
+same shape, or that shape transposed or with its size-1 dimensions squeezed; within the check's tolerance, relative
+to that value's largest entry: an absolute tolerance would match every small value with every other).
 
-A departure is a student's operation whose value matches none, whose traced arguments all match (the rest are inputs
-and constants), that lies on the way to a wrong output, and after which no value on that way matches again (a
-student's own route, exp(z) then a division, rejoins the reference's at the probabilities: exp(z) is no departure).
-It is said only when every such operation is on one line, and the trace is complete; never when a value the rule
-cannot follow (a Python number taken from a value that already differs) is not downstream of that line, and never
-for what runs on gloo workers or in an autograd.Function of the student's (the sandbox does not trace those).
+A departure is a student's operation (not a constant such as zeros_like, not a write into a buffer) whose value
+matches none, whose traced arguments all match (the rest are inputs), that lies on the way to a wrong output, from
+which no matched value follows on any way (a student's own route, exp(z - max) then a division, rejoins the
+reference's at the probabilities: it is no departure), and whose arguments do not broadcast into more values than
+they hold. Its line is said only when the trace is complete, every departure is on that one line, the reference
+computes values of its shape, the reference combines the same argument values into a value of that shape in one of
+its own operations (else a right value was used where another belongs, a step the trace cannot see), and every
+Python number taken from a value that differs follows from it. Never for what runs on gloo workers or in an
+autograd.Function of the student's (the sandbox does not trace those), nor for the exercises in OFF.
 """
 
 from __future__ import annotations
