@@ -122,3 +122,22 @@ def test_a_trace_cut_short_inside_no_grad_leaves_the_thread_as_it_was():
 
     got = trace.Tracer(trace.watched_file(lambda f: f == HERE)).run(lambda: long(torch.zeros(2)))
     assert not got["complete"] and got["nodes"] == [] and torch.is_grad_enabled()
+
+
+def _doubled(x):
+    return x * 2
+
+
+def test_the_child_sends_a_finite_answers_trace_and_none_of_a_slow_one(monkeypatch):
+    from types import SimpleNamespace
+
+    from gradlab.practice.inside import child
+
+    harness = SimpleNamespace(call=lambda fn, case: {"y": fn(case["x"])})
+    cases = [{"label": "two", "x": torch.ones(2)}, {"label": "three", "x": torch.ones(3)}]
+    got = child._outputs(harness, cases, None, lambda: _doubled, child.Forbidden([]), "f", [])
+    assert [t["input"] for t in got["traced"]] == [0, 1] and all(t["complete"] for t in got["traced"])
+    node = got["traced"][0]["nodes"][0]
+    assert (node["line"], node["code"], node["op"]) == (_doubled.__code__.co_firstlineno + 1, "return x * 2", "mul")
+    monkeypatch.setattr(trace, "MOST_S", -1.0)  # every first run is "slow" now
+    assert "traced" not in child._outputs(harness, cases, None, lambda: _doubled, child.Forbidden([]), "f", [])
