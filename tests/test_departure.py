@@ -141,3 +141,13 @@ def test_the_child_sends_a_finite_answers_trace_and_none_of_a_slow_one(monkeypat
     assert (node["line"], node["code"], node["op"]) == (_doubled.__code__.co_firstlineno + 1, "return x * 2", "mul")
     monkeypatch.setattr(trace, "MOST_S", -1.0)  # every first run is "slow" now
     assert "traced" not in child._outputs(harness, cases, None, lambda: _doubled, child.Forbidden([]), "f", [])
+
+
+def test_one_real_sandbox_sends_the_trace_and_the_line_is_said(tmp_path):
+    """`gradlab check` in the sandbox: the child's trace, the wire, traced.py and the sentence together."""
+    from conftest import invoke
+
+    path = tmp_path / "td_loss.py"
+    path.write_text((Path(__file__).parent / "practice_corpus" / "dqn.td_loss" / "wrong_mse.py").read_text())
+    text = " ".join(invoke("check", str(path)).output.split())
+    assert "your line 13 `return F.mse_loss(q, y)` computes a value that matches none" in text, text
