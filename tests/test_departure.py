@@ -151,3 +151,12 @@ def test_one_real_sandbox_sends_the_trace_and_the_line_is_said(tmp_path):
     path.write_text((Path(__file__).parent / "practice_corpus" / "dqn.td_loss" / "wrong_mse.py").read_text())
     text = " ".join(invoke("check", str(path)).output.split())
     assert "your line 13 `return F.mse_loss(q, y)` computes a value that matches none" in text, text
+
+
+def test_a_trace_the_wire_cannot_carry_is_not_sent():
+    from gradlab.practice.inside import child
+
+    node = {"line": 1, "code": "", "op": "mul", "args": [], "inputs": 1, "kind": "value"}
+    assert child._sendable([{"input": 0, "complete": True, "nodes": [dict(node, value=torch.ones(2))]}])
+    assert not child._sendable([{"input": 0, "complete": True,
+                                 "nodes": [dict(node, value=torch.ones(2, dtype=torch.complex64))]}])

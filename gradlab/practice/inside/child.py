@@ -225,6 +225,18 @@ def first_nonfinite(call, most: int = 20_000, mine=None, function=None) -> str:
     return found[0] if found else ""
 
 
+def _sendable(traced: list) -> bool:
+    """Whether TRACED goes through the wire with room to spare for the outputs (its header at most half the wire's
+    bound): a trace must never be what makes a result unreadable."""
+    from gradlab.practice.inside import wire
+
+    try:
+        data = wire.encode({"traced": traced})
+    except Exception:  # a value the wire cannot carry
+        return False
+    return int.from_bytes(data[:8], "little") <= wire.MOST_HEADER // 2
+
+
 class Forbidden:
     """The calls an exercise asks students not to use (Exercise.forbidden: "torch.nn.utils.clip_grad_norm_"), wrapped
     before the submission is imported so that a call from the student's code is noted: a function, wherever a loaded
@@ -470,6 +482,6 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
         if time.perf_counter() - began > trace.MOST_S:  # a slow answer is not run again: its time limit stays its own
             return {"ok": True, "outputs": outputs}
         traced = trace.trace_inputs(lambda c: harness.call(again, c), cases, mine=lambda filename: not _ours(filename))
-        return {"ok": True, "outputs": outputs, "traced": traced}
+        return {"ok": True, "outputs": outputs, **({"traced": traced} if _sendable(traced) else {})}
     line = first_nonfinite(lambda: harness.call(again, cases[first]), function=fn)
     return {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}

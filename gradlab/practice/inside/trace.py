@@ -29,7 +29,9 @@ import warnings
 MOST_OPS = 2000  # nodes recorded in all
 MOST_VALUES = 2_000_000  # numbers copied in all
 MOST_S = 3.0  # seconds of tracing in all
+MOST_ARGS = 64  # traced arguments of one operation (torch.stack of a list)
 MOST_DEPTH = 40  # frames looked through for the watched code's line
+REAL = {"float16", "bfloat16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool"}  # the wire's
 ESCAPES = {"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "numpy"}
 CONSTANTS = {"zeros", "ones", "empty", "full", "arange", "eye", "linspace"}
 IN_PLACE = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__idiv__"}
@@ -74,7 +76,7 @@ class Tracer:
         self.nodes: list[dict] = []
         self.complete = True
         self._of: dict[int, tuple[int, int, object]] = {}  # id(tensor) -> (node, its version then, the tensor)
-        self._autograd: list[int] = []  # the backward nodes so far: a .grad read follows from every one
+        self._backward = -1  # the last backward node: each follows from the one before, a .grad read from the last
         self._until = 0.0
 
     def run(self, call) -> dict:
@@ -128,16 +130,17 @@ class Tracer:
             outs = []
         if not outs and kind == "value":
             return  # a size, a dtype, a shape: no value of its own
-        argnodes = [a for a in before if a is not None]
-        if kind == "autograd":  # a .grad read, or a gradient: it follows from every backward before it
-            argnodes += self._autograd
+        argnodes = sorted({a for a in before if a is not None} | ({self._backward} if kind == "autograd" and
+                                                                   self._backward >= 0 else set()))
+        if len(argnodes) > MOST_ARGS:
+            raise ValueError("too many arguments")
         line, code = at
-        base = {"line": int(line), "code": code, "op": name, "args": sorted(set(argnodes)), "inputs": len(given),
+        base = {"line": int(line), "code": code, "op": name, "args": argnodes, "inputs": len(given),
                 "kind": kind}
         if not outs:
             self._add(dict(base, value=None))
             if name == "backward":
-                self._autograd.append(len(self.nodes) - 1)
+                self._backward = len(self.nodes) - 1
             return
         for t in outs[:4]:
             self._add(dict(base, value=self._copy(t, torch)))
@@ -150,7 +153,7 @@ class Tracer:
         return known[0] if known[1] == t._version else -1
 
     def _copy(self, t, torch):
-        if t.layout != torch.strided or t.is_complex() or t.device.type == "meta":
+        if t.layout != torch.strided or str(t.dtype).removeprefix("torch.") not in REAL or t.device.type == "meta":
             raise ValueError("a tensor that cannot be copied")
         self.values_left -= t.numel()
         if self.values_left < 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from gradlab.kit.text import one_line
-from gradlab.practice.inside.trace import MOST_OPS, MOST_VALUES
+from gradlab.practice.inside.trace import MOST_ARGS, MOST_OPS, MOST_VALUES
 
 KINDS = ("value", "autograd", "escape")
 REAL = ("float16", "bfloat16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64", "bool")
@@ -59,7 +59,7 @@ def _node(node, k: int, budget: dict) -> dict:
         raise _Bad
     if kind not in KINDS or type(node["code"]) is not str or type(node["op"]) is not str:
         raise _Bad
-    if type(args) is not list or len(args) > 2 * MOST_OPS or any(type(a) is not int or not -1 <= a < k for a in args):
+    if type(args) is not list or len(args) > MOST_ARGS or any(type(a) is not int or not -1 <= a < k for a in args):
         raise _Bad
     return {"line": line, "code": one_line(node["code"][:400], 120), "op": one_line(node["op"][:200], 60),
             "args": args, "inputs": inputs, "kind": kind, "value": _value(node["value"], budget)}
