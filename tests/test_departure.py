@@ -160,3 +160,19 @@ def test_a_trace_the_wire_cannot_carry_is_not_sent():
     assert child._sendable([{"input": 0, "complete": True, "nodes": [dict(node, value=torch.ones(2))]}])
     assert not child._sendable([{"input": 0, "complete": True,
                                  "nodes": [dict(node, value=torch.ones(2, dtype=torch.complex64))]}])
+
+
+def _masked_late(r, q, done):
+    m = q.max(dim=1).values
+    y = r + 0.9 * m  # the reference masks m here
+    return y * (1 - done)  # the student masks the whole target: the mistake's line, after the first departure
+
+
+def _masked(r, q, done):
+    return r + 0.9 * (1 - done) * q.max(dim=1).values
+
+
+def test_a_step_the_reference_takes_earlier_makes_the_line_unsaid():
+    r, done = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    q = torch.tensor([[0.5, 1.5], [-1.0, -2.0], [4.0, 3.0]], dtype=torch.float64)
+    assert _line(_masked_late, _masked, r, q, done) is None

@@ -180,12 +180,45 @@ def departing_line(nodes: list[dict], theirs: list[dict], known: list, wrong: li
     TOLERANCE; None when no line or more than one is found, or when the reference never combines what that line's
     operations take."""
     pool = Pool([n["value"] for n in theirs if n["value"] is not None] + list(known) + list(finals), tolerance)
-    found = candidates(nodes, matches(nodes, pool), sinks(nodes, wrong))
+    matched = matches(nodes, pool)
+    found = candidates(nodes, matched, sinks(nodes, wrong))
     lines = {(nodes[c]["line"], nodes[c]["code"]) for c in found}
     if len(lines) != 1 or not all(pool.shaped(nodes[c]["value"]) and combined(nodes, nodes[c], theirs, tolerance,
-                                                                     finals) for c in found):
+                                                                     finals)
+                                  and not reordered(nodes, c, matched, theirs, tolerance) for c in found):
         return None
     return lines.pop()
+
+
+def reordered(nodes: list[dict], c: int, matched: list[bool], theirs: list[dict], tolerance: float) -> bool:
+    """Whether an operation after C brings in a right value W that the reference brings in before the operation that
+    takes C's arguments (y = r + γ·max Q, then y · (1 − done), where the reference masks max Q itself): the student's
+    steps are the reference's in another order, and C's line need not be where the mistake is."""
+    later = _descendants(nodes, c)
+    brought = [nodes[a]["value"] for d in later for a in nodes[d]["args"]
+               if a >= 0 and a != c and a not in later and matched[a] and nodes[a]["inputs"] > 0
+               and nodes[a]["value"] is not None]
+    taken = [nodes[a]["value"] for a in nodes[c]["args"] if a >= 0 and nodes[a]["value"] is not None]
+    if not brought or not taken:
+        return False
+    for k, op in enumerate(theirs):
+        same = [a for a in op["args"] if a >= 0 and theirs[a]["value"] is not None
+                and any(_same(t, theirs[a]["value"], tolerance) for t in taken)]
+        if not same:
+            continue
+        upstream = set().union(*(_ancestors(theirs, a) | {a} for a in same))  # what C's arguments come from
+        before = [theirs[a]["value"] for a in _ancestors(theirs, k) - upstream if theirs[a]["value"] is not None]
+        if any(_same(w, b, tolerance) for w in brought for b in before):
+            return True
+    return False
+
+
+def _descendants(nodes: list[dict], c: int) -> set[int]:
+    found = {c}
+    for i in range(c + 1, len(nodes)):
+        if any(a in found for a in nodes[i]["args"]):
+            found.add(i)
+    return found - {c}
 
 
 def combined(nodes: list[dict], node: dict, theirs: list[dict], tolerance: float, finals: list = ()) -> bool:
