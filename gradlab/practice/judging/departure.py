@@ -13,8 +13,9 @@ which no matched value follows on any way (a student's own route, exp(z - max) t
 reference's at the probabilities: it is no departure), and whose arguments do not broadcast into more values than
 they hold. Its line is said only when the trace is complete, every departure is on that one line, the reference
 computes values of its shape, the reference combines the same argument values into a value of that shape in one of
-its own operations (else a right value was used where another belongs, a step the trace cannot see), and every
-Python number taken from a value that differs follows from it. Never for what runs on gloo workers or in an
+its own operations (else a right value was used where another belongs, a step the trace cannot see), no later
+operation brings in a value the reference brings in before that point (the steps in another order: reordered()),
+and every Python number taken from a value that differs follows from it. Never for what runs on gloo workers or in an
 autograd.Function of the student's (the sandbox does not trace those), nor for the exercises in OFF.
 """
 
