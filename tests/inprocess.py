@@ -91,7 +91,7 @@ def outputs_of(name: str, fn, trace: bool = True) -> Received:
         # as the child traces them
         from gradlab.practice.inside.trace import trace_inputs
 
-        got = {"ok": True, "outputs": outputs, "traced": tuple(trace_inputs(lambda c: checks.call(watched, c), cases,
+        got = {"ok": True, "outputs": outputs, "traced": tuple(trace_inputs(lambda c: checks.call(fn, c), cases,
                                                                             mine=own.__contains__))}
     got = got or {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}
     return Received(**got, used=tuple(watch.used), printed=printed.getvalue(),

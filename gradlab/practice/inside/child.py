@@ -481,7 +481,8 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
 
         if time.perf_counter() - began > trace.MOST_S:  # a slow answer is not run again: its time limit stays its own
             return {"ok": True, "outputs": outputs}
-        traced = trace.trace_inputs(lambda c: harness.call(again, c), cases, mine=lambda filename: not _ours(filename))
+        traced = trace.trace_inputs(lambda c: harness.call(fn, c), cases,  # unwatched: its forbidden calls are known
+                                    mine=lambda filename: not _ours(filename))
         return {"ok": True, "outputs": outputs, **({"traced": traced} if _sendable(traced) else {})}
     line = first_nonfinite(lambda: harness.call(again, cases[first]), function=fn)
     return {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}
