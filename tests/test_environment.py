@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -68,8 +67,11 @@ def test_bad_thread_variables_are_dropped_not_fatal():
 def test_sigterm_during_all_or_report_is_one_line_and_leaves_no_report(tmp_path, command):
     out = tmp_path / "site"
     args = [command, "--lessons", "jacobian,dqn"] + (["--out", str(out)] if command == "report" else [])
-    proc = subprocess.Popen([*GRADLAB, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)  # jacobian done, dqn training
+    proc = subprocess.Popen([*GRADLAB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    for line in proc.stdout:  # a lesson's output is printed when it has run: jacobian's, then dqn trains
+        if "gradlab jacobian" in line:
+            break
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143 and err.strip() == "gradlab: error: terminated (SIGTERM)", err

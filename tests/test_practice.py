@@ -484,21 +484,47 @@ def test_a_students_own_check_uses_seed_0(tmp_path):
 
 def test_each_harness_imports_first_in_a_fresh_process():
     """The sandbox's child imports an exercise's harness before anything else of gradlab: no import circle may hide
-    behind gradlab's own import order."""
+    behind gradlab's own import order. One Python loads torch (no gradlab), then forks a child per harness module:
+    each child imports its harness as the first module of gradlab it sees, as a fresh process would (torch is
+    loaded once, not once per harness: it was 14 s of the suite)."""
+    import json
     import subprocess
     import sys
 
     from gradlab.practice import harness_module
 
-    functions: dict[str, list[str]] = {}  # one fresh process per harness module, not per exercise (each loads torch)
+    functions: dict[str, list[str]] = {}
     for exercise in all_exercises().values():
         functions.setdefault(harness_module(exercise), []).append(exercise.function)
+    # importlib, as the child does: `import gradlab.lessons.x as h` binds through gradlab.lessons, the function
+    code = f"""import json, os, sys
+import torch
+assert not [m for m in sys.modules if m.startswith("gradlab")]
+found = {{}}
+for module in {sorted(functions)!r}:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            import importlib
+            h = importlib.import_module(module)
+            os.write(write, json.dumps(sorted(h.HARNESSES)).encode())
+        except BaseException as e:
+            os.write(write, json.dumps(repr(e)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        found[module] = json.loads(f.read() or b'"nothing"')
+    os.waitpid(pid, 0)
+print(json.dumps(found))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout.splitlines()[-1])
     for module, names in functions.items():
-        # importlib, as the child does: `import gradlab.lessons.x as h` binds through gradlab.lessons, the function
-        code = f"import importlib; h = importlib.import_module('{module}'); print(sorted(h.HARNESSES))"
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         for name in names:
-            assert out.returncode == 0 and name in out.stdout, out.stderr
+            assert isinstance(found[module], list) and name in found[module], (module, found[module])
 
 
 def test_gradlabs_threads_never_parse_python_at_the_same_time(monkeypatch):

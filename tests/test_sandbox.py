@@ -338,6 +338,20 @@ MALFORMED = {
                     f'{N_CASES}}}))',
                     "hold more than 100,000"),
 }
+# Sent from a real sandbox in the attack batch: the channel's own bound (64 MB, stopped while it reads) and a
+# pickle. The others are bytes the same reader decodes: each is made here, from the same code, and handed to
+# returned.received as the sandbox's outcome (a sandbox start each was 11 starts of the batch, ~10 s of the suite).
+THROUGH_SANDBOX = ("out_huge.py", "out_pickle.py")
+
+
+def malformed_bytes(name: str) -> bytes:
+    """What MALFORMED[NAME]'s submission sends down the channel, made in this process by the same code."""
+    sent: list[bytes] = []
+    scope: dict = {}
+    exec(compile("import json\nimport os\n\nimport torch\n" + SEND, "<send>", "exec"), scope)
+    scope["send"] = sent.append
+    exec(compile(MALFORMED[name][0], name, "exec"), scope)
+    return sent[0]
 
 
 def _processes(match) -> list[int]:
@@ -429,8 +443,8 @@ def _batch(tmp_path_factory):
         for key, value in fills.items():
             body = body.replace(key, value)
         (folder / name).write_text(HEAD + body)
-    for name, (body, _) in MALFORMED.items():
-        (folder / name).write_text(HEAD + SEND + body + "\n")
+    for name in THROUGH_SANDBOX:
+        (folder / name).write_text(HEAD + SEND + MALFORMED[name][0] + "\n")
     right = HEAD.replace("# gradlab-exercise: clip.clip_by_global_norm\n", "")
     os.symlink("/etc/shadow", folder / "link.py")  # a link out of the folder, to a file only root may read
     (folder / os.fsdecode(b"caf\xe9.py")).write_text(right)  # a name that is not UTF-8, and no marker line
@@ -547,12 +561,23 @@ def test_a_thread_left_running_does_not_fail_a_right_answer(batch):
     assert passed(batch["by_file"]["thread.py"])
 
 
-@pytest.mark.parametrize("name", [*MALFORMED, "short.py"])
+@pytest.mark.parametrize("name", [*THROUGH_SANDBOX, "short.py"])
 def test_each_malformed_output_is_one_failed_check(batch, name):
     entry = batch["by_file"][name]
     fragment = MALFORMED[name][1] if name in MALFORMED else "has 2 tensors where 3 are expected"
     assert entry["points"]["score"] == 0 and fragment in entry["stopped"] and "\n" not in entry["stopped"], \
         entry["stopped"]
+
+
+@pytest.mark.parametrize("name", [n for n in MALFORMED if n not in THROUGH_SANDBOX])
+def test_each_malformed_output_is_one_line_of_what_came_back(name):
+    """The bytes such a submission sends, read as the sandbox's outcome: a failed result, said in one line."""
+    from inprocess import reference
+
+    outcome = Outcome(mode="bwrap", returncode=0, output=malformed_bytes(name))
+    got = returned.received(outcome, reference(CLIP).outputs, 20)
+    assert not got.ok and got.kind == "output" and MALFORMED[name][1] in got.error and "\n" not in got.error, \
+        got.error
 
 
 @pytest.mark.parametrize(("name", "fragment"), [
@@ -572,7 +597,7 @@ def test_odd_names_are_graded_and_shown_escaped(batch):
 def test_the_course_files_are_valid_and_cover_every_file(batch):
     files, by_file = batch["files"], batch["by_file"]
     suites = ET.parse(files["junit"]).getroot().findall("testsuite")
-    assert len(suites) == len(by_file) == len(ATTACKS) + len(MALFORMED) + 7
+    assert len(suites) == len(by_file) == len(ATTACKS) + len(THROUGH_SANDBOX) + 7
     assert sum(int(s.get("tests")) for s in suites) == sum(d["points"]["max_score"] for d in by_file.values())
     assert {s.get("name") for s in suites} == set(by_file)
 
@@ -714,8 +739,9 @@ except OSError:
 
 def test_a_cpu_flood_leaves_its_neighbour_the_cpu_it_needs():
     """On one CPU, a sandbox of 89 busy processes (each its own session) beside one that needs 1 s of CPU: with a
-    cgroup each, the flood gets one sandbox's share, and the neighbour finishes within its 15 s (before: about 1/90th
-    of the CPU, stopped at 15 s, as a right answer got 0 beside such a flood in 3 of 3 runs)."""
+    cgroup each, the flood gets one sandbox's share, and the neighbour finishes within its 15 s while the flood still
+    runs (before: about 1/90th of the CPU, stopped at 15 s, as a right answer got 0 beside such a flood in 3 of 3
+    runs). The flood is stopped at 8 s (its own limit), not 15: the neighbour must have finished before that."""
     require_sandbox()
     flood = STARTED + ("for _ in range(88):\n    if os.fork() == 0:\n        break\nif os.getpid() != os.getsid(0):\n"
                        "    os.setsid()\nwhile True:\n    pass\n")
@@ -725,11 +751,14 @@ def test_a_cpu_flood_leaves_its_neighbour_the_cpu_it_needs():
 os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
 from gradlab.practice.sandbox import box
 from gradlab.practice.sandbox.limits import Limits
-limits, found = Limits(timeout_s=15), {{}}
-def run(name, code):
+import time
+found = {{}}
+def run(name, code, limits):
     o = box.run([sys.executable, "-c", code], package={BARE!r}, inputs=b"", limits=limits)
-    found[name] = {{"stopped": o.stopped, "printed": o.printed.decode()[-300:], "cgroup": o.cgroup}}
-threads = [threading.Thread(target=run, args=a) for a in (("flood", {flood!r}), ("honest", {honest!r}))]
+    found[name] = {{"stopped": o.stopped, "printed": o.printed.decode()[-300:], "cgroup": o.cgroup,
+                   "ended": time.monotonic()}}
+threads = [threading.Thread(target=run, args=a) for a in (("flood", {flood!r}, Limits(timeout_s=8)),
+                                                            ("honest", {honest!r}, Limits(timeout_s=15)))]
 for t in threads:
     t.start()
 for t in threads:
@@ -741,6 +770,7 @@ print(json.dumps(found))
     found = json.loads(r.stdout.splitlines()[-1]) if r.returncode == 0 else pytest.fail(r.stderr[-2000:])
     assert found["flood"]["stopped"] == "timeout" and found["honest"]["cgroup"], found
     assert found["honest"]["stopped"] is None and "done in" in found["honest"]["printed"], found
+    assert found["honest"]["ended"] < found["flood"]["ended"], found  # it finished beside the flood, not after it
 
 
 def test_a_sandbox_without_a_cgroup_is_said_in_the_line_that_names_the_mode(tmp_path, monkeypatch):
@@ -1188,7 +1218,7 @@ def _uid_batch(tmp_path_factory):
     reports = {n: json.loads(line[7:]) for n, d in by_file.items() for line in d["metrics"].get("printed", "")
                .splitlines() if line.startswith("ATTACK {")}
     return {"clip": clip, "by_file": by_file, "reports": reports, "after": after,
-            "ddp": json.loads((out / "ddp.json").read_text())}
+            "ddp": json.loads((out / "ddp.json").read_text()), "root": str(root)}
 
 
 def test_the_uid_fallback_refuses_a_class_other_users_can_read(tmp_path):
@@ -1241,7 +1271,12 @@ def test_the_uid_fallback_stops_copying_forging_daemons_and_writes(uid_batch):
     reports, after = uid_batch["reports"], uid_batch["after"]
     assert reports["copy.py"]["imports"] == [] and reports["copy.py"]["files"] == [], reports["copy.py"]
     forge = reports["forge.py"]  # it may see the grader and the other submissions, not touch them
-    assert forge["wrote"] == [] and forge["killed"] == [] and forge["paused"] == [], forge
+    # Without a PID namespace it sees every process on the machine: a gradlab of someone else's whose --json names a
+    # file yet to be written in a folder anyone may write (/tmp) is a file it can create first (that gradlab's
+    # write replaces it: gradlab/report/files.py, mkstemp then rename). A random-order run met one (a session's own
+    # `gradlab check --json /tmp/final.json`). This batch's files are what the test is about.
+    ours = [path for path in forge["wrote"] if os.path.realpath(path).startswith(uid_batch["root"] + os.sep)]
+    assert ours == [] and forge["killed"] == [] and forge["paused"] == [], forge
     assert isinstance(json.loads(after["written"]), list)  # gradlab's, not the forged {"score": 999}
     assert after["daemons"] == [] and not after["marker"] and after["sandbox_processes"] == []
     assert all(v != "opened" for v in reports["site.py"].values()) and after["scratch"] == "unchanged\n"
