@@ -27,6 +27,8 @@ from gradlab.kit.exercise import tensors
 from gradlab.practice.inside.trace import Tracer, everywhere, written
 
 MOST_REFERENCE_S = 5.0  # seconds of tracing the reference on one input
+MOST_REFERENCE_OPS = 5000  # values recorded
+MOST_REFERENCE_VALUES = 4_000_000  # numbers copied (twice that in float64 while matching: at most 64 MB)
 # Exercises where the rule says nothing, and why (measured: scripts/departure_figures.py, docs/teach/practice.md)
 OFF = {"clip_graded.clip_by_norm": "its mistakes are in which dimensions a norm reduces over, computed in Python from "
                                    "axes, which no trace of torch operations sees: the line that reduces is named, "
@@ -74,8 +76,9 @@ def reference_trace(checks, case: dict) -> list | None:
     completely."""
     if getattr(checks, "reference", None) is None:
         return None
-    got = Tracer(everywhere, most_ops=20_000, most_values=20_000_000, most_s=MOST_REFERENCE_S).run(
-        lambda: checks.call(checks.reference, case))
+    tracer = Tracer(everywhere, most_ops=MOST_REFERENCE_OPS, most_values=MOST_REFERENCE_VALUES,
+                    most_s=MOST_REFERENCE_S)
+    got = tracer.run(lambda: checks.call(checks.reference, case))
     return got["nodes"] if got["complete"] else None
 
 
