@@ -49,9 +49,9 @@ def reference(name: str) -> Reference:
     return _CASES[name]
 
 
-def outputs_of(name: str, fn) -> Received:
+def outputs_of(name: str, fn, trace: bool = True) -> Received:
     """What the sandbox would return for FN (a Received: its outputs, or how it stopped), with what it printed
-    and warned."""
+    and warned (TRACE: and its operations traced, as the child traces those of an answer whose outputs are finite)."""
     exercise, checks = all_exercises()[name], checks_of(all_exercises()[name])
     cases = reference(name).cases
     watch = forbidden(name)
@@ -87,6 +87,12 @@ def outputs_of(name: str, fn) -> Received:
     own = {c.co_filename for c in _codes(fn)}  # the student's file: the harness's (a course's own) is not theirs
     line = child.first_nonfinite(lambda: checks.call(watched, cases[first]), mine=own.__contains__,
                                  function=fn) if first is not None else ""
+    if got is None and first is None and trace and not isinstance(fn, type) and checks.harness.prepare is None:
+        # as the child traces them
+        from gradlab.practice.inside.trace import trace_inputs
+
+        got = {"ok": True, "outputs": outputs, "traced": tuple(trace_inputs(lambda c: checks.call(fn, c), cases,
+                                                                            mine=own.__contains__))}
     got = got or {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}
     return Received(**got, used=tuple(watch.used), printed=printed.getvalue(),
                     printed_bytes=len(printed.getvalue().encode()),
@@ -99,12 +105,12 @@ def _codes(fn) -> list:
     return [f.__code__ for f in (getattr(m, "__func__", m) for m in members) if hasattr(f, "__code__")]
 
 
-def judged(name: str, fn):
+def judged(name: str, fn, trace: bool = True):
     """The Result for FN as if it had run in the sandbox (its outputs through the exercise's harness)."""
-    return judge(all_exercises()[name], reference(name), outputs_of(name, fn))
+    return judge(all_exercises()[name], reference(name), outputs_of(name, fn, trace))
 
 
-def judged_file(path: str, name: str):
+def judged_file(path: str, name: str, trace: bool = True):
     """The Result for the submission file PATH: pre-flight, then its function judged in this process."""
     exercise = all_exercises()[name]
     with open(path, "rb") as f:
@@ -112,4 +118,4 @@ def judged_file(path: str, name: str):
     if stop is not None:
         return judge(exercise, None, Received.stopped("syntax", stop))
     namespace = runpy.run_path(path, run_name="student")
-    return judged(name, namespace[exercise.function])
+    return judged(name, namespace[exercise.function], trace)

@@ -12,8 +12,9 @@ cloudpickle (gradlab.check in a notebook; unpickled here, never in gradlab's pro
 module, the function, the seed (the child makes the inputs itself, from the seed, while gradlab makes the same ones for
 the references), the file's name as the student knows it, and the calls the exercise asks students not to use. The
 result goes to $GRADLAB_OUT in gradlab/practice/inside/wire.py's format (safetensors'): {"ok", "outputs" | "kind",
-"error", "trace"; "warnings", "used"}. The process then leaves with os._exit: a thread the submission left running
-cannot keep it alive.
+"error", "trace"; "warnings", "used"; "nonfinite" or "traced": each input run again, its operations recorded by
+gradlab/practice/inside/trace.py, for finding where a wrong value departs}. The process then leaves with os._exit: a
+thread the submission left running cannot keep it alive.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import os
 import pickle
 import re
 import sys
+import time
 import traceback
 import types
 import warnings
@@ -221,6 +223,18 @@ def first_nonfinite(call, most: int = 20_000, mine=None, function=None) -> str:
                         found.append(f"{theirs[-1][0]}: {theirs[-1][1].strip()[:80]} (its backward, {failed[1]}, "
                                      "returned the first NaN)")
     return found[0] if found else ""
+
+
+def _sendable(traced: list) -> bool:
+    """Whether TRACED goes through the wire with room to spare for the outputs (its header at most half the wire's
+    bound): a trace must never be what makes a result unreadable."""
+    from gradlab.practice.inside import wire
+
+    try:
+        data = wire.encode({"traced": traced})
+    except Exception:  # a value the wire cannot carry
+        return False
+    return int.from_bytes(data[:8], "little") <= wire.MOST_HEADER // 2
 
 
 class Forbidden:
@@ -435,7 +449,7 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
     if not callable(fn):
         return {"ok": False, "kind": "missing", "error": f"your file defines no function {function}()", "trace": ""}
     watched = forbidden.watch(fn)
-    outputs = []
+    outputs, began = [], time.perf_counter()
     for i, case in enumerate(cases):
         try:
             if calls:
@@ -459,8 +473,16 @@ def _outputs(harness, cases: list[dict], calls: list | None, load, forbidden: Fo
             return {"ok": False, "kind": "raised",
                     "error": f"{function}() raised on the input '{case['label']}': {line}", "trace": trace}
     first = next((i for i, o in enumerate(outputs) if _nonfinite(o)), None)
-    if first is None or calls or not rerun:
+    if calls or not rerun or (first is None and isinstance(fn, type)):  # gloo workers, an autograd.Function: untraced
         return {"ok": True, "outputs": outputs}
     again = watched if not isinstance(fn, type) else fn
+    if first is None:  # every input traced again while the budget lasts: gradlab finds where a wrong value departs
+        from gradlab.practice.inside import trace
+
+        if time.perf_counter() - began > trace.MOST_S:  # a slow answer is not run again: its time limit stays its own
+            return {"ok": True, "outputs": outputs}
+        traced = trace.trace_inputs(lambda c: harness.call(fn, c), cases,  # unwatched: its forbidden calls are known
+                                    mine=lambda filename: not _ours(filename))
+        return {"ok": True, "outputs": outputs, **({"traced": traced} if _sendable(traced) else {})}
     line = first_nonfinite(lambda: harness.call(again, cases[first]), function=fn)
     return {"ok": True, "outputs": outputs, **({"nonfinite": {"input": first, "line": line}} if line else {})}

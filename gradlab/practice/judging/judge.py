@@ -51,7 +51,7 @@ def judge(exercise: Exercise, reference: Reference | None, got: Received, seed: 
     verdict = _Verdict(metrics={"exercise": exercise.name})
     student_output(verdict, got)
     if got.ok:
-        _compare(exercise, reference, got.outputs, verdict, got.nonfinite)
+        _compare(exercise, reference, got.outputs, verdict, got.nonfinite, got.traced)
     else:
         _not_reached(exercise, reference, got, verdict)
     own_code(exercise, got, verdict)
@@ -107,10 +107,11 @@ class _Comparison:
 
 
 def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], verdict: _Verdict,
-             nonfinite: dict | None = None) -> None:
+             nonfinite: dict | None = None, traced: tuple | None = None) -> None:
     """The table of inputs, a claim per kind of input and per rule; the diagnosis when one fails (NONFINITE: the
-    sandbox's line where the first NaN or inf appeared), else a note on an answer that is right but not exact."""
-    from gradlab.practice.judging import diagnosis
+    sandbox's line where the first NaN or inf appeared; TRACED: its operations traced, for the line where a value
+    first departs), else a note on an answer that is right but not exact."""
+    from gradlab.practice.judging import departure, diagnosis
 
     cases = reference.cases
     diffs = [difference(values(o), values(r)) for o, r in zip(outputs, reference.outputs, strict=True)]
@@ -139,6 +140,10 @@ def _compare(exercise: Exercise, reference: Reference, outputs: list[dict], verd
         verdict.metrics["diagnosis"] = _why_wrong(exercise, reference, outputs, comparison, changed=changed,
                                                  graph=measured[-1] if exercise.no_autograd else 0,
                                                  claims=verdict.claims, nonfinite=nonfinite)
+        if not all(comparison.passed) and (departs := departure.departure(
+                reference.checks, cases, [values(o) for o in outputs], [values(r) for r in reference.outputs],
+                comparison.passed, bounds, traced, exercise=exercise.name)):
+            verdict.metrics["diagnosis"] += f"; {departs}"
 
 
 def _why_wrong(exercise: Exercise, reference: Reference, outputs: list[dict], comparison: _Comparison, *,

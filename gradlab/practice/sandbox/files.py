@@ -23,7 +23,8 @@ GRADLAB = Path(__file__).resolve().parents[2]  # the package's folder
 SHARED = ("gradlab.kit.harness", "gradlab.kit.shared", "gradlab.kit.seccomp")
 ALWAYS = ("gradlab.practice.inside.child", "gradlab.kit.harness", "gradlab.kit.shared",
           "gradlab.practice.inside.stage1",
-          "gradlab.kit.seccomp", "gradlab.practice.inside.wire", "gradlab.practice.inside.backward")
+          "gradlab.kit.seccomp", "gradlab.practice.inside.wire", "gradlab.practice.inside.backward",
+          "gradlab.practice.inside.trace")
 CHILD = "import sys; sys.path.insert(0, sys.argv[1]); from gradlab.practice.inside.child import main; main()"
 
 

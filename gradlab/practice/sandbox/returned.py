@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gradlab.kit.text import one_line, sanitize
 from gradlab.practice.inside import backward, wire
+from gradlab.practice.sandbox import traced
 from gradlab.practice.sandbox.limits import STARTUP_S, Limits, Outcome
 
 SHOWN = 2000  # characters of printed output a report shows at most (gradlab.practice.judging.judge)
@@ -45,6 +46,7 @@ class Received:
     environment: str = ""  # "startup" or "killed": it ended by the machine's doing, not the student's (never kept)
     graph: dict | None = None  # check --graph: the backward pass it ran, caught (gradlab/practice/inside/backward.py)
     nonfinite: dict | None = None  # OK: where its first NaN or inf appeared, {"input": i, "line": "N: code (…)"}
+    traced: tuple | None = None  # OK: its operations on its inputs, traced (gradlab/practice/sandbox/traced.py)
 
     @classmethod
     def stopped(cls, kind: str, error: str, **rest) -> Received:
@@ -158,6 +160,8 @@ def _checked(got, expected: list[dict] | None) -> dict:
     departs = got.get("nonfinite")  # where the first NaN or inf appeared: {"input": i, "line": "N: code (…)"}
     if type(departs) is dict and type(departs.get("input")) is int and 0 <= departs["input"] < len(outputs):
         out["nonfinite"] = {"input": departs["input"], "line": one_line(_text(departs.get("line", ""), 400), 300)}
+    if got.get("traced") is not None:  # its operations traced: checked, or dropped whole
+        out["traced"] = traced.checked(got["traced"], len(outputs))
     if expected is None:
         return out | {"ok": True, "outputs": [_clean(o, None, f"output {i + 1}", 0, budget)
                                               for i, o in enumerate(outputs)]}
