@@ -39,6 +39,8 @@ def test_a_clause_said_twice_is_said_once():
     assert repeated_clauses(text)
     once = said_once(text)
     assert not repeated_clauses(once), once
+    code = "a b c d; your line 3 `x = 1; a b c d; y = 2` departs"  # a student's line is never cut
+    assert said_once(code) == code
     assert once == ("right for one step, wrong for several steps: each step's target; (measured: applied to the "
                     "reference, it gives your values): it cuts only the bootstrap: R_t = r_t; softmax(z) normalises "
                     "each row over the classes: torch.softmax(z, dim=1)"), once

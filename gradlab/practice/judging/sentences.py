@@ -177,12 +177,14 @@ def said_once(text: str) -> str:
 
 
 def _clauses(text: str) -> list[tuple[str, str]]:
-    """TEXT cut at its separators outside brackets: [(the separator before, the clause)]."""
-    pieces, depth, start, sep, i = [], 0, 0, "", 0
+    """TEXT cut at its separators outside brackets and `quoted code` (a student's line is never cut):
+    [(the separator before, the clause)]."""
+    pieces, depth, start, sep, i, code = [], 0, 0, "", 0, False
     while i < len(text):
         ch = text[i]
+        code ^= ch == "`"
         depth += (ch in "([{") - (ch in ")]}")
-        hit = next((s for s in _SEPARATORS if depth == 0 and text.startswith(s, i)), None)
+        hit = next((s for s in _SEPARATORS if depth == 0 and not code and text.startswith(s, i)), None)
         if hit:
             pieces.append((sep, text[start:i]))
             sep, start = hit, i + len(hit)
