@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 from inprocess import judged_file
 
@@ -176,3 +177,29 @@ def test_a_step_the_reference_takes_earlier_makes_the_line_unsaid():
     r, done = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
     q = torch.tensor([[0.5, 1.5], [-1.0, -2.0], [4.0, 3.0]], dtype=torch.float64)
     assert _line(_masked_late, _masked, r, q, done) is None
+
+
+def test_the_references_trace_touches_nothing_process_wide_and_lets_ctrl_c_through():
+    """The reference is traced in gradlab's own process, in one of `gradlab grade`'s threads: sys.stdout (and the
+    warnings filters) are every thread's, and swapping them there lost a progress line the main thread printed
+    ([3/10] missing from a class's log, found in a full run); a Ctrl-C there must stop gradlab, not the trace."""
+    import sys
+    import warnings
+    from types import SimpleNamespace
+
+    from gradlab.practice.judging import departure
+
+    seen = {}
+
+    def reference(x):
+        seen["stdout"], seen["filters"] = sys.stdout, list(warnings.filters)
+        if x is None:
+            raise KeyboardInterrupt
+        return x * 2
+
+    checks = SimpleNamespace(reference=reference, call=lambda fn, case: fn(case["x"]))
+    stdout, filters = sys.stdout, list(warnings.filters)
+    assert departure.reference_trace(checks, {"x": torch.ones(3)}) is not None
+    assert seen["stdout"] is stdout and seen["filters"] == filters
+    with pytest.raises(KeyboardInterrupt):
+        departure.reference_trace(checks, {"x": None})

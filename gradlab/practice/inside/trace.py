@@ -64,6 +64,14 @@ def _tensors(value, torch, depth: int = 0) -> list:
     return []
 
 
+@contextlib.contextmanager
+def _quiet():
+    """The submission's prints and warnings swallowed (in the sandbox's child, where nothing else runs)."""
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("ignore")
+        yield
+
+
 class Stopped(BaseException):
     """Raised inside the traced call once a bound is passed: a rerun costs at most the budget, not a whole input."""
 
@@ -79,8 +87,12 @@ class Tracer:
         self._backward = -1  # the last backward node: each follows from the one before, a .grad read from the last
         self._until = 0.0
 
-    def run(self, call) -> dict:
-        """CALL() traced: {"complete", "nodes"}; an exception from CALL makes the trace incomplete."""
+    def run(self, call, untrusted: bool = True) -> dict:
+        """CALL() traced: {"complete", "nodes"}; an exception from CALL makes the trace incomplete. UNTRUSTED (the
+        sandbox's child, the submission's code): what it prints or warns is swallowed and anything it raises,
+        SystemExit included, ends the trace. Else (gradlab's own process, the reference, maybe in one of `gradlab
+        grade`'s threads) nothing process-wide is touched — sys.stdout and the warnings filters are shared by every
+        thread: swapping them lost a progress line another thread printed — and Ctrl-C goes through."""
         import torch
         from torch.overrides import TorchFunctionMode
 
@@ -102,11 +114,12 @@ class Tracer:
 
         self._until = time.perf_counter() + self.most_s
         grad = torch.is_grad_enabled()
+        quiet = _quiet() if untrusted else contextlib.nullcontext()
+        ends: tuple[type[BaseException], ...] = (BaseException,) if untrusted else (Exception, Stopped)
         try:  # what the code prints or warns again is not shown twice
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), Mode():
-                warnings.simplefilter("ignore")
+            with quiet, Mode():
                 call()
-        except BaseException:
+        except ends:
             self.complete = False
         finally:  # a run cut short inside the code's no_grad() leaves this thread as it found it
             torch.set_grad_enabled(grad)
