@@ -156,20 +156,33 @@ def command_args(cmd: str) -> list[str]:
     return args[1:]
 
 
+PAGE_ENV = {"COLUMNS": WIDTH, "NO_COLOR": "1", "TERM": "dumb"}  # what a block is printed under
+
+
+def page_args(cmd: str, folder: Path) -> list[str]:
+    """CMD's arguments, a `--plot NAME.svg` in it (a bare file name: what a reader types) written into FOLDER."""
+    args = command_args(cmd)
+    return [str(folder / a) if i and args[i - 1] == "--plot" and "/" not in a and a != "-" else a
+            for i, a in enumerate(args)]
+
+
+def as_page(printed: str, folder: Path) -> str:
+    """What a run that wrote into FOLDER printed, as the page shows it: `wrote clip.svg`, as the reader's run says it,
+    and no trailing blanks."""
+    printed = printed.replace(f"{folder}{os.sep}", "")
+    return "\n".join(line.rstrip() for line in printed.splitlines()) + "\n"
+
+
 def run(cmd: str, plots: Path | None = None) -> str:
-    """What CMD prints. A `--plot NAME.svg` in it (a bare file name: what a reader types) writes into PLOTS (`make
-    docs`: docs/plots/, where the page's image points), else into a folder thrown away after the run (the tests)."""
-    env = {**os.environ, "COLUMNS": WIDTH, "NO_COLOR": "1", "TERM": "dumb"}
+    """What CMD prints. A `--plot NAME.svg` in it writes into PLOTS (`make docs`: docs/plots/, where the page's image
+    points), else into a folder thrown away after the run (the tests)."""
     with tempfile.TemporaryDirectory() as tmp:
-        folder, args = plots or Path(tmp), command_args(cmd)
-        args = [str(folder / a) if i and args[i - 1] == "--plot" and "/" not in a and a != "-" else a
-                for i, a in enumerate(args)]
-        proc = subprocess.run([sys.executable, "-m", "gradlab", *args], capture_output=True, text=True, env=env,
-                              cwd=ROOT)
+        folder = plots or Path(tmp)
+        proc = subprocess.run([sys.executable, "-m", "gradlab", *page_args(cmd, folder)], capture_output=True,
+                              text=True, env={**os.environ, **PAGE_ENV}, cwd=ROOT)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"readme: `{cmd}` exited {proc.returncode}: {proc.stderr.strip()}")
-    printed = proc.stdout.replace(f"{folder}{os.sep}", "")  # `wrote clip.svg`, as the reader's run says it
-    return "\n".join(line.rstrip() for line in printed.splitlines()) + "\n"
+    return as_page(proc.stdout, folder)
 
 
 def lesson_doc(lesson: str) -> str:

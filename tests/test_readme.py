@@ -10,7 +10,6 @@ block must hold the lesson's docstring exactly as `make docs` pastes it.
 
 import importlib.util
 import json
-import os
 import re
 import shlex
 from collections import Counter
@@ -112,17 +111,12 @@ QUICK = [(m, i) for m, i in zip(BLOCKS, IDS, strict=True) if quick(m)]
 
 
 def printed(cmd: str, tmp_path: Path) -> str:
-    """What lesson command CMD prints, as scripts/readme.py's run() takes it for the page (same width, no colour, a
-    bare --plot file name written elsewhere), run in this process through click's CliRunner: no Python and torch to
-    start per block (they were a second or two each)."""
-    args = readme.command_args(cmd)
-    args = [str(tmp_path / a) if i and args[i - 1] == "--plot" and "/" not in a and a != "-" else a
-            for i, a in enumerate(args)]
-    result = CliRunner().invoke(cli, args, prog_name="gradlab",
-                                env={"COLUMNS": readme.WIDTH, "NO_COLOR": "1", "TERM": "dumb"})
+    """What lesson command CMD prints, as scripts/readme.py's run() takes it for the page (its arguments, environment
+    and clean-up), run in this process through click's CliRunner: no Python and torch to start per block (they were a
+    second or two each)."""
+    result = CliRunner().invoke(cli, readme.page_args(cmd, tmp_path), prog_name="gradlab", env=readme.PAGE_ENV)
     assert result.exit_code in (0, 1), (cmd, result.exit_code, result.stderr[-2000:])
-    out = result.stdout.replace(f"{tmp_path}{os.sep}", "")
-    return "\n".join(line.rstrip() for line in out.splitlines()) + "\n"
+    return readme.as_page(result.stdout, tmp_path)
 
 
 @pytest.mark.parametrize("block", [m for m, _ in QUICK], ids=[i for _, i in QUICK])
