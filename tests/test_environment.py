@@ -67,12 +67,14 @@ def test_bad_thread_variables_are_dropped_not_fatal():
 def test_sigterm_during_all_or_report_is_one_line_and_leaves_no_report(tmp_path, command):
     out = tmp_path / "site"
     args = [command, "--lessons", "jacobian,dqn"] + (["--out", str(out)] if command == "report" else [])
-    proc = subprocess.Popen([*GRADLAB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    # bytes, not text: the lines read here are buffered apart from what communicate() then reads from the pipe, and
+    # the two can split a UTF-8 character (a box line's ━): decoding the rest failed once in a full run
+    proc = subprocess.Popen([*GRADLAB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     for line in proc.stdout:  # a lesson's output is printed when it has run: jacobian's, then dqn trains
-        if "gradlab jacobian" in line:
+        if b"gradlab jacobian" in line:
             break
     proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    err = proc.communicate(timeout=60)[1].decode()
     assert proc.returncode == 143 and err.strip() == "gradlab: error: terminated (SIGTERM)", err
     assert not out.exists()
