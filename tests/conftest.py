@@ -1,3 +1,4 @@
+import gc
 import gzip
 import os
 import shutil
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 
 from gradlab.cli.main import cli
 from gradlab.kit import data as datasets
+from gradlab.kit import heap
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,6 +40,11 @@ os.environ["GRADLAB_DEVICE"] = "cpu"
 # (one per core) stalls every operation at its barriers (measured: test_clip_lesson.py 57 CPU-s with two threads on
 # a busy 2-core machine, 24 with one; a ddp run in this process 22 s against 2).
 torch.set_num_threads(1)
+
+# Python's collector as gradlab sets it in its own processes (gradlab/kit/heap.py): generation 0 every heap.GEN0 new
+# containers, and, once the tests are collected, everything alive frozen (torch, gradlab, every test module and item):
+# the many lessons a worker runs in its own process would otherwise walk all of it at each full collection.
+gc.set_threshold(heap.GEN0, *gc.get_threshold()[1:])
 
 
 def once(tmp_path_factory, name: str, make: Callable[[Path], None]) -> Path:
@@ -105,6 +112,10 @@ def pytest_xdist_auto_num_workers(config):
     sleeps, a kernel's start, a fixture another worker is making) and took 305 s; with 3, 1.38 CPUs, 279 s; with 4,
     300 s."""
     return (os.cpu_count() or 1) + 1
+
+
+def pytest_collection_finish(session):
+    gc.freeze()  # see gc.set_threshold above
 
 
 def pytest_collection_modifyitems(config, items):

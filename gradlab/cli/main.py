@@ -22,6 +22,7 @@ from gradlab.cli import classroom, process, step, student
 from gradlab.cli import docs as docs_site
 from gradlab.cli.options import click_params
 from gradlab.errors import GradlabError, Interrupted
+from gradlab.kit import heap
 from gradlab.lessons import LESSONS, LessonInfo
 from gradlab.report.files import STDOUT, write_json, write_plot
 from gradlab.version import __version__
@@ -138,6 +139,7 @@ def run_lesson(ctx: click.Context, name: str) -> int:
     run, config = runner.resolve(name, typed)
     with process.stop_signals_held():  # a Ctrl-C while torch loads would be swallowed by it: see stop_signals_held
         import torch  # noqa: F401
+    heap.imported()
     to_stdout = STDOUT in (run.json_path, run.plot_path)
     console = report.make_console(quiet=run.quiet, stderr=to_stdout)  # stdout then carries the file alone
     if run.explain:
@@ -172,4 +174,5 @@ for _command in (classroom.list_lessons, classroom.all_lessons, classroom.report
 
 
 def main() -> None:
+    heap.own_process()  # this process is gradlab's: its collector is set for torch's (gradlab.kit.heap)
     cli()

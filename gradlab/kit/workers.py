@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gradlab.errors import RunFailed
+from gradlab.kit import heap
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # what stops a run: the parent's to handle
 # Beyond the collectives' timeout, how long the parent waits for a first word from workers that are still starting
@@ -83,6 +84,8 @@ def exit_with_parent(parent: int) -> None:
 
 def _worker(rank: int, body: Callable, messages, parent: int) -> None:
     """One rank. It never prints: progress, the result (rank 0) and errors go to the parent's queue."""
+    heap.own_process()  # a process of gradlab's own, torch imported by now (unpickling BODY): gradlab.kit.heap
+    heap.imported()
     for signum in STOP_SIGNALS:  # Ctrl-C (or SIGTERM to the group) reaches every process: the parent decides
         signal.signal(signum, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)

@@ -1,0 +1,49 @@
+"""Python's collector in gradlab's own processes (gradlab/kit/heap.py): set at the start, what the imports made frozen
+once they are done; a library call leaves the caller's collector alone."""
+
+import gc
+import subprocess
+import sys
+
+from conftest import invoke
+
+import gradlab
+
+AT_EXIT = ("import atexit, gc, sys\n"
+           "atexit.register(lambda: print(gc.get_freeze_count(), gc.get_threshold()[0], file=sys.stderr))\n")
+
+
+def test_the_gradlab_command_freezes_what_torch_imported():
+    """`gradlab log1pexp` as the console script runs it (gradlab.cli.main.main): generation 0 every heap.GEN0
+    containers, and at exit the frozen objects are torch's (hundreds of thousands); `gradlab --help`, which imports no
+    torch, freezes nothing."""
+    from gradlab.kit import heap
+
+    def frozen(*args: str) -> tuple[int, int]:
+        code = AT_EXIT + f"sys.argv = ['gradlab', *{list(args)!r}]\nfrom gradlab.cli.main import main\nmain()\n"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        count, threshold = proc.stderr.split()[-2:]
+        return int(count), int(threshold)
+
+    count, threshold = frozen("log1pexp", "--x", "0", "--quiet")
+    assert threshold == heap.GEN0 and count > 100_000, (count, threshold)
+    assert frozen("--help") == (0, heap.GEN0)
+
+
+def test_imported_freezes_only_once_and_only_where_own_process_armed_it():
+    code = ("import gc, torch\nfrom gradlab.kit import heap\n"
+            "heap.imported(); before = gc.get_freeze_count()\n"
+            "heap.own_process(); heap.imported(); once = gc.get_freeze_count()\n"
+            "x = [[] for _ in range(1000)]; heap.imported()\n"
+            "print(before, once > 100_000, gc.get_freeze_count() == once, gc.get_threshold()[0])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["0", "True", "True", "10000"], out.stdout
+
+
+def test_a_library_call_leaves_the_callers_collector_as_it_found_it():
+    """A test's CliRunner and gradlab.run in a notebook run gradlab in the caller's process: its collector is the
+    caller's."""
+    before = gc.get_threshold(), gc.get_freeze_count()
+    assert invoke("log1pexp", "--x", "0").exit_code == 0
+    gradlab.run("log1pexp", x="0")
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
