@@ -4,6 +4,7 @@ once they are done; a library call leaves the caller's collector alone."""
 import gc
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import invoke
 
@@ -14,9 +15,9 @@ AT_EXIT = ("import atexit, gc, sys\n"
 
 
 def test_the_gradlab_command_freezes_what_torch_imported():
-    """`gradlab log1pexp` as the console script runs it (gradlab.cli.main.main): generation 0 every heap.GEN0
-    containers, and at exit the frozen objects are torch's (hundreds of thousands); `gradlab --help`, which imports no
-    torch, freezes nothing."""
+    """`gradlab log1pexp` and `gradlab check` as the console script runs them (gradlab.cli.main.main): generation 0
+    every heap.GEN0 containers, and at exit the frozen objects are torch's (hundreds of thousands); `gradlab --help`,
+    which imports no torch, freezes nothing."""
     from gradlab.kit import heap
 
     def frozen(*args: str) -> tuple[int, int]:
@@ -26,6 +27,9 @@ def test_the_gradlab_command_freezes_what_torch_imported():
         return int(count), int(threshold)
 
     count, threshold = frozen("log1pexp", "--x", "0", "--quiet")
+    assert threshold == heap.GEN0 and count > 100_000, (count, threshold)
+    answer = Path(__file__).parent / "practice_corpus" / "jacobian.jacobian_loop" / "right_batched_eye.py"
+    count, threshold = frozen("check", str(answer), "--exercise", "jacobian.jacobian_loop", "--quiet")  # the grader
     assert threshold == heap.GEN0 and count > 100_000, (count, threshold)
     assert frozen("--help") == (0, heap.GEN0)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 
-from gradlab.kit import threads
+from gradlab.kit import heap, threads
 from gradlab.kit.exercise import Exercise
 from gradlab.kit.result import Result
 from gradlab.kit.text import one_line
@@ -66,7 +66,9 @@ def references(exercise: Exercise, seed: int) -> Reference:
     """EXERCISE's Reference for SEED: its checks, its inputs and the reference's outputs on them, computed here,
     never in the submission's process; once per exercise and seed (a class's folder shares them)."""
     threads.apply(1)  # as the submission computes (OMP_NUM_THREADS=1): a known mistake then matches it to the bit
-    return _references(exercise.name, getattr(exercise, "folder", None), seed)
+    reference = _references(exercise.name, getattr(exercise, "folder", None), seed)
+    heap.imported()  # torch and the exercise's checks are loaded: frozen (gradlab.kit.heap; once, in gradlab's own)
+    return reference
 
 
 @functools.lru_cache(maxsize=8)
