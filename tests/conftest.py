@@ -108,9 +108,10 @@ LONGEST_FIRST = tuple(f"tests/test_notebooks.py::test_every_notebook_runs_end_to
 
 def pytest_xdist_auto_num_workers(config):
     """`-n auto` (pyproject.toml): one worker per CPU, and one more. Measured on 2 CPUs with nothing else running,
-    2026-11-28: with 2 workers the suite kept 1.27 CPUs busy on average (its tests wait: on subprocesses' time limits,
-    sleeps, a kernel's start, a fixture another worker is making) and took 305 s; with 3, 1.38 CPUs, 279 s; with 4,
-    300 s."""
+    2026-11-28, `vmstat` through the whole run: with 2 workers the CPUs were idle 5.6 % of the time (tests waiting on
+    subprocesses' time limits, sleeps, a kernel's start, a fixture another worker is making; 294.7 s), with 3 workers
+    1.3 % (287.8 s, 283.8 s, 288.7 s): the suite is as long as its CPU work, and a third worker takes up what idle
+    time there was. (Earlier, one run each: 2 workers 305 s, 3 workers 279 s, 4 workers 300 s.)"""
     return (os.cpu_count() or 1) + 1
 
 

@@ -17,8 +17,10 @@ cycles the run creates are still collected; only a cycle that already existed at
 stays (the imports make almost none). A library call (gradlab.run in a notebook, a test's CliRunner) leaves the
 caller's collector as it found it: only `own_process` arms `imported`.
 
-Measured on 2 cores (AMD EPYC, torch 2.14.1, Python 3.11.7, quiet, one run each, `/usr/bin/time`): `gradlab
-jacobian` 3.54 s → 2.51 s, `gradlab log1pexp` 2.17 s → 1.44 s, `gradlab dqn --quick` 11.8 s → 10.1 s.
+Measured on 2 cores (AMD EPYC, torch 2.14.1, Python 3.11.7, quiet, one run each, `/usr/bin/time`, without → with):
+`gradlab jacobian` 3.61 s → 2.54 s, `gradlab log1pexp` 2.28 s → 1.54 s, `gradlab ddp` 8.57 s → 7.61 s, `gradlab dqn
+--quick` 11.68 s → 10.69 s, `gradlab check` of a right answer 2.0 s → 1.7 s; over a whole `make test`, the collector's
+share of the CPU went from 15 % to 9 %.
 """
 
 from __future__ import annotations
