@@ -52,3 +52,12 @@ def test_a_library_call_leaves_the_callers_collector_as_it_found_it():
     gradlab.run("log1pexp", x="0")
     # nothing frozen meanwhile (a freeze would add every object alive; frozen objects freed since count no more)
     assert gc.get_threshold() == threshold and gc.get_freeze_count() <= frozen
+
+
+def test_the_sandboxs_child_sets_the_same_threshold():
+    """The child (gradlab/practice/inside/child.py) cannot import gradlab.kit.heap, which is not bound into the
+    sandbox: its copy of GEN0 is the same number."""
+    from gradlab.kit import heap
+    from gradlab.practice.inside import child
+
+    assert child.GC_GEN0 == heap.GEN0

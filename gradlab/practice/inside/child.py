@@ -347,10 +347,14 @@ def restore_filenames(fn, code_files: list):
     return fn
 
 
+# Python's collector set for torch's import, as in every process of gradlab's own (gradlab/kit/heap.py says why and
+# what it measured; it is not bound into the sandbox, so its GEN0 is repeated here and tests/test_heap.py checks the two
+# agree): generation 0 every GC_GEN0 new containers, and what the imports made frozen before the submission runs
+GC_GEN0 = 10_000
+
+
 def main() -> None:
-    # Python's collector set for torch's import, as in every process of gradlab's own (gradlab/kit/heap.py says why
-    # and what it measured): generation 0 every 10,000 new containers, and what the imports made frozen below
-    gc.set_threshold(10_000, *gc.get_threshold()[1:])
+    gc.set_threshold(GC_GEN0, *gc.get_threshold()[1:])
     header, payload = _received(os.environ["GRADLAB_IN"])
     out = _writer(os.environ["GRADLAB_OUT"])
     # gradlab's few files in the sandbox, imported before any code of the submission runs
