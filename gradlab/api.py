@@ -20,6 +20,7 @@ from typing import Any
 from gradlab import runner
 from gradlab.errors import OptionError
 from gradlab.errors import check as _check
+from gradlab.kit import heap
 from gradlab.lessons import LESSONS, index
 
 
@@ -42,12 +43,13 @@ def run(lesson: str, *, progress: bool = False, **kwargs: Any):
 
     run_options, config = runner.resolve(_known(lesson), kwargs, python=True)  # checked as on the command line
     try:
-        if not progress:
-            return for_notebook(runner.execute(lesson, run_options, config))
-        from gradlab.report import console as report
+        with heap.lent():  # the caller's collector, lent for the run (gradlab.kit.heap)
+            if not progress:
+                return for_notebook(runner.execute(lesson, run_options, config))
+            from gradlab.report import console as report
 
-        with report.progress_bar(report.make_console()) as bar:
-            return for_notebook(runner.execute(lesson, run_options, config, None, bar))
+            with report.progress_bar(report.make_console()) as bar:
+                return for_notebook(runner.execute(lesson, run_options, config, None, bar))
     except OptionError as e:  # found while running (no such device, the port taken): in keywords, as resolve() words
         raise e.in_python(f"gradlab.run({lesson!r})") from None
 
@@ -92,4 +94,5 @@ def check(fn, exercise: str):
     check` does; return the Result, which Jupyter shows as the table of checks with the diagnosis."""
     from gradlab.practice.classroom.notebook import check_function  # the grader loads when first used
 
-    return check_function(fn, exercise)
+    with heap.lent():  # the caller's collector, lent for the check (gradlab.kit.heap)
+        return check_function(fn, exercise)

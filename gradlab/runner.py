@@ -28,7 +28,7 @@ from typing import Any
 from gradlab import presets
 from gradlab.errors import GradlabError, OptionError, shorten
 from gradlab.kit import data as datasets
-from gradlab.kit import options, threads
+from gradlab.kit import heap, options, threads
 from gradlab.kit.device import resolve_device
 from gradlab.kit.options import LessonConfig, RunOptions, Spec
 from gradlab.lessons import LESSONS, LessonInfo
@@ -204,6 +204,7 @@ def execute(name: str, run: RunOptions, config: LessonConfig, console=None, prog
     n_threads, threads_why = threads.choose(run.threads)
     threads.apply(n_threads)
     lesson = info.load()
+    heap.imported()  # torch and the lesson loaded: frozen where gradlab owns the collector (gradlab.kit.heap)
     device, device_note = resolve_device(run.device)
     if device.type != "cpu" and config.cpu_only:
         device, device_note = torch.device("cpu"), f"gradlab {name} runs on the CPU: {config.cpu_only}"

@@ -54,6 +54,30 @@ def test_a_library_call_leaves_the_callers_collector_as_it_found_it():
     assert gc.get_threshold() == threshold and gc.get_freeze_count() <= frozen
 
 
+def test_a_library_call_freezes_for_its_own_time_where_the_caller_froze_nothing():
+    """gradlab.run and gradlab.check in a fresh process (a notebook's kernel): while the lesson runs, what existed
+    before and what torch's import made are frozen; once the call returns nothing is frozen any more. A caller
+    that froze objects of its own (this test worker, tests/conftest.py) keeps exactly those frozen."""
+    code = ("import gc, gradlab\nfrom gradlab import runner\n"
+            "during, execute = [], runner.execute\n"
+            "def spied(*args, **kwargs):\n"
+            "    result = execute(*args, **kwargs)\n"
+            "    during.append(gc.get_freeze_count())\n"
+            "    return result\n"
+            "runner.execute = spied\n"
+            "assert gradlab.run('log1pexp', x='0').exit_code == 0\n"
+            "after_run = gc.get_freeze_count()\n"
+            "from gradlab.lessons.log1pexp.exercises.answers import softplus\n"
+            "assert gradlab.check(softplus, 'log1pexp.softplus').exit_code == 0\n"
+            "print(during[-1] > 100_000, after_run, gc.get_freeze_count())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "0", "0"], out.stdout + out.stderr
+    frozen = gc.get_freeze_count()
+    assert frozen > 0  # conftest froze what collection made
+    gradlab.run("log1pexp", x="0")
+    assert gc.get_freeze_count() <= frozen  # not unfrozen, nothing added
+
+
 def test_the_sandboxs_child_sets_the_same_threshold():
     """The child (gradlab/practice/inside/child.py) cannot import gradlab.kit.heap, which is not bound into the
     sandbox: its copy of GEN0 is the same number."""
