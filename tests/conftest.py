@@ -1,12 +1,14 @@
 import gc
 import gzip
 import os
+import re
 import shutil
 import signal
 import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -80,6 +82,95 @@ def headless_browser(what: str) -> str:
             pytest.fail("GRADLAB_REQUIRE_BROWSER is set but no chromium is installed")
         pytest.skip(f"no headless browser (apt-get install chromium) to open {what} in")
     return browser
+
+
+class DevTools:
+    """A headless Chromium driven through its DevTools protocol (websocket-client): pages opened in turn, real mouse
+    and key events, screenshots. One per test worker (the chromium fixture): starting Chromium is most of what opening
+    a page costs (measured: test_graph.py's twelve browser tests, one Chromium each or two, 22 CPU-s; one for all,
+    5). Every network name is unresolvable in it: a page we ship fetches nothing."""
+
+    def __init__(self, browser: str, profile: Path) -> None:
+        import json
+        import urllib.request
+
+        websocket = pytest.importorskip("websocket", reason="websocket-client drives the browser")
+        self.proc = subprocess.Popen([browser, *HEADLESS, "--host-resolver-rules=MAP * ~NOTFOUND",
+                                      f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
+                                     stderr=subprocess.PIPE, text=True)
+        for line in self.proc.stderr:
+            if m := re.search(r"DevTools listening on ws://([\d.:]+)/", line):
+                break
+        targets = json.loads(urllib.request.urlopen(f"http://{m.group(1)}/json/list", timeout=30).read())
+        page = next(t for t in targets if t["type"] == "page")
+        self.ws, self.json, self.id = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30), json, 0
+        self.window(1200, 900)
+
+    def call(self, method: str, **params):
+        self.id += 1
+        self.ws.send(self.json.dumps({"id": self.id, "method": method, "params": params}))
+        while True:
+            reply = self.json.loads(self.ws.recv())
+            if reply.get("id") == self.id:
+                assert "error" not in reply, reply
+                return reply.get("result", {})
+
+    def js(self, expression: str):
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def window(self, width: int, height: int) -> None:
+        """The page's viewport: what a window of WIDTH × HEIGHT shows, and what screenshot() captures."""
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+
+    def open(self, url: str, ready: str = "document.body.hasAttribute('data-drawn')") -> None:
+        """Load URL as a fresh page and wait until it has loaded and READY (a JavaScript expression) holds: by
+        default, until gradlab's graph script has drawn."""
+        self.call("Page.navigate", url="about:blank")  # a new document even where URL differs only by its #fragment
+        self.call("Page.navigate", url=url)
+        for _ in range(300):
+            if self.js(f"location.href === {self.json.dumps(url)} && document.readyState === 'complete' && "
+                       f"!!document.body && !!({ready})"):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{url}: not ready ({ready}) after 30 s")
+
+    def dom(self) -> str:
+        return self.js("document.documentElement.outerHTML")
+
+    def screenshot(self) -> bytes:
+        import base64
+
+        return base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
+
+    def click(self, selector: str) -> None:
+        r = self.json.loads(self.js(f"JSON.stringify(document.querySelector('{selector}').getBoundingClientRect())"))
+        x, y = r["x"] + r["width"] / 2, r["y"] + r["height"] / 2
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
+    def key(self, name: str, code: int) -> None:
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=name, code=name, windowsVirtualKeyCode=code)
+
+    def close(self) -> None:
+        self.ws.close()
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory):
+    """The test worker's headless Chromium (skipped without one, failed under .ci/run), each test opening its pages;
+    its viewport is 1200 × 900 when a test starts."""
+    tools = DevTools(headless_browser("the page"), tmp_path_factory.mktemp("chromium-profile"))
+    yield tools
+    tools.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    chromium.window(1200, 900)
+    return chromium
 
 
 @cache

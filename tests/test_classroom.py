@@ -2,11 +2,10 @@
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import HEADLESS, assert_one_line_error, headless_browser, invoke, once
+from conftest import assert_one_line_error, invoke, once
 
 from gradlab.lessons import LESSONS, measured_runtimes
 from gradlab.report.explain import _as_markdown, explanation
@@ -119,12 +118,10 @@ def test_report_files(quick_report):
                      r"--lessons \S+</code> · gradlab \S+ · torch \S+", page)
 
 
-def test_report_in_a_real_browser(quick_report, tmp_path):
-    browser = headless_browser("the report")
-    flags = HEADLESS
+def test_report_in_a_real_browser(quick_report, tmp_path, browser):
     url = (quick_report / "index.html").as_uri()
-    dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p1'}", "--virtual-time-budget=5000",
-                          "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    browser.open(url, ready="document.body.hasAttribute('data-broken-images')")  # its script counted the images
+    dom = browser.dom()
     body = re.search(r"<body([^>]*)>", dom).group(1)
     assert 'data-broken-images="0"' in body, body
     with_curves = [n for n in REPORTED if json.loads((quick_report / f"{n}.json").read_text())["curves"]]
@@ -138,9 +135,9 @@ def test_report_in_a_real_browser(quick_report, tmp_path):
         # the explanation's Markdown is rendered (formulas in code blocks, bullets as a list), not shown as text
         math = re.search(r'<div class="math">(.*?)</div>', html, re.S).group(1)
         assert "```" not in html and "<pre><code>" in math, name
+    browser.window(1280, 2000)
     shot = tmp_path / "report.png"
-    subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1280,2000",
-                    f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)
+    shot.write_bytes(browser.screenshot())
     assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000
     print(f"screenshot: {shot}")
 

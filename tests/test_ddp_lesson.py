@@ -250,7 +250,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def start_long_run(*extra: str, settle: float = 3, seen: int = 2) -> tuple[subprocess.Popen, list[int]]:
+def start_long_run(*extra: str, settle: float = 0, seen: int = 2) -> tuple[subprocess.Popen, list[int]]:
     """gradlab ddp with 2 workers and a long budget, in a session of its own; returns SETTLE seconds after SEEN
     workers exist (0 and 1: while gradlab is still starting the second)."""
     proc = subprocess.Popen([*GRADLAB, "ddp", "--steps", "20000", "--quiet", *extra], stdout=subprocess.PIPE,
@@ -266,10 +266,30 @@ def start_long_run(*extra: str, settle: float = 3, seen: int = 2) -> tuple[subpr
     raise AssertionError("the workers did not start")
 
 
+def connections(proc: subprocess.Popen, kids: list[int], established: set, listening: set) -> None:
+    """Watch the TCP sockets of gradlab and its workers until both workers' gloo connections are up (a loaded
+    machine starts them slowly): rank 0 ↔ store ↔ rank 1, and gloo's pair. ESTABLISHED gets (local, remote) of each
+    connection seen, LISTENING each listening address."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(established) < 4:
+        for pid in [proc.pid, *kids]:
+            try:
+                sockets = tcp_sockets(pid)
+            except FileNotFoundError:
+                continue
+            established |= {(local, remote) for local, remote, state in sockets if state == "01"}
+            listening |= {local for local, _, state in sockets if state == "0A"}
+        time.sleep(0.1)
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the workers")
 @pytest.mark.parametrize("how", ["kill", "stop"])
 def test_a_worker_that_dies_or_hangs_fails_the_run_naming_its_rank_and_leaves_no_process(how):
+    """Once both workers are connected and training (their gloo connections up, then a step's worth of time), one of
+    them is killed, or stopped (SIGSTOP: it hangs): the run ends with one line naming it."""
     proc, kids = start_long_run("--timeout", "5")
+    connections(proc, kids, set(), set())
+    time.sleep(0.5)
     victim = kids[1]
     os.kill(victim, signal.SIGKILL if how == "kill" else signal.SIGSTOP)
     try:
@@ -333,19 +353,10 @@ def watched_then_interrupted() -> SimpleNamespace:
     """One long run of two workers, its TCP sockets watched until both workers' gloo connections are up (a loaded
     machine starts them slowly), then Ctrl-C sent to its process group, as a terminal does: the connections seen
     and how the run ended. The loopback test and ctrl-c-while-computing share it (each run loads torch three times)."""
-    proc, kids = start_long_run(settle=0)
+    proc, kids = start_long_run()
     established, listening, err = set(), set(), ""
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(established) < 4:  # rank 0 ↔ store ↔ rank 1, gloo's pair
-            for pid in [proc.pid, *kids]:
-                try:
-                    sockets = tcp_sockets(pid)
-                except FileNotFoundError:
-                    continue
-                established |= {(local, remote) for local, remote, state in sockets if state == "01"}
-                listening |= {local for local, _, state in sockets if state == "0A"}
-            time.sleep(0.1)
+        connections(proc, kids, established, listening)
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         try:

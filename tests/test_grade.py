@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import HEADLESS, REPO, assert_one_line_error, headless_browser, invoke, once, require_sandbox
+from conftest import REPO, assert_one_line_error, invoke, once, require_sandbox
 from test_practice import SGD_RIGHT, solution
 
 from gradlab.lessons import LESSONS
@@ -572,13 +572,11 @@ def test_each_student_gets_the_feedback_their_check_would_show(graded):
     assert data["students"]["alice"]["softmax_grad.py"]["passed"] is True
 
 
-def test_the_class_page_in_a_real_browser(graded, tmp_path):
-    browser = headless_browser("the class page")
+def test_the_class_page_in_a_real_browser(graded, tmp_path, browser):
     page = graded / "out" / "class.html"
     assert not re.search(r"(src|href)=\"(https?:)?//", page.read_text())  # offline: nothing fetched
-    flags = HEADLESS
-    dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p1'}", "--dump-dom", page.as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    browser.open(page.as_uri(), ready="true")
+    dom = browser.dom()
     ranked = re.findall(r'<tr><td class="n">(\d+)</td><td>([^<]+)</td><td class="diagnosis">(.*?)</td>', dom)
     counts = [int(r[0]) for r in ranked]
     assert counts == sorted(counts, reverse=True) and sum(counts) == 2 * 5 - 2, ranked  # every file but alice's two
@@ -592,12 +590,12 @@ def test_the_class_page_in_a_real_browser(graded, tmp_path):
     assert "1 of 5 (20 %)" in dom  # softmax_grad: alice alone passes
     for name, target in (("class", page), ("feedback", graded / "out" / "feedback" / "bob.html")):
         shot = tmp_path / f"{name}.png"  # a teacher's page and a student's: laid out and drawn by a real browser
-        subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / ('s' + name)}", "--window-size=1280,1000",
-                        f"--screenshot={shot}", target.as_uri()], capture_output=True, timeout=120, check=True)
+        browser.window(1280, 1000)
+        browser.open(target.as_uri(), ready="true")
+        shot.write_bytes(browser.screenshot())
         assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 20_000, name
-    dom = subprocess.run([browser, *flags, f"--user-data-dir={tmp_path / 'p3'}", "--dump-dom",
-                          (graded / "out" / "feedback" / "bob.html").as_uri()], capture_output=True, text=True,
-                         timeout=120).stdout
+    browser.open((graded / "out" / "feedback" / "bob.html").as_uri(), ready="true")
+    dom = browser.dom()
     yours = re.search(r'<pre class="yours">(.*?)</pre>', dom, re.S)  # bob's softmax_grad: the lines it is about
     assert yours and "def softmax_grad(W, b, x, y):" in yours.group(1) and "p - y" in yours.group(1), dom[-3000:]
 

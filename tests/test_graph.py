@@ -1,14 +1,13 @@
 """--graph and gradlab.graph: the drawn backward graph of each lesson agrees with what the lesson measures, the page
 opens offline in a real browser, and bad paths are one line and exit 2."""
 
+import io
 import os
 import re
-import subprocess
-import time
 
 import pytest
 import torch
-from conftest import HEADLESS, assert_one_line_error, headless_browser, invoke
+from conftest import assert_one_line_error, invoke
 
 import gradlab
 from gradlab.kit import autograd_graph
@@ -261,8 +260,7 @@ def test_api_graph_draws_in_jupyter():
 
 
 @pytest.mark.parametrize("name", list(LESSONS))
-def test_each_lesson_page_opens_offline_in_a_browser(graphs, name, tmp_path):
-    browser = headless_browser("the page")
+def test_each_lesson_page_opens_offline_in_a_browser(graphs, name, tmp_path, browser):
     import matplotlib.image
 
     page = tmp_path / f"{name}.html"
@@ -270,26 +268,20 @@ def test_each_lesson_page_opens_offline_in_a_browser(graphs, name, tmp_path):
     assert "http://" not in text and "https://" not in text  # nothing to fetch
     assert not re.search(r"\b(src|href)=", text)
     page.write_text(text)
-    dom = subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p1'}", "--virtual-time-budget=3000",
-                          "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
-    drawn = int(re.search(r'data-drawn="(\d+)"', dom).group(1))  # the page's script ran and counted the boxes
+    browser.open(page.as_uri())
+    drawn = int(browser.js("document.body.getAttribute('data-drawn')"))  # the page's script counted the boxes
     assert drawn == sum(len(g.nodes) + len(g.cuts) for g in graphs[name])
-    shot = tmp_path / "shot.png"
-    subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p2'}", "--window-size=1200,900",
-                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
-    pixels = matplotlib.image.imread(str(shot))
-    assert pixels.std() > 0.05  # not blank: boxes and text were drawn
+    pixels = matplotlib.image.imread(io.BytesIO(browser.screenshot()), format="png")  # 1200×900, as a window shows
+    assert pixels.shape[:2] == (900, 1200) and pixels.std() > 0.05  # not blank: boxes and text were drawn
 
 
-def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
+def test_a_group_folds_away_in_the_browser(graphs, tmp_path, browser):
     """The page's fold button hides a group's leaves and the arrows into them (page.html#fold=GROUP presses it)."""
-    browser = headless_browser("the page")
     g = next(g for g in graphs["dqn"] if g.forbidden)
     page = tmp_path / "dqn.html"
     page.write_text(drawing.page([g], "dqn"))
-    dom = subprocess.run([browser, *HEADLESS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=3000",
-                          "--dump-dom", page.as_uri() + "#fold=target"], capture_output=True, text=True,
-                         timeout=120).stdout
+    browser.open(page.as_uri() + "#fold=target")
+    dom = browser.dom()
     whole = dom[dom.rindex("<svg"):]  # the drawing with every node (the first has dqn's repeated layers folded)
     hidden = re.findall(r'<g class="(node|edge)" data-group="(\w*)"[^>]*style="display: none;"', whole)
     targets = [n for n in g.nodes if n.group == "target"]
@@ -301,55 +293,9 @@ def test_a_group_folds_away_in_the_browser(graphs, tmp_path):
     assert "#c5221f" in fold
 
 
-class _DevTools:
-    """A headless Chromium driven through its DevTools protocol (websocket-client): real mouse and key events."""
-
-    def __init__(self, browser, url, profile):
-        import json
-        import urllib.request
-
-        websocket = pytest.importorskip("websocket", reason="websocket-client drives the browser")
-        self.proc = subprocess.Popen([browser, *HEADLESS, f"--user-data-dir={profile}", "--window-size=1200,900",
-                                      "--remote-debugging-port=0", url], stderr=subprocess.PIPE, text=True)
-        for line in self.proc.stderr:
-            if m := re.search(r"DevTools listening on ws://([\d.:]+)/", line):
-                break
-        targets = json.loads(urllib.request.urlopen(f"http://{m.group(1)}/json/list", timeout=30).read())
-        page = next(t for t in targets if t["type"] == "page")
-        self.ws, self.json, self.id = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=30), json, 0
-
-    def call(self, method, **params):
-        self.id += 1
-        self.ws.send(self.json.dumps({"id": self.id, "method": method, "params": params}))
-        while True:
-            reply = self.json.loads(self.ws.recv())
-            if reply.get("id") == self.id:
-                return reply.get("result", {})
-
-    def js(self, expression):
-        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
-
-    def click(self, selector):
-        box = self.js(f"JSON.stringify(document.querySelector('{selector}').getBoundingClientRect())")
-        r = self.json.loads(box)
-        x, y = r["x"] + r["width"] / 2, r["y"] + r["height"] / 2
-        for kind in ("mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
-
-    def key(self, name, code):
-        for kind in ("keyDown", "keyUp"):
-            self.call("Input.dispatchKeyEvent", type=kind, key=name, code=name, windowsVirtualKeyCode=code)
-
-    def close(self):
-        self.ws.close()
-        self.proc.kill()
-        self.proc.wait()
-
-
-def test_a_click_on_a_node_shows_its_chain_rule_sum(tmp_path):
+def test_a_click_on_a_node_shows_its_chain_rule_sum(tmp_path, browser):
     """In Chromium, a real click on x's box (x used twice in Σ x·x) shows the two gradients arriving, [1, 2] each,
     and their sum [2, 4]; the right arrow key steps on; predict mode hides what the node sends until asked."""
-    browser = headless_browser("the page")
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     with gradlab.record():
         y = (x * x).sum()
@@ -357,24 +303,18 @@ def test_a_click_on_a_node_shows_its_chain_rule_sum(tmp_path):
     leaf = next(n for n in g.nodes if n.leaf)
     page = tmp_path / "g.html"
     page.write_text(drawing.page([g], "x·x"))
-    tools = _DevTools(browser, page.as_uri(), tmp_path / "p")
-    try:
-        for _ in range(100):
-            if tools.js("document.body && document.body.getAttribute('data-drawn')"):
-                break
-            time.sleep(0.1)
-        tools.click(f'g.node[data-node="g0n{leaf.id}"]')
-        panel = tools.js("document.getElementById('panel').innerText")
-        assert tools.js("document.querySelector('#panel .sum').textContent") == "2  [2, 4]", panel
-        assert panel.count("from MulBackward0 #1") == 2 and panel.count("2  [1, 2]") == 3  # x itself, 2 gradients
-        assert "2 uses: they add" in panel
-        tools.click("#predict")
-        tools.click('g.node[data-node="g0n0"]')
-        assert tools.js("document.querySelector('#panel .rest').style.display") == "none"  # asked first
-        tools.key("ArrowRight", 39)  # on to the next node autograd ran: MulBackward0
-        assert tools.js("document.getElementById('panel').getAttribute('data-node')") == "g0n1"
-    finally:
-        tools.close()
+    tools = browser
+    tools.open(page.as_uri())  # and wait until it is drawn
+    tools.click(f'g.node[data-node="g0n{leaf.id}"]')
+    panel = tools.js("document.getElementById('panel').innerText")
+    assert tools.js("document.querySelector('#panel .sum').textContent") == "2  [2, 4]", panel
+    assert panel.count("from MulBackward0 #1") == 2 and panel.count("2  [1, 2]") == 3  # x itself, 2 gradients
+    assert "2 uses: they add" in panel
+    tools.click("#predict")
+    tools.click('g.node[data-node="g0n0"]')
+    assert tools.js("document.querySelector('#panel .rest').style.display") == "none"  # asked first
+    tools.key("ArrowRight", 39)  # on to the next node autograd ran: MulBackward0
+    assert tools.js("document.getElementById('panel').getAttribute('data-node')") == "g0n1"
 
 
 def test_graph_command_draws_only_the_graph(tmp_path):
@@ -564,30 +504,23 @@ def test_repeated_layers_are_drawn_once_and_folded(graphs):
     assert ">a node inside is marked: unfold it<" in drawing.svg([looped])
 
 
-def test_a_click_on_a_folded_series_unfolds_it_in_the_browser(graphs, tmp_path):
+def test_a_click_on_a_folded_series_unfolds_it_in_the_browser(graphs, tmp_path, browser):
     """In Chromium the page opens with dqn's repeated layers folded; a click on the "×3" box shows the drawing with
     every node, where a folded layer's weight can be clicked and its chain rule read."""
-    browser = headless_browser("the page")
     g = by_title(graphs["dqn"], "stop-grad: TD")
     weight = next(n for n in g.nodes if n.label == "2.weight")
     page = tmp_path / "dqn.html"
     page.write_text(drawing.page([g], "dqn"))
-    tools = _DevTools(browser, page.as_uri(), tmp_path / "p")
-    try:
-        for _ in range(100):
-            if tools.js("document.body && document.body.getAttribute('data-drawn')"):
-                break
-            time.sleep(0.1)
-        shown = "Array.from(document.querySelectorAll('#view svg')).map(s => s.style.display).join(',')"
-        assert tools.js(shown) == ",none"  # folded first
-        tools.click("#fit")  # the whole drawing in view
-        tools.click("g.series")
-        assert tools.js(shown) == "none,"
-        tools.key("0", 48)  # fit the unfolded drawing
-        tools.click(f'#view svg:nth-of-type(2) g.node[data-node="g0n{weight.id}"]')
-        assert tools.js("document.querySelector('#panel h2').textContent").startswith("online.2.weight")
-    finally:
-        tools.close()
+    tools = browser
+    tools.open(page.as_uri())  # and wait until it is drawn
+    shown = "Array.from(document.querySelectorAll('#view svg')).map(s => s.style.display).join(',')"
+    assert tools.js(shown) == ",none"  # folded first
+    tools.click("#fit")  # the whole drawing in view
+    tools.click("g.series")
+    assert tools.js(shown) == "none,"
+    tools.key("0", 48)  # fit the unfolded drawing
+    tools.click(f'#view svg:nth-of-type(2) g.node[data-node="g0n{weight.id}"]')
+    assert tools.js("document.querySelector('#panel h2').textContent").startswith("online.2.weight")
 
 
 def test_the_exercises_on_gloo_workers_say_so_and_suggest_no_graph():
