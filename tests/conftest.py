@@ -86,9 +86,10 @@ def headless_browser(what: str) -> str:
 
 class DevTools:
     """A headless Chromium driven through its DevTools protocol (websocket-client): pages opened in turn, real mouse
-    and key events, screenshots. One per test worker (the chromium fixture): starting Chromium is most of what opening
-    a page costs (measured: test_graph.py's twelve browser tests, one Chromium each or two, 22 CPU-s; one for all,
-    5). Every network name is unresolvable in it: a page we ship fetches nothing."""
+    and key events, screenshots. One per test module and worker (the chromium fixture): starting Chromium is most of
+    what opening a page costs (measured: test_graph.py's twelve browser tests, one Chromium each or two, 22 CPU-s;
+    one for all, 5), and an idle one still takes about 1 % of a CPU, so none outlives its module. Every network name
+    is unresolvable in it: a page we ship fetches nothing."""
 
     def __init__(self, browser: str, profile: Path) -> None:
         import json
@@ -158,10 +159,10 @@ class DevTools:
         self.proc.wait()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium(tmp_path_factory):
-    """The test worker's headless Chromium (skipped without one, failed under .ci/run), each test opening its pages;
-    its viewport is 1200 × 900 when a test starts."""
+    """The module's headless Chromium in this test worker (skipped without one, failed under .ci/run), each test
+    opening its pages."""
     tools = DevTools(headless_browser("the page"), tmp_path_factory.mktemp("chromium-profile"))
     yield tools
     tools.close()
@@ -169,8 +170,11 @@ def chromium(tmp_path_factory):
 
 @pytest.fixture
 def browser(chromium):
+    """The module's Chromium, its viewport 1200 × 900 as the test starts; left on a blank page after it (a page's
+    script stops)."""
     chromium.window(1200, 900)
-    return chromium
+    yield chromium
+    chromium.call("Page.navigate", url="about:blank")
 
 
 @cache

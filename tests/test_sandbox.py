@@ -372,9 +372,20 @@ PRIVATE_BASE = 1_700_000 + (os.getpid() % 10_000) * slots.SLOTS
 PRIVATE_ENV = {"GRADLAB_SANDBOX_UID_BASE": str(PRIVATE_BASE)}
 
 
-def _sandbox_processes() -> list[int]:
-    """The processes on this batch's sandbox uids."""
-    return _processes(lambda p: PRIVATE_BASE <= os.stat(f"/proc/{p}").st_uid < PRIVATE_BASE + slots.SLOTS)
+def _sandbox_processes() -> list[str]:
+    """The processes on this batch's sandbox uids, each said as the kernel shows it (pid, uid, state, parent, pending
+    signals, command line), so that a failure says what was left."""
+    said = []
+    for pid in _processes(lambda p: PRIVATE_BASE <= os.stat(f"/proc/{p}").st_uid < PRIVATE_BASE + slots.SLOTS):
+        try:
+            status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if ":\t" in line)
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+        except OSError:  # gone meanwhile
+            continue
+        said.append(" ".join(f"{k}={status.get(k, '?').strip()}" for k in ("Pid", "Uid", "State", "PPid", "SigPnd",
+                                                                         "ShdPnd", "SigBlk", "Name")) + f" {argv!r}")
+    return said
 
 
 def _named(comm: str) -> list[int]:
