@@ -389,7 +389,12 @@ def _sandbox_processes() -> list[str]:
 
 
 def _named(comm: str) -> list[int]:
-    return _processes(lambda p: Path(f"/proc/{p}/comm").read_text().strip() == comm)
+    """The processes named COMM on this batch's sandbox uids. Not every such process on the machine: the other attack
+    batch (bwrap's and the uid fallback's are made by different test workers, maybe at the same time) starts a
+    daemon of the same name, alive while its own check runs; seeing it failed this batch's test, and killing it
+    tampered with the other's."""
+    return _processes(lambda p: PRIVATE_BASE <= os.stat(f"/proc/{p}").st_uid < PRIVATE_BASE + slots.SLOTS
+                      and Path(f"/proc/{p}/comm").read_text().strip() == comm)
 
 
 class Listener:
