@@ -88,6 +88,22 @@ def test_cli_bad_inputs(args, fragment):
     assert_one_line_error(invoke("actor-critic", *args), fragment)
 
 
+def test_a_critic_lr_too_small_to_move_a_weight_is_one_line_and_writes_nothing(tmp_path):
+    """--critic-lr 1e-45 is positive, so the option takes it, but no replayed RMSProp step then changes a weight: the
+    two optimizers cannot be compared (found by tests/test_fuzz_cli.py: a ZeroDivisionError and its traceback). It is
+    said once the replay has measured it, in one line, exit 2, no --json written; in Python in keyword terms."""
+    import gradlab
+
+    out = tmp_path / "r.json"
+    result = invoke("actor-critic", "--total-steps", "200", "--envs", "2", "--eval-episodes", "1", "--eval-every",
+                    "100", "--checkpoint-episodes", "1", "--critic-lr", "1e-45", "--json", str(out))
+    assert_one_line_error(result, "--critic-lr 1e-45 is too small to move the critic")
+    assert "try --critic-lr 0.002" in result.stderr and not out.exists()
+    with pytest.raises(GradlabError, match=r"critic_lr 1e-45 is too small .* e\.g\. critic_lr=0\.002"):
+        gradlab.run("actor-critic", total_steps=200, envs=2, eval_episodes=1, eval_every=100, checkpoint_episodes=1,
+                    critic_lr=1e-45)
+
+
 def test_config_rejects_negative_entropy():
     with pytest.raises(GradlabError, match="--entropy must be ≥ 0"):
         A.Config(entropy=-0.1)

@@ -52,6 +52,7 @@ import numpy as np
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
+from gradlab.errors import OptionError
 from gradlab.kit import autograd_graph, rl
 from gradlab.kit.optim import TFRMSprop
 from gradlab.kit.result import Claim, Column, Curve, Result, Table
@@ -202,6 +203,10 @@ def optimizer_steps(critic_init: torch.nn.Module, grads: list[list[torch.Tensor]
     flat = [torch.cat([g.reshape(-1) for g in gs]).double() for gs in grads]
     hand = tf1_rmsprop_by_hand(tf1[0].numpy(), [g.numpy() for g in flat], lr)
     size = max(float(np.abs(b - a).max()) for a, b in itertools.pairwise(hand))  # the largest step, by hand
+    if size == 0:  # measured, not guessed: at this lr every step, lr·g/√(ms + ε), is lost in θ's rounding
+        raise OptionError("critic_lr", lambda say: f"{say('critic_lr')} {lr:g} is too small to move the critic: "
+                          f"replayed in float64, none of its first {len(grads)} RMSProp steps changes a single "
+                          "weight, so the two optimizers' steps cannot be compared", example=2e-3)
     by_hand = max(float(np.abs(t.numpy() - h).max()) for t, h in zip(tf1, hand, strict=True)) / size
     step = [[float((b - a).abs().mean()) / lr for a, b in itertools.pairwise(traj)] for traj in (tf1, torch_)]
     moved = flat[0] != 0
@@ -418,7 +423,8 @@ def optimizer_table(config: Config, opt: Replayed) -> Table:
                   Column(header="tf1-rmsprop: mean |Δθ| / lr", format=".3g"),
                   Column(header="torch-rmsprop: mean |Δθ| / lr", format=".3g"),
                   Column(header="torch ÷ tf1", format=".1f")],
-                 [[k, opt.grad_rms[k - 1], opt.tf1[k - 1], opt.torch[k - 1], opt.torch[k - 1] / opt.tf1[k - 1]]
+                 [[k, opt.grad_rms[k - 1], opt.tf1[k - 1], opt.torch[k - 1],
+                   opt.torch[k - 1] / opt.tf1[k - 1] if opt.tf1[k - 1] else math.nan]  # a step of 0: no ratio
                   for k in REPLAY_ROWS if k <= len(opt.tf1)],
                  note="TF-1 (tf.train.RMSPropOptimizer): ms₀ = 1, ms += (g² − ms)(1 − 0.9), Δθ = lr·g/√(ms + 1e-10); "
                       "torch: v₀ = 0, v = 0.99v + 0.01g², Δθ = lr·g/(√v + 1e-5), so its first step is about 10·lr on "
