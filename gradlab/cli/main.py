@@ -139,7 +139,6 @@ def run_lesson(ctx: click.Context, name: str) -> int:
     run, config = runner.resolve(name, typed)
     with process.stop_signals_held():  # a Ctrl-C while torch loads would be swallowed by it: see stop_signals_held
         import torch  # noqa: F401
-    heap.imported()
     to_stdout = STDOUT in (run.json_path, run.plot_path)
     console = report.make_console(quiet=run.quiet, stderr=to_stdout)  # stdout then carries the file alone
     if run.explain:
