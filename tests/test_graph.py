@@ -303,18 +303,17 @@ def test_a_click_on_a_node_shows_its_chain_rule_sum(tmp_path, browser):
     leaf = next(n for n in g.nodes if n.leaf)
     page = tmp_path / "g.html"
     page.write_text(drawing.page([g], "x·x"))
-    tools = browser
-    tools.open(page.as_uri())  # and wait until it is drawn
-    tools.click(f'g.node[data-node="g0n{leaf.id}"]')
-    panel = tools.js("document.getElementById('panel').innerText")
-    assert tools.js("document.querySelector('#panel .sum').textContent") == "2  [2, 4]", panel
+    browser.open(page.as_uri())  # and wait until it is drawn
+    browser.click(f'g.node[data-node="g0n{leaf.id}"]')
+    panel = browser.js("document.getElementById('panel').innerText")
+    assert browser.js("document.querySelector('#panel .sum').textContent") == "2  [2, 4]", panel
     assert panel.count("from MulBackward0 #1") == 2 and panel.count("2  [1, 2]") == 3  # x itself, 2 gradients
     assert "2 uses: they add" in panel
-    tools.click("#predict")
-    tools.click('g.node[data-node="g0n0"]')
-    assert tools.js("document.querySelector('#panel .rest').style.display") == "none"  # asked first
-    tools.key("ArrowRight", 39)  # on to the next node autograd ran: MulBackward0
-    assert tools.js("document.getElementById('panel').getAttribute('data-node')") == "g0n1"
+    browser.click("#predict")
+    browser.click('g.node[data-node="g0n0"]')
+    assert browser.js("document.querySelector('#panel .rest').style.display") == "none"  # asked first
+    browser.key("ArrowRight", 39)  # on to the next node autograd ran: MulBackward0
+    assert browser.js("document.getElementById('panel').getAttribute('data-node')") == "g0n1"
 
 
 def test_graph_command_draws_only_the_graph(tmp_path):
@@ -511,16 +510,15 @@ def test_a_click_on_a_folded_series_unfolds_it_in_the_browser(graphs, tmp_path, 
     weight = next(n for n in g.nodes if n.label == "2.weight")
     page = tmp_path / "dqn.html"
     page.write_text(drawing.page([g], "dqn"))
-    tools = browser
-    tools.open(page.as_uri())  # and wait until it is drawn
+    browser.open(page.as_uri())  # and wait until it is drawn
     shown = "Array.from(document.querySelectorAll('#view svg')).map(s => s.style.display).join(',')"
-    assert tools.js(shown) == ",none"  # folded first
-    tools.click("#fit")  # the whole drawing in view
-    tools.click("g.series")
-    assert tools.js(shown) == "none,"
-    tools.key("0", 48)  # fit the unfolded drawing
-    tools.click(f'#view svg:nth-of-type(2) g.node[data-node="g0n{weight.id}"]')
-    assert tools.js("document.querySelector('#panel h2').textContent").startswith("online.2.weight")
+    assert browser.js(shown) == ",none"  # folded first
+    browser.click("#fit")  # the whole drawing in view
+    browser.click("g.series")
+    assert browser.js(shown) == "none,"
+    browser.key("0", 48)  # fit the unfolded drawing
+    browser.click(f'#view svg:nth-of-type(2) g.node[data-node="g0n{weight.id}"]')
+    assert browser.js("document.querySelector('#panel h2').textContent").startswith("online.2.weight")
 
 
 def test_the_exercises_on_gloo_workers_say_so_and_suggest_no_graph():

@@ -372,11 +372,16 @@ PRIVATE_BASE = 1_700_000 + (os.getpid() % 10_000) * slots.SLOTS
 PRIVATE_ENV = {"GRADLAB_SANDBOX_UID_BASE": str(PRIVATE_BASE)}
 
 
+def _on_our_uids(pid: str) -> bool:
+    """Whether PID runs on one of this batch's sandbox uids."""
+    return PRIVATE_BASE <= os.stat(f"/proc/{pid}").st_uid < PRIVATE_BASE + slots.SLOTS
+
+
 def _sandbox_processes() -> list[str]:
     """The processes on this batch's sandbox uids, each said as the kernel shows it (pid, uid, state, parent, pending
     signals, command line), so that a failure says what was left."""
     said = []
-    for pid in _processes(lambda p: PRIVATE_BASE <= os.stat(f"/proc/{p}").st_uid < PRIVATE_BASE + slots.SLOTS):
+    for pid in _processes(_on_our_uids):
         try:
             status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                           if ":\t" in line)
@@ -393,8 +398,7 @@ def _named(comm: str) -> list[int]:
     batch (bwrap's and the uid fallback's are made by different test workers, maybe at the same time) starts a
     daemon of the same name, alive while its own check runs; seeing it failed this batch's test, and killing it
     tampered with the other's."""
-    return _processes(lambda p: PRIVATE_BASE <= os.stat(f"/proc/{p}").st_uid < PRIVATE_BASE + slots.SLOTS
-                      and Path(f"/proc/{p}/comm").read_text().strip() == comm)
+    return _processes(lambda p: _on_our_uids(p) and Path(f"/proc/{p}/comm").read_text().strip() == comm)
 
 
 class Listener:
