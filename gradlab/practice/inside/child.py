@@ -347,14 +347,15 @@ def restore_filenames(fn, code_files: list):
     return fn
 
 
-# Python's collector set for torch's import, as in every process of gradlab's own (gradlab/kit/heap.py says why and
-# what it measured; it is not bound into the sandbox, so its GEN0 is repeated here and tests/test_heap.py checks the two
-# agree): generation 0 every GC_GEN0 new containers, and what the imports made frozen before the submission runs
+# Python's collector, as in every process of gradlab's own (gradlab/kit/heap.py says why and what it measured; it is
+# not bound into the sandbox, so its GEN0 is repeated here and tests/test_heap.py checks the two agree): off while
+# torch, the harness and the inputs are made, then what they made frozen and generation 0 every GC_GEN0 new containers
+# before any code of the submission runs
 GC_GEN0 = 10_000
 
 
 def main() -> None:
-    gc.set_threshold(GC_GEN0, *gc.get_threshold()[1:])
+    gc.disable()  # until the imports and the inputs are made: then frozen, and the collector on (below)
     header, payload = _received(os.environ["GRADLAB_IN"])
     out = _writer(os.environ["GRADLAB_OUT"])
     # gradlab's few files in the sandbox, imported before any code of the submission runs
@@ -365,6 +366,9 @@ def main() -> None:
     harness = importlib.import_module(header["harness"]).HARNESSES[function]
     cases = harness.cases(header["seed"])
     forbidden = Forbidden(header.get("forbidden", []))
+    gc.freeze()  # torch, the harness, the inputs: made without the collector, now out of its reach
+    gc.set_threshold(GC_GEN0, *gc.get_threshold()[1:])
+    gc.enable()  # on before any code of the submission runs: its cycles are collected
     caught = _catch_warnings()
     for filename, text in header.get("lines", {}).items():  # a notebook's cells, for its traceback
         linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
