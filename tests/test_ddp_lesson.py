@@ -282,6 +282,28 @@ def connections(proc: subprocess.Popen, kids: list[int], established: set, liste
         time.sleep(0.1)
 
 
+def test_a_failed_job_cancels_this_processs_own_share_at_once():
+    """gradlab.kit.workers.start: rank 1 fails at once, rank 0 hangs. This process's own share (MEANWHILE, the
+    single-process reference in `gradlab ddp`) is cancelled as soon as the failure is seen, not after the GRACE_S
+    the other ranks get to fail on their own: its last step comes that long before start() gives up."""
+    from worker_bodies import rank_1_fails_rank_0_hangs
+
+    from gradlab.errors import RunFailed
+    from gradlab.kit import workers
+
+    steps = []
+
+    def meanwhile(stop_if_cancelled):
+        while True:
+            stop_if_cancelled()
+            steps.append(time.monotonic())
+            time.sleep(0.01)
+
+    with pytest.raises(RunFailed, match="rank 1"):
+        workers.start(rank_1_fails_rank_0_hangs, 2, timeout_s=30, meanwhile=meanwhile)
+    assert steps and time.monotonic() - steps[-1] > workers.GRACE_S - 1, time.monotonic() - steps[-1]
+
+
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc to find the workers")
 @pytest.mark.parametrize("how", ["kill", "stop"])
 def test_a_worker_that_dies_or_hangs_fails_the_run_naming_its_rank_and_leaves_no_process(how):

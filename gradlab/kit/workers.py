@@ -62,7 +62,7 @@ def start(body: Callable[[int, Callable], Any], workers: int, *, timeout_s: floa
             for p in procs:
                 p.start()
         side.start()
-        return _watch(timeout_s, refuse, procs, _Mailbox(messages, progress), side, mine)
+        return _watch(timeout_s, refuse, procs, _Mailbox(messages, progress), side, mine, stop)
     finally:
         stop.set()
         _reap(procs)
@@ -153,10 +153,11 @@ def _children_ignore_ctrl_c() -> Iterator[None]:
 
 
 def _watch(timeout_s: float, refuse: Callable, procs: list, mailbox: _Mailbox, side: threading.Thread,
-           mine: dict) -> tuple[Any, Any]:
+           mine: dict, stop: threading.Event) -> tuple[Any, Any]:
     """Read the workers' messages until the job is done (every worker exited 0 with the result sent, and this
     process's own share finished), or failed: a worker's error, a worker gone, this process's share raising, or
-    silence for longer than the timeout allows."""
+    silence for longer than the timeout allows. Once it has failed, this process's share is cancelled (STOP) at
+    once, not after the others' grace: its result can no longer be used."""
     silence = timeout_s + STARTUP_S
     while True:
         if "error" in mine:  # this process's own share failed: the job cannot be judged
@@ -173,6 +174,7 @@ def _watch(timeout_s: float, refuse: Callable, procs: list, mailbox: _Mailbox, s
             # the other ranks get GRACE_S to fail on their own (a lost peer, a collective that timed out), so that
             # the report can tell the cause from its consequences
             mailbox.progress = lambda *a: None
+            stop.set()  # this process's share stops at its next stop_if_cancelled() instead of computing on
             mailbox.wait_until(lambda: not any(p.is_alive() for p in procs), GRACE_S)
             mailbox.drain()
             raise RunFailed(_failure(procs, mailbox.errors, timeout_s))
