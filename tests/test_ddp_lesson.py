@@ -272,13 +272,9 @@ def connections(proc: subprocess.Popen, kids: list[int], established: set, liste
     connection seen, LISTENING each listening address."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(established) < 4:
-        for pid in [proc.pid, *kids]:
-            try:
-                sockets = tcp_sockets(pid)
-            except FileNotFoundError:
-                continue
-            established |= {(local, remote) for local, remote, state in sockets if state == "01"}
-            listening |= {local for local, _, state in sockets if state == "0A"}
+        sockets = tcp_sockets(proc.pid, *kids)
+        established |= {(local, remote) for local, remote, state in sockets if state == "01"}
+        listening |= {local for local, _, state in sockets if state == "0A"}
         time.sleep(0.1)
 
 
@@ -348,16 +344,23 @@ def test_ctrl_c_stops_gradlab_and_its_workers(settle, seen, signum, code, words,
     assert not any(alive(k) for k in kids)
 
 
-def tcp_sockets(pid: int) -> list[tuple[str, str, str]]:
-    """(local address, remote address, state) of PID's TCP sockets, from /proc (hex, as the kernel writes them)."""
+def tcp_sockets(*pids: int) -> list[tuple[str, str, str]]:
+    """(local address, remote address, state) of the TCP sockets of PIDS (those still alive), from /proc (hex, as
+    the kernel writes them). The kernel's tables are read once for all of them: each read walks every socket of the
+    machine."""
     inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
+    for pid in pids:
         try:
-            target = os.readlink(fd)
-        except OSError:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except FileNotFoundError:  # gone
             continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
     found = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
