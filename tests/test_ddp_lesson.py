@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -395,10 +396,31 @@ def watched_then_interrupted() -> SimpleNamespace:
 
 @pytest.mark.skipif(not Path("/proc/net/tcp").is_file(), reason="needs Linux /proc/net")
 def test_every_connection_stays_on_the_loopback_interface(watched_then_interrupted):
-    """Every established connection of gradlab and its workers is 127.0.0.1 to 127.0.0.1; the only socket open
-    beyond loopback is the rendezvous store's listener (torch's TCPStore binds every interface)."""
+    """Every established connection of gradlab and its workers is 127.0.0.1 to 127.0.0.1, and nothing listens beyond
+    loopback: gloo keeps to it, and the rendezvous store listens on the socket gradlab bound on 127.0.0.1 (a TCPStore
+    that binds its port itself listens on every interface)."""
     established, listening = watched_then_interrupted.established, watched_then_interrupted.listening
     assert len(established) >= 4, established
     assert all(local.startswith(LOOPBACK) and remote.startswith(LOOPBACK) for local, remote in established)
-    beyond = [a for a in listening if not a.startswith(LOOPBACK)]
-    assert len(beyond) <= 1  # the store's listener; gloo listens on loopback only
+    assert listening and all(a.startswith(LOOPBACK) for a in listening), listening
+
+
+def test_the_store_is_listening_on_its_port_before_any_rank_starts():
+    """distributed.hosted_store: the port (a free one the kernel picks, for --port 0) is bound and listening on
+    127.0.0.1 from the moment it is chosen, so no other connection on the machine can take it before rank 0 would
+    have bound it (what failed a suite run: `--port 51223 ... already in use`, with no --port given); a port in use
+    is the --port error; once the job is over the port is free again."""
+    job = distributed.Job(fn=print, args=(), workers=2, backend="gloo", port=0, timeout_s=5, device_type="cpu",
+                          threads=1)
+    held, store = distributed.hosted_store(job, 2)
+    assert held.port > 0 and store.port == held.port
+    with socket.create_connection(("127.0.0.1", held.port), timeout=5):
+        pass  # listening already: no rank has started
+    mine = [local for local, _, state in tcp_sockets(os.getpid()) if state == "0A"]
+    assert f"0100007F:{held.port:04X}" in mine, mine  # 127.0.0.1 only, not every interface
+    with pytest.raises(GradlabError, match=f"127.0.0.1:{held.port} is already in use"):
+        distributed.check_port(held.port)
+    with pytest.raises(GradlabError, match=f"127.0.0.1:{held.port} is already in use"):
+        distributed.hosted_store(replace(job, port=held.port), 2)
+    del store  # the last reference: its server stops
+    distributed.check_port(held.port)  # free again

@@ -7,8 +7,8 @@ and how the ranks meet. Three ways it runs:
     init_method env://. torchrun owns the processes; its rendezvous endpoint decides which machines take part.
   * --workers 1: this process is the whole job (a group of one, on 127.0.0.1).
   * --workers W > 1: gradlab starts W processes itself (start_workers: gradlab.kit.workers, spawn), rendezvous over TCP
-    on 127.0.0.1 at a free port, and gloo keeps to the loopback interface: nothing leaves the machine. (torch's
-    rendezvous store listens on every interface, with no option to narrow it; every connection is loopback.)
+    at the store this process hosts on a socket it binds on 127.0.0.1 (hosted_store), and gloo keeps to the loopback
+    interface: nothing listens beyond it, nothing leaves the machine.
 Every rank's return value is gathered (all_gather_object) so every rank, and the parent, gets all of them. A
 collective that waits longer than the job's timeout fails (--timeout), and so does the run, naming the rank.
 
@@ -31,7 +31,7 @@ from typing import Any
 
 from gradlab.errors import GradlabError, OptionError, check, check_option
 from gradlab.kit import workers
-from gradlab.kit.shared import free_port, loopback_interface
+from gradlab.kit.shared import loopback_interface, loopback_listener
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 BACKENDS = ("auto", "gloo", "nccl")
@@ -118,14 +118,41 @@ def check_port(port: int) -> None:
                  f"must be between 0 and 65535, got {port}; leave it out to pick a free one")
     if port == 0:
         return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the rendezvous store does
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            raise OptionError("port", lambda say: f"{say('port', port)}: 127.0.0.1:{port} is already in use; "
-                                                  f"choose another {say('port')} or leave it out (a free one is "
-                                                  f"picked)") from None
+    with _bound(port):
+        pass
+
+
+def _bound(port: int) -> socket.socket:
+    """shared.loopback_listener(PORT); a port in use is the --port error."""
+    try:
+        return loopback_listener(port)
+    except OSError:
+        raise OptionError("port", lambda say: f"{say('port', port)}: 127.0.0.1:{port} is already in use; "
+                                              f"choose another {say('port')} or leave it out (a free one is "
+                                              f"picked)") from None
+
+
+def hosted_store(job: Job, world: int) -> tuple[Job, Any]:
+    """The group's rendezvous store, hosted by this process: (the job with its port, the store), which listens as
+    long as it is referenced (keep it for the job's time; a process group keeps it too). Its listening socket is
+    bound here, on 127.0.0.1 only, before any rank starts, at job.port or, for 0, at a free port the kernel picks
+    in that same bind; torch's TCPStore takes it over (master_listen_fd, which the store closes when it goes). A
+    port picked first and bound later, when rank 0 started its store, could be taken in between by any connection
+    on the machine (measured: a suite run failed so, `--port 51223 ... already in use`, with no --port given); and
+    a store that binds the port itself listens on every interface."""
+    import torch.distributed as dist
+
+    listener = _bound(job.port)
+    port = listener.getsockname()[1]
+    fd = listener.detach()  # the store's from here on
+    try:
+        store = dist.TCPStore("127.0.0.1", port, world, is_master=True, wait_for_workers=False,
+                              timeout=datetime.timedelta(seconds=job.timeout_s), master_listen_fd=fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
+    return replace(job, port=port), store
 
 
 @contextlib.contextmanager
@@ -142,13 +169,16 @@ def loopback_only() -> Iterator[None]:
             os.environ.pop("GLOO_SOCKET_IFNAME", None)
 
 
-def _join_on_loopback(job: Job, rank: int, world: int) -> None:
-    """Join (or, as rank 0, host) the group of WORLD processes meeting at 127.0.0.1:job.port, gloo on loopback."""
+def _join_on_loopback(job: Job, rank: int, world: int, store: Any = None) -> None:
+    """Join the group of WORLD processes whose store listens at 127.0.0.1:job.port (STORE: this process hosts it),
+    gloo on loopback."""
     import torch.distributed as dist
 
+    timeout = datetime.timedelta(seconds=job.timeout_s)
+    if store is None:
+        store = dist.TCPStore("127.0.0.1", job.port, world, is_master=False, timeout=timeout)
     with loopback_only():
-        dist.init_process_group(job.backend, init_method=f"tcp://127.0.0.1:{job.port}", rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=job.timeout_s))
+        dist.init_process_group(job.backend, store=store, rank=rank, world_size=world, timeout=timeout)
 
 
 def _device(device_type: str, local_rank: int):
@@ -187,9 +217,8 @@ def run(job: Job, progress: Callable = lambda *a: None,
     if launched is not None:  # torchrun killed (SIGKILL): this rank must not train on as an orphan
         workers.exit_with_parent(PARENT_AT_START)
     if launched is None and job.workers > 1:
-        job = replace(job, backend=choose_backend(job.backend, job.device_type, job.workers),
-                      port=job.port or free_port())
-        results, mine = start_workers(job, progress, meanwhile)
+        job = replace(job, backend=choose_backend(job.backend, job.device_type, job.workers))
+        results, mine, job = start_workers(job, progress, meanwhile)
         return results, {"mode": "spawn", "world": job.workers, "backend": job.backend,
                          "rendezvous": f"127.0.0.1:{job.port}"}, mine
     # from here on this process joins a group itself (torchrun's, or a group of one): there can be only one
@@ -209,30 +238,25 @@ def run(job: Job, progress: Callable = lambda *a: None,
                                   progress if rank == 0 else (lambda *a: None))
         return results, {"mode": "torchrun", "world": world, "backend": job.backend,
                          "rendezvous": f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"}, mine
-    job = replace(job, backend=choose_backend(job.backend, job.device_type, 1), port=job.port or free_port())
-    _join_on_loopback(job, 0, 1)
+    job, store = hosted_store(replace(job, backend=choose_backend(job.backend, job.device_type, 1)), 1)
+    _join_on_loopback(job, 0, 1, store)
     results = _run_and_gather(job, 0, 1, _device(job.device_type, 0), progress)
     return results, {"mode": "in-process", "world": 1, "backend": job.backend,
                      "rendezvous": f"127.0.0.1:{job.port}"}, mine
 
 
 def start_workers(job: Job, progress: Callable = lambda *a: None,
-                  meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None) -> tuple[list, Any]:
-    """JOB on job.workers processes that gradlab spawns and supervises (gradlab.kit.workers), meeting at
-    127.0.0.1:job.port (a free one when 0) over the job's backend, gloo on the loopback interface; return (every
-    rank's result, what MEANWHILE returned). The workers print nothing (their output goes to /dev/null)."""
-    job = replace(job, port=job.port or free_port())
-
-    def port_taken(errors: dict[int, str]) -> Exception | None:  # another job took the port between check and bind
-        if "EADDRINUSE" in errors.get(0, ""):
-            return OptionError("port", lambda say: f"{say('port', job.port)}: 127.0.0.1:{job.port} is already in "
-                               f"use (another gradlab ddp started at the same time?); choose another {say('port')} or "
-                               "leave it out (a free one is picked)")
-        return None
-
-    return workers.start(functools.partial(_rank, job), job.workers, timeout_s=job.timeout_s,
-                         name="gradlab-ddp", progress=progress, meanwhile=meanwhile,
-                         refuse=port_taken)
+                  meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None
+                  ) -> tuple[list, Any, Job]:
+    """JOB on job.workers processes that gradlab spawns and supervises (gradlab.kit.workers), meeting at the store
+    this process hosts on 127.0.0.1 (hosted_store: job.port, or a free one when 0) over the job's backend, gloo on
+    the loopback interface; return (every rank's result, what MEANWHILE returned, the job with its port). The
+    workers print nothing (their output goes to /dev/null)."""
+    job, store = hosted_store(job, job.workers)
+    results, mine = workers.start(functools.partial(_rank, job), job.workers, timeout_s=job.timeout_s,
+                                  name="gradlab-ddp", progress=progress, meanwhile=meanwhile)
+    del store  # the job is over: the port is free again
+    return results, mine, job
 
 
 def _rank(job: Job, rank: int, report: Callable) -> list:

@@ -37,7 +37,7 @@ import torch
 import torch.distributed as dist
 
 # CHANGED and GRAPH, the rules a harness reports beside a function's outputs, are part of this module's vocabulary
-from gradlab.kit.shared import CHANGED, GRAPH, free_port, loopback_interface  # noqa: F401
+from gradlab.kit.shared import CHANGED, GRAPH, loopback_interface, loopback_listener  # noqa: F401
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,12 +244,15 @@ def _receive(fd: int, deadline: float):
         data += chunk
 
 
-def _gloo_worker(args: tuple, rank: int, world: int, port: int, load: Callable, run: Callable, go: int,
-                 result: int) -> None:
+def _gloo_worker(args: tuple, rank: int, world: int, port: int, listening: int | None, load: Callable, run: Callable,
+                 go: int, result: int) -> None:
+    """One rank of a group; rank 0 hosts the group's store on LISTENING, the socket its parent bound (at PORT)."""
     try:
         try:
-            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                    timeout=datetime.timedelta(seconds=15))
+            timeout = datetime.timedelta(seconds=15)
+            store = dist.TCPStore("127.0.0.1", port, world, is_master=listening is not None, timeout=timeout,
+                                  wait_for_workers=False, master_listen_fd=listening)
+            dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=timeout)
             seal()  # the group's connections exist: from now on no new socket (the uid fallback)
         except BaseException as e:
             _send(result, ("error", f"{type(e).__name__}: {e}"))
@@ -282,19 +285,22 @@ def _gloo_groups(inputs: list[dict], load: Callable[[], Callable], rank_args: Ca
         os.environ["GLOO_SOCKET_IFNAME"] = name  # gloo's connections stay on the loopback
     groups, ours = [], []
     for case in inputs:
-        args, port, members = rank_args(case), free_port(), []
+        args, members = rank_args(case), []
+        listener = loopback_listener()  # the group's store's socket, bound before any rank starts
+        port, listening = listener.getsockname()[1], listener.detach()
         for rank in range(len(args)):
             go_r, go_w = os.pipe()
             res_r, res_w = os.pipe()
             pid = os.fork()
             if pid == 0:
-                for fd in [*ours, go_w, res_r]:
+                for fd in [*ours, go_w, res_r, *([listening] if rank else [])]:
                     os.close(fd)
-                _gloo_worker(args[rank], rank, len(args), port, load, run, go_r, res_w)
+                _gloo_worker(args[rank], rank, len(args), port, None if rank else listening, load, run, go_r, res_w)
             os.close(go_r)
             os.close(res_w)
             ours += [go_w, res_r]
             members.append({"pid": pid, "go": go_w, "result": res_r})
+        os.close(listening)  # rank 0's store has its own copy
         groups.append(members)
     deadline = time.monotonic() + 60
     for members in groups:  # every worker is in its group (and sealed) before any code of the submission runs

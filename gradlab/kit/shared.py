@@ -14,11 +14,19 @@ CHANGED = "inputs changed"  # one 0/1 per input the function must leave as it fo
 GRAPH = "autograd graph"  # how many tensors autograd saved for a backward while the function ran
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def loopback_listener(port: int = 0) -> socket.socket:
+    """A TCP socket listening on 127.0.0.1:PORT; for 0, on a free port the kernel picks in the bind itself, so that
+    nothing can take it before it is used (a port found free, closed and bound again later can be taken in between
+    by any connection on the machine). Raises OSError where PORT is in use."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as torch's TCPStore sets its own
+        s.bind(("127.0.0.1", port))
+        s.listen()
+    except BaseException:
+        s.close()
+        raise
+    return s
 
 
 def loopback_interface() -> str | None:

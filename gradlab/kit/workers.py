@@ -40,15 +40,13 @@ GRACE_S = 3.0  # after one worker fails, how long the others get to fail on thei
 
 def start(body: Callable[[int, Callable], Any], workers: int, *, timeout_s: float,
           name: str = "gradlab-worker", progress: Callable = lambda *a: None,
-          meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None,
-          refuse: Callable[[dict[int, str]], Exception | None] = lambda errors: None) -> tuple[Any, Any]:
+          meanwhile: Callable[[Callable[[], None]], Any] = lambda stop_if_cancelled: None) -> tuple[Any, Any]:
     """Run BODY(rank, report) in WORKERS spawned processes (named NAME-rank-R), MEANWHILE in a thread
     of this one, watch both; stop and reap the workers in any case. Return (rank 0's return value, what MEANWHILE
     returned). REPORT(text, done, total) moves PROGRESS (rank 0's). TIMEOUT_S: how long a worker may wait for the
     others in a collective (a worker silent longer than that plus STARTUP_S has hung). The workers' standard output
     and error go to /dev/null (torch's C++ warnings would interleave with the parent's report). MEANWHILE must
-    call stop_if_cancelled() often: it raises Cancelled once the job has failed or been interrupted. REFUSE(errors),
-    asked while the workers run, may turn their errors at once into the exception to raise (a taken port, say)."""
+    call stop_if_cancelled() often: it raises Cancelled once the job has failed or been interrupted."""
     import torch.multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -62,7 +60,7 @@ def start(body: Callable[[int, Callable], Any], workers: int, *, timeout_s: floa
             for p in procs:
                 p.start()
         side.start()
-        return _watch(timeout_s, refuse, procs, _Mailbox(messages, progress), side, mine, stop)
+        return _watch(timeout_s, procs, _Mailbox(messages, progress), side, mine, stop)
     finally:
         stop.set()
         _reap(procs)
@@ -152,8 +150,8 @@ def _children_ignore_ctrl_c() -> Iterator[None]:
             signal.raise_signal(pending[0])  # to the handler just restored: Ctrl-C's, or gradlab's SIGTERM
 
 
-def _watch(timeout_s: float, refuse: Callable, procs: list, mailbox: _Mailbox, side: threading.Thread,
-           mine: dict, stop: threading.Event) -> tuple[Any, Any]:
+def _watch(timeout_s: float, procs: list, mailbox: _Mailbox, side: threading.Thread, mine: dict,
+           stop: threading.Event) -> tuple[Any, Any]:
     """Read the workers' messages until the job is done (every worker exited 0 with the result sent, and this
     process's own share finished), or failed: a worker's error, a worker gone, this process's share raising, or
     silence for longer than the timeout allows. Once it has failed, this process's share is cancelled (STOP) at
@@ -163,9 +161,6 @@ def _watch(timeout_s: float, refuse: Callable, procs: list, mailbox: _Mailbox, s
         if "error" in mine:  # this process's own share failed: the job cannot be judged
             raise mine["error"]
         mailbox.receive(0.2)
-        refused = refuse(mailbox.errors)
-        if refused is not None:
-            raise refused
         exited = [p.exitcode for p in procs]
         all_done = all(code == 0 for code in exited)
         if all_done and mailbox.result is None:  # the result may still be on its way through the pipe
