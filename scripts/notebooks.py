@@ -19,8 +19,12 @@ build/notebooks, which git ignores).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
@@ -31,6 +35,27 @@ INJECTED = "gradlab-injected"  # the tag of the cells this script inserts
 # then sends SIGTERM (measured on 2026-11-28, jupyter_client 8.10: 0.97 s for a kernel that ran 1+1, 2.7 s once it
 # had imported torch). Nothing is left to save then: the outputs are in the notebook already.
 SHUTDOWN = "immediate"
+
+
+@contextlib.contextmanager
+def kernel_manager() -> Iterator[object | None]:
+    """The manager of a notebook's kernel, for nbclient's `km=`: its five channels on Unix sockets in a folder of
+    its own, removed after (jupyter_client's ipc transport), where the system has them. On TCP, jupyter_client finds
+    five free ports and the kernel binds them once it has started, a second later; in between any connection on the
+    machine can take one, and the kernel then dies (ipykernel tries a port it was given once): the race that failed
+    a run of `gradlab ddp`'s rendezvous (gradlab/kit/distributed.py, hosted_store). None (TCP, nbclient's own
+    manager) where there are no Unix sockets or the folder's path is too long for one."""
+    if os.name != "posix":
+        yield None
+        return
+    from jupyter_client.manager import AsyncKernelManager
+
+    with tempfile.TemporaryDirectory(prefix="gradlab-kernel-") as folder:
+        if len(folder) > 80:  # a Unix socket's path has at most 107 bytes
+            yield None
+            return
+        yield AsyncKernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "channel"),
+                                 connection_file=os.path.join(folder, "kernel.json"))
 
 # What each notebook's marked cells must show, by lesson and marker: the claims of its main run hold, and each
 # "What happened" cell is true of the run before it. Each assertion's message says what the notebook's text says.
@@ -180,8 +205,9 @@ def execute(path: Path, quick: bool, answers: bool = False):
     from nbclient import NotebookClient
 
     nb = prepare(nbformat.read(path, as_version=4), path.stem.split("-", 1)[1], quick=quick, answers=answers)
-    NotebookClient(nb, timeout=TIMEOUT_S, kernel_name="python3", shutdown_kernel=SHUTDOWN,
-                   resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    with kernel_manager() as km:
+        NotebookClient(nb, km=km, timeout=TIMEOUT_S, kernel_name="python3", shutdown_kernel=SHUTDOWN,
+                       resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     return nb
 
 

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -238,8 +239,19 @@ def test_the_notebook_runner_fails_on_a_wrong_answer_or_a_false_outcome(broken, 
         cells.append(run)
     nb = runner.prepare(nbformat.v4.new_notebook(cells=cells), "ddp" if broken == "outcome" else "clip",
                         quick=True, answers=True)
-    with pytest.raises(CellExecutionError, match="AssertionError"):
-        NotebookClient(nb, timeout=120, kernel_name="python3", shutdown_kernel=runner.SHUTDOWN).execute()
+    with pytest.raises(CellExecutionError, match="AssertionError"), runner.kernel_manager() as km:
+        NotebookClient(nb, km=km, timeout=120, kernel_name="python3", shutdown_kernel=runner.SHUTDOWN).execute()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="Unix sockets")
+def test_a_notebooks_kernel_talks_over_unix_sockets_in_a_folder_removed_after():
+    """scripts/notebooks.py's kernels use jupyter_client's ipc transport: no TCP port to find free and bind later
+    (which any connection on the machine can take in between)."""
+    pytest.importorskip("jupyter_client")
+    with script("notebooks").kernel_manager() as km:
+        folder = Path(km.ip).parent
+        assert km.transport == "ipc" and folder.is_dir() and Path(km.connection_file).parent == folder
+    assert not folder.exists()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
