@@ -253,9 +253,11 @@ def start_workers(job: Job, progress: Callable = lambda *a: None,
     the loopback interface; return (every rank's result, what MEANWHILE returned, the job with its port). The
     workers print nothing (their output goes to /dev/null)."""
     job, store = hosted_store(job, job.workers)
-    results, mine = workers.start(functools.partial(_rank, job), job.workers, timeout_s=job.timeout_s,
-                                  name="gradlab-ddp", progress=progress, meanwhile=meanwhile)
-    del store  # the job is over: the port is free again
+    try:
+        results, mine = workers.start(functools.partial(_rank, job), job.workers, timeout_s=job.timeout_s,
+                                      name="gradlab-ddp", progress=progress, meanwhile=meanwhile)
+    finally:
+        del store  # the job is over, however it ended: the port is free again
     return results, mine, job
 
 
