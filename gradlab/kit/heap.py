@@ -61,10 +61,10 @@ class _TorchImport(importlib.abc.MetaPathFinder):
     after (gc.freeze), before the collector is on again (the gc module's documentation gives the same order to a
     process that forks: gc.disable() early, gc.freeze(), then gc.enable()). At GEN0 the import still sets off
     about 25 collections of the young generations (tests/test_heap.py counts them), each walking up to GEN0 new
-    objects (GEN0 × 10 for generation 1) and freeing almost nothing; switched back on
-    without the freeze, the collector's first run would walk the whole import at once. Measured on 2 cores (whole
-    machine CPU, 8 runs interleaved, medians, with the sandbox's child doing the same): `gradlab check` of a right
-    answer 2.66 → 2.53 CPU-s, `gradlab jacobian` 2.43 → 2.36, `gradlab log1pexp` 1.58 → 1.57."""
+    objects (GEN0 × 10 for generation 1) and freeing almost nothing; switched back on without the freeze, the
+    collector's first run would walk the whole import at once. Measured on 2 cores (whole machine CPU, 8 runs
+    interleaved, medians, with the sandbox's child doing the same): `gradlab check` of a right answer 2.66 → 2.53
+    CPU-s, `gradlab jacobian` 2.43 → 2.36, `gradlab log1pexp` 1.58 → 1.57."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "torch":
